@@ -1,0 +1,70 @@
+// Time in gpuledger: instants are int64 milliseconds since the Unix epoch (UTC), named
+// `*_ms`; spans are half-open [begin, end). Nothing reads the wall clock except through
+// a Clock, so tests, the simulator and the demo can drive time themselves.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace gpuledger {
+
+inline constexpr int64_t kMsPerSecond = 1000;
+inline constexpr int64_t kMsPerMinute = 60 * kMsPerSecond;
+inline constexpr int64_t kMsPerHour = 60 * kMsPerMinute;
+inline constexpr int64_t kMsPerDay = 24 * kMsPerHour;
+
+// A half-open span of time [begin_ms, end_ms).
+struct TimeRange {
+  int64_t begin_ms = 0;
+  int64_t end_ms = 0;
+
+  int64_t length_ms() const { return end_ms > begin_ms ? end_ms - begin_ms : 0; }
+  bool empty() const { return end_ms <= begin_ms; }
+  bool Contains(int64_t t_ms) const { return t_ms >= begin_ms && t_ms < end_ms; }
+  bool Overlaps(const TimeRange& o) const { return begin_ms < o.end_ms && o.begin_ms < end_ms; }
+  TimeRange Intersect(const TimeRange& o) const;
+  bool operator==(const TimeRange&) const = default;
+};
+
+// Floors `t_ms` to a multiple of `step_ms` (correct for negative instants too).
+int64_t FloorTo(int64_t t_ms, int64_t step_ms);
+
+// Parses an instant: RFC 3339 ("2026-11-23T08:00:00Z", "2026-11-23T08:00:00.250+01:00")
+// or a bare date ("2026-11-23", midnight UTC). Fails with a message naming the text.
+Result<int64_t> ParseTime(std::string_view text);
+
+// Formats an instant as RFC 3339 in UTC, with milliseconds only when they are not zero.
+std::string FormatTime(int64_t t_ms);
+
+// Parses a duration such as "90s", "15m", "36h", "7d", "2w" or "1h30m". Must be > 0.
+Result<int64_t> ParseDuration(std::string_view text);
+
+// "2026-11" -> [2026-11-01T00:00Z, 2026-12-01T00:00Z).
+Result<TimeRange> ParseMonth(std::string_view text);
+
+// ISO 8601 week "2026-W48" -> [Monday 00:00Z, next Monday 00:00Z).
+Result<TimeRange> ParseIsoWeek(std::string_view text);
+// The ISO week ("2026-W48") that contains `t_ms`.
+std::string IsoWeekOf(int64_t t_ms);
+
+// Days since the epoch for a civil date, and back. Valid for the proleptic Gregorian
+// calendar; used by the parsers above and by generators.
+int64_t DaysFromCivil(int year, unsigned month, unsigned day);
+
+// The source of "now". Implementations must be thread-safe.
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual int64_t NowMs() const = 0;
+};
+
+// The system's real-time clock.
+class SystemClock final : public Clock {
+ public:
+  int64_t NowMs() const override;
+};
+
+}  // namespace gpuledger
