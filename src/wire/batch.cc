@@ -1,0 +1,645 @@
+#include "wire/batch.h"
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include <cmath>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/time.h"
+
+namespace gpuledger::wire {
+namespace {
+
+using simdjson::dom::array;
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+using simdjson::dom::object;
+
+// A JSON path built only when an error is reported: "samples[3].sm_active".
+struct Path {
+  const Path* parent = nullptr;
+  std::string_view key;
+  size_t index = SIZE_MAX;
+
+  Path Field(std::string_view k) const { return Path{this, k, SIZE_MAX}; }
+  Path Item(size_t i) const { return Path{this, {}, i}; }
+  std::string ToString() const {
+    std::string prefix = parent ? parent->ToString() : std::string();
+    if (index != SIZE_MAX) return fmt::format("{}[{}]", prefix, index);
+    if (key.empty()) return prefix;
+    return prefix.empty() ? std::string(key) : prefix + "." + std::string(key);
+  }
+};
+
+Status Bad(const Path& p, std::string_view what) {
+  std::string where = p.ToString();
+  return InvalidArgument(where.empty() ? std::string(what) : fmt::format("{}: {}", where, what));
+}
+
+class Reader {
+ public:
+  explicit Reader(const BatchLimits& limits) : limits_(limits) {}
+
+  Status String(element e, const Path& p, std::string& out, bool required_nonempty) {
+    std::string_view s;
+    if (e.get_string().get(s) != simdjson::SUCCESS) return Bad(p, "must be a string");
+    if (s.size() > limits_.max_string_bytes) {
+      return Bad(p, fmt::format("longer than {} bytes", limits_.max_string_bytes));
+    }
+    for (char c : s) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+        return Bad(p, "contains a control character");
+      }
+    }
+    if (required_nonempty && s.empty()) return Bad(p, "must not be empty");
+    out.assign(s);
+    return Status::Ok();
+  }
+
+  Status Time(element e, const Path& p, int64_t& out) {
+    if (e.is_string()) {
+      std::string_view s = e.get_string().value_unsafe();
+      auto t = ParseTime(s);
+      if (!t.ok()) return Bad(p, t.status().message());
+      out = *t;
+      return Status::Ok();
+    }
+    int64_t i = 0;
+    if (e.get_int64().get(i) == simdjson::SUCCESS) {
+      out = i;
+    } else {
+      double d = 0;
+      if (e.get_double().get(d) != simdjson::SUCCESS || !std::isfinite(d) || d != std::floor(d) ||
+          std::fabs(d) > 9e15) {
+        return Bad(p, "must be epoch milliseconds (an integer) or an RFC 3339 string");
+      }
+      out = static_cast<int64_t>(d);
+    }
+    // Milliseconds since the epoch between 2000 and 2200: catches seconds sent as ms.
+    if (out < 946'684'800'000 || out > 7'258'118'400'000) {
+      return Bad(p, fmt::format("{} is not a plausible time in epoch milliseconds (2000..2200)", out));
+    }
+    return Status::Ok();
+  }
+
+  Status Int(element e, const Path& p, int64_t& out, int64_t min, int64_t max) {
+    int64_t i = 0;
+    double d = 0;
+    if (e.get_int64().get(i) != simdjson::SUCCESS) {
+      if (e.get_double().get(d) != simdjson::SUCCESS || d != std::floor(d) || !std::isfinite(d)) {
+        return Bad(p, "must be an integer");
+      }
+      if (d < static_cast<double>(min) || d > static_cast<double>(max)) {
+        return Bad(p, fmt::format("must be within {}..{}", min, max));
+      }
+      i = static_cast<int64_t>(d);
+    }
+    if (i < min || i > max) return Bad(p, fmt::format("must be within {}..{}", min, max));
+    out = i;
+    return Status::Ok();
+  }
+
+  // A figure: a finite number within [min, max], or null for "absent".
+  Status Figure(element e, const Path& p, std::optional<double>& out, double min, double max) {
+    if (e.is_null()) {
+      out.reset();
+      return Status::Ok();
+    }
+    double d = 0;
+    if (e.get_double().get(d) != simdjson::SUCCESS) {
+      // simdjson does not coerce integers to double through get_double for big ints.
+      int64_t i = 0;
+      if (e.get_int64().get(i) != simdjson::SUCCESS) return Bad(p, "must be a number or null");
+      d = static_cast<double>(i);
+    }
+    if (!std::isfinite(d)) return Bad(p, "must be finite");
+    if (d < min || d > max) return Bad(p, fmt::format("must be within {}..{}", min, max));
+    out = d;
+    return Status::Ok();
+  }
+
+  Status Ratio(element e, const Path& p, std::optional<double>& out) {
+    return Figure(e, p, out, 0.0, 1.0);
+  }
+  Status NonNegative(element e, const Path& p, std::optional<double>& out) {
+    return Figure(e, p, out, 0.0, 1e15);
+  }
+
+  Status Array(element e, const Path& p, array& out, size_t limit) {
+    if (e.get_array().get(out) != simdjson::SUCCESS) return Bad(p, "must be an array");
+    if (out.size() > limit) return Bad(p, fmt::format("more than {} entries", limit));
+    return Status::Ok();
+  }
+
+  Status Object(element e, const Path& p, object& out) {
+    if (e.get_object().get(out) != simdjson::SUCCESS) return Bad(p, "must be an object");
+    return Status::Ok();
+  }
+
+  Status Device(element e, const Path& p, gpuledger::Device& d) {
+    object o;
+    GPULEDGER_RETURN_IF_ERROR(Object(e, p, o));
+    bool has_uuid = false;
+    for (auto [key, v] : o) {
+      Path f = p.Field(key);
+      if (key == "uuid") {
+        GPULEDGER_RETURN_IF_ERROR(String(v, f, d.uuid, true));
+        has_uuid = true;
+      } else if (key == "node") {
+        GPULEDGER_RETURN_IF_ERROR(String(v, f, d.node, false));
+      } else if (key == "model") {
+        GPULEDGER_RETURN_IF_ERROR(String(v, f, d.model, false));
+      } else if (key == "memory_mib") {
+        GPULEDGER_RETURN_IF_ERROR(Int(v, f, d.memory_mib, 0, int64_t{1} << 40));
+      } else if (key == "pool") {
+        GPULEDGER_RETURN_IF_ERROR(String(v, f, d.pool, false));
+      } else if (key == "capacity_type") {
+        std::string s;
+        GPULEDGER_RETURN_IF_ERROR(String(v, f, s, true));
+        auto c = ParseCapacityType(s);
+        if (!c.ok()) return Bad(f, c.status().message());
+        d.capacity_type = *c;
+      } else if (key == "parent") {
+        if (!v.is_null()) GPULEDGER_RETURN_IF_ERROR(String(v, f, d.parent_uuid, false));
+      } else if (key == "share") {
+        std::string s;
+        GPULEDGER_RETURN_IF_ERROR(String(v, f, s, true));
+        auto sh = ParseShare(s);
+        if (!sh.ok()) return Bad(f, sh.status().message());
+        d.share = *sh;
+      } else if (key == "mig_profile") {
+        if (!v.is_null()) GPULEDGER_RETURN_IF_ERROR(String(v, f, d.mig_profile, false));
+      } else if (key == "sample_interval_ms") {
+        GPULEDGER_RETURN_IF_ERROR(Int(v, f, d.sample_interval_ms, 1, kMsPerDay));
+      } else {
+        return Bad(f, "unknown field");
+      }
+    }
+    if (!has_uuid) return Bad(p.Field("uuid"), "missing");
+    if (d.parent_uuid.empty() != (d.share == Share{1, 1})) {
+      return Bad(p, "a MIG instance needs both \"parent\" and a \"share\" below 1; a GPU neither");
+    }
+    if (d.parent_uuid == d.uuid) return Bad(p.Field("parent"), "a device cannot be its own parent");
+    return Status::Ok();
+  }
+
+  Status OptionalTime(element v, const Path& f, std::optional<int64_t>& out) {
+    if (v.is_null()) {
+      out.reset();
+      return Status::Ok();
+    }
+    int64_t t = 0;
+    GPULEDGER_RETURN_IF_ERROR(Time(v, f, t));
+    out = t;
+    return Status::Ok();
+  }
+
+  Status Job(element e, const Path& p, gpuledger::Job& j) {
+    object o;
+    GPULEDGER_RETURN_IF_ERROR(Object(e, p, o));
+    bool has_id = false;
+    for (auto [key, v] : o) {
+      Path f = p.Field(key);
+      int64_t i = 0;
+      if (key == "id") {
+        GPULEDGER_RETURN_IF_ERROR(String(v, f, j.id, true));
+        has_id = true;
+      } else if (key == "team") {
+        GPULEDGER_RETURN_IF_ERROR(String(v, f, j.team, false));
+      } else if (key == "project") {
+        GPULEDGER_RETURN_IF_ERROR(String(v, f, j.project, false));
+      } else if (key == "experiment") {
+        GPULEDGER_RETURN_IF_ERROR(String(v, f, j.experiment, false));
+      } else if (key == "user") {
+        GPULEDGER_RETURN_IF_ERROR(String(v, f, j.user, false));
+      } else if (key == "kind") {
+        std::string s;
+        GPULEDGER_RETURN_IF_ERROR(String(v, f, s, true));
+        auto k = ParseJobKind(s);
+        if (!k.ok()) return Bad(f, k.status().message());
+        j.kind = *k;
+      } else if (key == "pool") {
+        GPULEDGER_RETURN_IF_ERROR(String(v, f, j.pool, false));
+      } else if (key == "priority") {
+        GPULEDGER_RETURN_IF_ERROR(Int(v, f, i, -1'000'000, 1'000'000));
+        j.priority = static_cast<int32_t>(i);
+      } else if (key == "requested_gpus") {
+        GPULEDGER_RETURN_IF_ERROR(Int(v, f, i, 0, 1'000'000));
+        j.requested_gpus = static_cast<int32_t>(i);
+      } else if (key == "requested_mig_profile") {
+        GPULEDGER_RETURN_IF_ERROR(String(v, f, j.requested_mig_profile, false));
+      } else if (key == "submit") {
+        GPULEDGER_RETURN_IF_ERROR(OptionalTime(v, f, j.submit_ms));
+      } else if (key == "start") {
+        GPULEDGER_RETURN_IF_ERROR(OptionalTime(v, f, j.start_ms));
+      } else if (key == "end") {
+        GPULEDGER_RETURN_IF_ERROR(OptionalTime(v, f, j.end_ms));
+      } else {
+        return Bad(f, "unknown field");
+      }
+    }
+    if (!has_id) return Bad(p.Field("id"), "missing");
+    return Status::Ok();
+  }
+
+  Status Allocation(element e, const Path& p, gpuledger::Allocation& a) {
+    object o;
+    GPULEDGER_RETURN_IF_ERROR(Object(e, p, o));
+    bool has_from = false;
+    for (auto [key, v] : o) {
+      Path f = p.Field(key);
+      if (key == "device") {
+        GPULEDGER_RETURN_IF_ERROR(String(v, f, a.device_uuid, true));
+      } else if (key == "job") {
+        GPULEDGER_RETURN_IF_ERROR(String(v, f, a.job_id, true));
+      } else if (key == "from") {
+        GPULEDGER_RETURN_IF_ERROR(Time(v, f, a.from_ms));
+        has_from = true;
+      } else if (key == "to") {
+        GPULEDGER_RETURN_IF_ERROR(OptionalTime(v, f, a.to_ms));
+      } else {
+        return Bad(f, "unknown field");
+      }
+    }
+    if (a.device_uuid.empty()) return Bad(p.Field("device"), "missing");
+    if (a.job_id.empty()) return Bad(p.Field("job"), "missing");
+    if (!has_from) return Bad(p.Field("from"), "missing");
+    return Status::Ok();
+  }
+
+  Status Process(element e, const Path& p, ProcessSample& ps) {
+    object o;
+    GPULEDGER_RETURN_IF_ERROR(Object(e, p, o));
+    bool has_pid = false;
+    for (auto [key, v] : o) {
+      Path f = p.Field(key);
+      std::optional<double> d;
+      if (key == "pid") {
+        GPULEDGER_RETURN_IF_ERROR(Int(v, f, ps.pid, 0, int64_t{1} << 32));
+        has_pid = true;
+      } else if (key == "job") {
+        if (!v.is_null()) GPULEDGER_RETURN_IF_ERROR(String(v, f, ps.job_id, false));
+      } else if (key == "fb_used_mib") {
+        GPULEDGER_RETURN_IF_ERROR(NonNegative(v, f, d));
+        ps.fb_used_mib = d.value_or(0);
+      } else if (key == "sm_share") {
+        GPULEDGER_RETURN_IF_ERROR(Ratio(v, f, ps.sm_share));
+      } else {
+        return Bad(f, "unknown field");
+      }
+    }
+    if (!has_pid) return Bad(p.Field("pid"), "missing");
+    return Status::Ok();
+  }
+
+  Status Sample(element e, const Path& p, gpuledger::Sample& s) {
+    object o;
+    GPULEDGER_RETURN_IF_ERROR(Object(e, p, o));
+    bool has_t = false;
+    for (auto [key, v] : o) {
+      Path f = p.Field(key);
+      // Ordered by how often agents send them.
+      if (key == "device") {
+        GPULEDGER_RETURN_IF_ERROR(String(v, f, s.device_uuid, true));
+      } else if (key == "t") {
+        GPULEDGER_RETURN_IF_ERROR(Time(v, f, s.t_ms));
+        has_t = true;
+      } else if (key == "sm_active") {
+        GPULEDGER_RETURN_IF_ERROR(Ratio(v, f, s.sm_active));
+      } else if (key == "gpu_util") {
+        GPULEDGER_RETURN_IF_ERROR(Ratio(v, f, s.gpu_util));
+      } else if (key == "sm_occupancy") {
+        GPULEDGER_RETURN_IF_ERROR(Ratio(v, f, s.sm_occupancy));
+      } else if (key == "tensor_active") {
+        GPULEDGER_RETURN_IF_ERROR(Ratio(v, f, s.tensor_active));
+      } else if (key == "dram_active") {
+        GPULEDGER_RETURN_IF_ERROR(Ratio(v, f, s.dram_active));
+      } else if (key == "fb_used_mib") {
+        GPULEDGER_RETURN_IF_ERROR(NonNegative(v, f, s.fb_used_mib));
+      } else if (key == "power_watts") {
+        GPULEDGER_RETURN_IF_ERROR(NonNegative(v, f, s.power_watts));
+      } else if (key == "health") {
+        std::string_view h;
+        if (v.get_string().get(h) != simdjson::SUCCESS) return Bad(f, "must be a string");
+        auto parsed = ParseHealth(h);
+        if (!parsed.ok()) return Bad(f, parsed.status().message());
+        s.health = *parsed;
+      } else if (key == "processes") {
+        array procs;
+        GPULEDGER_RETURN_IF_ERROR(Array(v, f, procs, limits_.max_processes_per_sample));
+        s.processes.resize(procs.size());
+        size_t i = 0;
+        for (element pe : procs) {
+          GPULEDGER_RETURN_IF_ERROR(Process(pe, f.Item(i), s.processes[i]));
+          ++i;
+        }
+      } else {
+        return Bad(f, "unknown field");
+      }
+    }
+    if (s.device_uuid.empty()) return Bad(p.Field("device"), "missing");
+    if (!has_t) return Bad(p.Field("t"), "missing");
+    return Status::Ok();
+  }
+
+  template <typename T, typename Fn>
+  Status List(element e, const Path& p, size_t limit, std::vector<T>& out, Fn&& read_one) {
+    array arr;
+    GPULEDGER_RETURN_IF_ERROR(Array(e, p, arr, limit));
+    out.resize(arr.size());
+    size_t i = 0;
+    for (element item : arr) {
+      GPULEDGER_RETURN_IF_ERROR(read_one(item, p.Item(i), out[i]));
+      ++i;
+    }
+    return Status::Ok();
+  }
+
+  Status Top(element root, Batch& b) {
+    Path p;
+    object o;
+    GPULEDGER_RETURN_IF_ERROR(Object(root, p, o));
+    // The id and version first, so that every later error can name the batch.
+    element v;
+    if (o["batch_id"].get(v) != simdjson::SUCCESS) return Bad(p.Field("batch_id"), "missing");
+    GPULEDGER_RETURN_IF_ERROR(String(v, p.Field("batch_id"), b.batch_id, true));
+    if (o["version"].get(v) != simdjson::SUCCESS) return Bad(p.Field("version"), "missing");
+    int64_t version = 0;
+    GPULEDGER_RETURN_IF_ERROR(Int(v, p.Field("version"), version, 0, 1'000'000));
+    if (version != kBatchVersion) {
+      return Bad(p.Field("version"),
+                 fmt::format("unsupported version {} (this build reads version {})", version,
+                             kBatchVersion));
+    }
+    b.version = static_cast<int>(version);
+    for (auto [key, val] : o) {
+      Path f = p.Field(key);
+      if (key == "batch_id" || key == "version") continue;
+      if (key == "source") {
+        GPULEDGER_RETURN_IF_ERROR(String(val, f, b.source, false));
+      } else if (key == "sent_at") {
+        int64_t ignored = 0;
+        GPULEDGER_RETURN_IF_ERROR(Time(val, f, ignored));
+      } else if (key == "devices") {
+        GPULEDGER_RETURN_IF_ERROR(List(val, f, limits_.max_devices, b.devices,
+                                       [&](element x, const Path& q, gpuledger::Device& d) {
+                                         return Device(x, q, d);
+                                       }));
+      } else if (key == "jobs") {
+        GPULEDGER_RETURN_IF_ERROR(List(
+            val, f, limits_.max_jobs, b.jobs,
+            [&](element x, const Path& q, gpuledger::Job& j) { return Job(x, q, j); }));
+      } else if (key == "allocations") {
+        GPULEDGER_RETURN_IF_ERROR(List(val, f, limits_.max_allocations, b.allocations,
+                                       [&](element x, const Path& q, gpuledger::Allocation& a) {
+                                         return Allocation(x, q, a);
+                                       }));
+      } else if (key == "samples") {
+        GPULEDGER_RETURN_IF_ERROR(List(
+            val, f, limits_.max_samples, b.samples,
+            [&](element x, const Path& q, gpuledger::Sample& s) { return Sample(x, q, s); }));
+      } else {
+        return Bad(f, "unknown field");
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  const BatchLimits& limits_;
+};
+
+void AppendJsonString(fmt::memory_buffer& out, std::string_view s) {
+  out.push_back('"');
+  for (char c : s) {
+    switch (c) {
+      case '"': out.append(std::string_view("\\\"")); break;
+      case '\\': out.append(std::string_view("\\\\")); break;
+      case '\n': out.append(std::string_view("\\n")); break;
+      case '\t': out.append(std::string_view("\\t")); break;
+      case '\r': out.append(std::string_view("\\r")); break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+  out.push_back('"');
+}
+
+// Appends `,"key":` (or `"key":` first in an object).
+void Key(fmt::memory_buffer& out, bool& first, std::string_view key) {
+  if (!first) out.push_back(',');
+  first = false;
+  AppendJsonString(out, key);
+  out.push_back(':');
+}
+
+void StrField(fmt::memory_buffer& out, bool& first, std::string_view key, std::string_view v,
+              bool always = false) {
+  if (v.empty() && !always) return;
+  Key(out, first, key);
+  AppendJsonString(out, v);
+}
+
+void NumField(fmt::memory_buffer& out, bool& first, std::string_view key,
+              const std::optional<double>& v) {
+  if (!v) return;
+  Key(out, first, key);
+  fmt::format_to(std::back_inserter(out), "{}", *v);
+}
+
+void IntField(fmt::memory_buffer& out, bool& first, std::string_view key,
+              const std::optional<int64_t>& v) {
+  if (!v) return;
+  Key(out, first, key);
+  fmt::format_to(std::back_inserter(out), "{}", *v);
+}
+
+}  // namespace
+
+uint64_t Fnv1a64(std::string_view bytes) {
+  uint64_t h = 1469598103934665603ULL;
+  for (char c : bytes) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+Result<Batch> ParseBatch(std::string_view json, const BatchLimits& limits) {
+  thread_local simdjson::dom::parser parser;
+  element root;
+  if (auto err = parser.parse(json.data(), json.size()).get(root); err != simdjson::SUCCESS) {
+    return InvalidArgument(fmt::format("batch: malformed JSON: {}", simdjson::error_message(err)));
+  }
+  Batch b;
+  Reader reader(limits);
+  Status st = reader.Top(root, b);
+  if (!st.ok()) {
+    std::string name = b.batch_id.empty() ? std::string("batch") : "batch " + b.batch_id;
+    return st.WithContext(name);
+  }
+  b.content_digest = Fnv1a64(json);
+  return b;
+}
+
+Status ValidateBatch(const Batch& b, int64_t now_ms, int64_t max_future_skew_ms) {
+  auto bad = [&](std::string where, std::string_view what) {
+    return InvalidArgument(fmt::format("batch {}: {}: {}", b.batch_id, where, what));
+  };
+  std::unordered_set<std::string_view> device_ids;
+  for (size_t i = 0; i < b.devices.size(); ++i) {
+    if (!device_ids.insert(b.devices[i].uuid).second) {
+      return bad(fmt::format("devices[{}].uuid", i), "declared twice in one batch");
+    }
+  }
+  std::unordered_set<std::string_view> job_ids;
+  for (size_t i = 0; i < b.jobs.size(); ++i) {
+    const Job& j = b.jobs[i];
+    if (!job_ids.insert(j.id).second) {
+      return bad(fmt::format("jobs[{}].id", i), "declared twice in one batch");
+    }
+    if (j.start_ms && j.end_ms && *j.end_ms < *j.start_ms) {
+      return bad(fmt::format("jobs[{}].end", i), "before its start");
+    }
+  }
+  for (size_t i = 0; i < b.allocations.size(); ++i) {
+    const Allocation& a = b.allocations[i];
+    if (a.to_ms && *a.to_ms <= a.from_ms) {
+      return bad(fmt::format("allocations[{}].to", i), "must be after \"from\"");
+    }
+    if (a.from_ms > now_ms + max_future_skew_ms) {
+      return bad(fmt::format("allocations[{}].from", i),
+                 fmt::format("{} is in the future (now {})", FormatTime(a.from_ms), FormatTime(now_ms)));
+    }
+  }
+  std::unordered_map<std::string_view, int64_t> last_t;
+  last_t.reserve(64);
+  for (size_t i = 0; i < b.samples.size(); ++i) {
+    const Sample& s = b.samples[i];
+    auto [it, inserted] = last_t.try_emplace(s.device_uuid, s.t_ms);
+    if (!inserted) {
+      if (s.t_ms == it->second) {
+        return bad(fmt::format("samples[{}].t", i),
+                   fmt::format("duplicate sample for device {} at {}", s.device_uuid,
+                               FormatTime(s.t_ms)));
+      }
+      if (s.t_ms < it->second) {
+        return bad(fmt::format("samples[{}].t", i),
+                   fmt::format("time goes backwards for device {} ({} after {})", s.device_uuid,
+                               FormatTime(s.t_ms), FormatTime(it->second)));
+      }
+      it->second = s.t_ms;
+    }
+    if (s.t_ms > now_ms + max_future_skew_ms) {
+      return bad(fmt::format("samples[{}].t", i),
+                 fmt::format("{} is in the future (now {}); is the sender's clock wrong?",
+                             FormatTime(s.t_ms), FormatTime(now_ms)));
+    }
+    if (IsAvailable(s.health) && !s.sm_active && !s.gpu_util) {
+      return bad(fmt::format("samples[{}]", i),
+                 "a healthy sample needs an activity figure (sm_active or gpu_util)");
+    }
+    std::unordered_set<int64_t> pids;
+    for (size_t k = 0; k < s.processes.size(); ++k) {
+      if (!pids.insert(s.processes[k].pid).second) {
+        return bad(fmt::format("samples[{}].processes[{}].pid", i, k), "listed twice");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+std::string WriteBatch(const Batch& b) {
+  fmt::memory_buffer out;
+  out.reserve(256 + b.samples.size() * 160);
+  bool first = true;
+  out.push_back('{');
+  Key(out, first, "version");
+  fmt::format_to(std::back_inserter(out), "{}", b.version);
+  StrField(out, first, "batch_id", b.batch_id, true);
+  StrField(out, first, "source", b.source);
+  auto list = [&](std::string_view key, const auto& items, auto&& write_one) {
+    if (items.empty()) return;
+    Key(out, first, key);
+    out.push_back('[');
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i) out.push_back(',');
+      out.push_back('{');
+      bool f = true;
+      write_one(items[i], f);
+      out.push_back('}');
+    }
+    out.push_back(']');
+  };
+  list("devices", b.devices, [&](const Device& d, bool& f) {
+    StrField(out, f, "uuid", d.uuid, true);
+    StrField(out, f, "node", d.node);
+    StrField(out, f, "model", d.model);
+    if (d.memory_mib) IntField(out, f, "memory_mib", d.memory_mib);
+    StrField(out, f, "pool", d.pool);
+    StrField(out, f, "capacity_type", CapacityTypeName(d.capacity_type));
+    StrField(out, f, "parent", d.parent_uuid);
+    if (d.is_mig()) StrField(out, f, "share", fmt::format("{}/{}", d.share.num, d.share.den));
+    StrField(out, f, "mig_profile", d.mig_profile);
+    if (d.sample_interval_ms) IntField(out, f, "sample_interval_ms", d.sample_interval_ms);
+  });
+  list("jobs", b.jobs, [&](const Job& j, bool& f) {
+    StrField(out, f, "id", j.id, true);
+    StrField(out, f, "team", j.team);
+    StrField(out, f, "project", j.project);
+    StrField(out, f, "experiment", j.experiment);
+    StrField(out, f, "user", j.user);
+    StrField(out, f, "kind", JobKindName(j.kind));
+    StrField(out, f, "pool", j.pool);
+    if (j.priority) IntField(out, f, "priority", j.priority);
+    if (j.requested_gpus) IntField(out, f, "requested_gpus", j.requested_gpus);
+    StrField(out, f, "requested_mig_profile", j.requested_mig_profile);
+    IntField(out, f, "submit", j.submit_ms);
+    IntField(out, f, "start", j.start_ms);
+    IntField(out, f, "end", j.end_ms);
+  });
+  list("allocations", b.allocations, [&](const Allocation& a, bool& f) {
+    StrField(out, f, "device", a.device_uuid, true);
+    StrField(out, f, "job", a.job_id, true);
+    IntField(out, f, "from", a.from_ms);
+    IntField(out, f, "to", a.to_ms);
+  });
+  list("samples", b.samples, [&](const Sample& s, bool& f) {
+    StrField(out, f, "device", s.device_uuid, true);
+    IntField(out, f, "t", s.t_ms);
+    NumField(out, f, "sm_active", s.sm_active);
+    NumField(out, f, "sm_occupancy", s.sm_occupancy);
+    NumField(out, f, "tensor_active", s.tensor_active);
+    NumField(out, f, "dram_active", s.dram_active);
+    NumField(out, f, "gpu_util", s.gpu_util);
+    NumField(out, f, "fb_used_mib", s.fb_used_mib);
+    NumField(out, f, "power_watts", s.power_watts);
+    if (s.health != Health::kOk) StrField(out, f, "health", HealthName(s.health));
+    if (!s.processes.empty()) {
+      Key(out, f, "processes");
+      out.push_back('[');
+      for (size_t i = 0; i < s.processes.size(); ++i) {
+        const ProcessSample& p = s.processes[i];
+        if (i) out.push_back(',');
+        out.push_back('{');
+        bool pf = true;
+        IntField(out, pf, "pid", p.pid);
+        StrField(out, pf, "job", p.job_id);
+        NumField(out, pf, "fb_used_mib", p.fb_used_mib);
+        NumField(out, pf, "sm_share", p.sm_share);
+        out.push_back('}');
+      }
+      out.push_back(']');
+    }
+  });
+  out.push_back('}');
+  return fmt::to_string(out);
+}
+
+}  // namespace gpuledger::wire

@@ -1,0 +1,60 @@
+// The native batch format, version 1: one JSON document per batch (docs/batch-format.md).
+// Agents write it, the server's ingest and `gpuledger import` read it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/model.h"
+#include "core/status.h"
+
+namespace gpuledger::wire {
+
+inline constexpr int kBatchVersion = 1;
+
+// Limits that keep one batch bounded; a batch over them is rejected whole.
+struct BatchLimits {
+  size_t max_samples = 1'000'000;
+  size_t max_devices = 100'000;
+  size_t max_jobs = 100'000;
+  size_t max_allocations = 100'000;
+  size_t max_processes_per_sample = 1'024;
+  size_t max_string_bytes = 256;
+};
+
+struct Batch {
+  int version = kBatchVersion;
+  std::string batch_id;
+  std::string source;  // the node or process that sent it
+  std::vector<Device> devices;
+  std::vector<Job> jobs;
+  std::vector<Allocation> allocations;
+  std::vector<Sample> samples;
+  // FNV-1a 64 of the document's bytes when parsed from text (0 otherwise): a batch id
+  // reused for different content is told apart from an honest retry.
+  uint64_t content_digest = 0;
+};
+
+// Parses one v1 batch document. On failure the status names the batch id (when it
+// could be read) and the JSON path of the offending field, e.g.
+//   "batch n7-42: samples[3].sm_active: must be a number within 0..1".
+// Unknown fields are rejected (a misspelt field would otherwise be silently lost).
+// The returned batch is syntactically valid; ValidateBatch adds the semantic checks.
+Result<Batch> ParseBatch(std::string_view json, const BatchLimits& limits = {});
+
+// Checks what a batch can check alone: ids present, ratios within 0..1, no NaN or
+// negative figures, per-device sample times strictly increasing (time going backwards
+// is an error), samples no later than now_ms + max_future_skew_ms, allocations with
+// from < to, devices referenced by samples or allocations either declared in the batch
+// or left for the store to resolve. Healthy samples must carry sm_active or gpu_util.
+Status ValidateBatch(const Batch& batch, int64_t now_ms, int64_t max_future_skew_ms = 10 * 60'000);
+
+// Writes a batch as a v1 document (compact JSON). ParseBatch(WriteBatch(b)) == b.
+std::string WriteBatch(const Batch& batch);
+
+// FNV-1a 64-bit hash of `bytes`.
+uint64_t Fnv1a64(std::string_view bytes);
+
+}  // namespace gpuledger::wire

@@ -1,0 +1,169 @@
+#include "wire/batch.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/time.h"
+
+namespace gpuledger::wire {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int64_t kNow = 1'795'420'800'000;  // 2026-11-23T08:00:00Z
+
+const char* kGood = R"({
+  "version": 1, "batch_id": "node-a-17", "source": "node-a", "sent_at": "2026-11-23T08:00:10Z",
+  "devices": [
+    {"uuid": "GPU-a0", "node": "node-a", "model": "NVIDIA H200", "memory_mib": 143771,
+     "pool": "training", "capacity_type": "reserved", "sample_interval_ms": 10000},
+    {"uuid": "MIG-a0-3", "node": "node-a", "model": "NVIDIA H200", "pool": "dev",
+     "parent": "GPU-a0", "share": "3/7", "mig_profile": "3g.71gb"}
+  ],
+  "jobs": [{"id": "j1", "team": "vision", "project": "detr", "experiment": "lr-sweep-3",
+            "user": "ana", "kind": "training", "pool": "training", "priority": 5,
+            "requested_gpus": 8, "submit": "2026-11-23T07:00:00Z", "start": 1795417200000}],
+  "allocations": [{"device": "GPU-a0", "job": "j1", "from": "2026-11-23T07:00:00Z"}],
+  "samples": [
+    {"device": "GPU-a0", "t": 1795420790000, "sm_active": 0.71, "sm_occupancy": 0.4,
+     "tensor_active": 0.3, "dram_active": 0.2, "gpu_util": 1, "fb_used_mib": 70000,
+     "power_watts": 512.5},
+    {"device": "GPU-a0", "t": "2026-11-23T08:00:00Z", "gpu_util": 0.5, "health": "degraded",
+     "processes": [{"pid": 4242, "job": "j1", "fb_used_mib": 69000, "sm_share": 0.5}]}
+  ]
+})";
+
+TEST(BatchTest, ParsesAFullDocument) {
+  auto b = ParseBatch(kGood);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(b->batch_id, "node-a-17");
+  ASSERT_EQ(b->devices.size(), 2u);
+  EXPECT_EQ(b->devices[1].share, (Share{3, 7}));
+  EXPECT_EQ(b->devices[1].parent_uuid, "GPU-a0");
+  EXPECT_EQ(b->devices[0].capacity_type, CapacityType::kReserved);
+  ASSERT_EQ(b->jobs.size(), 1u);
+  EXPECT_EQ(b->jobs[0].kind, JobKind::kTraining);
+  EXPECT_EQ(*b->jobs[0].start_ms, 1795417200000);
+  EXPECT_FALSE(b->allocations[0].to_ms.has_value());
+  ASSERT_EQ(b->samples.size(), 2u);
+  EXPECT_DOUBLE_EQ(*b->samples[0].sm_active, 0.71);
+  EXPECT_EQ(b->samples[1].t_ms, kNow);
+  EXPECT_EQ(b->samples[1].activity_source(), ActivitySource::kGpuUtil);
+  EXPECT_EQ(b->samples[1].health, Health::kDegraded);
+  EXPECT_EQ(b->samples[1].processes[0].pid, 4242);
+  EXPECT_TRUE(ValidateBatch(*b, kNow).ok());
+}
+
+TEST(BatchTest, WriteThenParseRoundTrips) {
+  auto b = ParseBatch(kGood);
+  ASSERT_TRUE(b.ok());
+  std::string text = WriteBatch(*b);
+  auto again = ParseBatch(text);
+  ASSERT_TRUE(again.ok()) << again.status().ToString() << "\n" << text;
+  EXPECT_EQ(WriteBatch(*again), text);
+  EXPECT_EQ(again->samples[0].power_watts, b->samples[0].power_watts);
+}
+
+struct BadCase {
+  const char* name;
+  std::string json;
+  const char* expected;  // a substring of the error
+};
+
+std::string WithSample(const std::string& sample) {
+  return R"({"version":1,"batch_id":"b-9","devices":[{"uuid":"GPU-1"}],"samples":[)" + sample +
+         "]}";
+}
+
+TEST(BatchTest, BadInputGetsAnErrorNamingBatchAndField) {
+  std::vector<BadCase> cases = {
+      {"malformed", R"({"version":1,"batch_id":"b-9",)", "malformed JSON"},
+      {"not an object", "[1,2]", "must be an object"},
+      {"no id", R"({"version":1})", "batch_id: missing"},
+      {"unknown version", R"({"version":2,"batch_id":"b-9"})",
+       "batch b-9: version: unsupported version 2"},
+      {"unknown field", R"({"version":1,"batch_id":"b-9","smaples":[]})",
+       "batch b-9: smaples: unknown field"},
+      {"negative ratio", WithSample(R"({"device":"GPU-1","t":1795420800000,"sm_active":-0.1})"),
+       "batch b-9: samples[0].sm_active: must be within 0..1"},
+      {"ratio above one", WithSample(R"({"device":"GPU-1","t":1795420800000,"gpu_util":100})"),
+       "samples[0].gpu_util: must be within 0..1"},
+      {"negative power",
+       WithSample(R"({"device":"GPU-1","t":1795420800000,"gpu_util":1,"power_watts":-3})"),
+       "samples[0].power_watts"},
+      {"string figure", WithSample(R"({"device":"GPU-1","t":1795420800000,"sm_active":"NaN"})"),
+       "samples[0].sm_active: must be a number"},
+      {"seconds not ms", WithSample(R"({"device":"GPU-1","t":1795420800,"sm_active":0.1})"),
+       "samples[0].t: 1795420800 is not a plausible time"},
+      {"bad time text", WithSample(R"({"device":"GPU-1","t":"yesterday","sm_active":0.1})"),
+       "samples[0].t: time \"yesterday\""},
+      {"missing device", WithSample(R"({"t":1795420800000,"sm_active":0.1})"),
+       "samples[0].device: missing"},
+      {"control char in id",
+       R"({"version":1,"batch_id":"b-9","jobs":[{"id":"a\nb"}]})", "jobs[0].id: contains a control"},
+      {"bad kind", R"({"version":1,"batch_id":"b-9","jobs":[{"id":"j","kind":"fun"}]})",
+       "jobs[0].kind"},
+      {"bad share",
+       R"({"version":1,"batch_id":"b-9","devices":[{"uuid":"M","parent":"G","share":"8/7"}]})",
+       "devices[0].share"},
+      {"mig without share", R"({"version":1,"batch_id":"b-9","devices":[{"uuid":"M","parent":"G"}]})",
+       "devices[0]: a MIG instance needs"},
+      {"bad process", WithSample(R"({"device":"GPU-1","t":1795420800000,"gpu_util":1,"processes":[{"job":"x"}]})"),
+       "samples[0].processes[0].pid: missing"},
+  };
+  for (const auto& c : cases) {
+    auto r = ParseBatch(c.json);
+    ASSERT_FALSE(r.ok()) << c.name;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << c.name;
+    EXPECT_THAT(r.status().message(), HasSubstr(c.expected)) << c.name;
+  }
+}
+
+TEST(BatchTest, NanAndInfinityAreNotJson) {
+  auto r = ParseBatch(WithSample(R"({"device":"GPU-1","t":1795420800000,"sm_active":NaN})"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("malformed JSON"));
+}
+
+TEST(BatchTest, ValidationNamesTheProblem) {
+  auto check = [](const std::string& json, const char* expected) {
+    auto b = ParseBatch(json);
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    Status st = ValidateBatch(*b, kNow);
+    ASSERT_FALSE(st.ok()) << json;
+    EXPECT_THAT(st.message(), HasSubstr(expected));
+  };
+  check(WithSample(R"({"device":"GPU-1","t":1795420800000,"sm_active":0.1},
+                      {"device":"GPU-1","t":1795420790000,"sm_active":0.1})"),
+        "batch b-9: samples[1].t: time goes backwards for device GPU-1");
+  check(WithSample(R"({"device":"GPU-1","t":1795420800000,"sm_active":0.1},
+                      {"device":"GPU-1","t":1795420800000,"sm_active":0.2})"),
+        "samples[1].t: duplicate sample for device GPU-1");
+  check(WithSample(R"({"device":"GPU-1","t":1795424400000,"sm_active":0.1})"),
+        "samples[0].t: 2026-11-23T09:00:00Z is in the future");
+  check(WithSample(R"({"device":"GPU-1","t":1795420800000})"), "needs an activity figure");
+  check(R"({"version":1,"batch_id":"b-9","allocations":[{"device":"G","job":"j","from":1795420800000,"to":1795420800000}]})",
+        "allocations[0].to: must be after");
+  check(R"({"version":1,"batch_id":"b-9","devices":[{"uuid":"G"},{"uuid":"G"}]})",
+        "devices[1].uuid: declared twice");
+}
+
+TEST(BatchTest, LimitsAreEnforced) {
+  BatchLimits limits;
+  limits.max_samples = 1;
+  auto r = ParseBatch(WithSample(R"({"device":"GPU-1","t":1795420800000,"sm_active":0.1},
+                                   {"device":"GPU-1","t":1795420810000,"sm_active":0.1})"),
+                      limits);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("samples: more than 1 entries"));
+}
+
+TEST(BatchTest, DigestDiffersForDifferentContent) {
+  auto a = ParseBatch(WithSample(R"({"device":"GPU-1","t":1795420800000,"sm_active":0.1})"));
+  auto b = ParseBatch(WithSample(R"({"device":"GPU-1","t":1795420800000,"sm_active":0.2})"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE(a->content_digest, b->content_digest);
+}
+
+}  // namespace
+}  // namespace gpuledger::wire
