@@ -10,7 +10,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   # libraries
   libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libsimdjson-dev
-  libsqlite3-dev libtomlplusplus-dev zlib1g-dev
+  libsqlite3-dev sqlite3 libtomlplusplus-dev zlib1g-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
 )

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/batch.h"
 #include "core/model.h"
 #include "core/status.h"
 
@@ -24,18 +25,8 @@ struct BatchLimits {
   size_t max_string_bytes = 256;
 };
 
-struct Batch {
-  int version = kBatchVersion;
-  std::string batch_id;
-  std::string source;  // the node or process that sent it
-  std::vector<Device> devices;
-  std::vector<Job> jobs;
-  std::vector<Allocation> allocations;
-  std::vector<Sample> samples;
-  // FNV-1a 64 of the document's bytes when parsed from text (0 otherwise): a batch id
-  // reused for different content is told apart from an honest retry.
-  uint64_t content_digest = 0;
-};
+// The in-memory batch (gpuledger::Batch) is a core type: core/batch.h.
+using gpuledger::Batch;
 
 // Parses one v1 batch document. On failure the status names the batch id (when it
 // could be read) and the JSON path of the offending field, e.g.

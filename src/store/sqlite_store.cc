@@ -1,0 +1,827 @@
+// The embedded store: SQLite in WAL mode.
+//
+// Dialect notes for the PostgreSQL implementation: the schema uses only INTEGER, REAL
+// and TEXT columns and "INSERT ... ON CONFLICT" upserts, which both databases speak.
+// WITHOUT ROWID is SQLite's own and is kept in kSqliteTableSuffix.
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+
+#include "store/store.h"
+
+namespace gpuledger::store {
+namespace {
+
+constexpr const char* kSqliteTableSuffix = " WITHOUT ROWID";
+
+// Schema migrations, applied in order; meta.schema_version records how many ran.
+std::vector<std::string> Migrations() {
+  std::string wr = kSqliteTableSuffix;
+  return {
+      // 1: the initial schema.
+      "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+      "CREATE TABLE batches(batch_id TEXT PRIMARY KEY, source TEXT NOT NULL, digest TEXT NOT NULL,"
+      "  samples INTEGER NOT NULL, applied_seq INTEGER NOT NULL);"
+      "CREATE TABLE devices(id INTEGER PRIMARY KEY, uuid TEXT NOT NULL UNIQUE, node TEXT NOT NULL,"
+      "  model TEXT NOT NULL, memory_mib INTEGER NOT NULL, pool TEXT NOT NULL,"
+      "  capacity_type TEXT NOT NULL, parent_id INTEGER NOT NULL, share_num INTEGER NOT NULL,"
+      "  share_den INTEGER NOT NULL, mig_profile TEXT NOT NULL, sample_interval_ms INTEGER NOT NULL,"
+      "  in_service_ms INTEGER NOT NULL, last_sample_ms INTEGER NOT NULL);"
+      "CREATE TABLE jobs(id INTEGER PRIMARY KEY, job_key TEXT NOT NULL UNIQUE, team TEXT NOT NULL,"
+      "  project TEXT NOT NULL, experiment TEXT NOT NULL, user_name TEXT NOT NULL,"
+      "  kind TEXT NOT NULL, pool TEXT NOT NULL, priority INTEGER NOT NULL,"
+      "  requested_gpus INTEGER NOT NULL, requested_mig_profile TEXT NOT NULL,"
+      "  submit_ms INTEGER, start_ms INTEGER, end_ms INTEGER);"
+      "CREATE TABLE allocations(device_id INTEGER NOT NULL, job_id INTEGER NOT NULL,"
+      "  from_ms INTEGER NOT NULL, to_ms INTEGER, PRIMARY KEY(device_id, job_id, from_ms))" + wr + ";"
+      "CREATE INDEX allocations_by_time ON allocations(from_ms);"
+      "CREATE TABLE samples(device_id INTEGER NOT NULL, t_ms INTEGER NOT NULL, sm_active REAL,"
+      "  sm_occupancy REAL, tensor_active REAL, dram_active REAL, gpu_util REAL, fb_used_mib REAL,"
+      "  power_watts REAL, health INTEGER NOT NULL, PRIMARY KEY(device_id, t_ms))" + wr + ";"
+      "CREATE TABLE process_samples(device_id INTEGER NOT NULL, t_ms INTEGER NOT NULL,"
+      "  pid INTEGER NOT NULL, job_key TEXT NOT NULL, fb_used_mib REAL NOT NULL, sm_share REAL,"
+      "  PRIMARY KEY(device_id, t_ms, pid))" + wr + ";"
+      "CREATE TABLE rollup_hour(hour_ms INTEGER NOT NULL, device_id INTEGER NOT NULL,"
+      "  job_id INTEGER NOT NULL, active_ms INTEGER NOT NULL, idle_ms INTEGER NOT NULL,"
+      "  unallocated_ms INTEGER NOT NULL, unavailable_ms INTEGER NOT NULL,"
+      "  unmonitored_ms INTEGER NOT NULL, coarse_ms INTEGER NOT NULL,"
+      "  PRIMARY KEY(hour_ms, device_id, job_id))" + wr + ";"
+      "CREATE TABLE rollup_minute(minute_ms INTEGER NOT NULL, device_id INTEGER NOT NULL,"
+      "  active_ms INTEGER NOT NULL, idle_ms INTEGER NOT NULL, unallocated_ms INTEGER NOT NULL,"
+      "  unavailable_ms INTEGER NOT NULL, unmonitored_ms INTEGER NOT NULL,"
+      "  PRIMARY KEY(minute_ms, device_id))" + wr + ";"
+      "CREATE TABLE dirty_hours(device_id INTEGER NOT NULL, hour_ms INTEGER NOT NULL,"
+      "  generation INTEGER NOT NULL, PRIMARY KEY(device_id, hour_ms))" + wr + ";"
+      "CREATE TABLE prices(id INTEGER PRIMARY KEY, model TEXT NOT NULL, pool TEXT NOT NULL,"
+      "  capacity_type TEXT NOT NULL, micros_per_hour INTEGER NOT NULL, begin_ms INTEGER NOT NULL,"
+      "  end_ms INTEGER NOT NULL);",
+  };
+}
+
+class Stmt {
+ public:
+  Stmt() = default;
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  ~Stmt() { sqlite3_finalize(s_); }
+
+  Status Prepare(sqlite3* db, const std::string& sql) {
+    if (sqlite3_prepare_v3(db, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &s_, nullptr) !=
+        SQLITE_OK) {
+      return Internal(fmt::format("sqlite: preparing \"{}\": {}", sql, sqlite3_errmsg(db)));
+    }
+    return Status::Ok();
+  }
+  sqlite3_stmt* get() { return s_; }
+  Stmt& Reset() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+    return *this;
+  }
+  Stmt& Bind(int i, int64_t v) {
+    sqlite3_bind_int64(s_, i, v);
+    return *this;
+  }
+  Stmt& Bind(int i, const std::string& v) {
+    sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+    return *this;
+  }
+  Stmt& Bind(int i, std::string_view v) {
+    sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+    return *this;
+  }
+  Stmt& Bind(int i, const std::optional<double>& v) {
+    if (v) {
+      sqlite3_bind_double(s_, i, *v);
+    } else {
+      sqlite3_bind_null(s_, i);
+    }
+    return *this;
+  }
+  Stmt& Bind(int i, const std::optional<int64_t>& v) {
+    if (v) {
+      sqlite3_bind_int64(s_, i, *v);
+    } else {
+      sqlite3_bind_null(s_, i);
+    }
+    return *this;
+  }
+  // Steps once: SQLITE_ROW, SQLITE_DONE or an error code.
+  int Step() { return sqlite3_step(s_); }
+  int64_t Int(int col) { return sqlite3_column_int64(s_, col); }
+  std::optional<int64_t> OptInt(int col) {
+    if (sqlite3_column_type(s_, col) == SQLITE_NULL) return std::nullopt;
+    return sqlite3_column_int64(s_, col);
+  }
+  std::optional<double> OptDouble(int col) {
+    if (sqlite3_column_type(s_, col) == SQLITE_NULL) return std::nullopt;
+    return sqlite3_column_double(s_, col);
+  }
+  std::string Text(int col) {
+    const unsigned char* t = sqlite3_column_text(s_, col);
+    return t ? std::string(reinterpret_cast<const char*>(t),
+                           static_cast<size_t>(sqlite3_column_bytes(s_, col)))
+             : std::string();
+  }
+
+ private:
+  sqlite3_stmt* s_ = nullptr;
+};
+
+std::string DigestText(uint64_t d) { return fmt::format("{:016x}", d); }
+
+class SqliteStore final : public Store {
+ public:
+  ~SqliteStore() override {
+    stmts_.clear();
+    sqlite3_close_v2(db_);
+  }
+
+  Status Open(const std::string& path, const SqliteOptions& options) {
+    if (sqlite3_open_v2(path.c_str(), &db_,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                        nullptr) != SQLITE_OK) {
+      return Unavailable(fmt::format("sqlite: cannot open {}: {}", path,
+                                     db_ ? sqlite3_errmsg(db_) : "out of memory"));
+    }
+    sqlite3_busy_timeout(db_, 5000);
+    GPULEDGER_RETURN_IF_ERROR(Exec("PRAGMA journal_mode=WAL"));
+    GPULEDGER_RETURN_IF_ERROR(
+        Exec(options.synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
+    GPULEDGER_RETURN_IF_ERROR(Exec("PRAGMA foreign_keys=OFF"));
+    GPULEDGER_RETURN_IF_ERROR(Exec("PRAGMA cache_size=-65536"));
+    GPULEDGER_RETURN_IF_ERROR(Migrate(path));
+    GPULEDGER_RETURN_IF_ERROR(PrepareAll());
+    return LoadCaches();
+  }
+
+  Result<ApplyOutcome> ApplyBatch(const Batch& b) override {
+    std::lock_guard lock(mu_);
+    GPULEDGER_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+    Pending pending;
+    auto outcome = ApplyInTransaction(b, pending);
+    if (!outcome.ok() || *outcome == ApplyOutcome::kDuplicate) {
+      (void)Exec("ROLLBACK");
+      return outcome;
+    }
+    if (Status st = Exec("COMMIT"); !st.ok()) {
+      (void)Exec("ROLLBACK");
+      return st;
+    }
+    // Only now that the transaction holds may the caches learn the new ids.
+    for (auto& [uuid, id] : pending.devices) device_ids_[uuid] = id;
+    for (auto& [key, id] : pending.jobs) job_ids_[key] = id;
+    for (auto& [id, rec] : pending.device_state) device_state_[id] = rec;
+    return *outcome;
+  }
+
+  Result<std::vector<DeviceRecord>> ListDevices() override {
+    std::lock_guard lock(mu_);
+    Stmt& q = S(kListDevices).Reset();
+    std::vector<DeviceRecord> out;
+    std::unordered_map<int64_t, std::string> uuid_of;
+    while (q.Step() == SQLITE_ROW) {
+      DeviceRecord r;
+      r.id = q.Int(0);
+      r.device.uuid = q.Text(1);
+      r.device.node = q.Text(2);
+      r.device.model = q.Text(3);
+      r.device.memory_mib = q.Int(4);
+      r.device.pool = q.Text(5);
+      r.device.capacity_type = ParseCapacityType(q.Text(6)).value();
+      r.parent_id = q.Int(7);
+      r.device.share = Share{static_cast<int32_t>(q.Int(8)), static_cast<int32_t>(q.Int(9))};
+      r.device.mig_profile = q.Text(10);
+      r.device.sample_interval_ms = q.Int(11);
+      r.in_service_ms = q.Int(12);
+      r.last_sample_ms = q.Int(13);
+      uuid_of[r.id] = r.device.uuid;
+      out.push_back(std::move(r));
+    }
+    for (DeviceRecord& r : out) {
+      if (r.parent_id) r.device.parent_uuid = uuid_of[r.parent_id];
+    }
+    return out;
+  }
+
+  Result<std::vector<JobRecord>> ListJobs() override {
+    std::lock_guard lock(mu_);
+    Stmt& q = S(kListJobs).Reset();
+    std::vector<JobRecord> out;
+    while (q.Step() == SQLITE_ROW) {
+      JobRecord r;
+      r.id = q.Int(0);
+      Job& j = r.job;
+      j.id = q.Text(1);
+      j.team = q.Text(2);
+      j.project = q.Text(3);
+      j.experiment = q.Text(4);
+      j.user = q.Text(5);
+      j.kind = ParseJobKind(q.Text(6)).value();
+      j.pool = q.Text(7);
+      j.priority = static_cast<int32_t>(q.Int(8));
+      j.requested_gpus = static_cast<int32_t>(q.Int(9));
+      j.requested_mig_profile = q.Text(10);
+      j.submit_ms = q.OptInt(11);
+      j.start_ms = q.OptInt(12);
+      j.end_ms = q.OptInt(13);
+      out.push_back(std::move(r));
+    }
+    return out;
+  }
+
+  Result<std::vector<AllocationRecord>> Allocations(int64_t device_id,
+                                                    const TimeRange& range) override {
+    std::lock_guard lock(mu_);
+    Stmt& q = S(kAllocationsOfDevice).Reset();
+    q.Bind(1, device_id).Bind(2, range.end_ms).Bind(3, range.begin_ms);
+    return ReadAllocations(q);
+  }
+
+  Result<std::vector<AllocationRecord>> AllocationsOverlapping(const TimeRange& range) override {
+    std::lock_guard lock(mu_);
+    Stmt& q = S(kAllocationsOverlapping).Reset();
+    q.Bind(1, range.end_ms).Bind(2, range.begin_ms);
+    return ReadAllocations(q);
+  }
+
+  Result<std::vector<Sample>> Samples(int64_t device_id, const TimeRange& range) override {
+    std::lock_guard lock(mu_);
+    Stmt& q = S(kSamplesOfDevice).Reset();
+    q.Bind(1, device_id).Bind(2, range.begin_ms).Bind(3, range.end_ms);
+    std::vector<Sample> out;
+    while (q.Step() == SQLITE_ROW) {
+      Sample s;
+      s.t_ms = q.Int(0);
+      s.sm_active = q.OptDouble(1);
+      s.sm_occupancy = q.OptDouble(2);
+      s.tensor_active = q.OptDouble(3);
+      s.dram_active = q.OptDouble(4);
+      s.gpu_util = q.OptDouble(5);
+      s.fb_used_mib = q.OptDouble(6);
+      s.power_watts = q.OptDouble(7);
+      s.health = static_cast<Health>(q.Int(8));
+      out.push_back(std::move(s));
+    }
+    Stmt& p = S(kProcessesOfDevice).Reset();
+    p.Bind(1, device_id).Bind(2, range.begin_ms).Bind(3, range.end_ms);
+    size_t i = 0;
+    while (p.Step() == SQLITE_ROW) {
+      int64_t t = p.Int(0);
+      while (i < out.size() && out[i].t_ms < t) ++i;
+      if (i == out.size()) break;
+      if (out[i].t_ms != t) continue;
+      out[i].processes.push_back(
+          ProcessSample{p.Int(1), p.Text(2), *p.OptDouble(3), p.OptDouble(4)});
+    }
+    return out;
+  }
+
+  Result<std::vector<DirtyHour>> DirtyHours(size_t limit) override {
+    std::lock_guard lock(mu_);
+    Stmt& q = S(kDirtyHours).Reset();
+    q.Bind(1, static_cast<int64_t>(limit));
+    std::vector<DirtyHour> out;
+    while (q.Step() == SQLITE_ROW) out.push_back({q.Int(0), q.Int(1), q.Int(2)});
+    return out;
+  }
+
+  Status WriteRollups(const DirtyHour& d, const std::vector<RollupRow>& hour_rows,
+                      const std::vector<RollupRow>& minute_rows) override {
+    std::lock_guard lock(mu_);
+    GPULEDGER_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+    Status st = [&]() -> Status {
+      GPULEDGER_RETURN_IF_ERROR(
+          Done(S(kDeleteHourRollup).Reset().Bind(1, d.hour_ms).Bind(2, d.device_id)));
+      GPULEDGER_RETURN_IF_ERROR(Done(S(kDeleteMinuteRollup)
+                                         .Reset()
+                                         .Bind(1, d.hour_ms)
+                                         .Bind(2, d.hour_ms + kMsPerHour)
+                                         .Bind(3, d.device_id)));
+      for (const RollupRow& r : hour_rows) {
+        Stmt& ins = S(kInsertHourRollup).Reset();
+        ins.Bind(1, r.period_ms).Bind(2, r.device_id).Bind(3, r.job_id);
+        for (size_t b = 0; b < kBucketCount; ++b) ins.Bind(static_cast<int>(4 + b), r.ms[b]);
+        ins.Bind(9, r.coarse_ms);
+        GPULEDGER_RETURN_IF_ERROR(Done(ins));
+      }
+      for (const RollupRow& r : minute_rows) {
+        Stmt& ins = S(kInsertMinuteRollup).Reset();
+        ins.Bind(1, r.period_ms).Bind(2, r.device_id);
+        for (size_t b = 0; b < kBucketCount; ++b) ins.Bind(static_cast<int>(3 + b), r.ms[b]);
+        GPULEDGER_RETURN_IF_ERROR(Done(ins));
+      }
+      return Done(
+          S(kClearDirty).Reset().Bind(1, d.device_id).Bind(2, d.hour_ms).Bind(3, d.generation));
+    }();
+    if (!st.ok()) {
+      (void)Exec("ROLLBACK");
+      return st;
+    }
+    return Exec("COMMIT");
+  }
+
+  Result<std::vector<RollupSum>> SumHourRollups(const TimeRange& hours) override {
+    std::lock_guard lock(mu_);
+    Stmt& q = S(kSumHourRollups).Reset();
+    q.Bind(1, hours.begin_ms).Bind(2, hours.end_ms);
+    std::vector<RollupSum> out;
+    while (q.Step() == SQLITE_ROW) {
+      RollupSum r;
+      r.device_id = q.Int(0);
+      r.job_id = q.Int(1);
+      for (size_t b = 0; b < kBucketCount; ++b) r.ms[b] = q.Int(static_cast<int>(2 + b));
+      r.coarse_ms = q.Int(7);
+      out.push_back(r);
+    }
+    return out;
+  }
+
+  Status ScanMinuteRollups(const TimeRange& range,
+                           const std::function<void(const RollupRow&)>& fn) override {
+    std::lock_guard lock(mu_);
+    Stmt& q = S(kScanMinuteRollups).Reset();
+    q.Bind(1, range.begin_ms).Bind(2, range.end_ms);
+    while (q.Step() == SQLITE_ROW) {
+      RollupRow r;
+      r.period_ms = q.Int(0);
+      r.device_id = q.Int(1);
+      for (size_t b = 0; b < kBucketCount; ++b) r.ms[b] = q.Int(static_cast<int>(2 + b));
+      fn(r);
+    }
+    return Status::Ok();
+  }
+
+  Result<PriceBook> LoadPriceBook() override {
+    std::lock_guard lock(mu_);
+    Stmt& q = S(kLoadPrices).Reset();
+    std::vector<PriceEntry> entries;
+    while (q.Step() == SQLITE_ROW) {
+      PriceEntry e;
+      e.model = q.Text(0);
+      e.pool = q.Text(1);
+      e.capacity_type = ParseCapacityType(q.Text(2)).value();
+      e.per_gpu_hour = Money::FromMicros(q.Int(3));
+      e.valid = {q.Int(4), q.Int(5)};
+      entries.push_back(std::move(e));
+    }
+    return PriceBook::Create(std::move(entries));
+  }
+
+  Status SavePriceBook(const PriceBook& book) override {
+    std::lock_guard lock(mu_);
+    GPULEDGER_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+    Status st = [&]() -> Status {
+      GPULEDGER_RETURN_IF_ERROR(Exec("DELETE FROM prices"));
+      for (const PriceEntry& e : book.entries()) {
+        std::string type(CapacityTypeName(e.capacity_type));
+        GPULEDGER_RETURN_IF_ERROR(Done(S(kInsertPrice)
+                                           .Reset()
+                                           .Bind(1, e.model)
+                                           .Bind(2, e.pool)
+                                           .Bind(3, type)
+                                           .Bind(4, e.per_gpu_hour.micros())
+                                           .Bind(5, e.valid.begin_ms)
+                                           .Bind(6, e.valid.end_ms)));
+      }
+      return Status::Ok();
+    }();
+    if (!st.ok()) {
+      (void)Exec("ROLLBACK");
+      return st;
+    }
+    return Exec("COMMIT");
+  }
+
+  Result<int64_t> PruneSamples(int64_t before_ms) override {
+    std::lock_guard lock(mu_);
+    GPULEDGER_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+    Status st = Done(S(kPruneSamples).Reset().Bind(1, before_ms));
+    int64_t n = sqlite3_changes64(db_);
+    if (st.ok()) st = Done(S(kPruneProcesses).Reset().Bind(1, before_ms));
+    if (!st.ok()) {
+      (void)Exec("ROLLBACK");
+      return st;
+    }
+    GPULEDGER_RETURN_IF_ERROR(Exec("COMMIT"));
+    return n;
+  }
+
+  Result<StoreStats> Stats() override {
+    std::lock_guard lock(mu_);
+    StoreStats s;
+    auto count = [&](const char* sql) -> int64_t {
+      Stmt q;
+      if (!q.Prepare(db_, sql).ok() || q.Step() != SQLITE_ROW) return -1;
+      return q.Int(0);
+    };
+    s.batches = count("SELECT count(*) FROM batches");
+    s.devices = count("SELECT count(*) FROM devices");
+    s.jobs = count("SELECT count(*) FROM jobs");
+    s.samples = count("SELECT count(*) FROM samples");
+    s.dirty_hours = count("SELECT count(*) FROM dirty_hours");
+    s.bytes = count("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()");
+    return s;
+  }
+
+ private:
+  // Ids and device state learnt inside a transaction, published after COMMIT.
+  struct Pending {
+    std::unordered_map<std::string, int64_t> devices;
+    std::unordered_map<std::string, int64_t> jobs;
+    std::unordered_map<int64_t, std::pair<int64_t, int64_t>> device_state;  // in service, last
+  };
+
+  enum StmtId {
+    kFindBatch, kInsertBatch, kInsertDevice, kUpdateDevice, kUpdateDeviceTimes, kUpsertJob,
+    kFindAllocation, kInsertAllocation, kCloseAllocation, kInsertSample, kInsertProcess,
+    kMarkDirty, kListDevices, kListJobs, kAllocationsOfDevice, kAllocationsOverlapping,
+    kSamplesOfDevice, kProcessesOfDevice, kDirtyHours, kDeleteHourRollup, kDeleteMinuteRollup,
+    kInsertHourRollup, kInsertMinuteRollup, kClearDirty, kSumHourRollups, kScanMinuteRollups,
+    kLoadPrices, kInsertPrice, kPruneSamples, kPruneProcesses, kStmtCount
+  };
+
+  Stmt& S(StmtId id) { return *stmts_[id]; }
+
+  Status PrepareAll() {
+    static const std::pair<StmtId, const char*> kSql[] = {
+        {kFindBatch, "SELECT digest FROM batches WHERE batch_id = ?1"},
+        {kInsertBatch,
+         "INSERT INTO batches(batch_id, source, digest, samples, applied_seq) VALUES(?1,?2,?3,?4,"
+         "(SELECT coalesce(max(applied_seq), 0) + 1 FROM batches))"},
+        {kInsertDevice,
+         "INSERT INTO devices(uuid, node, model, memory_mib, pool, capacity_type, parent_id,"
+         " share_num, share_den, mig_profile, sample_interval_ms, in_service_ms, last_sample_ms)"
+         " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,0)"},
+        {kUpdateDevice,
+         "UPDATE devices SET node=?2, model=?3, memory_mib=?4, pool=?5, capacity_type=?6,"
+         " parent_id=?7, share_num=?8, share_den=?9, mig_profile=?10, sample_interval_ms=?11"
+         " WHERE id=?1"},
+        {kUpdateDeviceTimes, "UPDATE devices SET in_service_ms=?2, last_sample_ms=?3 WHERE id=?1"},
+        {kUpsertJob,
+         "INSERT INTO jobs(job_key, team, project, experiment, user_name, kind, pool, priority,"
+         " requested_gpus, requested_mig_profile, submit_ms, start_ms, end_ms)"
+         " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)"
+         " ON CONFLICT(job_key) DO UPDATE SET team=excluded.team, project=excluded.project,"
+         " experiment=excluded.experiment, user_name=excluded.user_name, kind=excluded.kind,"
+         " pool=excluded.pool, priority=excluded.priority, requested_gpus=excluded.requested_gpus,"
+         " requested_mig_profile=excluded.requested_mig_profile,"
+         " submit_ms=coalesce(excluded.submit_ms, submit_ms),"
+         " start_ms=coalesce(excluded.start_ms, start_ms), end_ms=coalesce(excluded.end_ms, end_ms)"
+         " RETURNING id"},
+        {kFindAllocation,
+         "SELECT to_ms FROM allocations WHERE device_id=?1 AND job_id=?2 AND from_ms=?3"},
+        {kInsertAllocation,
+         "INSERT INTO allocations(device_id, job_id, from_ms, to_ms) VALUES(?1,?2,?3,?4)"},
+        {kCloseAllocation,
+         "UPDATE allocations SET to_ms=?4 WHERE device_id=?1 AND job_id=?2 AND from_ms=?3"},
+        {kInsertSample,
+         "INSERT INTO samples(device_id, t_ms, sm_active, sm_occupancy, tensor_active,"
+         " dram_active, gpu_util, fb_used_mib, power_watts, health)"
+         " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)"},
+        {kInsertProcess,
+         "INSERT INTO process_samples(device_id, t_ms, pid, job_key, fb_used_mib, sm_share)"
+         " VALUES(?1,?2,?3,?4,?5,?6)"},
+        {kMarkDirty,
+         "INSERT INTO dirty_hours(device_id, hour_ms, generation) VALUES(?1,?2,?3)"
+         " ON CONFLICT(device_id, hour_ms) DO UPDATE SET generation=excluded.generation"},
+        {kListDevices,
+         "SELECT id, uuid, node, model, memory_mib, pool, capacity_type, parent_id, share_num,"
+         " share_den, mig_profile, sample_interval_ms, in_service_ms, last_sample_ms"
+         " FROM devices ORDER BY id"},
+        {kListJobs,
+         "SELECT id, job_key, team, project, experiment, user_name, kind, pool, priority,"
+         " requested_gpus, requested_mig_profile, submit_ms, start_ms, end_ms FROM jobs ORDER BY id"},
+        {kAllocationsOfDevice,
+         "SELECT device_id, job_id, from_ms, to_ms FROM allocations WHERE device_id=?1"
+         " AND from_ms < ?2 AND (to_ms IS NULL OR to_ms > ?3) ORDER BY from_ms, job_id"},
+        {kAllocationsOverlapping,
+         "SELECT device_id, job_id, from_ms, to_ms FROM allocations WHERE from_ms < ?1"
+         " AND (to_ms IS NULL OR to_ms > ?2) ORDER BY device_id, from_ms, job_id"},
+        {kSamplesOfDevice,
+         "SELECT t_ms, sm_active, sm_occupancy, tensor_active, dram_active, gpu_util,"
+         " fb_used_mib, power_watts, health FROM samples"
+         " WHERE device_id=?1 AND t_ms >= ?2 AND t_ms <= ?3 ORDER BY t_ms"},
+        {kProcessesOfDevice,
+         "SELECT t_ms, pid, job_key, fb_used_mib, sm_share FROM process_samples"
+         " WHERE device_id=?1 AND t_ms >= ?2 AND t_ms <= ?3 ORDER BY t_ms, pid"},
+        {kDirtyHours,
+         "SELECT device_id, hour_ms, generation FROM dirty_hours ORDER BY hour_ms, device_id"
+         " LIMIT ?1"},
+        {kDeleteHourRollup, "DELETE FROM rollup_hour WHERE hour_ms=?1 AND device_id=?2"},
+        {kDeleteMinuteRollup,
+         "DELETE FROM rollup_minute WHERE minute_ms >= ?1 AND minute_ms < ?2 AND device_id=?3"},
+        {kInsertHourRollup,
+         "INSERT INTO rollup_hour(hour_ms, device_id, job_id, active_ms, idle_ms, unallocated_ms,"
+         " unavailable_ms, unmonitored_ms, coarse_ms) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)"},
+        {kInsertMinuteRollup,
+         "INSERT INTO rollup_minute(minute_ms, device_id, active_ms, idle_ms, unallocated_ms,"
+         " unavailable_ms, unmonitored_ms) VALUES(?1,?2,?3,?4,?5,?6,?7)"},
+        {kClearDirty, "DELETE FROM dirty_hours WHERE device_id=?1 AND hour_ms=?2 AND generation=?3"},
+        {kSumHourRollups,
+         "SELECT device_id, job_id, sum(active_ms), sum(idle_ms), sum(unallocated_ms),"
+         " sum(unavailable_ms), sum(unmonitored_ms), sum(coarse_ms) FROM rollup_hour"
+         " WHERE hour_ms >= ?1 AND hour_ms < ?2 GROUP BY device_id, job_id"},
+        {kScanMinuteRollups,
+         "SELECT minute_ms, device_id, active_ms, idle_ms, unallocated_ms, unavailable_ms,"
+         " unmonitored_ms FROM rollup_minute WHERE minute_ms >= ?1 AND minute_ms < ?2"
+         " ORDER BY minute_ms, device_id"},
+        {kLoadPrices,
+         "SELECT model, pool, capacity_type, micros_per_hour, begin_ms, end_ms FROM prices"
+         " ORDER BY id"},
+        {kInsertPrice,
+         "INSERT INTO prices(model, pool, capacity_type, micros_per_hour, begin_ms, end_ms)"
+         " VALUES(?1,?2,?3,?4,?5,?6)"},
+        {kPruneSamples, "DELETE FROM samples WHERE t_ms < ?1"},
+        {kPruneProcesses, "DELETE FROM process_samples WHERE t_ms < ?1"},
+    };
+    stmts_.resize(kStmtCount);
+    for (const auto& [id, sql] : kSql) {
+      stmts_[id] = std::make_unique<Stmt>();
+      GPULEDGER_RETURN_IF_ERROR(stmts_[id]->Prepare(db_, sql));
+    }
+    return Status::Ok();
+  }
+
+  Status Exec(const std::string& sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string msg = err ? err : sqlite3_errmsg(db_);
+      sqlite3_free(err);
+      return Internal(fmt::format("sqlite: {} (in \"{:.60}\")", msg, sql));
+    }
+    return Status::Ok();
+  }
+
+  // Steps a statement that returns no rows.
+  Status Done(Stmt& s) {
+    int rc = s.Step();
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+      return Internal(fmt::format("sqlite: {}", sqlite3_errmsg(db_)));
+    }
+    return Status::Ok();
+  }
+
+  Status Migrate(const std::string& path) {
+    GPULEDGER_RETURN_IF_ERROR(
+        Exec("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"));
+    Stmt q;
+    GPULEDGER_RETURN_IF_ERROR(q.Prepare(db_, "SELECT value FROM meta WHERE key='schema_version'"));
+    size_t version = q.Step() == SQLITE_ROW ? static_cast<size_t>(std::stoll(q.Text(0))) : 0;
+    auto migrations = Migrations();
+    if (version > migrations.size()) {
+      return FailedPrecondition(fmt::format(
+          "store {} has schema version {}, newer than this build ({}); upgrade gpuledger", path,
+          version, migrations.size()));
+    }
+    for (size_t v = version; v < migrations.size(); ++v) {
+      GPULEDGER_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+      Status st = Exec(migrations[v]);
+      if (st.ok()) {
+        st = Exec(fmt::format(
+            "INSERT INTO meta(key, value) VALUES('schema_version', '{}')"
+            " ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+            v + 1));
+      }
+      if (!st.ok()) {
+        (void)Exec("ROLLBACK");
+        return st.WithContext(fmt::format("migrating {} to schema version {}", path, v + 1));
+      }
+      GPULEDGER_RETURN_IF_ERROR(Exec("COMMIT"));
+    }
+    return Status::Ok();
+  }
+
+  Status LoadCaches() {
+    Stmt q;
+    GPULEDGER_RETURN_IF_ERROR(
+        q.Prepare(db_, "SELECT id, uuid, in_service_ms, last_sample_ms FROM devices"));
+    while (q.Step() == SQLITE_ROW) {
+      device_ids_[q.Text(1)] = q.Int(0);
+      device_state_[q.Int(0)] = {q.Int(2), q.Int(3)};
+    }
+    Stmt j;
+    GPULEDGER_RETURN_IF_ERROR(j.Prepare(db_, "SELECT id, job_key FROM jobs"));
+    while (j.Step() == SQLITE_ROW) job_ids_[j.Text(1)] = j.Int(0);
+    Stmt g;
+    GPULEDGER_RETURN_IF_ERROR(g.Prepare(db_, "SELECT coalesce(max(generation), 0) FROM dirty_hours"));
+    if (g.Step() == SQLITE_ROW) generation_ = g.Int(0);
+    return Status::Ok();
+  }
+
+  std::optional<int64_t> DeviceId(const std::string& uuid, const Pending& p) const {
+    if (auto it = p.devices.find(uuid); it != p.devices.end()) return it->second;
+    if (auto it = device_ids_.find(uuid); it != device_ids_.end()) return it->second;
+    return std::nullopt;
+  }
+  std::optional<int64_t> JobId(const std::string& key, const Pending& p) const {
+    if (auto it = p.jobs.find(key); it != p.jobs.end()) return it->second;
+    if (auto it = job_ids_.find(key); it != job_ids_.end()) return it->second;
+    return std::nullopt;
+  }
+  std::pair<int64_t, int64_t>& DeviceState(int64_t id, Pending& p) {
+    auto it = p.device_state.find(id);
+    if (it != p.device_state.end()) return it->second;
+    auto cached = device_state_.find(id);
+    return p.device_state[id] =
+               cached != device_state_.end() ? cached->second : std::pair<int64_t, int64_t>{0, 0};
+  }
+
+  Result<ApplyOutcome> ApplyInTransaction(const Batch& b, Pending& pending) {
+    auto bad = [&](std::string where, std::string what) {
+      return InvalidArgument(fmt::format("batch {}: {}: {}", b.batch_id, where, what));
+    };
+    std::string digest = DigestText(b.content_digest);
+    {
+      Stmt& find = S(kFindBatch).Reset().Bind(1, b.batch_id);
+      if (find.Step() == SQLITE_ROW) {
+        std::string seen = find.Text(0);
+        if (b.content_digest != 0 && seen != DigestText(0) && seen != digest) {
+          return Status(StatusCode::kAlreadyExists,
+                        fmt::format("batch {}: this id was applied before with different content; "
+                                    "a batch id must name one batch",
+                                    b.batch_id));
+        }
+        return ApplyOutcome::kDuplicate;
+      }
+    }
+    std::set<std::pair<int64_t, int64_t>> dirty;  // (device id, hour)
+    auto mark = [&](int64_t device_id, int64_t from_ms, int64_t to_ms) {
+      for (int64_t h = FloorTo(from_ms, kMsPerHour); h <= to_ms; h += kMsPerHour) {
+        dirty.emplace(device_id, h);
+      }
+    };
+
+    // Devices: parents first, so that a slice can name a parent declared in this batch.
+    std::vector<size_t> order(b.devices.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_partition(order.begin(), order.end(),
+                          [&](size_t i) { return !b.devices[i].is_mig(); });
+    for (size_t i : order) {
+      const Device& d = b.devices[i];
+      int64_t parent_id = 0;
+      if (d.is_mig()) {
+        auto pid = DeviceId(d.parent_uuid, pending);
+        if (!pid) {
+          return bad(fmt::format("devices[{}].parent", i),
+                     fmt::format("unknown device {}", d.parent_uuid));
+        }
+        parent_id = *pid;
+      }
+      std::string type(CapacityTypeName(d.capacity_type));
+      auto id = DeviceId(d.uuid, pending);
+      Stmt& s = S(id ? kUpdateDevice : kInsertDevice).Reset();
+      if (id) {
+        s.Bind(1, *id).Bind(2, d.node).Bind(3, d.model).Bind(4, d.memory_mib).Bind(5, d.pool);
+        s.Bind(6, type).Bind(7, parent_id).Bind(8, int64_t{d.share.num});
+        s.Bind(9, int64_t{d.share.den}).Bind(10, d.mig_profile).Bind(11, d.sample_interval_ms);
+      } else {
+        s.Bind(1, d.uuid).Bind(2, d.node).Bind(3, d.model).Bind(4, d.memory_mib).Bind(5, d.pool);
+        s.Bind(6, type).Bind(7, parent_id).Bind(8, int64_t{d.share.num});
+        s.Bind(9, int64_t{d.share.den}).Bind(10, d.mig_profile).Bind(11, d.sample_interval_ms);
+        s.Bind(12, int64_t{0});
+      }
+      GPULEDGER_RETURN_IF_ERROR(Done(s));
+      if (!id) pending.devices[d.uuid] = sqlite3_last_insert_rowid(db_);
+    }
+
+    for (size_t i = 0; i < b.jobs.size(); ++i) {
+      const Job& j = b.jobs[i];
+      std::string kind(JobKindName(j.kind));
+      Stmt& s = S(kUpsertJob).Reset();
+      s.Bind(1, j.id).Bind(2, j.team).Bind(3, j.project).Bind(4, j.experiment).Bind(5, j.user);
+      s.Bind(6, kind).Bind(7, j.pool).Bind(8, int64_t{j.priority});
+      s.Bind(9, int64_t{j.requested_gpus}).Bind(10, j.requested_mig_profile);
+      s.Bind(11, j.submit_ms).Bind(12, j.start_ms).Bind(13, j.end_ms);
+      if (s.Step() != SQLITE_ROW) {
+        return Internal(fmt::format("sqlite: upserting job {}: {}", j.id, sqlite3_errmsg(db_)));
+      }
+      int64_t id = s.Int(0);
+      (void)s.Step();
+      if (!job_ids_.count(j.id)) pending.jobs[j.id] = id;
+    }
+
+    for (size_t i = 0; i < b.samples.size(); ++i) {
+      const Sample& smp = b.samples[i];
+      auto id = DeviceId(smp.device_uuid, pending);
+      if (!id) {
+        return bad(fmt::format("samples[{}].device", i),
+                   fmt::format("unknown device {} (declare it in the batch's devices)",
+                               smp.device_uuid));
+      }
+      Stmt& s = S(kInsertSample).Reset();
+      s.Bind(1, *id).Bind(2, smp.t_ms).Bind(3, smp.sm_active).Bind(4, smp.sm_occupancy);
+      s.Bind(5, smp.tensor_active).Bind(6, smp.dram_active).Bind(7, smp.gpu_util);
+      s.Bind(8, smp.fb_used_mib).Bind(9, smp.power_watts).Bind(10, static_cast<int64_t>(smp.health));
+      if (int rc = s.Step(); rc != SQLITE_DONE) {
+        if (rc == SQLITE_CONSTRAINT) {
+          return bad(fmt::format("samples[{}]", i),
+                     fmt::format("a sample of device {} at {} is already stored (by another batch)",
+                                 smp.device_uuid, FormatTime(smp.t_ms)));
+        }
+        return Internal(fmt::format("sqlite: inserting samples[{}]: {}", i, sqlite3_errmsg(db_)));
+      }
+      for (size_t k = 0; k < smp.processes.size(); ++k) {
+        const ProcessSample& p = smp.processes[k];
+        Stmt& ps = S(kInsertProcess).Reset();
+        ps.Bind(1, *id).Bind(2, smp.t_ms).Bind(3, p.pid).Bind(4, p.job_id);
+        ps.Bind(5, std::optional<double>(p.fb_used_mib)).Bind(6, p.sm_share);
+        GPULEDGER_RETURN_IF_ERROR(Done(ps));
+      }
+      auto& [in_service, last] = DeviceState(*id, pending);
+      in_service = in_service == 0 ? smp.t_ms : std::min(in_service, smp.t_ms);
+      last = std::max(last, smp.t_ms);
+      mark(*id, smp.t_ms - kMaxStalenessMs, smp.t_ms + kMaxStalenessMs);
+    }
+
+    for (size_t i = 0; i < b.allocations.size(); ++i) {
+      const Allocation& a = b.allocations[i];
+      auto device_id = DeviceId(a.device_uuid, pending);
+      if (!device_id) {
+        return bad(fmt::format("allocations[{}].device", i),
+                   fmt::format("unknown device {}", a.device_uuid));
+      }
+      auto job_id = JobId(a.job_id, pending);
+      if (!job_id) {
+        return bad(fmt::format("allocations[{}].job", i),
+                   fmt::format("unknown job {} (declare it in the batch's jobs)", a.job_id));
+      }
+      Stmt& find = S(kFindAllocation).Reset().Bind(1, *device_id).Bind(2, *job_id).Bind(3, a.from_ms);
+      if (find.Step() == SQLITE_ROW) {
+        auto stored_to = find.OptInt(0);
+        if (stored_to && a.to_ms && *stored_to != *a.to_ms) {
+          return bad(fmt::format("allocations[{}].to", i),
+                     fmt::format("job {} on {} was already released at {}", a.job_id,
+                                 a.device_uuid, FormatTime(*stored_to)));
+        }
+        if (!stored_to && a.to_ms) {
+          GPULEDGER_RETURN_IF_ERROR(Done(S(kCloseAllocation)
+                                             .Reset()
+                                             .Bind(1, *device_id)
+                                             .Bind(2, *job_id)
+                                             .Bind(3, a.from_ms)
+                                             .Bind(4, a.to_ms)));
+        } else {
+          continue;  // a retry of what is stored
+        }
+      } else {
+        GPULEDGER_RETURN_IF_ERROR(Done(S(kInsertAllocation)
+                                           .Reset()
+                                           .Bind(1, *device_id)
+                                           .Bind(2, *job_id)
+                                           .Bind(3, a.from_ms)
+                                           .Bind(4, a.to_ms)));
+      }
+      auto& [in_service, last] = DeviceState(*device_id, pending);
+      in_service = in_service == 0 ? a.from_ms : std::min(in_service, a.from_ms);
+      // An allocation changes every hour it spans up to the device's newest sample.
+      mark(*device_id, a.from_ms, std::max(a.to_ms.value_or(a.from_ms), last));
+    }
+
+    for (auto& [id, st] : pending.device_state) {
+      GPULEDGER_RETURN_IF_ERROR(
+          Done(S(kUpdateDeviceTimes).Reset().Bind(1, id).Bind(2, st.first).Bind(3, st.second)));
+    }
+    int64_t gen = ++generation_;
+    for (auto [device_id, hour] : dirty) {
+      GPULEDGER_RETURN_IF_ERROR(
+          Done(S(kMarkDirty).Reset().Bind(1, device_id).Bind(2, hour).Bind(3, gen)));
+    }
+    GPULEDGER_RETURN_IF_ERROR(Done(S(kInsertBatch)
+                                       .Reset()
+                                       .Bind(1, b.batch_id)
+                                       .Bind(2, b.source)
+                                       .Bind(3, digest)
+                                       .Bind(4, static_cast<int64_t>(b.samples.size()))));
+    return ApplyOutcome::kApplied;
+  }
+
+  Result<std::vector<AllocationRecord>> ReadAllocations(Stmt& q) {
+    std::vector<AllocationRecord> out;
+    while (q.Step() == SQLITE_ROW) out.push_back({q.Int(0), q.Int(1), q.Int(2), q.OptInt(3)});
+    return out;
+  }
+
+  std::mutex mu_;
+  sqlite3* db_ = nullptr;
+  std::vector<std::unique_ptr<Stmt>> stmts_;
+  std::unordered_map<std::string, int64_t> device_ids_;
+  std::unordered_map<std::string, int64_t> job_ids_;
+  std::unordered_map<int64_t, std::pair<int64_t, int64_t>> device_state_;
+  int64_t generation_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
+                                               const SqliteOptions& options) {
+  auto store = std::make_unique<SqliteStore>();
+  GPULEDGER_RETURN_IF_ERROR(store->Open(path, options));
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace gpuledger::store

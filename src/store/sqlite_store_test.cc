@@ -1,0 +1,247 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "store/store.h"
+
+namespace gpuledger::store {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int64_t kT0 = 1'795'420'800'000;  // 2026-11-23T08:00:00Z, a whole hour
+
+class SqliteStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gpuledger-store-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    Reopen();
+  }
+  void TearDown() override {
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  void Reopen() {
+    store_.reset();
+    auto s = OpenSqliteStore((dir_ / "ledger.db").string());
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    store_ = std::move(*s);
+  }
+
+  static Batch Basic(std::string id) {
+    Batch b;
+    b.batch_id = std::move(id);
+    b.source = "node-a";
+    b.devices.push_back(Device{.uuid = "GPU-a", .node = "node-a", .model = "NVIDIA H200",
+                               .memory_mib = 143771, .pool = "training"});
+    b.jobs.push_back(Job{.id = "j1", .team = "vision", .kind = JobKind::kTraining});
+    b.allocations.push_back(Allocation{"GPU-a", "j1", kT0, std::nullopt});
+    for (int i = 1; i <= 3; ++i) {
+      Sample s;
+      s.device_uuid = "GPU-a";
+      s.t_ms = kT0 + i * 10'000;
+      s.sm_active = 0.5;
+      b.samples.push_back(s);
+    }
+    return b;
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(SqliteStoreTest, AppliesABatchAndReadsItBack) {
+  auto r = store_->ApplyBatch(Basic("b1"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, ApplyOutcome::kApplied);
+  auto devices = *store_->ListDevices();
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_EQ(devices[0].device.model, "NVIDIA H200");
+  EXPECT_EQ(devices[0].in_service_ms, kT0);
+  EXPECT_EQ(devices[0].last_sample_ms, kT0 + 30'000);
+  auto samples = *store_->Samples(devices[0].id, {kT0, kT0 + kMsPerHour});
+  ASSERT_EQ(samples.size(), 3u);
+  EXPECT_DOUBLE_EQ(*samples[0].sm_active, 0.5);
+  EXPECT_FALSE(samples[0].gpu_util.has_value());
+  auto allocs = *store_->Allocations(devices[0].id, {kT0, kT0 + 1});
+  ASSERT_EQ(allocs.size(), 1u);
+  EXPECT_FALSE(allocs[0].to_ms.has_value());
+  // The hour of the samples (and the one before, within the staleness reach) are dirty.
+  auto dirty = *store_->DirtyHours(100);
+  ASSERT_EQ(dirty.size(), 2u);
+  EXPECT_EQ(dirty[0].hour_ms, kT0 - kMsPerHour);
+  EXPECT_EQ(dirty[1].hour_ms, kT0);
+}
+
+TEST_F(SqliteStoreTest, ARetriedBatchIsNotAppliedTwice) {
+  ASSERT_EQ(*store_->ApplyBatch(Basic("b1")), ApplyOutcome::kApplied);
+  ASSERT_EQ(*store_->ApplyBatch(Basic("b1")), ApplyOutcome::kDuplicate);
+  EXPECT_EQ(store_->Stats()->samples, 3);
+  EXPECT_EQ(store_->Stats()->batches, 1);
+}
+
+TEST_F(SqliteStoreTest, ABatchIdReusedForOtherContentIsRefused) {
+  Batch a = Basic("b1");
+  a.content_digest = 1;
+  ASSERT_TRUE(store_->ApplyBatch(a).ok());
+  Batch b = Basic("b1");
+  b.content_digest = 2;
+  auto r = store_->ApplyBatch(b);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kAlreadyExists);
+}
+
+TEST_F(SqliteStoreTest, AFailingBatchLeavesTheStoreUnchanged) {
+  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+  auto before = *store_->Stats();
+
+  Batch b;
+  b.batch_id = "b2";
+  b.devices.push_back(Device{.uuid = "GPU-new", .pool = "dev"});
+  b.jobs.push_back(Job{.id = "j2", .team = "nlp"});
+  Sample ok;
+  ok.device_uuid = "GPU-new";
+  ok.t_ms = kT0;
+  ok.gpu_util = 1;
+  b.samples.push_back(ok);
+  Sample orphan = ok;
+  orphan.device_uuid = "GPU-ghost";
+  b.samples.push_back(orphan);
+  auto r = store_->ApplyBatch(b);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("batch b2: samples[1].device: unknown device GPU-ghost"));
+
+  auto after = *store_->Stats();
+  EXPECT_EQ(after.samples, before.samples);
+  EXPECT_EQ(after.devices, before.devices);
+  EXPECT_EQ(after.jobs, before.jobs);
+  EXPECT_EQ(after.batches, before.batches);
+  // The cache did not learn the rolled-back device either.
+  Batch c;
+  c.batch_id = "b3";
+  c.samples.push_back(ok);
+  EXPECT_THAT(store_->ApplyBatch(c).status().message(), HasSubstr("unknown device GPU-new"));
+}
+
+TEST_F(SqliteStoreTest, ASampleStoredByAnotherBatchIsADuplicate) {
+  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+  Batch b = Basic("b2");
+  auto r = store_->ApplyBatch(b);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("batch b2: samples[0]: a sample of device GPU-a"));
+}
+
+TEST_F(SqliteStoreTest, AllocationsCloseOnceAndRetriesAreHarmless) {
+  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+  Batch close;
+  close.batch_id = "b2";
+  close.allocations.push_back(Allocation{"GPU-a", "j1", kT0, kT0 + kMsPerHour});
+  ASSERT_TRUE(store_->ApplyBatch(close).ok());
+  Batch again = close;
+  again.batch_id = "b3";
+  ASSERT_TRUE(store_->ApplyBatch(again).ok());
+  Batch other = close;
+  other.batch_id = "b4";
+  other.allocations[0].to_ms = kT0 + 2 * kMsPerHour;
+  auto r = store_->ApplyBatch(other);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("allocations[0].to: job j1 on GPU-a was already released"));
+  int64_t id = store_->ListDevices()->at(0).id;
+  auto allocs = *store_->Allocations(id, {kT0, kT0 + 1});
+  EXPECT_EQ(allocs[0].to_ms, kT0 + kMsPerHour);
+  // Unknown job in an allocation.
+  Batch unknown;
+  unknown.batch_id = "b5";
+  unknown.allocations.push_back(Allocation{"GPU-a", "nope", kT0, std::nullopt});
+  EXPECT_THAT(store_->ApplyBatch(unknown).status().message(),
+              HasSubstr("allocations[0].job: unknown job nope"));
+}
+
+TEST_F(SqliteStoreTest, MigSlicesNameTheirParent) {
+  Batch b;
+  b.batch_id = "mig";
+  // The slice is listed before its parent: the store orders them.
+  b.devices.push_back(Device{.uuid = "MIG-1", .parent_uuid = "GPU-p", .share = {3, 7},
+                             .mig_profile = "3g.71gb"});
+  b.devices.push_back(Device{.uuid = "GPU-p", .model = "NVIDIA H200"});
+  ASSERT_TRUE(store_->ApplyBatch(b).ok());
+  auto devices = *store_->ListDevices();
+  auto slice = std::find_if(devices.begin(), devices.end(),
+                            [](const DeviceRecord& d) { return d.device.uuid == "MIG-1"; });
+  ASSERT_NE(slice, devices.end());
+  EXPECT_EQ(slice->device.parent_uuid, "GPU-p");
+  EXPECT_EQ(slice->device.share, (Share{3, 7}));
+}
+
+TEST_F(SqliteStoreTest, RollupsReplaceAndSum) {
+  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+  auto dirty = *store_->DirtyHours(10);
+  RollupRow row{kT0, 1, 1, {100, 200, 0, 0, 50}, 0};
+  ASSERT_TRUE(store_->WriteRollups(dirty[1], {row}, {}).ok());
+  ASSERT_TRUE(store_->WriteRollups(dirty[1], {row}, {}).ok());  // replaced, not added
+  RollupRow next{kT0 + kMsPerHour, 1, 1, {1, 2, 3, 4, 5}, 1};
+  ASSERT_TRUE(store_->WriteRollups({1, kT0 + kMsPerHour, 0}, {next}, {}).ok());
+  auto sums = *store_->SumHourRollups({kT0, kT0 + 2 * kMsPerHour});
+  ASSERT_EQ(sums.size(), 1u);
+  EXPECT_EQ(sums[0].ms, (std::array<int64_t, kBucketCount>{101, 202, 3, 4, 55}));
+  EXPECT_EQ(store_->DirtyHours(10)->size(), 1u);  // the hour before is still dirty
+}
+
+TEST_F(SqliteStoreTest, ADirtyMarkNewerThanTheRollupSurvivesIt) {
+  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+  auto dirty = *store_->DirtyHours(10);
+  Batch more;
+  more.batch_id = "b2";
+  Sample s;
+  s.device_uuid = "GPU-a";
+  s.t_ms = kT0 + 40'000;
+  s.sm_active = 1;
+  more.samples.push_back(s);
+  ASSERT_TRUE(store_->ApplyBatch(more).ok());
+  ASSERT_TRUE(store_->WriteRollups(dirty[1], {}, {}).ok());
+  auto still = *store_->DirtyHours(10);
+  EXPECT_EQ(still.size(), 2u);
+}
+
+TEST_F(SqliteStoreTest, PriceBookAndDataSurviveReopening) {
+  auto book = *PriceBook::Create({PriceEntry{"NVIDIA H200", "*", CapacityType::kReserved,
+                                             *Money::Parse("2.75"), {0, kForever}}});
+  ASSERT_TRUE(store_->SavePriceBook(book).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+  Reopen();
+  auto loaded = *store_->LoadPriceBook();
+  ASSERT_EQ(loaded.entries().size(), 1u);
+  EXPECT_EQ(loaded.entries()[0].per_gpu_hour.micros(), 2'750'000);
+  EXPECT_EQ(*store_->ApplyBatch(Basic("b1")), ApplyOutcome::kDuplicate);
+  EXPECT_EQ(store_->Stats()->samples, 3);
+}
+
+TEST_F(SqliteStoreTest, PrunesRawSamplesOnly) {
+  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+  EXPECT_EQ(*store_->PruneSamples(kT0 + 15'000), 1);
+  EXPECT_EQ(store_->Stats()->samples, 2);
+}
+
+TEST_F(SqliteStoreTest, RefusesAStoreFromANewerBuild) {
+  store_.reset();
+  {
+    auto s = OpenSqliteStore((dir_ / "ledger.db").string());
+    ASSERT_TRUE(s.ok());
+  }
+  // Pretend a future build migrated it further.
+  std::string cmd = "sqlite3 " + (dir_ / "ledger.db").string() +
+                    " \"UPDATE meta SET value='999' WHERE key='schema_version'\" 2>/dev/null";
+  if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "sqlite3 shell not installed";
+  auto s = OpenSqliteStore((dir_ / "ledger.db").string());
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr("newer than this build"));
+}
+
+}  // namespace
+}  // namespace gpuledger::store

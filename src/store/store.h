@@ -1,0 +1,137 @@
+// The Store: where batches, rollups and the price book live. SqliteStore is the embedded
+// implementation; a PostgreSQL one will serve the same interface. The ledger library
+// reads and writes only through this interface.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/batch.h"
+#include "core/model.h"
+#include "core/price_book.h"
+#include "core/status.h"
+#include "core/time.h"
+
+namespace gpuledger::store {
+
+// The widest staleness limit any device can have; bounds how far a sample's coverage
+// reaches, and so which rollup hours a new sample can change.
+inline constexpr int64_t kMaxStalenessMs = 5 * kMsPerMinute;
+
+struct DeviceRecord {
+  int64_t id = 0;
+  Device device;
+  int64_t in_service_ms = 0;    // first seen (earliest sample or allocation)
+  int64_t last_sample_ms = 0;   // latest sample time, 0 if none
+  int64_t parent_id = 0;        // 0 for a physical GPU
+};
+
+struct JobRecord {
+  int64_t id = 0;
+  Job job;
+};
+
+struct AllocationRecord {
+  int64_t device_id = 0;
+  int64_t job_id = 0;
+  int64_t from_ms = 0;
+  std::optional<int64_t> to_ms;
+};
+
+// Bucket durations of one device (and one job, or none) over one rollup period.
+// `coarse_ms` is the part of active + allocated_idle whose activity came from gpu_util.
+struct RollupRow {
+  int64_t period_ms = 0;  // start of the hour (or minute)
+  int64_t device_id = 0;
+  int64_t job_id = 0;     // 0: the device's capacity held by no job
+  std::array<int64_t, kBucketCount> ms{};
+  int64_t coarse_ms = 0;
+};
+
+// Hour rollups summed over a range of hours, per device and job.
+struct RollupSum {
+  int64_t device_id = 0;
+  int64_t job_id = 0;
+  std::array<int64_t, kBucketCount> ms{};
+  int64_t coarse_ms = 0;
+};
+
+struct DirtyHour {
+  int64_t device_id = 0;
+  int64_t hour_ms = 0;
+  int64_t generation = 0;
+};
+
+struct StoreStats {
+  int64_t batches = 0;
+  int64_t devices = 0;
+  int64_t jobs = 0;
+  int64_t samples = 0;
+  int64_t dirty_hours = 0;
+  int64_t bytes = 0;
+};
+
+enum class ApplyOutcome { kApplied, kDuplicate };
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Applies `batch` in one transaction: all of it or, on any error, none of it. A batch
+  // whose id was applied before is not applied again and returns kDuplicate; the same
+  // id with different content is an error. Referential problems (a sample or an
+  // allocation on an unknown device, an allocation of an unknown job, a sample already
+  // stored by another batch, an allocation closed twice at different times) fail with
+  // kInvalidArgument naming the batch and the field. Marks the rollup hours it changes
+  // as dirty. REQUIRES: wire::ValidateBatch(batch) passed. Thread-safe.
+  virtual Result<ApplyOutcome> ApplyBatch(const Batch& batch) = 0;
+
+  virtual Result<std::vector<DeviceRecord>> ListDevices() = 0;
+  virtual Result<std::vector<JobRecord>> ListJobs() = 0;
+  // Allocations of `device_id` that overlap `range`, by from_ms.
+  virtual Result<std::vector<AllocationRecord>> Allocations(int64_t device_id,
+                                                            const TimeRange& range) = 0;
+  // All allocations overlapping `range`.
+  virtual Result<std::vector<AllocationRecord>> AllocationsOverlapping(const TimeRange& range) = 0;
+  // Samples of `device_id` with t in [range.begin, range.end], by time, with their
+  // per-process figures. The returned samples' device_uuid is left empty.
+  virtual Result<std::vector<Sample>> Samples(int64_t device_id, const TimeRange& range) = 0;
+
+  // Up to `limit` dirty (device, hour) pairs, oldest hour first.
+  virtual Result<std::vector<DirtyHour>> DirtyHours(size_t limit) = 0;
+  // Replaces the rollups of one device-hour (hour rows and minute rows) and clears its
+  // dirty mark, unless it was marked again after `dirty.generation` was read.
+  virtual Status WriteRollups(const DirtyHour& dirty, const std::vector<RollupRow>& hour_rows,
+                              const std::vector<RollupRow>& minute_rows) = 0;
+  // Hour rollups with hour in [hours.begin, hours.end), summed per device and job.
+  virtual Result<std::vector<RollupSum>> SumHourRollups(const TimeRange& hours) = 0;
+  // Minute rollups (job_id 0, all jobs together) in `range`, per device and minute.
+  virtual Status ScanMinuteRollups(const TimeRange& range,
+                                   const std::function<void(const RollupRow&)>& fn) = 0;
+
+  virtual Result<PriceBook> LoadPriceBook() = 0;
+  // Replaces the price book. Prices are read at query time, so no rollup changes.
+  virtual Status SavePriceBook(const PriceBook& book) = 0;
+
+  // Deletes raw samples older than `before_ms` (rollups stay). Returns rows deleted.
+  virtual Result<int64_t> PruneSamples(int64_t before_ms) = 0;
+
+  virtual Result<StoreStats> Stats() = 0;
+};
+
+struct SqliteOptions {
+  // FULL makes each acknowledged batch durable against power loss; NORMAL (WAL) only
+  // against a crash of the process. The server uses FULL.
+  bool synchronous_full = false;
+};
+
+// Opens (creating if needed, migrating if older) the SQLite store at `path`.
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
+                                               const SqliteOptions& options = {});
+
+}  // namespace gpuledger::store
