@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/model.h"
+#include "core/status.h"
 
 namespace gpuledger {
 
@@ -22,5 +23,12 @@ struct Batch {
   // reused for different content is told apart from an honest retry.
   uint64_t content_digest = 0;
 };
+
+// Checks what a batch can check alone: ids present, ratios within 0..1, no NaN or
+// negative figures, per-device sample times strictly increasing (time going backwards
+// is an error), samples no later than now_ms + max_future_skew_ms, allocations with
+// from < to, devices referenced by samples or allocations either declared in the batch
+// or left for the store to resolve. Healthy samples must carry sm_active or gpu_util.
+Status ValidateBatch(const Batch& batch, int64_t now_ms, int64_t max_future_skew_ms = 10 * 60'000);
 
 }  // namespace gpuledger

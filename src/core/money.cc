@@ -115,4 +115,27 @@ std::vector<int64_t> ApportionInteger(int64_t total, const std::vector<double>& 
   return out;
 }
 
+std::vector<Money> SplitMoney(Money total, const std::vector<Money>& weights) {
+  std::vector<Money> out(weights.size());
+  __extension__ using Wide = __int128;
+  Wide wsum = 0;
+  for (Money w : weights) wsum += w.micros();
+  if (wsum == 0) return out;
+  std::vector<Wide> rem(weights.size());
+  int64_t assigned = 0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    Wide num = static_cast<Wide>(total.micros()) * weights[i].micros();
+    out[i] = Money::FromMicros(static_cast<int64_t>(num / wsum));
+    rem[i] = num % wsum;
+    assigned += out[i].micros();
+  }
+  std::vector<size_t> order(weights.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rem[a] > rem[b]; });
+  for (size_t k = 0; assigned < total.micros(); ++k, ++assigned) {
+    out[order[k]] += Money::FromMicros(1);
+  }
+  return out;
+}
+
 }  // namespace gpuledger

@@ -79,4 +79,10 @@ std::vector<Money> ApportionCosts(const std::vector<CostNumerator>& parts);
 // weights split evenly. REQUIRES: total >= 0, !weights.empty().
 std::vector<int64_t> ApportionInteger(int64_t total, const std::vector<double>& weights);
 
+// Splits `total` in proportion to `weights` exactly (largest remainder, ties to the
+// earlier weight); the parts add up to `total`. All-zero weights give all-zero parts
+// except that nothing can be split: callers check for that case. REQUIRES: total >= 0,
+// weights >= 0.
+std::vector<Money> SplitMoney(Money total, const std::vector<Money>& weights);
+
 }  // namespace gpuledger

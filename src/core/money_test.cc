@@ -76,3 +76,21 @@ TEST(MoneyTest, ApportionedIntegersAddUpAndFollowWeights) {
 
 }  // namespace
 }  // namespace gpuledger
+
+namespace gpuledger {
+namespace {
+
+TEST(MoneyTest, SplitMoneyIsExactAndProportional) {
+  auto parts = SplitMoney(Money::FromMicros(100), {Money::FromMicros(1), Money::FromMicros(1),
+                                                   Money::FromMicros(1)});
+  EXPECT_EQ(parts[0].micros() + parts[1].micros() + parts[2].micros(), 100);
+  EXPECT_EQ(parts[0].micros(), 34);
+  auto uneven = SplitMoney(Money::FromUnits(10), {Money::FromUnits(3), Money::FromUnits(1)});
+  EXPECT_EQ(uneven[0], Money::FromMicros(7'500'000));
+  EXPECT_EQ(uneven[1], Money::FromMicros(2'500'000));
+  auto none = SplitMoney(Money::FromUnits(10), {Money(), Money()});
+  EXPECT_EQ(none[0], Money());
+}
+
+}  // namespace
+}  // namespace gpuledger

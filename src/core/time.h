@@ -3,6 +3,7 @@
 // a Clock, so tests, the simulator and the demo can drive time themselves.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -65,6 +66,18 @@ class Clock {
 class SystemClock final : public Clock {
  public:
   int64_t NowMs() const override;
+};
+
+// A clock that moves only when told to: for tests, the simulator and the demo.
+class ManualClock final : public Clock {
+ public:
+  explicit ManualClock(int64_t now_ms = 0) : now_ms_(now_ms) {}
+  int64_t NowMs() const override { return now_ms_.load(std::memory_order_relaxed); }
+  void Set(int64_t now_ms) { now_ms_.store(now_ms, std::memory_order_relaxed); }
+  void Advance(int64_t delta_ms) { now_ms_.fetch_add(delta_ms, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int64_t> now_ms_;
 };
 
 }  // namespace gpuledger

@@ -35,12 +35,8 @@ using gpuledger::Batch;
 // The returned batch is syntactically valid; ValidateBatch adds the semantic checks.
 Result<Batch> ParseBatch(std::string_view json, const BatchLimits& limits = {});
 
-// Checks what a batch can check alone: ids present, ratios within 0..1, no NaN or
-// negative figures, per-device sample times strictly increasing (time going backwards
-// is an error), samples no later than now_ms + max_future_skew_ms, allocations with
-// from < to, devices referenced by samples or allocations either declared in the batch
-// or left for the store to resolve. Healthy samples must carry sm_active or gpu_util.
-Status ValidateBatch(const Batch& batch, int64_t now_ms, int64_t max_future_skew_ms = 10 * 60'000);
+// Semantic checks of a parsed batch: gpuledger::ValidateBatch in core/batch.h.
+using gpuledger::ValidateBatch;
 
 // Writes a batch as a v1 document (compact JSON). ParseBatch(WriteBatch(b)) == b.
 std::string WriteBatch(const Batch& batch);

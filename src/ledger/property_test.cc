@@ -1,0 +1,245 @@
+// Property tests: random fleets, samples, allocations, prices and windows keep the
+// conservation law to the millisecond and the micro-unit.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "ledger/test_fixture.h"
+
+namespace gpuledger::ledger {
+namespace {
+
+using testing::kBaseMs;
+
+struct RandomFleet {
+  std::vector<Batch> batches;
+  std::vector<PriceEntry> prices;
+};
+
+RandomFleet MakeFleet(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto uniform = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  RandomFleet f;
+  Batch inventory;
+  inventory.batch_id = "inventory";
+  int gpus = static_cast<int>(uniform(1, 4));
+  std::vector<std::string> devices;
+  for (int g = 0; g < gpus; ++g) {
+    Device d;
+    d.uuid = "GPU-" + std::to_string(g);
+    d.model = g % 2 ? "NVIDIA-H200" : "NVIDIA-A100";
+    d.pool = g % 3 ? "training" : "serving";
+    d.sample_interval_ms = uniform(0, 3) * 10'000;
+    inventory.devices.push_back(d);
+    devices.push_back(d.uuid);
+    if (uniform(0, 2) == 0) {  // MIG: 1..3 slices of sevenths that fit
+      int used = 0;
+      for (int s = 0; s < 3; ++s) {
+        int n = static_cast<int>(uniform(1, 3));
+        if (used + n > 7) break;
+        used += n;
+        Device m = d;
+        m.uuid = d.uuid + "-mig" + std::to_string(s);
+        m.parent_uuid = d.uuid;
+        m.share = {n, 7};
+        inventory.devices.push_back(m);
+        devices.push_back(m.uuid);
+      }
+    }
+  }
+  for (int j = 0; j < 5; ++j) {
+    Job job;
+    job.id = "j" + std::to_string(j);
+    job.team = "team" + std::to_string(j % 3);
+    job.project = "p" + std::to_string(j % 2);
+    job.kind = static_cast<JobKind>(j % 4);
+    inventory.jobs.push_back(job);
+  }
+  const int64_t horizon = 6 * kMsPerHour;
+  for (const auto& dev : devices) {
+    // Allocations: a few, possibly overlapping (sharing), some left open.
+    for (int a = 0; a < uniform(0, 3); ++a) {
+      int64_t from = kBaseMs + uniform(0, horizon / 1000) * 1000;
+      Allocation alloc{dev, "j" + std::to_string(uniform(0, 4)), from, std::nullopt};
+      if (uniform(0, 3)) alloc.to_ms = from + uniform(1, horizon / 1000) * 1000;
+      inventory.allocations.push_back(alloc);
+    }
+  }
+  f.batches.push_back(inventory);
+  // Samples in several batches per device, with irregular spacing, gaps, bad health,
+  // per-process figures.
+  int batch_no = 0;
+  for (const auto& dev : devices) {
+    int64_t t = kBaseMs + uniform(0, 1800) * 1000;
+    while (t < kBaseMs + horizon) {
+      Batch b;
+      b.batch_id = "s" + std::to_string(batch_no++);
+      for (int k = 0; k < 40 && t < kBaseMs + horizon; ++k) {
+        Sample s;
+        s.device_uuid = dev;
+        s.t_ms = t;
+        int health = static_cast<int>(uniform(0, 30));
+        s.health = health == 0 ? Health::kLost : health == 1 ? Health::kUnhealthy : Health::kOk;
+        if (uniform(0, 1)) {
+          s.sm_active = static_cast<double>(uniform(0, 1000)) / 1000.0;
+        } else {
+          s.gpu_util = static_cast<double>(uniform(0, 100)) / 100.0;
+        }
+        for (int p = 0; p < uniform(0, 2); ++p) {
+          s.processes.push_back(ProcessSample{100 + p, "j" + std::to_string(uniform(0, 4)),
+                                              static_cast<double>(uniform(0, 80000)),
+                                              static_cast<double>(uniform(0, 100)) / 100.0});
+        }
+        b.samples.push_back(s);
+        // Mostly regular, sometimes a gap beyond any staleness limit, sometimes odd ms.
+        int r = static_cast<int>(uniform(0, 20));
+        t += r == 0 ? uniform(6, 40) * kMsPerMinute : uniform(1, 60) * 1000 + uniform(0, 999);
+      }
+      f.batches.push_back(b);
+    }
+  }
+  // Prices by model with a change on a random hour, and a catch-all.
+  int64_t change = kBaseMs + uniform(1, 5) * kMsPerHour;
+  f.prices.push_back({"NVIDIA-H200", "*", CapacityType::kOnDemand,
+                      Money::FromMicros(uniform(1, 9'999'999)), {0, change}});
+  f.prices.push_back({"NVIDIA-H200", "*", CapacityType::kOnDemand,
+                      Money::FromMicros(uniform(1, 9'999'999)), {change, kForever}});
+  f.prices.push_back({"*", "*", CapacityType::kOnDemand, Money::FromMicros(uniform(1, 9'999'999)),
+                      {0, kForever}});
+  return f;
+}
+
+// The exact cost of all capacity in service during `window`, rounded once: what the
+// fleet cost, independent of how it was used.
+Money FleetCost(Ledger& ledger, const TimeRange& window) {
+  auto devices = *ledger.store().ListDevices();
+  auto book = *ledger.store().LoadPriceBook();
+  std::map<int64_t, int64_t> child_ticks;
+  for (const auto& d : devices) {
+    if (d.parent_id) child_ticks[d.parent_id] += d.device.share.ticks();
+  }
+  CostNumerator exact = 0;
+  for (const auto& d : devices) {
+    if (d.in_service_ms == 0) continue;
+    int64_t ticks = d.parent_id ? d.device.share.ticks() : kShareScale - child_ticks[d.id];
+    TimeRange span = window.Intersect({d.in_service_ms, kForever});
+    for (int64_t t = span.begin_ms; t < span.end_ms;) {
+      int64_t end = std::min(span.end_ms, FloorTo(t, kMsPerHour) + kMsPerHour);
+      auto price = book.PriceAt(d.device.model, d.device.pool, d.device.capacity_type, t);
+      exact += CostOf(end - t, ticks, *price);
+      t = end;
+    }
+  }
+  return RoundCost(exact);
+}
+
+int64_t InServiceTicks(Ledger& ledger, const TimeRange& window) {
+  auto devices = *ledger.store().ListDevices();
+  std::map<int64_t, int64_t> child_ticks;
+  for (const auto& d : devices) {
+    if (d.parent_id) child_ticks[d.parent_id] += d.device.share.ticks();
+  }
+  int64_t total = 0;
+  for (const auto& d : devices) {
+    if (d.in_service_ms == 0) continue;
+    int64_t ticks = d.parent_id ? d.device.share.ticks() : kShareScale - child_ticks[d.id];
+    total += window.Intersect({d.in_service_ms, kForever}).length_ms() * ticks;
+  }
+  return total;
+}
+
+class ConservationTest : public ::testing::TestWithParam<uint64_t> {};
+
+TEST_P(ConservationTest, BucketsAndCostsAddUpForAnyWindow) {
+  RandomFleet fleet = MakeFleet(GetParam());
+  testing::TempLedger t;
+  ASSERT_TRUE(t.ledger().store().SavePriceBook(*PriceBook::Create(fleet.prices)).ok());
+  for (const Batch& b : fleet.batches) {
+    auto r = t.ledger().Ingest(b);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+  std::mt19937_64 rng(GetParam() * 31 + 7);
+  for (int w = 0; w < 6; ++w) {
+    int64_t a = kBaseMs + static_cast<int64_t>(rng() % (7 * 3600)) * 1000 - kMsPerHour +
+                static_cast<int64_t>(rng() % 1000);
+    int64_t b = a + 1 + static_cast<int64_t>(rng() % (5 * 3600'000));
+    TimeRange window{a, b};
+    auto report = t.ledger().Usage(window, {Dimension::kTeam, Dimension::kPool});
+    ASSERT_TRUE(report.ok()) << report.status().ToString();  // includes the per-device check
+    // Time: every GPU-millisecond in service lands in exactly one bucket.
+    EXPECT_EQ(report->total.total_ticks_ms(), InServiceTicks(t.ledger(), window));
+    // Money: the rows add up to the total, and the total is the fleet's cost.
+    Money rows;
+    for (const auto& row : report->rows) rows += row.total_cost();
+    EXPECT_EQ(rows, report->total.total_cost());
+    EXPECT_EQ(report->total.total_cost(), FleetCost(t.ledger(), window));
+
+    // Additivity: a window split in two gives the same time in every bucket.
+    int64_t mid = a + static_cast<int64_t>(rng() % static_cast<uint64_t>(b - a));
+    if (mid > a) {
+      auto left = t.ledger().Usage({a, mid}, {Dimension::kJob});
+      auto right = t.ledger().Usage({mid, b}, {Dimension::kJob});
+      ASSERT_TRUE(left.ok() && right.ok());
+      for (size_t k = 0; k < kBucketCount; ++k) {
+        EXPECT_EQ(left->total.gpu_ticks_ms[k] + right->total.gpu_ticks_ms[k],
+                  report->total.gpu_ticks_ms[k])
+            << "bucket " << BucketName(kAllBuckets[k]) << " window " << FormatTime(a) << " .. "
+            << FormatTime(mid) << " .. " << FormatTime(b);
+      }
+    }
+  }
+}
+
+TEST_P(ConservationTest, ImportingTheSameBatchesTwiceChangesNothing) {
+  RandomFleet fleet = MakeFleet(GetParam());
+  testing::TempLedger t;
+  ASSERT_TRUE(t.ledger().store().SavePriceBook(*PriceBook::Create(fleet.prices)).ok());
+  for (const Batch& b : fleet.batches) ASSERT_TRUE(t.ledger().Ingest(b).ok());
+  TimeRange window{kBaseMs - kMsPerHour, kBaseMs + 8 * kMsPerHour};
+  auto once = *t.ledger().Usage(window, {Dimension::kJob});
+  for (const Batch& b : fleet.batches) {
+    auto r = t.ledger().Ingest(b);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(*r, store::ApplyOutcome::kDuplicate);
+  }
+  auto twice = *t.ledger().Usage(window, {Dimension::kJob});
+  ASSERT_EQ(once.rows.size(), twice.rows.size());
+  for (size_t i = 0; i < once.rows.size(); ++i) {
+    EXPECT_EQ(once.rows[i].key, twice.rows[i].key);
+    EXPECT_EQ(once.rows[i].gpu_ticks_ms, twice.rows[i].gpu_ticks_ms);
+    EXPECT_EQ(once.rows[i].cost, twice.rows[i].cost);
+  }
+}
+
+TEST_P(ConservationTest, ArrivalOrderDoesNotMatter) {
+  RandomFleet fleet = MakeFleet(GetParam());
+  testing::TempLedger in_order, reversed;
+  auto book = *PriceBook::Create(fleet.prices);
+  ASSERT_TRUE(in_order.ledger().store().SavePriceBook(book).ok());
+  ASSERT_TRUE(reversed.ledger().store().SavePriceBook(book).ok());
+  for (const Batch& b : fleet.batches) ASSERT_TRUE(in_order.ledger().Ingest(b).ok());
+  // The inventory first (it declares devices and jobs), then samples newest first;
+  // rollups are refreshed between arrivals so that late data must rebuild them.
+  ASSERT_TRUE(reversed.ledger().Ingest(fleet.batches[0]).ok());
+  for (size_t i = fleet.batches.size() - 1; i >= 1; --i) {
+    ASSERT_TRUE(reversed.ledger().Ingest(fleet.batches[i]).ok());
+    if (i % 3 == 0) {
+      ASSERT_TRUE(reversed.ledger().RefreshRollups().ok());
+    }
+  }
+  TimeRange window{kBaseMs - kMsPerHour, kBaseMs + 8 * kMsPerHour};
+  auto a = *in_order.ledger().Usage(window, {Dimension::kJob});
+  auto b = *reversed.ledger().Usage(window, {Dimension::kJob});
+  ASSERT_EQ(a.rows.size(), b.rows.size());
+  for (size_t i = 0; i < a.rows.size(); ++i) {
+    EXPECT_EQ(a.rows[i].gpu_ticks_ms, b.rows[i].gpu_ticks_ms);
+    EXPECT_EQ(a.rows[i].cost, b.rows[i].cost);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, ConservationTest, ::testing::Range<uint64_t>(1, 41));
+
+}  // namespace
+}  // namespace gpuledger::ledger
