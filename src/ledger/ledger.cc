@@ -460,4 +460,38 @@ Result<ChargebackReport> Ledger::Chargeback(const TimeRange& period, bool share_
   return report;
 }
 
+Result<std::vector<WasteItem>> Ledger::TopWaste(const TimeRange& window, size_t limit) {
+  std::vector<WasteItem> items;
+  auto collect = [&](std::vector<Dimension> by, Bucket bucket, auto&& describe) -> Status {
+    GPULEDGER_ASSIGN_OR_RETURN(UsageReport r, Usage(window, by));
+    for (const UsageRow& row : r.rows) {
+      Money cost = row.cost[static_cast<size_t>(bucket)];
+      if (cost == Money() || row.key[0] == kNoJob) continue;
+      items.push_back({describe(row.key), bucket, row.gpu_hours(bucket), cost});
+    }
+    return Status::Ok();
+  };
+  GPULEDGER_RETURN_IF_ERROR(collect(
+      {Dimension::kJob, Dimension::kTeam, Dimension::kProject, Dimension::kKind},
+      Bucket::kAllocatedIdle, [](const std::vector<std::string>& k) {
+        return fmt::format("job {} ({} / {}, {}): held but idle", k[0], k[1], k[2], k[3]);
+      }));
+  GPULEDGER_RETURN_IF_ERROR(collect({Dimension::kPool}, Bucket::kUnallocated,
+                                    [](const std::vector<std::string>& k) {
+                                      return fmt::format("pool {}: capacity nobody held", k[0]);
+                                    }));
+  GPULEDGER_RETURN_IF_ERROR(collect({Dimension::kDevice, Dimension::kNode}, Bucket::kUnavailable,
+                                    [](const std::vector<std::string>& k) {
+                                      return fmt::format("GPU {} on {}: down", k[0], k[1]);
+                                    }));
+  GPULEDGER_RETURN_IF_ERROR(collect({Dimension::kNode}, Bucket::kUnmonitored,
+                                    [](const std::vector<std::string>& k) {
+                                      return fmt::format("node {}: no telemetry", k[0]);
+                                    }));
+  std::stable_sort(items.begin(), items.end(),
+                   [](const WasteItem& a, const WasteItem& b) { return a.cost > b.cost; });
+  if (items.size() > limit) items.resize(limit);
+  return items;
+}
+
 }  // namespace gpuledger::ledger

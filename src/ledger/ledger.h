@@ -81,6 +81,15 @@ struct ChargebackReport {
   Money total;                        // the fleet's cost for the period
 };
 
+// One source of waste, in money: a job's idle time, a pool's unallocated capacity, a
+// failed GPU, a node whose agent went silent.
+struct WasteItem {
+  std::string what;   // "job 104233 (nlp / llm-pretrain, training)"
+  Bucket bucket = Bucket::kAllocatedIdle;
+  double gpu_hours = 0;
+  Money cost;
+};
+
 class Ledger {
  public:
   Ledger(std::unique_ptr<store::Store> store, const Clock& clock, LedgerOptions options = {});
@@ -100,6 +109,11 @@ class Ledger {
   // ("(unallocated)", "(unavailable)", "(unmonitored)"), or with share_idle spread over
   // the teams' lines in proportion to their direct cost.
   Result<ChargebackReport> Chargeback(const TimeRange& period, bool share_idle);
+
+  // The `limit` largest sources of waste over `window`, by money: per job its
+  // allocated_idle, per pool its unallocated, per device its unavailable and per node
+  // its unmonitored time.
+  Result<std::vector<WasteItem>> TopWaste(const TimeRange& window, size_t limit);
 
   store::Store& store() { return *store_; }
 

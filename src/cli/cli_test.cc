@@ -1,0 +1,138 @@
+// End to end through the real binary: import, usage, chargeback, bad input.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "core/time.h"
+#include "wire/batch.h"
+
+namespace gpuledger::cli {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+Outcome Gpuledger(const std::string& args) {
+  std::string cmd = std::string(GPULEDGER_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  int status = pclose(p);
+  return {WEXITSTATUS(status), out};
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("gpuledger-cli-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    db_ = (dir_ / "ledger.db").string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string File(const std::string& name, const std::string& text) {
+    auto p = dir_ / name;
+    std::ofstream(p) << text;
+    return p.string();
+  }
+
+  // Two hours of one GPU held by one job at 25% activity, in NDJSON, one batch an hour.
+  std::string Batches() {
+    std::string out;
+    const int64_t base = 1'795'392'000'000;  // 2026-11-23T00:00:00Z
+    for (int h = 0; h < 2; ++h) {
+      Batch b;
+      b.batch_id = "node-1-h" + std::to_string(h);
+      b.devices.push_back(Device{.uuid = "GPU-1", .node = "node-1", .model = "NVIDIA-A100",
+                                 .pool = "training", .sample_interval_ms = 60'000});
+      if (h == 0) {
+        b.jobs.push_back(Job{.id = "j1", .team = "nlp", .project = "llm", .kind = JobKind::kTraining});
+        b.allocations.push_back(Allocation{"GPU-1", "j1", base, std::nullopt});
+      }
+      for (int m = h == 0 ? 0 : 1; m <= 60; ++m) {
+        Sample s;
+        s.device_uuid = "GPU-1";
+        s.t_ms = base + h * kMsPerHour + m * kMsPerMinute;
+        s.sm_active = 0.25;
+        b.samples.push_back(s);
+      }
+      out += wire::WriteBatch(b) + "\n";
+    }
+    return out;
+  }
+
+  fs::path dir_;
+  std::string db_;
+};
+
+TEST_F(CliTest, ImportsAndReportsUsage) {
+  auto prices = File("prices.toml", "[[price]]\nper_gpu_hour = \"3.60\"\n");
+  ASSERT_EQ(Gpuledger("prices --db " + db_ + " --set " + prices).exit_code, 0);
+  auto batches = File("b.ndjson", Batches());
+  Outcome imported = Gpuledger("import --db " + db_ + " " + batches);
+  ASSERT_EQ(imported.exit_code, 0) << imported.output;
+  EXPECT_THAT(imported.output, HasSubstr("imported 2 batches (121 samples)"));
+
+  Outcome again = Gpuledger("import --db " + db_ + " " + batches);
+  EXPECT_EQ(again.exit_code, 0);
+  EXPECT_THAT(again.output, HasSubstr("imported 0 batches (0 samples); 2 already present"));
+
+  Outcome usage = Gpuledger("usage --db " + db_ +
+                        " --from 2026-11-23T00:00:00Z --to 2026-11-23T02:00:00Z --by team --format json");
+  ASSERT_EQ(usage.exit_code, 0) << usage.output;
+  auto j = nlohmann::json::parse(usage.output);
+  EXPECT_EQ(j["rows"][0]["group"]["team"], "nlp");
+  EXPECT_DOUBLE_EQ(j["total"]["buckets"]["active"]["gpu_hours"].get<double>(), 0.5);
+  EXPECT_EQ(j["total"]["buckets"]["active"]["cost"], "1.800000");
+  EXPECT_EQ(j["total"]["cost"], "7.200000");
+
+  Outcome cb = Gpuledger("chargeback --db " + db_ + " --period 2026-11");
+  ASSERT_EQ(cb.exit_code, 0) << cb.output;
+  EXPECT_THAT(cb.output, HasSubstr("nlp,llm,2.000000,0.500000,1.500000,7.200000,0.000000,7.200000"));
+
+  Outcome table = Gpuledger("usage --db " + db_ + " --window 7d --now 2026-11-23T02:30:00Z --by pool");
+  EXPECT_EQ(table.exit_code, 0);
+  EXPECT_THAT(table.output, HasSubstr("training"));
+}
+
+TEST_F(CliTest, ABadBatchNamesFileLineAndFieldAndChangesNothing) {
+  std::string good = Batches();
+  std::string bad = good;
+  auto pos = bad.find("\"sm_active\":0.25");
+  bad.replace(pos, 16, "\"sm_active\":2.5");
+  auto file = File("bad.ndjson", bad);
+  Outcome r = Gpuledger("import --db " + db_ + " " + file);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("bad.ndjson:1: batch node-1-h0: samples[0].sm_active: must be within 0..1"));
+  EXPECT_THAT(r.output, HasSubstr("imported 0 batches"));
+  // --keep-going applies the good second line only; the first stays out.
+  Outcome k = Gpuledger("import --keep-going --db " + db_ + " " + file);
+  EXPECT_EQ(k.exit_code, 1);
+  EXPECT_THAT(k.output, HasSubstr("1 rejected"));
+}
+
+TEST_F(CliTest, UsageRejectsBadArguments) {
+  EXPECT_THAT(Gpuledger("usage --db " + db_ + " --window 7q").output, HasSubstr("unknown unit"));
+  EXPECT_THAT(Gpuledger("usage --db " + db_ + " --window 7d --by colour").output,
+              HasSubstr("cannot group by \"colour\""));
+  EXPECT_THAT(Gpuledger("chargeback --db " + db_ + " --period 2026-13").output,
+              HasSubstr("want a month"));
+  EXPECT_NE(Gpuledger("frobnicate").exit_code, 0);
+}
+
+}  // namespace
+}  // namespace gpuledger::cli

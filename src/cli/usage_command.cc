@@ -1,0 +1,104 @@
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "report/usage_format.h"
+
+namespace gpuledger::cli {
+namespace {
+
+struct WindowOptions {
+  std::string window, from, to, now;
+};
+
+// --window D (the last whole hours up to now) or --from T --to T.
+Result<TimeRange> ResolveWindow(const WindowOptions& o, const Clock& clock) {
+  int64_t now = clock.NowMs();
+  if (!o.now.empty()) {
+    GPULEDGER_ASSIGN_OR_RETURN(now, ParseTime(o.now));
+  }
+  if (!o.window.empty()) {
+    if (!o.from.empty() || !o.to.empty()) {
+      return InvalidArgument("give either --window or --from/--to, not both");
+    }
+    GPULEDGER_ASSIGN_OR_RETURN(int64_t length, ParseDuration(o.window));
+    return ledger::TrailingWindow(now, length);
+  }
+  if (o.from.empty()) return InvalidArgument("give --window (e.g. 7d) or --from and --to");
+  GPULEDGER_ASSIGN_OR_RETURN(int64_t from, ParseTime(o.from));
+  int64_t to = now;
+  if (!o.to.empty()) {
+    GPULEDGER_ASSIGN_OR_RETURN(to, ParseTime(o.to));
+  }
+  if (to <= from) return InvalidArgument("--to must be after --from");
+  return TimeRange{from, to};
+}
+
+}  // namespace
+
+void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out) {
+  struct UsageOpts {
+    WindowOptions w;
+    std::string by = "team";
+    std::string format = "table";
+  };
+  auto u = std::make_shared<UsageOpts>();
+  CLI::App* usage = app.add_subcommand(
+      "usage", "GPU-hours and cost in each bucket, effective utilization and allocated "
+               "efficiency per group, and the fleet's total");
+  AddCommonOptions(*usage, common);
+  usage->add_option("--window", u->w.window, "the last whole hours up to now, e.g. 7d, 30d, 12h");
+  usage->add_option("--from", u->w.from, "start (RFC 3339), with --to");
+  usage->add_option("--to", u->w.to, "end (RFC 3339); default now");
+  usage->add_option("--by", u->by,
+                    "team, project, experiment, user, kind, job, pool, node, model or device; "
+                    "several separated by commas")
+      ->capture_default_str();
+  usage->add_option("--format", u->format, "table, json or csv")->capture_default_str();
+  usage->add_option("--now", u->w.now, "pretend the time is this (for reproducible reports)")
+      ->group("");
+  out.push_back({usage, [u, &common]() -> int {
+                   SystemClock clock;
+                   auto window = ResolveWindow(u->w, clock);
+                   if (!window.ok()) return Fail(window.status());
+                   auto by = ledger::ParseDimensions(u->by);
+                   if (!by.ok()) return Fail(by.status());
+                   auto format = report::ParseFormat(u->format);
+                   if (!format.ok()) return Fail(format.status());
+                   auto ledger = OpenLedger(common, clock);
+                   if (!ledger.ok()) return Fail(ledger.status());
+                   auto r = (*ledger)->Usage(*window, *by);
+                   if (!r.ok()) return Fail(r.status());
+                   std::fputs(report::RenderUsage(*r, *format).c_str(), stdout);
+                   return 0;
+                 }});
+
+  struct ChargebackOpts {
+    std::string period;
+    std::string format = "csv";
+    bool share_idle = false;
+  };
+  auto c = std::make_shared<ChargebackOpts>();
+  CLI::App* cb = app.add_subcommand(
+      "chargeback", "Cost per team and project for a month, for finance and FinOps tools");
+  AddCommonOptions(*cb, common);
+  cb->add_option("--period", c->period, "the month, YYYY-MM")->required();
+  cb->add_option("--format", c->format, "csv, json or table")->capture_default_str();
+  cb->add_flag("--share-idle", c->share_idle,
+               "spread unused capacity over the teams in proportion to their use, instead of "
+               "listing it on its own lines");
+  out.push_back({cb, [c, &common]() -> int {
+                   SystemClock clock;
+                   auto period = ParseMonth(c->period);
+                   if (!period.ok()) return Fail(period.status());
+                   auto format = report::ParseFormat(c->format);
+                   if (!format.ok()) return Fail(format.status());
+                   auto ledger = OpenLedger(common, clock);
+                   if (!ledger.ok()) return Fail(ledger.status());
+                   auto r = (*ledger)->Chargeback(*period, c->share_idle);
+                   if (!r.ok()) return Fail(r.status());
+                   std::fputs(report::RenderChargeback(*r, *format).c_str(), stdout);
+                   return 0;
+                 }});
+}
+
+}  // namespace gpuledger::cli

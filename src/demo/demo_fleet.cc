@@ -1,0 +1,478 @@
+#include "demo/demo_fleet.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+
+namespace gpuledger::demo {
+namespace {
+
+constexpr int64_t kOpen = INT64_MAX / 4;
+
+enum class Pattern { kTraining, kServing, kNotebook, kBatch };
+
+struct Node {
+  std::string name;
+  std::string pool;
+  std::vector<size_t> devices;  // indices into the fleet's devices, GPUs then slices
+};
+
+struct SimJob {
+  DemoJob d;
+  Pattern pattern = Pattern::kTraining;
+  double base = 0.8;            // activity when working
+  double stall = 0.0;           // share of time the input pipeline starves the GPU
+  int64_t ckpt_period_ms = 0;   // checkpoint every ...
+  int64_t ckpt_len_ms = 0;      // ... for this long, idle
+  int64_t active_until_ms = 0;  // notebooks: worked on until then, then forgotten
+  double mem_ratio = 0.9;       // share of device memory held
+};
+
+struct Tenancy {
+  int64_t from_ms;
+  int64_t to_ms;
+  size_t job;
+};
+
+uint64_t SplitMix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// A deterministic uniform [0, 1) from any key.
+double Noise(uint64_t a, uint64_t b, uint64_t c) {
+  return static_cast<double>(SplitMix(a ^ SplitMix(b ^ SplitMix(c))) >> 11) * 0x1.0p-53;
+}
+
+std::string HexId(const char* prefix, uint64_t seed, uint64_t key) {
+  uint64_t a = SplitMix(seed ^ key), b = SplitMix(a ^ key);
+  return fmt::format("{}-{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", prefix, a >> 32, (a >> 16) & 0xffff,
+                     a & 0xffff, b >> 48, b & 0xffffffffffffULL);
+}
+
+struct TeamInfo {
+  const char* team;
+  std::vector<const char*> projects;
+  std::vector<const char*> users;
+};
+
+const std::vector<TeamInfo>& Teams() {
+  static const std::vector<TeamInfo> kTeams = {
+      {"vision", {"detr-v3", "seg-foundation"}, {"ana", "kofi", "mei"}},
+      {"nlp", {"llm-pretrain", "rlhf"}, {"lars", "priya", "tomas"}},
+      {"speech", {"asr-v4"}, {"ines", "yuki"}},
+      {"recsys", {"ranker", "retrieval"}, {"omar", "sofia"}},
+      {"platform", {"evals", "infra-bench"}, {"dev", "rui"}},
+  };
+  return kTeams;
+}
+
+}  // namespace
+
+struct DemoFleet::Impl {
+  DemoOptions opt;
+  std::mt19937_64 rng;
+  std::vector<Device> devices;
+  std::vector<std::vector<Tenancy>> tenancies;  // per device, by from
+  std::vector<Node> nodes;
+  std::vector<SimJob> jobs;
+  std::vector<DemoJob> public_jobs;
+  size_t failed_device = 0;
+  TimeRange failure;
+  size_t outage_node = 0;
+  TimeRange outage;
+  int64_t cursor = 0;
+  int64_t end = 0;
+  int next_job_number = 104'200;
+
+  explicit Impl(const DemoOptions& o) : opt(o), rng(o.seed) {
+    cursor = o.start_ms;
+    end = o.start_ms + o.duration_ms;
+    BuildFleet();
+    tenancies.resize(devices.size());
+    failed_device = nodes[6].devices[3];
+    failure = {o.start_ms + 2 * kMsPerDay + 14 * kMsPerHour, o.start_ms + 3 * kMsPerDay + 10 * kMsPerHour};
+    outage_node = 22;
+    outage = {o.start_ms + 4 * kMsPerDay + 3 * kMsPerHour,
+              o.start_ms + 4 * kMsPerDay + 5 * kMsPerHour + 30 * kMsPerMinute};
+    ScheduleServing();
+    ScheduleTraining();
+    ScheduleDev();
+    for (auto& t : tenancies) {
+      std::sort(t.begin(), t.end(), [](const Tenancy& a, const Tenancy& b) { return a.from_ms < b.from_ms; });
+    }
+    for (const SimJob& j : jobs) public_jobs.push_back(j.d);
+  }
+
+  double Uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); }
+  int64_t UniformInt(int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  }
+  int64_t RoundMinute(double ms) { return FloorTo(static_cast<int64_t>(ms), kMsPerMinute); }
+
+  void AddNode(const std::string& name, const std::string& pool, const std::string& model,
+               int64_t memory_mib, CapacityType type, bool mig) {
+    Node n{name, pool, {}};
+    size_t node_no = nodes.size();
+    for (int g = 0; g < 8; ++g) {
+      Device d;
+      d.uuid = HexId("GPU", opt.seed, node_no * 100 + static_cast<uint64_t>(g));
+      d.node = name;
+      d.model = model;
+      d.memory_mib = memory_mib;
+      d.pool = pool;
+      d.capacity_type = type;
+      d.sample_interval_ms = opt.sample_interval_ms;
+      n.devices.push_back(devices.size());
+      devices.push_back(d);
+    }
+    if (mig) {
+      // 3g + 2g + 1g + 1g: the whole GPU partitioned (an H200's 7 compute slices).
+      static const std::pair<const char*, Share> kLayout[] = {
+          {"3g.71gb", {3, 7}}, {"2g.35gb", {2, 7}}, {"1g.18gb", {1, 7}}, {"1g.18gb", {1, 7}}};
+      size_t gpus = n.devices.size();
+      for (size_t g = 0; g < gpus; ++g) {
+        const Device parent = devices[n.devices[g]];
+        for (size_t s = 0; s < 4; ++s) {
+          Device m = parent;
+          m.uuid = HexId("MIG", opt.seed, node_no * 1000 + g * 10 + s);
+          m.parent_uuid = parent.uuid;
+          m.share = kLayout[s].second;
+          m.mig_profile = kLayout[s].first;
+          m.memory_mib = parent.memory_mib * m.share.num / 8;
+          n.devices.push_back(devices.size());
+          devices.push_back(m);
+        }
+      }
+    }
+    nodes.push_back(std::move(n));
+  }
+
+  void BuildFleet() {
+    for (int i = 1; i <= 20; ++i) {
+      AddNode(fmt::format("trn-{:02}", i), "training", "NVIDIA H100 80GB HBM3", 81559,
+              CapacityType::kReserved, false);
+    }
+    for (int i = 1; i <= 6; ++i) {
+      AddNode(fmt::format("srv-{:02}", i), "serving", "NVIDIA L40S", 46068, CapacityType::kOnDemand,
+              false);
+    }
+    for (int i = 1; i <= 5; ++i) {
+      AddNode(fmt::format("dev-{:02}", i), "dev", "NVIDIA A100-SXM4-80GB", 81920,
+              CapacityType::kReserved, false);
+    }
+    AddNode("dev-06", "dev", "NVIDIA H200", 143771, CapacityType::kReserved, true);
+  }
+
+  Job MakeJob(std::string id, const TeamInfo& t, JobKind kind, std::string pool, int gpus) {
+    Job j;
+    j.id = std::move(id);
+    j.team = t.team;
+    j.project = t.projects[static_cast<size_t>(UniformInt(0, static_cast<int64_t>(t.projects.size()) - 1))];
+    j.user = t.users[static_cast<size_t>(UniformInt(0, static_cast<int64_t>(t.users.size()) - 1))];
+    j.kind = kind;
+    j.pool = std::move(pool);
+    j.requested_gpus = gpus;
+    return j;
+  }
+
+  void Place(SimJob job, const std::vector<size_t>& devs) {
+    size_t idx = jobs.size();
+    for (size_t d : devs) {
+      tenancies[d].push_back({job.d.from_ms, job.d.to_ms, idx});
+      job.d.devices.push_back(devices[d].uuid);
+    }
+    job.d.job.start_ms = job.d.from_ms;
+    if (job.d.to_ms < kOpen) job.d.job.end_ms = job.d.to_ms;
+    jobs.push_back(std::move(job));
+  }
+
+  void ScheduleServing() {
+    static const char* kModels[] = {"ranker-v7", "retrieval-v3", "llama-chat-70b", "asr-stream",
+                                    "vision-embed", "rerank-xl"};
+    size_t gpu = 0;
+    std::vector<size_t> serving;
+    for (size_t n = 20; n < 26; ++n) {
+      for (size_t d : nodes[n].devices) serving.push_back(d);
+    }
+    for (int k = 0; gpu + 4 <= 42; ++k) {
+      int gpus = k % 3 == 2 ? 4 : 2;
+      const TeamInfo& team = Teams()[k % 2 == 0 ? 3 : static_cast<size_t>(k % 5)];
+      SimJob j;
+      j.d.job = MakeJob(fmt::format("{}-{}", kModels[k % 6], k), team, JobKind::kServing, "serving", gpus);
+      j.pattern = Pattern::kServing;
+      j.base = Uniform(0.35, 0.8);
+      j.mem_ratio = Uniform(0.5, 0.9);
+      j.d.from_ms = opt.start_ms;
+      // Two deployments are scaled down mid-week, leaving their GPUs unallocated.
+      j.d.to_ms = k == 3 || k == 8 ? opt.start_ms + 5 * kMsPerDay : kOpen;
+      std::vector<size_t> devs(serving.begin() + static_cast<long>(gpu),
+                               serving.begin() + static_cast<long>(gpu) + gpus);
+      gpu += static_cast<size_t>(gpus);
+      Place(std::move(j), devs);
+    }
+  }
+
+  void ScheduleTraining() {
+    std::vector<int64_t> free_at(20, opt.start_ms);
+    int64_t t = opt.start_ms;
+    int64_t last_start = opt.start_ms;
+    int backlog = 10;
+    const size_t failed_node = 6;
+    bool failure_applied = false;
+    while (true) {
+      if (backlog > 0) {
+        --backlog;
+      } else {
+        t += static_cast<int64_t>(std::exponential_distribution<double>(1.0 / 50.0)(rng) * kMsPerMinute);
+      }
+      if (t >= end) break;
+      double r = Uniform(0, 1);
+      int nodes_needed = r < 0.55 ? 1 : r < 0.85 ? 2 : 4;
+      int64_t duration = RoundMinute(std::exp(Uniform(std::log(2.0), std::log(30.0))) * kMsPerHour);
+      // Strict FIFO: no job starts before the one ahead of it.
+      int64_t start = std::max(t, last_start);
+      if (!failure_applied && start >= failure.begin_ms) {
+        free_at[failed_node] = std::max(free_at[failed_node], failure.end_ms);
+        failure_applied = true;
+      }
+      std::vector<size_t> order(20);
+      for (size_t i = 0; i < 20; ++i) order[i] = i;
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return free_at[a] < free_at[b]; });
+      order.resize(static_cast<size_t>(nodes_needed));
+      for (size_t n : order) start = std::max(start, free_at[n]);
+      if (start >= end) break;
+      last_start = start;
+      const TeamInfo& team = Teams()[static_cast<size_t>(UniformInt(0, 3))];
+      SimJob j;
+      j.d.job = MakeJob(std::to_string(next_job_number++), team, JobKind::kTraining, "training",
+                        nodes_needed * 8);
+      j.d.job.experiment = fmt::format("{}-{}", Uniform(0, 1) < 0.5 ? "sweep" : "run", UniformInt(1, 40));
+      j.d.job.submit_ms = t;
+      j.pattern = Pattern::kTraining;
+      j.base = Uniform(0.78, 0.95);
+      j.stall = Uniform(0, 1) < 0.3 ? Uniform(0.25, 0.45) : Uniform(0.02, 0.12);
+      j.ckpt_period_ms = (30 + UniformInt(0, 3) * 10) * kMsPerMinute;
+      j.ckpt_len_ms = UniformInt(2, 5) * kMsPerMinute;
+      j.mem_ratio = Uniform(0.85, 0.97);
+      j.d.from_ms = start;
+      j.d.to_ms = start + duration;
+      // The GPU that fails takes its job down with it.
+      bool on_failed = std::find(order.begin(), order.end(), failed_node) != order.end();
+      if (on_failed && j.d.from_ms < failure.begin_ms && j.d.to_ms > failure.begin_ms) {
+        j.d.to_ms = failure.begin_ms;
+        free_at[failed_node] = failure.end_ms;
+        failure_applied = true;
+      }
+      if (j.d.to_ms >= end) j.d.to_ms = kOpen;
+      std::vector<size_t> devs;
+      for (size_t n : order) {
+        if (!(on_failed && n == failed_node && j.d.to_ms == failure.begin_ms)) {
+          free_at[n] = std::min(j.d.to_ms, end);
+        }
+        for (size_t k = 0; k < 8; ++k) devs.push_back(nodes[n].devices[k]);
+      }
+      Place(std::move(j), devs);
+    }
+  }
+
+  bool Free(size_t device, int64_t from, int64_t to) const {
+    for (const Tenancy& t : tenancies[device]) {
+      if (t.from_ms < to && from < t.to_ms) return false;
+    }
+    return true;
+  }
+
+  void ScheduleDev() {
+    std::vector<size_t> a100, slices;
+    for (size_t n = 26; n < 31; ++n) {
+      for (size_t d : nodes[n].devices) a100.push_back(d);
+    }
+    for (size_t d : nodes[31].devices) {
+      if (devices[d].is_mig()) slices.push_back(d);
+    }
+    int notebook_no = 0, batch_no = 0;
+    for (int64_t day = opt.start_ms; day < end; day += kMsPerDay) {
+      int64_t weekday = ((day / kMsPerDay) % 7 + 3) % 7;  // 0 = Monday
+      bool workday = weekday < 5;
+      // Notebooks: opened during working hours; a quarter are forgotten for days.
+      int64_t t = day + 8 * kMsPerHour;
+      while (workday) {
+        t += static_cast<int64_t>(std::exponential_distribution<double>(1.0 / 28.0)(rng) * kMsPerMinute);
+        if (t > day + 18 * kMsPerHour || t >= end) break;
+        bool forgotten = Uniform(0, 1) < 0.25;
+        int64_t len = forgotten ? UniformInt(20, 60) * kMsPerHour : UniformInt(60, 300) * kMsPerMinute;
+        int64_t from = RoundMinute(static_cast<double>(t));
+        int64_t to = std::min(from + len, kOpen);
+        const auto& pool = Uniform(0, 1) < 0.6 ? slices : a100;
+        size_t start = static_cast<size_t>(UniformInt(0, static_cast<int64_t>(pool.size()) - 1));
+        for (size_t k = 0; k < pool.size(); ++k) {
+          size_t d = pool[(start + k) % pool.size()];
+          if (!Free(d, from, to)) continue;
+          const TeamInfo& team = Teams()[static_cast<size_t>(UniformInt(0, 4))];
+          SimJob j;
+          j.d.job = MakeJob(fmt::format("nb-{}-{}", team.users[0], notebook_no++), team,
+                            JobKind::kNotebook, "dev", devices[d].is_mig() ? 0 : 1);
+          if (devices[d].is_mig()) j.d.job.requested_mig_profile = devices[d].mig_profile;
+          j.pattern = Pattern::kNotebook;
+          j.base = Uniform(0.15, 0.45);
+          j.active_until_ms = from + UniformInt(30, 120) * kMsPerMinute;
+          j.mem_ratio = Uniform(0.2, 0.6);
+          j.d.from_ms = from;
+          j.d.to_ms = to >= end ? kOpen : to;
+          Place(std::move(j), {d});
+          break;
+        }
+      }
+      // Batch jobs: evaluations and preprocessing, any time of day.
+      for (int k = 0; k < 8; ++k) {
+        int64_t from = day + RoundMinute(Uniform(0, 1) * kMsPerDay);
+        int64_t to = from + UniformInt(30, 180) * kMsPerMinute;
+        if (to >= end) continue;
+        for (size_t tries = 0; tries < a100.size(); ++tries) {
+          size_t d = a100[static_cast<size_t>(UniformInt(0, static_cast<int64_t>(a100.size()) - 1))];
+          if (!Free(d, from, to)) continue;
+          const TeamInfo& team = Teams()[4];
+          SimJob j;
+          j.d.job = MakeJob(std::to_string(next_job_number++), team, JobKind::kBatch, "dev", 1);
+          j.d.job.experiment = fmt::format("eval-{}", batch_no++);
+          j.pattern = Pattern::kBatch;
+          j.base = Uniform(0.7, 0.95);
+          j.mem_ratio = Uniform(0.3, 0.8);
+          j.d.from_ms = from;
+          j.d.to_ms = to;
+          Place(std::move(j), {d});
+          break;
+        }
+      }
+    }
+  }
+
+  const Tenancy* TenancyAt(size_t device, int64_t t) const {
+    for (const Tenancy& x : tenancies[device]) {
+      if (x.from_ms <= t && t < x.to_ms) return &x;
+      if (x.from_ms > t) break;
+    }
+    return nullptr;
+  }
+
+  // The SM activity of `device` over the interval ending at t.
+  double Activity(size_t device, int64_t t, const SimJob** held) const {
+    const Tenancy* x = TenancyAt(device, t - 1);
+    *held = x ? &jobs[x->job] : nullptr;
+    if (x == nullptr) return 0.0;
+    const SimJob& j = jobs[x->job];
+    double n = Noise(opt.seed, device, static_cast<uint64_t>(t));
+    int64_t since = t - j.d.from_ms;
+    switch (j.pattern) {
+      case Pattern::kTraining: {
+        if (j.ckpt_period_ms && since % j.ckpt_period_ms < j.ckpt_len_ms) return 0.01 * n;
+        return std::clamp(j.base * (1.0 - j.stall) + (n - 0.5) * 0.06, 0.0, 1.0);
+      }
+      case Pattern::kServing: {
+        double hour = static_cast<double>((t / kMsPerMinute) % (24 * 60)) / 60.0;
+        double diurnal = 0.5 + 0.5 * std::sin((hour - 9.0) / 24.0 * 2.0 * M_PI);
+        double burst = Noise(opt.seed + 7, device, static_cast<uint64_t>(t / (20 * kMsPerMinute))) < 0.15 ? 0.35 : 0.0;
+        return std::clamp(0.05 + j.base * diurnal * 0.8 + burst + (n - 0.5) * 0.1, 0.0, 1.0);
+      }
+      case Pattern::kNotebook:
+        if (t > j.active_until_ms) return 0.0;
+        return n < 0.4 ? 0.0 : j.base * n;
+      case Pattern::kBatch:
+        return std::clamp(j.base + (n - 0.5) * 0.08, 0.0, 1.0);
+    }
+    return 0.0;
+  }
+
+  Sample MakeSample(size_t device, int64_t t) const {
+    Sample s;
+    const Device& d = devices[device];
+    s.device_uuid = d.uuid;
+    s.t_ms = t;
+    bool failed = device == failed_device || (devices[device].parent_uuid == devices[failed_device].uuid);
+    if (failed && failure.Contains(t - 1)) {
+      s.health = Health::kLost;
+      return s;
+    }
+    const SimJob* held = nullptr;
+    double a = Activity(device, t, &held);
+    s.sm_active = std::round(a * 1000.0) / 1000.0;
+    s.sm_occupancy = std::round(a * 0.55 * 1000.0) / 1000.0;
+    bool training = held && held->pattern == Pattern::kTraining;
+    s.tensor_active = std::round(a * (training ? 0.6 : 0.25) * 1000.0) / 1000.0;
+    s.dram_active = std::round(a * 0.4 * 1000.0) / 1000.0;
+    s.gpu_util = a > 0.005 ? std::min(1.0, std::round((a * 1.3 + 0.05) * 100.0) / 100.0) : 0.0;
+    double mem = held ? held->mem_ratio * static_cast<double>(d.memory_mib) : 450.0;
+    s.fb_used_mib = std::round(mem);
+    double tdp = d.model == "NVIDIA L40S" ? 350.0 : d.model == "NVIDIA A100-SXM4-80GB" ? 400.0 : 700.0;
+    if (!d.is_mig()) s.power_watts = std::round((70.0 + a * (tdp - 70.0)) * 10.0) / 10.0;
+    return s;
+  }
+
+  std::vector<Batch> Advance(int64_t until) {
+    std::vector<Batch> out;
+    until = std::min(until, end);
+    for (int64_t h = FloorTo(cursor, kMsPerHour); h + kMsPerHour <= until; h += kMsPerHour) {
+      for (size_t n = 0; n < nodes.size(); ++n) out.push_back(NodeHour(n, h));
+      cursor = h + kMsPerHour;
+    }
+    return out;
+  }
+
+  Batch NodeHour(size_t node_no, int64_t h) const {
+    const Node& node = nodes[node_no];
+    Batch b;
+    b.batch_id = fmt::format("{}-{}", node.name, FormatTime(h));
+    b.source = node.name;
+    std::map<size_t, bool> jobs_here;
+    for (size_t d : node.devices) {
+      b.devices.push_back(devices[d]);
+      for (const Tenancy& x : tenancies[d]) {
+        bool opens = x.from_ms >= h && x.from_ms < h + kMsPerHour;
+        bool closes = x.to_ms >= h && x.to_ms < h + kMsPerHour && x.to_ms < end;
+        if (!opens && !closes) continue;
+        Allocation a{devices[d].uuid, jobs[x.job].d.job.id, x.from_ms, std::nullopt};
+        if (closes) a.to_ms = x.to_ms;
+        b.allocations.push_back(a);
+        jobs_here[x.job] = true;
+      }
+    }
+    for (const auto& [j, unused] : jobs_here) b.jobs.push_back(jobs[j].d.job);
+    // Samples at h (first hour only, as the baseline), then every interval up to h + 1h.
+    int64_t first = h == opt.start_ms ? h : h + opt.sample_interval_ms;
+    for (int64_t t = first; t <= h + kMsPerHour; t += opt.sample_interval_ms) {
+      if (node_no == outage_node && outage.Contains(t)) continue;
+      for (size_t d : node.devices) b.samples.push_back(MakeSample(d, t));
+    }
+    return b;
+  }
+};
+
+DemoFleet::DemoFleet(const DemoOptions& options) : impl_(std::make_unique<Impl>(options)) {}
+DemoFleet::~DemoFleet() = default;
+
+PriceBook DemoFleet::Prices() const {
+  auto entry = [](const char* model, const char* price, CapacityType type) {
+    return PriceEntry{model, "*", type, Money::Parse(price).value(), {0, kForever}};
+  };
+  return PriceBook::Create({
+                               entry("NVIDIA H100 80GB HBM3", "2.49", CapacityType::kReserved),
+                               entry("NVIDIA L40S", "1.10", CapacityType::kOnDemand),
+                               entry("NVIDIA A100-SXM4-80GB", "1.29", CapacityType::kReserved),
+                               entry("NVIDIA H200", "3.20", CapacityType::kReserved),
+                           })
+      .value();
+}
+
+const std::vector<Device>& DemoFleet::devices() const { return impl_->devices; }
+const std::vector<DemoJob>& DemoFleet::jobs() const { return impl_->public_jobs; }
+std::vector<Batch> DemoFleet::Advance(int64_t until_ms) { return impl_->Advance(until_ms); }
+int64_t DemoFleet::cursor_ms() const { return impl_->cursor; }
+int64_t DemoFleet::end_ms() const { return impl_->end; }
+
+}  // namespace gpuledger::demo

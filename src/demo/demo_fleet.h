@@ -1,0 +1,60 @@
+// A simulated fleet for `gpuledger demo`: 32 nodes of 8 GPUs in training, serving and
+// dev pools (one dev node split into MIG slices), and a week of realistic work: gang
+// training jobs with input stalls and checkpoint gaps, diurnal and bursty serving,
+// notebooks that get forgotten, batch jobs, a GPU that fails and an agent that goes
+// down. Deterministic for a seed and a start time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/batch.h"
+#include "core/price_book.h"
+#include "core/time.h"
+
+namespace gpuledger::demo {
+
+struct DemoOptions {
+  uint64_t seed = 42;
+  int64_t start_ms = 0;                // must be a whole hour
+  int64_t duration_ms = 7 * kMsPerDay;
+  int64_t sample_interval_ms = kMsPerMinute;
+};
+
+// One unit of work the fleet runs, with what the simulation knows about it.
+struct DemoJob {
+  Job job;
+  std::vector<std::string> devices;  // uuids it holds
+  int64_t from_ms = 0;
+  int64_t to_ms = 0;
+};
+
+class DemoFleet {
+ public:
+  // REQUIRES: options.start_ms is a whole hour; duration is a positive number of hours.
+  explicit DemoFleet(const DemoOptions& options);
+  ~DemoFleet();
+  DemoFleet(const DemoFleet&) = delete;
+  DemoFleet& operator=(const DemoFleet&) = delete;
+
+  // The price book of the fleet (per GPU-hour, by model).
+  PriceBook Prices() const;
+  const std::vector<Device>& devices() const;
+  const std::vector<DemoJob>& jobs() const;
+
+  // The batches that agents would have sent for [cursor, until_ms): one per node per
+  // hour, in time order, each with the node's inventory, the jobs and allocations that
+  // start or end in it, and its samples. Advances the cursor; returns nothing past the
+  // end of the simulated span.
+  std::vector<Batch> Advance(int64_t until_ms);
+  int64_t cursor_ms() const;
+  int64_t end_ms() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpuledger::demo

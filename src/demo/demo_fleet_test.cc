@@ -1,0 +1,85 @@
+#include "demo/demo_fleet.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "ledger/ledger.h"
+#include "store/store.h"
+#include "wire/batch.h"
+
+namespace gpuledger::demo {
+namespace {
+
+constexpr int64_t kStart = 1'795'392'000'000;  // Monday 2026-11-23T00:00:00Z
+
+DemoOptions Small() {
+  DemoOptions o;
+  o.seed = 7;
+  o.start_ms = kStart;
+  o.duration_ms = 5 * kMsPerDay;
+  o.sample_interval_ms = 5 * kMsPerMinute;
+  return o;
+}
+
+TEST(DemoFleetTest, IsDeterministicForASeed) {
+  DemoFleet a(Small()), b(Small());
+  auto ba = a.Advance(kStart + 6 * kMsPerHour), bb = b.Advance(kStart + 6 * kMsPerHour);
+  ASSERT_EQ(ba.size(), bb.size());
+  for (size_t i = 0; i < ba.size(); ++i) EXPECT_EQ(wire::WriteBatch(ba[i]), wire::WriteBatch(bb[i]));
+  DemoOptions other = Small();
+  other.seed = 8;
+  DemoFleet c(other);
+  EXPECT_NE(wire::WriteBatch(c.Advance(kStart + kMsPerHour)[0]), wire::WriteBatch(ba[0]));
+}
+
+TEST(DemoFleetTest, HasThePromisedShape) {
+  DemoFleet f(Small());
+  int gpus = 0, slices = 0;
+  for (const auto& d : f.devices()) (d.is_mig() ? slices : gpus)++;
+  EXPECT_EQ(gpus, 256);
+  EXPECT_EQ(slices, 32);
+  std::map<JobKind, int> kinds;
+  for (const auto& j : f.jobs()) kinds[j.job.kind]++;
+  EXPECT_GT(kinds[JobKind::kTraining], 20);
+  EXPECT_GT(kinds[JobKind::kServing], 5);
+  EXPECT_GT(kinds[JobKind::kNotebook], 20);
+  EXPECT_GT(kinds[JobKind::kBatch], 10);
+}
+
+TEST(DemoFleetTest, FeedsTheLedgerAndShowsEveryKindOfWaste) {
+  auto path = std::filesystem::temp_directory_path() / ("gpuledger-demo-" + std::to_string(::getpid()) + ".db");
+  std::filesystem::remove(path);
+  ManualClock clock(kStart + 5 * kMsPerDay);
+  DemoFleet fleet(Small());
+  {
+    auto store = store::OpenSqliteStore(path.string());
+    ASSERT_TRUE(store.ok());
+    ledger::Ledger ledger(std::move(*store), clock);
+    ASSERT_TRUE(ledger.store().SavePriceBook(fleet.Prices()).ok());
+    for (const Batch& b : fleet.Advance(fleet.end_ms())) {
+      auto r = ledger.Ingest(b);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+    }
+    TimeRange window{kStart, kStart + 5 * kMsPerDay};
+    auto r = ledger.Usage(window, {ledger::Dimension::kPool});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    const auto& t = r->total;
+    EXPECT_NEAR(t.total_gpu_hours(), 256.0 * 24 * 5, 1e-6);
+    for (Bucket b : kAllBuckets) EXPECT_GT(t.gpu_hours(b), 0) << BucketName(b);
+    EXPECT_GT(t.effective_utilization(), 0.25);
+    EXPECT_LT(t.effective_utilization(), 0.8);
+    // The failed GPU: 20 hours down.
+    EXPECT_NEAR(t.gpu_hours(Bucket::kUnavailable), 20.0, 0.2);
+    auto waste = ledger.TopWaste(window, 5);
+    ASSERT_TRUE(waste.ok());
+    EXPECT_EQ(waste->size(), 5u);
+  }
+  std::filesystem::remove(path);
+  std::filesystem::remove(path.string() + "-wal");
+  std::filesystem::remove(path.string() + "-shm");
+}
+
+}  // namespace
+}  // namespace gpuledger::demo

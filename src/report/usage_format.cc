@@ -1,0 +1,224 @@
+#include "report/usage_format.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace gpuledger::report {
+namespace {
+
+using ledger::UsageRow;
+
+std::string Percent(double ratio) { return fmt::format("{:.1f}%", ratio * 100.0); }
+std::string Hours(double h) { return fmt::format("{:.1f}", h); }
+
+std::string CsvField(std::string_view s) {
+  if (s.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(s);
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// Columns of a plain-text table, right-aligned after the first `left` columns. The
+// first row is a header; with `total_row` the last row is set off as a total.
+std::string Table(const std::vector<std::vector<std::string>>& rows, size_t left,
+                  bool total_row = true) {
+  std::vector<size_t> width;
+  for (const auto& r : rows) {
+    width.resize(std::max(width.size(), r.size()));
+    for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  }
+  std::string out;
+  for (size_t n = 0; n < rows.size(); ++n) {
+    std::string line;
+    for (size_t i = 0; i < rows[n].size(); ++i) {
+      if (i) line += "  ";
+      line += i < left ? fmt::format("{:<{}}", rows[n][i], width[i])
+                       : fmt::format("{:>{}}", rows[n][i], width[i]);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+    if (n == 0 || (total_row && n + 2 == rows.size())) {
+      size_t total = 0;
+      for (size_t w : width) total += w + 2;
+      out += std::string(total - 2, '-') + "\n";
+    }
+  }
+  return out;
+}
+
+nlohmann::json RowJson(const UsageRow& r, const std::vector<ledger::Dimension>& by) {
+  nlohmann::json j;
+  nlohmann::json key = nlohmann::json::object();
+  for (size_t i = 0; i < by.size() && i < r.key.size(); ++i) {
+    key[std::string(ledger::DimensionName(by[i]))] = r.key[i];
+  }
+  j["group"] = key;
+  nlohmann::json buckets = nlohmann::json::object();
+  for (Bucket b : kAllBuckets) {
+    buckets[std::string(BucketName(b))] = {{"gpu_hours", r.gpu_hours(b)},
+                                           {"cost", r.cost[static_cast<size_t>(b)].ToString()}};
+  }
+  j["buckets"] = buckets;
+  j["gpu_hours"] = r.total_gpu_hours();
+  j["cost"] = r.total_cost().ToString();
+  j["effective_utilization"] = r.effective_utilization();
+  j["allocated_efficiency"] = r.allocated_efficiency();
+  j["activity_source"] = r.activity_source();
+  if (r.unpriced_ticks_ms) {
+    j["unpriced_gpu_hours"] =
+        static_cast<double>(r.unpriced_ticks_ms) / static_cast<double>(kShareScale * kMsPerHour);
+  }
+  return j;
+}
+
+std::vector<std::string> UsageCells(const UsageRow& r) {
+  std::vector<std::string> cells = r.key;
+  cells.push_back(Hours(r.total_gpu_hours()));
+  for (Bucket b : kAllBuckets) cells.push_back(Hours(r.gpu_hours(b)));
+  cells.push_back(Percent(r.effective_utilization()));
+  cells.push_back(Percent(r.allocated_efficiency()));
+  cells.push_back(r.total_cost().ToDisplay());
+  cells.push_back(std::string(r.activity_source()));
+  return cells;
+}
+
+}  // namespace
+
+Result<Format> ParseFormat(std::string_view text) {
+  if (text == "table") return Format::kTable;
+  if (text == "json") return Format::kJson;
+  if (text == "csv") return Format::kCsv;
+  return InvalidArgument(fmt::format("format \"{}\": want table, json or csv", text));
+}
+
+std::string RenderUsage(const ledger::UsageReport& r, Format f) {
+  if (f == Format::kJson) {
+    nlohmann::json j;
+    j["window"] = {{"from", FormatTime(r.window.begin_ms)}, {"to", FormatTime(r.window.end_ms)}};
+    nlohmann::json by = nlohmann::json::array();
+    for (auto d : r.by) by.push_back(ledger::DimensionName(d));
+    j["by"] = by;
+    j["currency_unit"] = "1e-6";
+    j["rows"] = nlohmann::json::array();
+    for (const auto& row : r.rows) j["rows"].push_back(RowJson(row, r.by));
+    j["total"] = RowJson(r.total, r.by);
+    return j.dump(2) + "\n";
+  }
+  if (f == Format::kCsv) {
+    std::string out;
+    for (auto d : r.by) out += std::string(ledger::DimensionName(d)) + ",";
+    out += "gpu_hours";
+    for (Bucket b : kAllBuckets) out += fmt::format(",{}_gpu_hours", BucketName(b));
+    for (Bucket b : kAllBuckets) out += fmt::format(",{}_cost", BucketName(b));
+    out += ",cost,effective_utilization,allocated_efficiency,activity_source\n";
+    auto line = [&](const UsageRow& row) {
+      for (const auto& k : row.key) out += CsvField(k) + ",";
+      out += fmt::format("{:.6f}", row.total_gpu_hours());
+      for (Bucket b : kAllBuckets) out += fmt::format(",{:.6f}", row.gpu_hours(b));
+      for (Bucket b : kAllBuckets) out += "," + row.cost[static_cast<size_t>(b)].ToString();
+      out += fmt::format(",{},{:.6f},{:.6f},{}\n", row.total_cost().ToString(),
+                         row.effective_utilization(), row.allocated_efficiency(),
+                         row.activity_source());
+    };
+    for (const auto& row : r.rows) line(row);
+    line(r.total);
+    return out;
+  }
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> header;
+  for (auto d : r.by) header.emplace_back(ledger::DimensionName(d));
+  for (const char* h : {"GPU-h", "active", "alloc-idle", "unalloc", "unavail", "unmon",
+                        "eff.util", "alloc.eff", "cost", "activity"}) {
+    header.emplace_back(h);
+  }
+  rows.push_back(header);
+  for (const auto& row : r.rows) rows.push_back(UsageCells(row));
+  rows.push_back(UsageCells(r.total));
+  return fmt::format("Usage {} .. {} (GPU-hours; cost)\n", FormatTime(r.window.begin_ms),
+                     FormatTime(r.window.end_ms)) +
+         Table(rows, r.by.size());
+}
+
+std::string RenderChargeback(const ledger::ChargebackReport& r, Format f) {
+  std::string from = FormatTime(r.period.begin_ms), to = FormatTime(r.period.end_ms);
+  if (f == Format::kJson) {
+    nlohmann::json j;
+    j["period"] = {{"from", from}, {"to", to}};
+    j["share_idle"] = r.share_idle;
+    j["lines"] = nlohmann::json::array();
+    for (const auto& l : r.lines) {
+      j["lines"].push_back({{"team", l.team},
+                            {"project", l.project},
+                            {"gpu_hours", l.gpu_hours},
+                            {"active_gpu_hours", l.active_gpu_hours},
+                            {"idle_gpu_hours", l.idle_gpu_hours},
+                            {"direct_cost", l.direct_cost.ToString()},
+                            {"shared_idle_cost", l.shared_idle_cost.ToString()},
+                            {"total_cost", l.total_cost().ToString()}});
+    }
+    j["total"] = r.total.ToString();
+    return j.dump(2) + "\n";
+  }
+  if (f == Format::kCsv) {
+    std::string out =
+        "period_start,period_end,team,project,gpu_hours,active_gpu_hours,idle_gpu_hours,"
+        "direct_cost,shared_idle_cost,total_cost\n";
+    for (const auto& l : r.lines) {
+      out += fmt::format("{},{},{},{},{:.6f},{:.6f},{:.6f},{},{},{}\n", from, to, CsvField(l.team),
+                         CsvField(l.project), l.gpu_hours, l.active_gpu_hours, l.idle_gpu_hours,
+                         l.direct_cost.ToString(), l.shared_idle_cost.ToString(),
+                         l.total_cost().ToString());
+    }
+    return out;
+  }
+  std::vector<std::vector<std::string>> rows = {
+      {"team", "project", "GPU-h", "active", "idle", "direct", "shared idle", "total"}};
+  for (const auto& l : r.lines) {
+    rows.push_back({l.team, l.project, Hours(l.gpu_hours), Hours(l.active_gpu_hours),
+                    Hours(l.idle_gpu_hours), l.direct_cost.ToDisplay(),
+                    l.shared_idle_cost.ToDisplay(), l.total_cost().ToDisplay()});
+  }
+  rows.push_back({"(total)", "", "", "", "", "", "", r.total.ToDisplay()});
+  return fmt::format("Chargeback {} .. {}{}\n", from, to,
+                     r.share_idle ? " (unused capacity shared in proportion to use)" : "") +
+         Table(rows, 2);
+}
+
+std::string RenderFleetSummary(const ledger::UsageReport& by_pool,
+                               const ledger::UsageReport& by_team,
+                               const std::vector<ledger::WasteItem>& waste) {
+  const UsageRow& t = by_pool.total;
+  std::string out = fmt::format("Fleet {} .. {}\n\n", FormatTime(by_pool.window.begin_ms),
+                                FormatTime(by_pool.window.end_ms));
+  out += fmt::format("  effective utilization  {}   (active / all capacity)\n",
+                     Percent(t.effective_utilization()));
+  out += fmt::format("  allocated efficiency   {}   (active / held by jobs)\n",
+                     Percent(t.allocated_efficiency()));
+  out += fmt::format("  capacity               {} GPU-hours, {}\n\n", Hours(t.total_gpu_hours()),
+                     t.total_cost().ToDisplay());
+  std::vector<std::vector<std::string>> buckets = {{"bucket", "GPU-h", "share", "cost"}};
+  for (Bucket b : kAllBuckets) {
+    double share = t.total_ticks_ms() ? static_cast<double>(t.gpu_ticks_ms[static_cast<size_t>(b)]) /
+                                            static_cast<double>(t.total_ticks_ms())
+                                      : 0.0;
+    buckets.push_back({std::string(BucketName(b)), Hours(t.gpu_hours(b)), Percent(share),
+                       t.cost[static_cast<size_t>(b)].ToDisplay()});
+  }
+  buckets.push_back({"(total)", Hours(t.total_gpu_hours()), "100.0%", t.total_cost().ToDisplay()});
+  out += Table(buckets, 1) + "\n";
+  out += RenderUsage(by_pool, Format::kTable) + "\n";
+  out += RenderUsage(by_team, Format::kTable) + "\n";
+  out += "Largest sources of waste\n";
+  std::vector<std::vector<std::string>> w = {{"#", "what", "bucket", "GPU-h", "cost"}};
+  for (size_t i = 0; i < waste.size(); ++i) {
+    w.push_back({std::to_string(i + 1), waste[i].what, std::string(BucketName(waste[i].bucket)),
+                 Hours(waste[i].gpu_hours), waste[i].cost.ToDisplay()});
+  }
+  out += Table(w, 3, /*total_row=*/false);
+  return out;
+}
+
+}  // namespace gpuledger::report

@@ -1,0 +1,26 @@
+// Renders ledger reports for people (aligned tables), programs (JSON) and spreadsheets
+// and FinOps tools (CSV).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "ledger/ledger.h"
+
+namespace gpuledger::report {
+
+enum class Format { kTable, kJson, kCsv };
+Result<Format> ParseFormat(std::string_view text);
+
+std::string RenderUsage(const ledger::UsageReport& r, Format f);
+std::string RenderChargeback(const ledger::ChargebackReport& r, Format f);
+
+// The demo's and the CLI's fleet summary: effective utilization, the buckets in
+// GPU-hours and money, cost per team, and the largest sources of waste.
+std::string RenderFleetSummary(const ledger::UsageReport& by_pool,
+                               const ledger::UsageReport& by_team,
+                               const std::vector<ledger::WasteItem>& waste);
+
+}  // namespace gpuledger::report
