@@ -76,12 +76,18 @@ void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                      std::fprintf(stderr, "\rdemo: simulated %s ... ",
                                   FormatTime(std::min(day + kMsPerDay, fleet.end_ms())).c_str());
                    }
+                   auto t1 = std::chrono::steady_clock::now();
                    auto rebuilt = (*ledger)->RefreshRollups();
                    if (!rebuilt.ok()) return Fail(rebuilt.status());
-                   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                   std::fprintf(stderr, "\rdemo: %lld batches, %lld samples from %zu GPUs and slices, %zu jobs, in %.1f s\n",
+                   auto t2 = std::chrono::steady_clock::now();
+                   std::fprintf(stderr,
+                                "\rdemo: %lld batches, %lld samples from %zu GPUs and slices, %zu "
+                                "jobs; ingest %.1f s, %lld rollup hours %.1f s\n",
                                 static_cast<long long>(batches), static_cast<long long>(samples),
-                                fleet.devices().size(), fleet.jobs().size(), secs);
+                                fleet.devices().size(), fleet.jobs().size(),
+                                std::chrono::duration<double>(t1 - t0).count(),
+                                static_cast<long long>(*rebuilt),
+                                std::chrono::duration<double>(t2 - t1).count());
                    TimeRange window{d.start_ms, d.start_ms + d.duration_ms};
                    auto by_pool = (*ledger)->Usage(window, {ledger::Dimension::kPool});
                    if (!by_pool.ok()) return Fail(by_pool.status());

@@ -66,7 +66,7 @@ void AttributeCovered(int64_t from, int64_t to, int64_t anchor, const Sample& s,
   }
   // Cut points: minute boundaries and allocation edges inside [from, to).
   std::vector<int64_t> cuts;
-  for (const auto& a : *t.allocations) {
+  for (const auto& a : t.allocations) {
     if (a.from_ms > from && a.from_ms < to) cuts.push_back(a.from_ms);
     if (a.to_ms && *a.to_ms > from && *a.to_ms < to) cuts.push_back(*a.to_ms);
   }
@@ -81,7 +81,7 @@ void AttributeCovered(int64_t from, int64_t to, int64_t anchor, const Sample& s,
   int64_t cursor = from;
   for (int64_t cut : cuts) {
     jobs.clear();
-    for (const auto& a : *t.allocations) {
+    for (const auto& a : t.allocations) {
       if (a.from_ms <= cursor && (!a.to_ms || *a.to_ms > cursor) &&
           std::find(jobs.begin(), jobs.end(), a.job_id) == jobs.end()) {
         jobs.push_back(a.job_id);
@@ -106,9 +106,13 @@ int64_t StalenessLimitMs(const Device& d, int64_t override_ms) {
 }
 
 void Attribute(const DeviceTimeline& t, const std::function<void(const Piece&)>& sink) {
-  const std::vector<Sample>& samples = *t.samples;
+  // Start at the last sample at or before the span's start minus the limit.
+  std::span<const Sample> samples = t.samples;
+  auto first = std::lower_bound(samples.begin(), samples.end(), t.span.begin_ms - t.staleness_ms,
+                                [](const Sample& s, int64_t v) { return s.t_ms < v; });
+  size_t start = static_cast<size_t>(first - samples.begin());
   int64_t cursor = t.span.begin_ms;
-  for (size_t i = 1; i < samples.size() && cursor < t.span.end_ms; ++i) {
+  for (size_t i = start > 0 ? start : 1; i < samples.size() && cursor < t.span.end_ms; ++i) {
     int64_t prev = samples[i - 1].t_ms, cur = samples[i].t_ms;
     if (cur <= cursor || cur - prev > t.staleness_ms) continue;
     int64_t from = std::max(prev, cursor);

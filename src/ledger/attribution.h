@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -28,10 +29,11 @@ struct DeviceTimeline {
   TimeRange span;
   // The staleness limit: a gap between samples longer than this is unmonitored.
   int64_t staleness_ms = 0;
-  // Samples by time, including those up to staleness_ms either side of the span.
-  const std::vector<Sample>* samples = nullptr;
-  // Allocations of the device that overlap the span.
-  const std::vector<store::AllocationRecord>* allocations = nullptr;
+  // Samples by time, including those up to staleness_ms either side of the span (more
+  // are allowed).
+  std::span<const Sample> samples;
+  // Allocations of the device that overlap the span (more are allowed).
+  std::span<const store::AllocationRecord> allocations;
   // Maps a process's job key (from the agent) to a job id; 0 if unknown.
   std::function<int64_t(const std::string&)> job_id_of;
 };

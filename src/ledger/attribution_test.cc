@@ -27,14 +27,14 @@ Sample At(int64_t t, double sm) {
 TEST(AttributionTest, NoSamplesMeansUnmonitored) {
   std::vector<Sample> none;
   std::vector<store::AllocationRecord> allocs;
-  DeviceTimeline t{{kT, kT + kMsPerHour}, 30'000, &none, &allocs, nullptr};
+  DeviceTimeline t{{kT, kT + kMsPerHour}, 30'000, none, allocs, nullptr};
   EXPECT_EQ(Totals(t), (std::array<int64_t, kBucketCount>{0, 0, 0, 0, kMsPerHour}));
 }
 
 TEST(AttributionTest, ASampleCoversTheTimeSinceThePreviousOne) {
   std::vector<Sample> s = {At(kT, 0), At(kT + 10'000, 0.25)};
   std::vector<store::AllocationRecord> allocs = {{1, 7, kT - kMsPerHour, std::nullopt}};
-  DeviceTimeline t{{kT, kT + 20'000}, 30'000, &s, &allocs, nullptr};
+  DeviceTimeline t{{kT, kT + 20'000}, 30'000, s, allocs, nullptr};
   // [T, T+10s) from the second sample; [T+10s, T+20s) has no sample yet: unmonitored.
   EXPECT_EQ(Totals(t), (std::array<int64_t, kBucketCount>{2'500, 7'500, 0, 0, 10'000}));
 }
@@ -42,7 +42,7 @@ TEST(AttributionTest, ASampleCoversTheTimeSinceThePreviousOne) {
 TEST(AttributionTest, PiecesAreCutAtMinutesAndAllocationEdges) {
   std::vector<Sample> s = {At(kT + 50'000, 1), At(kT + 70'000, 1)};
   std::vector<store::AllocationRecord> allocs = {{1, 7, kT + 55'000, kT + 65'000}};
-  DeviceTimeline t{{kT, kT + kMsPerMinute * 2}, 30'000, &s, &allocs, nullptr};
+  DeviceTimeline t{{kT, kT + kMsPerMinute * 2}, 30'000, s, allocs, nullptr};
   std::vector<Piece> pieces;
   Attribute(t, [&](const Piece& p) { pieces.push_back(p); });
   int64_t sum = 0;

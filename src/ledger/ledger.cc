@@ -281,17 +281,36 @@ Result<int64_t> Ledger::RefreshRollups() {
       GPULEDGER_RETURN_IF_ERROR(fleet.Load(*store_));
       loaded = true;
     }
-    for (const store::DirtyHour& d : dirty) {
-      const store::DeviceRecord* dev = fleet.device(d.device_id);
-      std::vector<store::RollupRow> hour_rows, minute_rows;
-      TimeRange span{std::max(d.hour_ms, dev ? dev->in_service_ms : 0), d.hour_ms + kMsPerHour};
-      if (dev != nullptr && dev->in_service_ms > 0 && !span.empty()) {
-        int64_t limit = StalenessLimitMs(dev->device, options_.staleness_override_ms);
+    // Runs of consecutive dirty hours of one device share one read of its samples.
+    std::sort(dirty.begin(), dirty.end(), [](const store::DirtyHour& a, const store::DirtyHour& b) {
+      return std::tie(a.device_id, a.hour_ms) < std::tie(b.device_id, b.hour_ms);
+    });
+    std::vector<store::RollupUpdate> updates;
+    updates.reserve(dirty.size());
+    for (size_t run = 0; run < dirty.size();) {
+      size_t end = run + 1;
+      while (end < dirty.size() && dirty[end].device_id == dirty[run].device_id &&
+             dirty[end].hour_ms == dirty[end - 1].hour_ms + kMsPerHour && end - run < 48) {
+        ++end;
+      }
+      const store::DeviceRecord* dev = fleet.device(dirty[run].device_id);
+      std::vector<Sample> samples;
+      std::vector<store::AllocationRecord> allocs;
+      int64_t limit = dev ? StalenessLimitMs(dev->device, options_.staleness_override_ms) : 0;
+      if (dev != nullptr && dev->in_service_ms > 0) {
+        TimeRange hours{dirty[run].hour_ms, dirty[end - 1].hour_ms + kMsPerHour};
         GPULEDGER_ASSIGN_OR_RETURN(
-            auto samples, store_->Samples(dev->id, {span.begin_ms - limit, span.end_ms + limit}));
-        GPULEDGER_ASSIGN_OR_RETURN(auto allocs, store_->Allocations(dev->id, span));
+            samples, store_->Samples(dev->id, {hours.begin_ms - limit, hours.end_ms + limit}));
+        GPULEDGER_ASSIGN_OR_RETURN(allocs, store_->Allocations(dev->id, hours));
+      }
+      for (size_t k = run; k < end; ++k) {
+        const store::DirtyHour& d = dirty[k];
+        store::RollupUpdate& u = updates.emplace_back();
+        u.dirty = d;
+        TimeRange span{std::max(d.hour_ms, dev ? dev->in_service_ms : 0), d.hour_ms + kMsPerHour};
+        if (dev == nullptr || dev->in_service_ms == 0 || span.empty()) continue;
         std::map<int64_t, store::RollupRow> by_job, by_minute;
-        DeviceTimeline t{span, limit, &samples, &allocs,
+        DeviceTimeline t{span, limit, samples, allocs,
                          [&](const std::string& key) { return fleet.JobIdOf(key); }};
         Attribute(t, [&](const Piece& p) {
           auto& h = by_job[p.job_id];
@@ -303,17 +322,18 @@ Result<int64_t> Ledger::RefreshRollups() {
           row.period_ms = d.hour_ms;
           row.device_id = d.device_id;
           row.job_id = job;
-          hour_rows.push_back(row);
+          u.hour_rows.push_back(row);
         }
         for (auto& [minute, row] : by_minute) {
           row.period_ms = minute;
           row.device_id = d.device_id;
-          minute_rows.push_back(row);
+          u.minute_rows.push_back(row);
         }
+        ++rebuilt;
       }
-      GPULEDGER_RETURN_IF_ERROR(store_->WriteRollups(d, hour_rows, minute_rows));
-      ++rebuilt;
+      run = end;
     }
+    GPULEDGER_RETURN_IF_ERROR(store_->WriteRollups(updates));
   }
 }
 
@@ -385,7 +405,7 @@ Result<UsageReport> Ledger::Usage(const TimeRange& window, const std::vector<Dim
           auto samples, store_->Samples(dev.id, {span.begin_ms - limit, span.end_ms + limit}));
       GPULEDGER_ASSIGN_OR_RETURN(auto allocs, store_->Allocations(dev.id, span));
       auto price = fleet.PriceAt(dev, span.begin_ms);
-      DeviceTimeline t{span, limit, &samples, &allocs,
+      DeviceTimeline t{span, limit, samples, allocs,
                        [&](const std::string& key) { return fleet.JobIdOf(key); }};
       Attribute(t, [&](const Piece& p) {
         acc.Add(dev, p.job_id, p.bucket, p.ms, p.coarse ? p.ms : 0, price);

@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 #include <set>
 #include <unordered_map>
@@ -17,6 +18,7 @@ namespace gpuledger::store {
 namespace {
 
 constexpr const char* kSqliteTableSuffix = " WITHOUT ROWID";
+constexpr int kMinuteBlobBytes = 60 * static_cast<int>(kBucketCount) * 4;
 
 // Schema migrations, applied in order; meta.schema_version records how many ran.
 std::vector<std::string> Migrations() {
@@ -25,7 +27,7 @@ std::vector<std::string> Migrations() {
       // 1: the initial schema.
       "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
       "CREATE TABLE batches(batch_id TEXT PRIMARY KEY, source TEXT NOT NULL, digest TEXT NOT NULL,"
-      "  samples INTEGER NOT NULL, applied_seq INTEGER NOT NULL);"
+      "  samples INTEGER NOT NULL);"
       "CREATE TABLE devices(id INTEGER PRIMARY KEY, uuid TEXT NOT NULL UNIQUE, node TEXT NOT NULL,"
       "  model TEXT NOT NULL, memory_mib INTEGER NOT NULL, pool TEXT NOT NULL,"
       "  capacity_type TEXT NOT NULL, parent_id INTEGER NOT NULL, share_num INTEGER NOT NULL,"
@@ -39,9 +41,11 @@ std::vector<std::string> Migrations() {
       "CREATE TABLE allocations(device_id INTEGER NOT NULL, job_id INTEGER NOT NULL,"
       "  from_ms INTEGER NOT NULL, to_ms INTEGER, PRIMARY KEY(device_id, job_id, from_ms))" + wr + ";"
       "CREATE INDEX allocations_by_time ON allocations(from_ms);"
-      "CREATE TABLE samples(device_id INTEGER NOT NULL, t_ms INTEGER NOT NULL, sm_active REAL,"
-      "  sm_occupancy REAL, tensor_active REAL, dram_active REAL, gpu_util REAL, fb_used_mib REAL,"
-      "  power_watts REAL, health INTEGER NOT NULL, PRIMARY KEY(device_id, t_ms))" + wr + ";"
+      // Figures are stored as small integers (see kRatioScale): 1-3 bytes each.
+      "CREATE TABLE samples(device_id INTEGER NOT NULL, t_ms INTEGER NOT NULL, sm_active INTEGER,"
+      "  sm_occupancy INTEGER, tensor_active INTEGER, dram_active INTEGER, gpu_util INTEGER,"
+      "  fb_used_mib INTEGER, power_dw INTEGER, health INTEGER NOT NULL,"
+      "  PRIMARY KEY(device_id, t_ms))" + wr + ";"
       "CREATE TABLE process_samples(device_id INTEGER NOT NULL, t_ms INTEGER NOT NULL,"
       "  pid INTEGER NOT NULL, job_key TEXT NOT NULL, fb_used_mib REAL NOT NULL, sm_share REAL,"
       "  PRIMARY KEY(device_id, t_ms, pid))" + wr + ";"
@@ -50,10 +54,10 @@ std::vector<std::string> Migrations() {
       "  unallocated_ms INTEGER NOT NULL, unavailable_ms INTEGER NOT NULL,"
       "  unmonitored_ms INTEGER NOT NULL, coarse_ms INTEGER NOT NULL,"
       "  PRIMARY KEY(hour_ms, device_id, job_id))" + wr + ";"
-      "CREATE TABLE rollup_minute(minute_ms INTEGER NOT NULL, device_id INTEGER NOT NULL,"
-      "  active_ms INTEGER NOT NULL, idle_ms INTEGER NOT NULL, unallocated_ms INTEGER NOT NULL,"
-      "  unavailable_ms INTEGER NOT NULL, unmonitored_ms INTEGER NOT NULL,"
-      "  PRIMARY KEY(minute_ms, device_id))" + wr + ";"
+      // Minute rollups are kept one row per device-hour: 60 minutes x 5 buckets of
+      // little-endian int32 milliseconds (kMinuteBlobBytes), so a device-hour is one row.
+      "CREATE TABLE rollup_minute(hour_ms INTEGER NOT NULL, device_id INTEGER NOT NULL,"
+      "  buckets BLOB NOT NULL, PRIMARY KEY(hour_ms, device_id))" + wr + ";"
       "CREATE TABLE dirty_hours(device_id INTEGER NOT NULL, hour_ms INTEGER NOT NULL,"
       "  generation INTEGER NOT NULL, PRIMARY KEY(device_id, hour_ms))" + wr + ";"
       "CREATE TABLE prices(id INTEGER PRIMARY KEY, model TEXT NOT NULL, pool TEXT NOT NULL,"
@@ -131,6 +135,20 @@ class Stmt {
  private:
   sqlite3_stmt* s_ = nullptr;
 };
+
+// Ratios are kept to 1e-4 (an activity error of at most 0.005% of a sample's span),
+// memory to the MiB and power to the tenth of a watt: small integers that SQLite
+// stores in one to three bytes.
+constexpr double kRatioScale = 10'000;
+
+std::optional<int64_t> ToScaled(const std::optional<double>& v, double scale) {
+  if (!v) return std::nullopt;
+  return static_cast<int64_t>(std::llround(*v * scale));
+}
+std::optional<double> FromScaled(const std::optional<int64_t>& v, double scale) {
+  if (!v) return std::nullopt;
+  return static_cast<double>(*v) / scale;
+}
 
 std::string DigestText(uint64_t d) { return fmt::format("{:016x}", d); }
 
@@ -257,13 +275,13 @@ class SqliteStore final : public Store {
     while (q.Step() == SQLITE_ROW) {
       Sample s;
       s.t_ms = q.Int(0);
-      s.sm_active = q.OptDouble(1);
-      s.sm_occupancy = q.OptDouble(2);
-      s.tensor_active = q.OptDouble(3);
-      s.dram_active = q.OptDouble(4);
-      s.gpu_util = q.OptDouble(5);
-      s.fb_used_mib = q.OptDouble(6);
-      s.power_watts = q.OptDouble(7);
+      s.sm_active = FromScaled(q.OptInt(1), kRatioScale);
+      s.sm_occupancy = FromScaled(q.OptInt(2), kRatioScale);
+      s.tensor_active = FromScaled(q.OptInt(3), kRatioScale);
+      s.dram_active = FromScaled(q.OptInt(4), kRatioScale);
+      s.gpu_util = FromScaled(q.OptInt(5), kRatioScale);
+      s.fb_used_mib = FromScaled(q.OptInt(6), 1);
+      s.power_watts = FromScaled(q.OptInt(7), 10);
       s.health = static_cast<Health>(q.Int(8));
       out.push_back(std::move(s));
     }
@@ -290,33 +308,14 @@ class SqliteStore final : public Store {
     return out;
   }
 
-  Status WriteRollups(const DirtyHour& d, const std::vector<RollupRow>& hour_rows,
-                      const std::vector<RollupRow>& minute_rows) override {
+  Status WriteRollups(const std::vector<RollupUpdate>& updates) override {
     std::lock_guard lock(mu_);
     GPULEDGER_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
     Status st = [&]() -> Status {
-      GPULEDGER_RETURN_IF_ERROR(
-          Done(S(kDeleteHourRollup).Reset().Bind(1, d.hour_ms).Bind(2, d.device_id)));
-      GPULEDGER_RETURN_IF_ERROR(Done(S(kDeleteMinuteRollup)
-                                         .Reset()
-                                         .Bind(1, d.hour_ms)
-                                         .Bind(2, d.hour_ms + kMsPerHour)
-                                         .Bind(3, d.device_id)));
-      for (const RollupRow& r : hour_rows) {
-        Stmt& ins = S(kInsertHourRollup).Reset();
-        ins.Bind(1, r.period_ms).Bind(2, r.device_id).Bind(3, r.job_id);
-        for (size_t b = 0; b < kBucketCount; ++b) ins.Bind(static_cast<int>(4 + b), r.ms[b]);
-        ins.Bind(9, r.coarse_ms);
-        GPULEDGER_RETURN_IF_ERROR(Done(ins));
+      for (const RollupUpdate& u : updates) {
+        GPULEDGER_RETURN_IF_ERROR(WriteOneRollup(u.dirty, u.hour_rows, u.minute_rows));
       }
-      for (const RollupRow& r : minute_rows) {
-        Stmt& ins = S(kInsertMinuteRollup).Reset();
-        ins.Bind(1, r.period_ms).Bind(2, r.device_id);
-        for (size_t b = 0; b < kBucketCount; ++b) ins.Bind(static_cast<int>(3 + b), r.ms[b]);
-        GPULEDGER_RETURN_IF_ERROR(Done(ins));
-      }
-      return Done(
-          S(kClearDirty).Reset().Bind(1, d.device_id).Bind(2, d.hour_ms).Bind(3, d.generation));
+      return Status::Ok();
     }();
     if (!st.ok()) {
       (void)Exec("ROLLBACK");
@@ -325,6 +324,43 @@ class SqliteStore final : public Store {
     return Exec("COMMIT");
   }
 
+ private:
+  Status WriteOneRollup(const DirtyHour& d, const std::vector<RollupRow>& hour_rows,
+                        const std::vector<RollupRow>& minute_rows) {
+    {
+      GPULEDGER_RETURN_IF_ERROR(
+          Done(S(kDeleteHourRollup).Reset().Bind(1, d.hour_ms).Bind(2, d.device_id)));
+      GPULEDGER_RETURN_IF_ERROR(
+          Done(S(kDeleteMinuteRollup).Reset().Bind(1, d.hour_ms).Bind(2, d.device_id)));
+      for (const RollupRow& r : hour_rows) {
+        Stmt& ins = S(kInsertHourRollup).Reset();
+        ins.Bind(1, r.period_ms).Bind(2, r.device_id).Bind(3, r.job_id);
+        for (size_t b = 0; b < kBucketCount; ++b) ins.Bind(static_cast<int>(4 + b), r.ms[b]);
+        ins.Bind(9, r.coarse_ms);
+        GPULEDGER_RETURN_IF_ERROR(Done(ins));
+      }
+      if (!minute_rows.empty()) {
+        std::array<uint8_t, kMinuteBlobBytes> blob{};
+        for (const RollupRow& r : minute_rows) {
+          int64_t minute = (r.period_ms - d.hour_ms) / kMsPerMinute;
+          if (minute < 0 || minute >= 60) return Internal("minute rollup outside its hour");
+          for (size_t b = 0; b < kBucketCount; ++b) {
+            auto v = static_cast<uint32_t>(r.ms[b]);
+            size_t at = (static_cast<size_t>(minute) * kBucketCount + b) * 4;
+            for (size_t k = 0; k < 4; ++k) blob[at + k] = static_cast<uint8_t>(v >> (8 * k));
+          }
+        }
+        Stmt& ins = S(kInsertMinuteRollup).Reset();
+        ins.Bind(1, d.hour_ms).Bind(2, d.device_id);
+        sqlite3_bind_blob(ins.get(), 3, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+        GPULEDGER_RETURN_IF_ERROR(Done(ins));
+      }
+      return Done(
+          S(kClearDirty).Reset().Bind(1, d.device_id).Bind(2, d.hour_ms).Bind(3, d.generation));
+    }
+  }
+
+ public:
   Result<std::vector<RollupSum>> SumHourRollups(const TimeRange& hours) override {
     std::lock_guard lock(mu_);
     Stmt& q = S(kSumHourRollups).Reset();
@@ -345,13 +381,28 @@ class SqliteStore final : public Store {
                            const std::function<void(const RollupRow&)>& fn) override {
     std::lock_guard lock(mu_);
     Stmt& q = S(kScanMinuteRollups).Reset();
-    q.Bind(1, range.begin_ms).Bind(2, range.end_ms);
+    q.Bind(1, FloorTo(range.begin_ms, kMsPerHour)).Bind(2, range.end_ms);
     while (q.Step() == SQLITE_ROW) {
-      RollupRow r;
-      r.period_ms = q.Int(0);
-      r.device_id = q.Int(1);
-      for (size_t b = 0; b < kBucketCount; ++b) r.ms[b] = q.Int(static_cast<int>(2 + b));
-      fn(r);
+      int64_t hour = q.Int(0);
+      const auto* blob = static_cast<const uint8_t*>(sqlite3_column_blob(q.get(), 2));
+      if (blob == nullptr || sqlite3_column_bytes(q.get(), 2) != kMinuteBlobBytes) {
+        return Internal(fmt::format("minute rollup of device {} at {} is corrupt", q.Int(1),
+                                    FormatTime(hour)));
+      }
+      for (size_t m = 0; m < 60; ++m) {
+        RollupRow r;
+        r.period_ms = hour + static_cast<int64_t>(m) * kMsPerMinute;
+        r.device_id = q.Int(1);
+        int64_t any = 0;
+        for (size_t b = 0; b < kBucketCount; ++b) {
+          size_t at = (m * kBucketCount + b) * 4;
+          uint32_t v = 0;
+          for (size_t k = 0; k < 4; ++k) v |= static_cast<uint32_t>(blob[at + k]) << (8 * k);
+          r.ms[b] = v;
+          any |= v;
+        }
+        if (any && range.Contains(r.period_ms)) fn(r);
+      }
     }
     return Status::Ok();
   }
@@ -451,8 +502,7 @@ class SqliteStore final : public Store {
     static const std::pair<StmtId, const char*> kSql[] = {
         {kFindBatch, "SELECT digest FROM batches WHERE batch_id = ?1"},
         {kInsertBatch,
-         "INSERT INTO batches(batch_id, source, digest, samples, applied_seq) VALUES(?1,?2,?3,?4,"
-         "(SELECT coalesce(max(applied_seq), 0) + 1 FROM batches))"},
+         "INSERT INTO batches(batch_id, source, digest, samples) VALUES(?1,?2,?3,?4)"},
         {kInsertDevice,
          "INSERT INTO devices(uuid, node, model, memory_mib, pool, capacity_type, parent_id,"
          " share_num, share_den, mig_profile, sample_interval_ms, in_service_ms, last_sample_ms)"
@@ -481,7 +531,7 @@ class SqliteStore final : public Store {
          "UPDATE allocations SET to_ms=?4 WHERE device_id=?1 AND job_id=?2 AND from_ms=?3"},
         {kInsertSample,
          "INSERT INTO samples(device_id, t_ms, sm_active, sm_occupancy, tensor_active,"
-         " dram_active, gpu_util, fb_used_mib, power_watts, health)"
+         " dram_active, gpu_util, fb_used_mib, power_dw, health)"
          " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)"},
         {kInsertProcess,
          "INSERT INTO process_samples(device_id, t_ms, pid, job_key, fb_used_mib, sm_share)"
@@ -504,32 +554,28 @@ class SqliteStore final : public Store {
          " AND (to_ms IS NULL OR to_ms > ?2) ORDER BY device_id, from_ms, job_id"},
         {kSamplesOfDevice,
          "SELECT t_ms, sm_active, sm_occupancy, tensor_active, dram_active, gpu_util,"
-         " fb_used_mib, power_watts, health FROM samples"
+         " fb_used_mib, power_dw, health FROM samples"
          " WHERE device_id=?1 AND t_ms >= ?2 AND t_ms <= ?3 ORDER BY t_ms"},
         {kProcessesOfDevice,
          "SELECT t_ms, pid, job_key, fb_used_mib, sm_share FROM process_samples"
          " WHERE device_id=?1 AND t_ms >= ?2 AND t_ms <= ?3 ORDER BY t_ms, pid"},
         {kDirtyHours,
-         "SELECT device_id, hour_ms, generation FROM dirty_hours ORDER BY hour_ms, device_id"
-         " LIMIT ?1"},
+         "SELECT device_id, hour_ms, generation FROM dirty_hours LIMIT ?1"},
         {kDeleteHourRollup, "DELETE FROM rollup_hour WHERE hour_ms=?1 AND device_id=?2"},
-        {kDeleteMinuteRollup,
-         "DELETE FROM rollup_minute WHERE minute_ms >= ?1 AND minute_ms < ?2 AND device_id=?3"},
+        {kDeleteMinuteRollup, "DELETE FROM rollup_minute WHERE hour_ms=?1 AND device_id=?2"},
         {kInsertHourRollup,
          "INSERT INTO rollup_hour(hour_ms, device_id, job_id, active_ms, idle_ms, unallocated_ms,"
          " unavailable_ms, unmonitored_ms, coarse_ms) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)"},
         {kInsertMinuteRollup,
-         "INSERT INTO rollup_minute(minute_ms, device_id, active_ms, idle_ms, unallocated_ms,"
-         " unavailable_ms, unmonitored_ms) VALUES(?1,?2,?3,?4,?5,?6,?7)"},
+         "INSERT INTO rollup_minute(hour_ms, device_id, buckets) VALUES(?1,?2,?3)"},
         {kClearDirty, "DELETE FROM dirty_hours WHERE device_id=?1 AND hour_ms=?2 AND generation=?3"},
         {kSumHourRollups,
          "SELECT device_id, job_id, sum(active_ms), sum(idle_ms), sum(unallocated_ms),"
          " sum(unavailable_ms), sum(unmonitored_ms), sum(coarse_ms) FROM rollup_hour"
          " WHERE hour_ms >= ?1 AND hour_ms < ?2 GROUP BY device_id, job_id"},
         {kScanMinuteRollups,
-         "SELECT minute_ms, device_id, active_ms, idle_ms, unallocated_ms, unavailable_ms,"
-         " unmonitored_ms FROM rollup_minute WHERE minute_ms >= ?1 AND minute_ms < ?2"
-         " ORDER BY minute_ms, device_id"},
+         "SELECT hour_ms, device_id, buckets FROM rollup_minute WHERE hour_ms >= ?1 AND hour_ms < ?2"
+         " ORDER BY hour_ms, device_id"},
         {kLoadPrices,
          "SELECT model, pool, capacity_type, micros_per_hour, begin_ms, end_ms FROM prices"
          " ORDER BY id"},
@@ -714,9 +760,11 @@ class SqliteStore final : public Store {
                                smp.device_uuid));
       }
       Stmt& s = S(kInsertSample).Reset();
-      s.Bind(1, *id).Bind(2, smp.t_ms).Bind(3, smp.sm_active).Bind(4, smp.sm_occupancy);
-      s.Bind(5, smp.tensor_active).Bind(6, smp.dram_active).Bind(7, smp.gpu_util);
-      s.Bind(8, smp.fb_used_mib).Bind(9, smp.power_watts).Bind(10, static_cast<int64_t>(smp.health));
+      s.Bind(1, *id).Bind(2, smp.t_ms);
+      s.Bind(3, ToScaled(smp.sm_active, kRatioScale)).Bind(4, ToScaled(smp.sm_occupancy, kRatioScale));
+      s.Bind(5, ToScaled(smp.tensor_active, kRatioScale)).Bind(6, ToScaled(smp.dram_active, kRatioScale));
+      s.Bind(7, ToScaled(smp.gpu_util, kRatioScale)).Bind(8, ToScaled(smp.fb_used_mib, 1));
+      s.Bind(9, ToScaled(smp.power_watts, 10)).Bind(10, static_cast<int64_t>(smp.health));
       if (int rc = s.Step(); rc != SQLITE_DONE) {
         if (rc == SQLITE_CONSTRAINT) {
           return bad(fmt::format("samples[{}]", i),

@@ -67,6 +67,13 @@ struct DirtyHour {
   int64_t generation = 0;
 };
 
+// The new rollups of one dirty device-hour.
+struct RollupUpdate {
+  DirtyHour dirty;
+  std::vector<RollupRow> hour_rows;
+  std::vector<RollupRow> minute_rows;
+};
+
 struct StoreStats {
   int64_t batches = 0;
   int64_t devices = 0;
@@ -104,10 +111,10 @@ class Store {
 
   // Up to `limit` dirty (device, hour) pairs, oldest hour first.
   virtual Result<std::vector<DirtyHour>> DirtyHours(size_t limit) = 0;
-  // Replaces the rollups of one device-hour (hour rows and minute rows) and clears its
-  // dirty mark, unless it was marked again after `dirty.generation` was read.
-  virtual Status WriteRollups(const DirtyHour& dirty, const std::vector<RollupRow>& hour_rows,
-                              const std::vector<RollupRow>& minute_rows) = 0;
+  // Replaces the rollups of each device-hour in `updates` (hour rows and minute rows)
+  // and clears its dirty mark, unless it was marked again after its generation was
+  // read; all in one transaction.
+  virtual Status WriteRollups(const std::vector<RollupUpdate>& updates) = 0;
   // Hour rollups with hour in [hours.begin, hours.end), summed per device and job.
   virtual Result<std::vector<RollupSum>> SumHourRollups(const TimeRange& hours) = 0;
   // Minute rollups (job_id 0, all jobs together) in `range`, per device and minute.
