@@ -10,9 +10,12 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   # libraries
   libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libsimdjson-dev
-  libsqlite3-dev sqlite3 libtomlplusplus-dev zlib1g-dev
+  libsqlite3-dev sqlite3 libtomlplusplus-dev zlib1g-dev libsnappy-dev
+  protobuf-compiler libprotobuf-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  # real components the tests start (promtool, Prometheus)
+  prometheus
 )
 
 missing=()

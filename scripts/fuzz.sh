@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of src/wire/prometheus with clang (ASan + UBSan) and runs
+# each for a bounded time, seeded from src/wire/prometheus/testdata.
+#   scripts/fuzz.sh          20 seconds per target
+#   scripts/fuzz.sh 300      300 seconds per target
+# Environment: FUZZ_BUILD_DIR (default build/fuzz), FUZZ_JOBS (build jobs, default 2),
+# FUZZ_CMAKE_ARGS (extra configure arguments, e.g. -DGPULEDGER_EXCLUDE=...).
+# The corpora grow under $FUZZ_BUILD_DIR/corpus/ and are kept between runs; a crash
+# leaves its input as $FUZZ_BUILD_DIR/crash-* and makes this script fail.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+seconds="${1:-20}"
+build="${FUZZ_BUILD_DIR:-$root/build/fuzz}"
+mkdir -p "$build"
+build="$(cd "$build" && pwd)"
+testdata="$root/src/wire/prometheus/testdata"
+
+if ! command -v clang++ >/dev/null; then
+  echo "fuzz: clang++ not found (Debian package clang)" >&2
+  exit 1
+fi
+
+sanitize="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPULEDGER_FUZZ=ON -DGPULEDGER_WERROR=ON \
+  -DGPULEDGER_BUILD_TESTS=OFF -DGPULEDGER_BUILD_BENCH=OFF \
+  -DCMAKE_C_FLAGS="$sanitize" -DCMAKE_CXX_FLAGS="$sanitize" ${FUZZ_CMAKE_ARGS:-} >/dev/null
+ninja -C "$build" -j "${FUZZ_JOBS:-2}" fuzz_prom_text fuzz_remote_write
+
+run() {
+  local target="$1"; shift
+  local corpus="$build/corpus/$target"
+  mkdir -p "$corpus"
+  cp -n "$@" "$corpus/" 2>/dev/null || true
+  local bin
+  bin="$(find "$build" -type f -name "$target" -perm -u+x | head -n 1)"
+  echo "fuzz: $target for ${seconds}s ($(ls "$corpus" | wc -l) seed files)" >&2
+  (cd "$build" && "$bin" -max_total_time="$seconds" -max_len=65536 -timeout=10 \
+    -print_final_stats=1 "$corpus")
+}
+
+run fuzz_prom_text "$testdata"/*.prom
+run fuzz_remote_write "$testdata"/remote_write_golden.*
