@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Builds gpuledger and runs every test, on a fresh Debian 12 machine as well as on a
+# developer's: installs what is missing (scripts/deps.sh), builds with the asan preset
+# (ASan + UBSan, warnings as errors) and runs ctest.
+#   scripts/test.sh [ctest arguments...]      e.g. scripts/test.sh -L ledger
+# GPULEDGER_PRESET=debug|asan|tsan|release chooses another preset (default asan).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+preset="${GPULEDGER_PRESET:-asan}"
+cmake --preset "$preset" >/dev/null
+cmake --build --preset "$preset"
+ctest --preset "$preset" "$@"
