@@ -24,8 +24,8 @@ void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out) {
   sub->add_option("--seed", o->seed, "random seed; the same seed and start give the same fleet")
       ->capture_default_str();
   sub->add_option("--start", o->start,
-                  "first hour of the simulated span (RFC 3339); default: a week before the "
-                  "current hour");
+                  "first hour of the simulated span (RFC 3339); default: the Monday that starts "
+                  "the last complete ISO week (the span ends before now)");
   sub->add_option("--days", o->days, "length of the simulated span")
       ->check(CLI::Range(1, 62))
       ->capture_default_str();
@@ -42,7 +42,7 @@ void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    }
                    d.sample_interval_ms = *interval;
                    if (o->start.empty()) {
-                     d.start_ms = FloorTo(clock.NowMs(), kMsPerHour) - d.duration_ms;
+                     d.start_ms = demo::DefaultStart(clock.NowMs(), d.duration_ms);
                    } else {
                      auto start = ParseTime(o->start);
                      if (!start.ok()) return Fail(start.status());

@@ -303,9 +303,9 @@ struct DemoFleet::Impl {
       // Notebooks: opened during working hours; a quarter are forgotten for days.
       int64_t t = day + 8 * kMsPerHour;
       while (workday) {
-        t += static_cast<int64_t>(std::exponential_distribution<double>(1.0 / 28.0)(rng) * kMsPerMinute);
+        t += static_cast<int64_t>(std::exponential_distribution<double>(1.0 / 11.0)(rng) * kMsPerMinute);
         if (t > day + 18 * kMsPerHour || t >= end) break;
-        bool forgotten = Uniform(0, 1) < 0.25;
+        bool forgotten = Uniform(0, 1) < 0.3;
         int64_t len = forgotten ? UniformInt(20, 60) * kMsPerHour : UniformInt(60, 300) * kMsPerMinute;
         int64_t from = RoundMinute(static_cast<double>(t));
         int64_t to = std::min(from + len, kOpen);
@@ -330,7 +330,7 @@ struct DemoFleet::Impl {
         }
       }
       // Batch jobs: evaluations and preprocessing, any time of day.
-      for (int k = 0; k < 8; ++k) {
+      for (int k = 0; k < 30; ++k) {
         int64_t from = day + RoundMinute(Uniform(0, 1) * kMsPerDay);
         int64_t to = from + UniformInt(30, 180) * kMsPerMinute;
         if (to >= end) continue;
@@ -452,6 +452,14 @@ struct DemoFleet::Impl {
     return b;
   }
 };
+
+int64_t DefaultStart(int64_t now_ms, int64_t duration_ms) {
+  // 1970-01-01 was a Thursday: Mondays are 4 days after multiples of a week.
+  const int64_t kWeek = 7 * kMsPerDay;
+  int64_t this_monday = FloorTo(now_ms - 4 * kMsPerDay, kWeek) + 4 * kMsPerDay;
+  int64_t weeks = (duration_ms + kWeek - 1) / kWeek;
+  return this_monday - weeks * kWeek;
+}
 
 DemoFleet::DemoFleet(const DemoOptions& options) : impl_(std::make_unique<Impl>(options)) {}
 DemoFleet::~DemoFleet() = default;

@@ -31,6 +31,11 @@ struct DemoJob {
   int64_t to_ms = 0;
 };
 
+// The default start of a demo span of `duration_ms` ending before `now_ms`: the Monday
+// 00:00 UTC that starts the last complete ISO week, moved back by whole weeks when the
+// span is longer than a week. The same seed gives the same output all week long.
+int64_t DefaultStart(int64_t now_ms, int64_t duration_ms);
+
 class DemoFleet {
  public:
   // REQUIRES: options.start_ms is a whole hour; duration is a positive number of hours.

@@ -34,6 +34,16 @@ TEST(DemoFleetTest, IsDeterministicForASeed) {
   EXPECT_NE(wire::WriteBatch(c.Advance(kStart + kMsPerHour)[0]), wire::WriteBatch(ba[0]));
 }
 
+TEST(DemoFleetTest, DefaultStartIsTheLastCompleteIsoWeek) {
+  // Wednesday 2026-12-02 12:00 -> Monday 2026-11-23 (week 48).
+  int64_t wed = ParseTime("2026-12-02T12:00:00Z").value();
+  EXPECT_EQ(FormatTime(DefaultStart(wed, 7 * kMsPerDay)), "2026-11-23T00:00:00Z");
+  // On Monday 00:00 itself the week just ended is complete.
+  int64_t mon = ParseTime("2026-11-30T00:00:00Z").value();
+  EXPECT_EQ(FormatTime(DefaultStart(mon, 7 * kMsPerDay)), "2026-11-23T00:00:00Z");
+  EXPECT_EQ(FormatTime(DefaultStart(wed, 10 * kMsPerDay)), "2026-11-16T00:00:00Z");
+}
+
 TEST(DemoFleetTest, HasThePromisedShape) {
   DemoFleet f(Small());
   int gpus = 0, slices = 0;

@@ -492,9 +492,9 @@ Result<std::vector<WasteItem>> Ledger::TopWaste(const TimeRange& window, size_t 
     return Status::Ok();
   };
   GPULEDGER_RETURN_IF_ERROR(collect(
-      {Dimension::kJob, Dimension::kTeam, Dimension::kProject, Dimension::kKind},
-      Bucket::kAllocatedIdle, [](const std::vector<std::string>& k) {
-        return fmt::format("job {} ({} / {}, {}): held but idle", k[0], k[1], k[2], k[3]);
+      {Dimension::kTeam, Dimension::kProject, Dimension::kKind}, Bucket::kAllocatedIdle,
+      [](const std::vector<std::string>& k) {
+        return fmt::format("{} / {}: {} jobs held GPUs idle", k[0], k[1], k[2]);
       }));
   GPULEDGER_RETURN_IF_ERROR(collect({Dimension::kPool}, Bucket::kUnallocated,
                                     [](const std::vector<std::string>& k) {

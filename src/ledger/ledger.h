@@ -84,7 +84,7 @@ struct ChargebackReport {
 // One source of waste, in money: a job's idle time, a pool's unallocated capacity, a
 // failed GPU, a node whose agent went silent.
 struct WasteItem {
-  std::string what;   // "job 104233 (nlp / llm-pretrain, training)"
+  std::string what;   // "nlp / llm-pretrain: training jobs held GPUs idle"
   Bucket bucket = Bucket::kAllocatedIdle;
   double gpu_hours = 0;
   Money cost;
@@ -110,9 +110,9 @@ class Ledger {
   // the teams' lines in proportion to their direct cost.
   Result<ChargebackReport> Chargeback(const TimeRange& period, bool share_idle);
 
-  // The `limit` largest sources of waste over `window`, by money: per job its
-  // allocated_idle, per pool its unallocated, per device its unavailable and per node
-  // its unmonitored time.
+  // The `limit` largest sources of waste over `window`, by money: per team, project
+  // and kind of job their allocated_idle time, per pool its unallocated, per device its
+  // unavailable and per node its unmonitored time.
   Result<std::vector<WasteItem>> TopWaste(const TimeRange& window, size_t limit);
 
   store::Store& store() { return *store_; }
