@@ -24,6 +24,7 @@ void AddImportCommand(CLI::App& app, CommonOptions& common, Commands& out);
 void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out);  // usage, chargeback
 void AddPricesCommand(CLI::App& app, CommonOptions& common, Commands& out);
 void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out);
+void AddMfuCommand(CLI::App& app, Commands& out);
 
 // Prints a failed status to stderr as "gpuledger: <message>" and returns exit code 1.
 int Fail(const Status& status);

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   AddImportCommand(app, common, commands);
   AddUsageCommands(app, common, commands);
   AddPricesCommand(app, common, commands);
+  AddMfuCommand(app, commands);
   CLI11_PARSE(app, argc, argv);
   for (const Command& c : commands) {
     if (c.app->parsed()) return c.run();

@@ -1,0 +1,62 @@
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "ledger/mfu.h"
+
+namespace gpuledger::cli {
+
+void AddMfuCommand(CLI::App& app, Commands& out) {
+  struct Opts {
+    double parameters = 0, tokens_per_s = 0, step_s = 0, batch = 0;
+    int64_t layers = 0, hidden = 0, vocab = 0, seq = 0, gpus = 0;
+    std::string gpu = "NVIDIA H100 80GB HBM3", dtype = "bf16";
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* sub = app.add_subcommand(
+      "mfu", "Planning calculator: model FLOPs per token, achieved TFLOP/s per GPU and MFU of a "
+             "training run");
+  sub->add_option("--params", o->parameters, "parameter count (e.g. 7e9); or give the shape");
+  sub->add_option("--layers", o->layers, "transformer layers");
+  sub->add_option("--hidden", o->hidden, "hidden (model) size");
+  sub->add_option("--vocab", o->vocab, "vocabulary size (for the parameter count from the shape)");
+  sub->add_option("--seq", o->seq, "sequence length in tokens");
+  sub->add_option("--tokens-per-s", o->tokens_per_s, "training throughput, tokens per second");
+  sub->add_option("--step-time", o->step_s, "seconds per optimizer step (with --batch)");
+  sub->add_option("--batch", o->batch, "global batch, in sequences (with --step-time)");
+  sub->add_option("--gpus", o->gpus, "GPUs the job holds")->required();
+  sub->add_option("--gpu", o->gpu, "GPU model (NVML name or short: H100, A100, L40S, ...)")
+      ->capture_default_str();
+  sub->add_option("--dtype", o->dtype, "bf16, fp16, fp8, tf32 or fp32")->capture_default_str();
+  out.push_back({sub, [o]() -> int {
+                   ledger::MfuInput in;
+                   if (o->parameters > 0) in.model.parameters = o->parameters;
+                   in.model.layers = o->layers;
+                   in.model.hidden = o->hidden;
+                   in.model.vocabulary = o->vocab;
+                   in.model.sequence = o->seq;
+                   if (o->tokens_per_s > 0) in.tokens_per_second = o->tokens_per_s;
+                   if (o->step_s > 0) in.step_seconds = o->step_s;
+                   if (o->batch > 0) in.batch_sequences = o->batch;
+                   in.gpus = o->gpus;
+                   in.gpu_model = o->gpu;
+                   auto dtype = ledger::ParseDtype(o->dtype);
+                   if (!dtype.ok()) return Fail(dtype.status());
+                   in.dtype = *dtype;
+                   auto r = ledger::ComputeMfu(in);
+                   if (!r.ok()) return Fail(r.status());
+                   std::printf("parameters                 %.4g%s\n", r->parameters,
+                               in.model.parameters ? "" : "  (from the shape)");
+                   std::printf("model FLOPs per token      %.4g  (6N %.4g + attention %.4g)\n",
+                               r->flops_per_token.total(), r->flops_per_token.dense,
+                               r->flops_per_token.attention);
+                   std::printf("tokens per second          %.4g\n", r->tokens_per_second);
+                   std::printf("achieved TFLOP/s per GPU   %.1f\n", r->achieved_flops_per_gpu / 1e12);
+                   std::printf("peak TFLOP/s per GPU       %.1f  (%s, %s, dense)\n",
+                               r->peak_flops_per_gpu / 1e12, in.gpu_model.c_str(),
+                               std::string(ledger::DtypeName(in.dtype)).c_str());
+                   std::printf("MFU                        %.1f%%\n", r->mfu * 100.0);
+                   return 0;
+                 }});
+}
+
+}  // namespace gpuledger::cli

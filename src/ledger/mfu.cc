@@ -1,0 +1,147 @@
+#include "ledger/mfu.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+namespace gpuledger::ledger {
+namespace {
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool Positive(const std::optional<double>& v) { return v && std::isfinite(*v) && *v > 0; }
+
+}  // namespace
+
+Result<Dtype> ParseDtype(std::string_view text) {
+  std::string t = Lower(text);
+  if (t == "bf16" || t == "bfloat16") return Dtype::kBf16;
+  if (t == "fp16" || t == "float16" || t == "half") return Dtype::kFp16;
+  if (t == "fp8") return Dtype::kFp8;
+  if (t == "tf32") return Dtype::kTf32;
+  if (t == "fp32" || t == "float32") return Dtype::kFp32;
+  return InvalidArgument(fmt::format("dtype \"{}\": want bf16, fp16, fp8, tf32 or fp32", text));
+}
+
+std::string_view DtypeName(Dtype d) {
+  switch (d) {
+    case Dtype::kBf16: return "bf16";
+    case Dtype::kFp16: return "fp16";
+    case Dtype::kFp8: return "fp8";
+    case Dtype::kTf32: return "tf32";
+    case Dtype::kFp32: return "fp32";
+  }
+  return "?";
+}
+
+const std::vector<PeakEntry>& PeakTable() {
+  // Dense tensor TFLOP/s per GPU (data-sheet figures; "with sparsity" figures halved).
+  // Order matters: the first entry whose model is contained in the name wins, so more
+  // specific names come first (H100 PCIe before H100, L40S before L4).
+  static const std::vector<PeakEntry> kTable = {
+      {"H100 PCIe", Dtype::kBf16, 756.0},  {"H100 PCIe", Dtype::kFp16, 756.0},
+      {"H100 PCIe", Dtype::kFp8, 1513.0},  {"H100 PCIe", Dtype::kTf32, 378.0},
+      {"H100 PCIe", Dtype::kFp32, 51.2},
+      {"H100", Dtype::kBf16, 989.4},       {"H100", Dtype::kFp16, 989.4},
+      {"H100", Dtype::kFp8, 1978.9},       {"H100", Dtype::kTf32, 494.7},
+      {"H100", Dtype::kFp32, 66.9},
+      {"H200", Dtype::kBf16, 989.4},       {"H200", Dtype::kFp16, 989.4},
+      {"H200", Dtype::kFp8, 1978.9},       {"H200", Dtype::kTf32, 494.7},
+      {"H200", Dtype::kFp32, 66.9},
+      {"B200", Dtype::kBf16, 2250.0},      {"B200", Dtype::kFp16, 2250.0},
+      {"B200", Dtype::kFp8, 4500.0},       {"B200", Dtype::kTf32, 1100.0},
+      {"A100", Dtype::kBf16, 312.0},       {"A100", Dtype::kFp16, 312.0},
+      {"A100", Dtype::kTf32, 156.0},       {"A100", Dtype::kFp32, 19.5},
+      {"L40S", Dtype::kBf16, 362.05},      {"L40S", Dtype::kFp16, 362.05},
+      {"L40S", Dtype::kFp8, 733.0},        {"L40S", Dtype::kTf32, 183.0},
+      {"L40S", Dtype::kFp32, 91.6},
+      {"L4", Dtype::kBf16, 121.0},         {"L4", Dtype::kFp16, 121.0},
+      {"L4", Dtype::kFp8, 242.5},          {"L4", Dtype::kFp32, 30.3},
+      {"A10", Dtype::kBf16, 125.0},        {"A10", Dtype::kFp16, 125.0},
+      {"A10", Dtype::kFp32, 31.2},
+      {"V100", Dtype::kFp16, 125.0},       {"V100", Dtype::kFp32, 15.7},
+      {"TPU v4", Dtype::kBf16, 275.0},
+  };
+  return kTable;
+}
+
+Result<double> PeakFlops(std::string_view gpu_model, Dtype dtype) {
+  std::string name = Lower(gpu_model);
+  bool model_known = false;
+  for (const PeakEntry& e : PeakTable()) {
+    if (name.find(Lower(e.model)) == std::string::npos) continue;
+    model_known = true;
+    if (e.dtype == dtype) return e.tflops * 1e12;
+  }
+  if (model_known) {
+    return NotFound(fmt::format("no {} peak for \"{}\" in the table", DtypeName(dtype), gpu_model));
+  }
+  std::string known;
+  for (const PeakEntry& e : PeakTable()) {
+    if (known.find(e.model) == std::string::npos) known += (known.empty() ? "" : ", ") + std::string(e.model);
+  }
+  return NotFound(fmt::format("GPU model \"{}\" is not in the peak table (known: {})", gpu_model, known));
+}
+
+double ParametersFromShape(const ModelShape& m) {
+  double l = static_cast<double>(m.layers), h = static_cast<double>(m.hidden);
+  return 12.0 * l * h * h + static_cast<double>(m.vocabulary + m.sequence) * h;
+}
+
+Result<FlopsPerToken> TrainingFlopsPerToken(const ModelShape& m) {
+  FlopsPerToken f;
+  double n = 0;
+  if (m.parameters) {
+    if (!Positive(m.parameters)) return InvalidArgument("parameters must be a positive number");
+    n = *m.parameters;
+  } else if (m.layers > 0 && m.hidden > 0) {
+    n = ParametersFromShape(m);
+  } else {
+    return InvalidArgument("give the parameter count, or layers and hidden size");
+  }
+  f.dense = 6.0 * n;
+  if (m.layers > 0 && m.hidden > 0 && m.sequence > 0) {
+    f.attention = 12.0 * static_cast<double>(m.layers) * static_cast<double>(m.hidden) *
+                  static_cast<double>(m.sequence);
+  }
+  return f;
+}
+
+Result<MfuResult> ComputeMfu(const MfuInput& in) {
+  MfuResult r;
+  GPULEDGER_ASSIGN_OR_RETURN(r.flops_per_token, TrainingFlopsPerToken(in.model));
+  r.parameters = r.flops_per_token.dense / 6.0;
+  if (in.tokens_per_second) {
+    if (!Positive(in.tokens_per_second)) return InvalidArgument("tokens per second must be positive");
+    r.tokens_per_second = *in.tokens_per_second;
+  } else if (in.step_seconds && in.batch_sequences) {
+    if (!Positive(in.step_seconds) || !Positive(in.batch_sequences)) {
+      return InvalidArgument("step time and batch must be positive");
+    }
+    if (in.model.sequence <= 0) {
+      return InvalidArgument("with a step time and a batch of sequences, give the sequence length");
+    }
+    r.tokens_per_second =
+        *in.batch_sequences * static_cast<double>(in.model.sequence) / *in.step_seconds;
+  } else {
+    return InvalidArgument("give tokens per second, or the step time and the global batch");
+  }
+  if (in.gpus <= 0) return InvalidArgument("the GPU count must be positive");
+  GPULEDGER_ASSIGN_OR_RETURN(r.peak_flops_per_gpu, PeakFlops(in.gpu_model, in.dtype));
+  r.achieved_flops_per_gpu =
+      r.tokens_per_second * r.flops_per_token.total() / static_cast<double>(in.gpus);
+  r.mfu = r.achieved_flops_per_gpu / r.peak_flops_per_gpu;
+  return r;
+}
+
+double HardwareFlopsEstimate(double tensor_active_ratio, double peak_flops) {
+  return std::clamp(tensor_active_ratio, 0.0, 1.0) * peak_flops;
+}
+
+}  // namespace gpuledger::ledger

@@ -1,0 +1,85 @@
+// Model FLOPs utilization: achieved model FLOPs over the peak FLOPs of the GPUs held.
+//
+// Model FLOPs per token of a dense decoder-only Transformer in training (forward and
+// backward, no recomputation counted): 6 N for the parameter matmuls plus
+// 12 x layers x hidden x sequence for attention's score and value matmuls (PaLM,
+// Chowdhery et al. 2022, appendix B). Peaks are dense (no structured sparsity) tensor
+// throughputs per GPU from the vendors' data sheets.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace gpuledger::ledger {
+
+enum class Dtype { kBf16, kFp16, kFp8, kTf32, kFp32 };
+Result<Dtype> ParseDtype(std::string_view text);
+std::string_view DtypeName(Dtype d);
+
+struct PeakEntry {
+  std::string_view model;  // as matched against NVML's product name
+  Dtype dtype;
+  double tflops;  // dense, per GPU
+};
+
+// The table of peaks (one place for every caller).
+const std::vector<PeakEntry>& PeakTable();
+
+// The peak of `gpu_model` (an NVML product name such as "NVIDIA H100 80GB HBM3", or a
+// short name such as "H100", "A100", "TPU v4") for `dtype`, in FLOP/s. NotFound names
+// the model and lists the known ones.
+Result<double> PeakFlops(std::string_view gpu_model, Dtype dtype);
+
+struct ModelShape {
+  std::optional<double> parameters;  // N; derived from the shape when absent
+  int64_t layers = 0;
+  int64_t hidden = 0;
+  int64_t vocabulary = 0;
+  int64_t sequence = 0;  // tokens per sequence (context length)
+};
+
+// Parameters of a GPT-style model from its shape: 12 L H^2 (attention and a 4H MLP)
+// plus the embedding V H and position S H matrices. REQUIRES: layers, hidden > 0.
+double ParametersFromShape(const ModelShape& m);
+
+// Model FLOPs per trained token: 6 N + 12 L H S (attention), with its two parts.
+struct FlopsPerToken {
+  double dense = 0;      // 6 N
+  double attention = 0;  // 12 L H S; 0 when the shape is unknown
+  double total() const { return dense + attention; }
+};
+Result<FlopsPerToken> TrainingFlopsPerToken(const ModelShape& m);
+
+struct MfuInput {
+  ModelShape model;
+  std::optional<double> tokens_per_second;  // or step time and batch:
+  std::optional<double> step_seconds;
+  std::optional<double> batch_sequences;  // global batch, in sequences of model.sequence
+  int64_t gpus = 0;
+  std::string gpu_model;
+  Dtype dtype = Dtype::kBf16;
+};
+
+struct MfuResult {
+  double parameters = 0;
+  FlopsPerToken flops_per_token;
+  double tokens_per_second = 0;
+  double achieved_flops_per_gpu = 0;
+  double peak_flops_per_gpu = 0;
+  double mfu = 0;  // 0..1 (can exceed 1 only if the inputs are wrong; reported as is)
+};
+
+// The planning calculator behind `gpuledger mfu`. Fails with a message naming the
+// missing or invalid input.
+Result<MfuResult> ComputeMfu(const MfuInput& in);
+
+// Where a job reports no progress: a hardware estimate of the FLOP/s it ran at, from the
+// tensor pipes' activity ratio x the GPU's peak. An estimate, never MFU: tensor-active
+// time counts any tensor work, useful or not, at whatever precision ran.
+double HardwareFlopsEstimate(double tensor_active_ratio, double peak_flops);
+
+}  // namespace gpuledger::ledger
