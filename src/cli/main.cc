@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   AddUsageCommands(app, common, commands);
   AddPricesCommand(app, common, commands);
   AddMfuCommand(app, commands);
+  AddReportCommand(app, common, commands);
   CLI11_PARSE(app, argc, argv);
   for (const Command& c : commands) {
     if (c.app->parsed()) return c.run();

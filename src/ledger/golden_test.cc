@@ -268,3 +268,29 @@ INSTANTIATE_TEST_SUITE_P(Scenarios, GoldenTest, ::testing::ValuesIn(GoldenFiles(
 
 }  // namespace
 }  // namespace gpuledger::ledger
+
+namespace gpuledger::ledger {
+namespace {
+
+// The timeline of a golden fleet adds up to its usage, bucket by bucket.
+TEST(TimelineTest, AddsUpToUsage) {
+  Scenario sc = Load(fs::path(GPULEDGER_SOURCE_DIR) / "src/ledger/testdata/golden/window_cuts.test");
+  testing::TempLedger t;
+  ASSERT_TRUE(t.ledger().Ingest(sc.batch).ok());
+  TimeRange window{testing::kBaseMs, testing::kBaseMs + 3 * kMsPerHour};
+  auto points = t.ledger().Timeline(window, 15 * kMsPerMinute);
+  ASSERT_TRUE(points.ok()) << points.status().ToString();
+  ASSERT_EQ(points->size(), 12u);
+  std::array<int64_t, kBucketCount> sum{};
+  for (const auto& p : *points) {
+    for (size_t b = 0; b < kBucketCount; ++b) sum[b] += p.gpu_ticks_ms[b];
+  }
+  auto usage = *t.ledger().Usage(window, {Dimension::kPool});
+  EXPECT_EQ(sum, usage.total.gpu_ticks_ms);
+  // 00:45-01:00 is the job's first quarter hour: 25% active.
+  EXPECT_EQ((*points)[3].gpu_ticks_ms[0], 15 * kMsPerMinute / 4 * kShareScale - 30'000 / 4 * kShareScale);
+  EXPECT_FALSE(t.ledger().Timeline(window, 90'000).ok());
+}
+
+}  // namespace
+}  // namespace gpuledger::ledger

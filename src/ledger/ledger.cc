@@ -480,6 +480,43 @@ Result<ChargebackReport> Ledger::Chargeback(const TimeRange& period, bool share_
   return report;
 }
 
+Result<std::vector<TimelinePoint>> Ledger::Timeline(const TimeRange& window, int64_t step_ms,
+                                                    const std::string& pool) {
+  if (window.empty() || step_ms <= 0 || step_ms % kMsPerMinute != 0 ||
+      window.begin_ms % kMsPerMinute != 0 || window.end_ms % kMsPerMinute != 0) {
+    return InvalidArgument("a timeline needs a non-empty window and a step of whole minutes");
+  }
+  GPULEDGER_RETURN_IF_ERROR(RefreshRollups().status());
+  FleetIndex fleet;
+  GPULEDGER_RETURN_IF_ERROR(fleet.Load(*store_));
+  size_t n = static_cast<size_t>((window.length_ms() + step_ms - 1) / step_ms);
+  std::vector<TimelinePoint> points(n);
+  std::vector<int64_t> covered(n, 0);
+  for (size_t i = 0; i < n; ++i) points[i].begin_ms = window.begin_ms + static_cast<int64_t>(i) * step_ms;
+  auto wanted = [&](const store::DeviceRecord& d) { return pool.empty() || d.device.pool == pool; };
+  GPULEDGER_RETURN_IF_ERROR(store_->ScanMinuteRollups(window, [&](const store::RollupRow& r) {
+    const store::DeviceRecord* dev = fleet.device(r.device_id);
+    if (dev == nullptr || !wanted(*dev)) return;
+    size_t i = static_cast<size_t>((r.period_ms - window.begin_ms) / step_ms);
+    int64_t ticks = fleet.ticks(r.device_id);
+    for (size_t b = 0; b < kBucketCount; ++b) {
+      points[i].gpu_ticks_ms[b] += r.ms[b] * ticks;
+      covered[i] += r.ms[b] * ticks;
+    }
+  }));
+  for (size_t i = 0; i < n; ++i) {
+    TimeRange step{points[i].begin_ms, std::min(points[i].begin_ms + step_ms, window.end_ms)};
+    int64_t capacity = 0;
+    for (const store::DeviceRecord& d : fleet.devices()) {
+      if (d.in_service_ms == 0 || !wanted(d)) continue;
+      capacity += step.Intersect({d.in_service_ms, kForever}).length_ms() * fleet.ticks(d.id);
+    }
+    points[i].gpu_ticks_ms[static_cast<size_t>(Bucket::kUnmonitored)] +=
+        std::max<int64_t>(0, capacity - covered[i]);
+  }
+  return points;
+}
+
 Result<std::vector<WasteItem>> Ledger::TopWaste(const TimeRange& window, size_t limit) {
   std::vector<WasteItem> items;
   auto collect = [&](std::vector<Dimension> by, Bucket bucket, auto&& describe) -> Status {

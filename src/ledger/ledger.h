@@ -90,6 +90,12 @@ struct WasteItem {
   Money cost;
 };
 
+// The fleet's buckets over one step of a timeline, in GPU-milliseconds x kShareScale.
+struct TimelinePoint {
+  int64_t begin_ms = 0;
+  std::array<int64_t, kBucketCount> gpu_ticks_ms{};
+};
+
 class Ledger {
  public:
   Ledger(std::unique_ptr<store::Store> store, const Clock& clock, LedgerOptions options = {});
@@ -114,6 +120,12 @@ class Ledger {
   // and kind of job their allocated_idle time, per pool its unallocated, per device its
   // unavailable and per node its unmonitored time.
   Result<std::vector<WasteItem>> TopWaste(const TimeRange& window, size_t limit);
+
+  // The fleet's (or one pool's) buckets per `step_ms` over `window`, from the minute
+  // rollups; time in service that no rollup covers is unmonitored, as in Usage.
+  // REQUIRES: window and step are whole minutes.
+  Result<std::vector<TimelinePoint>> Timeline(const TimeRange& window, int64_t step_ms,
+                                              const std::string& pool = "");
 
   store::Store& store() { return *store_; }
 

@@ -1,0 +1,291 @@
+#include "report/weekly.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+namespace gpuledger::report {
+namespace {
+
+using ledger::Dimension;
+using ledger::UsageReport;
+using ledger::UsageRow;
+
+std::string Esc(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string Pct(double r) { return fmt::format("{:.1f}%", r * 100.0); }
+
+// "+3.2 pts" / "-1.0 pts" for ratios, "+12.5%" for money.
+std::string DeltaPoints(double now, double before) {
+  return fmt::format("{:+.1f} pts", (now - before) * 100.0);
+}
+std::string DeltaMoney(Money now, Money before) {
+  if (before == Money()) return "new";
+  double change = static_cast<double>(now.micros() - before.micros()) /
+                  static_cast<double>(before.micros());
+  return fmt::format("{:+.1f}%", change * 100.0);
+}
+
+const char* kBucketColors[kBucketCount] = {"#2e7d32", "#f9a825", "#90a4ae", "#c62828", "#6d4c41"};
+
+// A stacked area chart of the buckets over time, in GPUs (capacity-weighted).
+std::string StackedAreaSvg(const std::vector<ledger::TimelinePoint>& points, int64_t step_ms) {
+  const double w = 900, h = 240, left = 50, bottom = 20;
+  double max_gpus = 0;
+  std::vector<std::array<double, kBucketCount>> gpus(points.size());
+  for (size_t i = 0; i < points.size(); ++i) {
+    double total = 0;
+    for (size_t b = 0; b < kBucketCount; ++b) {
+      gpus[i][b] = static_cast<double>(points[i].gpu_ticks_ms[b]) /
+                   static_cast<double>(kShareScale * step_ms);
+      total += gpus[i][b];
+    }
+    max_gpus = std::max(max_gpus, total);
+  }
+  if (max_gpus <= 0) max_gpus = 1;
+  auto x = [&](size_t i) {
+    return left + (w - left) * static_cast<double>(i) / static_cast<double>(std::max<size_t>(1, points.size() - 1));
+  };
+  auto y = [&](double v) { return (h - bottom) * (1.0 - v / max_gpus); };
+  std::string svg = fmt::format(
+      "<svg class=\"chart\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"GPUs by bucket over the week\">",
+      w, h);
+  std::vector<double> base(points.size(), 0.0);
+  for (size_t b = 0; b < kBucketCount; ++b) {
+    std::string path;
+    for (size_t i = 0; i < points.size(); ++i) {
+      path += fmt::format("{}{:.1f},{:.1f} ", i ? "L" : "M", x(i), y(base[i] + gpus[i][b]));
+    }
+    for (size_t i = points.size(); i-- > 0;) path += fmt::format("L{:.1f},{:.1f} ", x(i), y(base[i]));
+    svg += fmt::format("<path d=\"{}Z\" fill=\"{}\"><title>{}</title></path>", path,
+                       kBucketColors[b], BucketName(kAllBuckets[b]));
+    for (size_t i = 0; i < points.size(); ++i) base[i] += gpus[i][b];
+  }
+  for (int k = 0; k <= 4; ++k) {
+    double v = max_gpus * k / 4.0;
+    svg += fmt::format(
+        "<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" class=\"grid\"/><text x=\"{}\" "
+        "y=\"{:.1f}\" class=\"axis\" text-anchor=\"end\">{:.0f}</text>",
+        left, w, y(v), y(v), left - 4, y(v) + 4, v);
+  }
+  for (size_t i = 0; i < points.size(); i += static_cast<size_t>(kMsPerDay / step_ms)) {
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" class=\"axis\">{}</text>", x(i) + 2, h - 4,
+                       FormatTime(points[i].begin_ms).substr(5, 5));
+  }
+  return svg + "</svg>";
+}
+
+// Daily effective utilization as bars against the target line.
+std::string DailyUtilizationSvg(const std::vector<ledger::TimelinePoint>& days, double target) {
+  const double w = 900, h = 160, left = 50, bottom = 20;
+  double bar = (w - left) / static_cast<double>(std::max<size_t>(1, days.size()));
+  std::string svg = fmt::format(
+      "<svg class=\"chart\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"daily effective utilization\">",
+      w, h);
+  auto y = [&](double r) { return (h - bottom) * (1.0 - r); };
+  for (size_t i = 0; i < days.size(); ++i) {
+    int64_t total = 0;
+    for (int64_t v : days[i].gpu_ticks_ms) total += v;
+    double util = total ? static_cast<double>(days[i].gpu_ticks_ms[0]) / static_cast<double>(total) : 0;
+    double x0 = left + bar * static_cast<double>(i) + 4;
+    svg += fmt::format(
+        "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>{} "
+        "{}</title></rect><text x=\"{:.1f}\" y=\"{:.1f}\" class=\"axis\" "
+        "text-anchor=\"middle\">{}</text><text x=\"{:.1f}\" y=\"{}\" class=\"axis\" "
+        "text-anchor=\"middle\">{}</text>",
+        x0, y(util), bar - 8, (h - bottom) - y(util), util >= target ? "#2e7d32" : "#ef6c00",
+        FormatTime(days[i].begin_ms).substr(0, 10), Pct(util), x0 + (bar - 8) / 2, y(util) - 3,
+        Pct(util), x0 + (bar - 8) / 2, h - 4, FormatTime(days[i].begin_ms).substr(5, 5));
+  }
+  svg += fmt::format(
+      "<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" class=\"target\"/><text x=\"{}\" "
+      "y=\"{:.1f}\" class=\"axis\" text-anchor=\"end\">target {}</text>",
+      left, w, y(target), y(target), left - 4, y(target) + 4, Pct(target));
+  return svg + "</svg>";
+}
+
+const UsageRow* FindRow(const UsageReport& r, const std::string& key) {
+  for (const auto& row : r.rows) {
+    if (row.key[0] == key) return &row;
+  }
+  return nullptr;
+}
+
+std::string Kpi(const std::string& label, const std::string& value, const std::string& detail,
+                const std::string& cls = "") {
+  return fmt::format(
+      "<div class=\"kpi {}\"><div class=\"label\">{}</div><div class=\"value\">{}</div>"
+      "<div class=\"detail\">{}</div></div>",
+      cls, Esc(label), value, detail);
+}
+
+constexpr const char* kStyle = R"(
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1b1f24;margin:32px auto;max-width:960px;padding:0 16px}
+h1{font-size:24px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #e3e6ea;padding-bottom:4px}
+.sub{color:#59636e;margin-bottom:20px}
+.kpis{display:grid;grid-template-columns:repeat(5,1fr);gap:10px}
+.kpi{border:1px solid #e3e6ea;border-radius:8px;padding:10px 12px}
+.kpi .label{color:#59636e;font-size:12px;text-transform:uppercase;letter-spacing:.03em}
+.kpi .value{font-size:22px;font-weight:600;margin:2px 0}
+.kpi .detail{color:#59636e;font-size:12px}
+.kpi.bad .value{color:#c62828} .kpi.good .value{color:#2e7d32}
+table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums}
+th,td{padding:5px 8px;border-bottom:1px solid #eef0f2;text-align:right}
+th:first-child,td:first-child,td.l,th.l{text-align:left}
+th{font-size:12px;color:#59636e;font-weight:600}
+tr.total td{font-weight:600;border-top:2px solid #c9ced4}
+.chart{width:100%;height:auto} .grid{stroke:#eef0f2} .axis{font-size:11px;fill:#59636e}
+.target{stroke:#1b1f24;stroke-dasharray:4 3}
+.legend span{display:inline-block;margin-right:14px;font-size:12px}
+.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}
+.met{color:#2e7d32;font-weight:600} .missed{color:#c62828;font-weight:600}
+footer{margin-top:32px;color:#59636e;font-size:12px}
+@media print{body{margin:0;max-width:none}.kpis{grid-template-columns:repeat(5,1fr)}h2{break-after:avoid}table,svg{break-inside:avoid}}
+)";
+
+}  // namespace
+
+Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& week,
+                                       const WeeklyOptions& options) {
+  TimeRange previous{week.begin_ms - 7 * kMsPerDay, week.begin_ms};
+  GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_team, ledger.Usage(week, {Dimension::kTeam}));
+  GPULEDGER_ASSIGN_OR_RETURN(UsageReport prev_team, ledger.Usage(previous, {Dimension::kTeam}));
+  GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_pool, ledger.Usage(week, {Dimension::kPool}));
+  GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_kind, ledger.Usage(week, {Dimension::kKind}));
+  GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_experiment,
+                             ledger.Usage(week, {Dimension::kTeam, Dimension::kExperiment}));
+  GPULEDGER_ASSIGN_OR_RETURN(ledger::ChargebackReport chargeback, ledger.Chargeback(week, false));
+  GPULEDGER_ASSIGN_OR_RETURN(auto waste, ledger.TopWaste(week, 5));
+  GPULEDGER_ASSIGN_OR_RETURN(auto hourly, ledger.Timeline(week, kMsPerHour));
+  GPULEDGER_ASSIGN_OR_RETURN(auto daily, ledger.Timeline(week, kMsPerDay));
+
+  const UsageRow& t = by_team.total;
+  const UsageRow& p = prev_team.total;
+  bool has_previous = p.total_ticks_ms() > 0;
+  Money idle_cost = t.cost[1] + t.cost[2];
+  int experiments = 0;
+  Money experiment_cost;
+  for (const auto& row : by_experiment.rows) {
+    if (row.key[0] == ledger::kNoJob || row.key[1] == "(unset)") continue;
+    ++experiments;
+    experiment_cost += row.total_cost();
+  }
+
+  std::string html = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">";
+  html += fmt::format("<title>{} — {}</title><style>{}</style></head><body>", Esc(options.title),
+                      IsoWeekOf(week.begin_ms), kStyle);
+  html += fmt::format("<h1>{} — week {}</h1><div class=\"sub\">{} to {} (UTC) · {:.0f} GPU-hours of capacity</div>",
+                      Esc(options.title), IsoWeekOf(week.begin_ms), FormatTime(week.begin_ms).substr(0, 10),
+                      FormatTime(week.end_ms - 1).substr(0, 10), t.total_gpu_hours());
+
+  html += "<div class=\"kpis\">";
+  bool on_target = t.effective_utilization() >= options.target;
+  html += Kpi("Effective utilization", Pct(t.effective_utilization()),
+              fmt::format("target {}{}", Pct(options.target),
+                          has_previous ? " · " + DeltaPoints(t.effective_utilization(), p.effective_utilization()) + " w/w" : ""),
+              on_target ? "good" : "bad");
+  html += Kpi("Spend", Esc(t.total_cost().ToDisplay()),
+              has_previous ? DeltaMoney(t.total_cost(), p.total_cost()) + " w/w" : "no previous week");
+  html += Kpi("Allocated efficiency", Pct(t.allocated_efficiency()), "active / held by jobs");
+  html += Kpi("Idle spend", Esc(idle_cost.ToDisplay()),
+              fmt::format("{} of spend: held idle or unallocated",
+                          Pct(t.total_cost().micros() ? static_cast<double>(idle_cost.micros()) /
+                                                            static_cast<double>(t.total_cost().micros())
+                                                      : 0.0)));
+  html += Kpi("Cost per experiment",
+              experiments ? Esc(Money::FromMicros(experiment_cost.micros() / experiments).ToDisplay()) : "—",
+              fmt::format("{} experiments", experiments));
+  html += "</div>";
+
+  html += "<h2>Where the capacity went</h2><div class=\"legend\">";
+  for (size_t b = 0; b < kBucketCount; ++b) {
+    html += fmt::format("<span><i style=\"background:{}\"></i>{}</span>", kBucketColors[b],
+                        BucketName(kAllBuckets[b]));
+  }
+  html += "</div>" + StackedAreaSvg(hourly, kMsPerHour);
+  html += "<h2>Effective utilization by day</h2>" + DailyUtilizationSvg(daily, options.target);
+
+  html += "<h2>Teams</h2><table><tr><th class=\"l\">team</th><th>GPU-hours</th><th>effective util.</th>"
+          "<th>allocated eff.</th><th>idle cost</th><th>cost</th><th>w/w</th></tr>";
+  for (const auto& row : by_team.rows) {
+    const UsageRow* before = FindRow(prev_team, row.key[0]);
+    html += fmt::format(
+        "<tr data-team=\"{}\"><td>{}</td><td>{:.1f}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td data-cost=\"{}\">{}</td><td>{}</td></tr>",
+        Esc(row.key[0]), Esc(row.key[0]), row.total_gpu_hours(), Pct(row.effective_utilization()),
+        Pct(row.allocated_efficiency()), Esc((row.cost[1] + row.cost[2]).ToDisplay()),
+        row.total_cost().ToString(), Esc(row.total_cost().ToDisplay()),
+        before ? DeltaMoney(row.total_cost(), before->total_cost()) : "new");
+  }
+  html += fmt::format(
+      "<tr class=\"total\" data-team=\"(total)\"><td>fleet</td><td>{:.1f}</td><td>{}</td><td>{}</td><td>{}</td>"
+      "<td data-cost=\"{}\">{}</td><td>{}</td></tr></table>",
+      t.total_gpu_hours(), Pct(t.effective_utilization()), Pct(t.allocated_efficiency()),
+      Esc(idle_cost.ToDisplay()), t.total_cost().ToString(), Esc(t.total_cost().ToDisplay()),
+      has_previous ? DeltaMoney(t.total_cost(), p.total_cost()) : "—");
+
+  html += "<h2>Chargeback</h2><table><tr><th class=\"l\">team</th><th class=\"l\">project</th>"
+          "<th>GPU-hours</th><th>active</th><th>idle</th><th>cost</th></tr>";
+  for (const auto& l : chargeback.lines) {
+    html += fmt::format(
+        "<tr data-chargeback=\"{}/{}\"><td>{}</td><td class=\"l\">{}</td><td>{:.1f}</td><td>{:.1f}</td>"
+        "<td>{:.1f}</td><td data-cost=\"{}\">{}</td></tr>",
+        Esc(l.team), Esc(l.project), Esc(l.team), Esc(l.project), l.gpu_hours, l.active_gpu_hours,
+        l.idle_gpu_hours, l.total_cost().ToString(), Esc(l.total_cost().ToDisplay()));
+  }
+  html += fmt::format("<tr class=\"total\"><td>total</td><td></td><td></td><td></td><td></td><td data-cost=\"{}\">{}</td></tr></table>",
+                      chargeback.total.ToString(), Esc(chargeback.total.ToDisplay()));
+
+  html += fmt::format(
+      "<h2>Pools and kinds of work</h2><p>Idle serving headroom is expected; idle training "
+      "capacity is waste. Each pool is held to the {} target.</p>",
+      Pct(options.target));
+  html += "<table><tr><th class=\"l\">pool</th><th>GPU-hours</th><th>effective util.</th>"
+          "<th>allocated eff.</th><th>unallocated</th><th>cost</th><th>target</th></tr>";
+  for (const auto& row : by_pool.rows) {
+    bool met = row.effective_utilization() >= options.target;
+    html += fmt::format(
+        "<tr><td>{}</td><td>{:.1f}</td><td>{}</td><td>{}</td><td>{:.1f} h</td><td>{}</td><td class=\"{}\">{}</td></tr>",
+        Esc(row.key[0]), row.total_gpu_hours(), Pct(row.effective_utilization()),
+        Pct(row.allocated_efficiency()), row.gpu_hours(Bucket::kUnallocated),
+        Esc(row.total_cost().ToDisplay()), met ? "met" : "missed", met ? "met" : "missed");
+  }
+  html += "</table><table><tr><th class=\"l\">kind</th><th>GPU-hours held</th><th>allocated eff.</th><th>idle cost</th><th>cost</th></tr>";
+  for (const auto& row : by_kind.rows) {
+    if (row.key[0] == ledger::kNoJob) continue;
+    html += fmt::format("<tr><td>{}</td><td>{:.1f}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                        Esc(row.key[0]), row.total_gpu_hours(), Pct(row.allocated_efficiency()),
+                        Esc(row.cost[1].ToDisplay()), Esc(row.total_cost().ToDisplay()));
+  }
+  html += "</table>";
+
+  html += "<h2>Largest sources of waste</h2><table><tr><th class=\"l\">#</th><th class=\"l\">what</th>"
+          "<th class=\"l\">bucket</th><th>GPU-hours</th><th>cost</th></tr>";
+  for (size_t i = 0; i < waste.size(); ++i) {
+    html += fmt::format("<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{:.1f}</td><td>{}</td></tr>",
+                        i + 1, Esc(waste[i].what), BucketName(waste[i].bucket), waste[i].gpu_hours,
+                        Esc(waste[i].cost.ToDisplay()));
+  }
+  html += "</table>";
+  html += fmt::format(
+      "<footer>gpuledger · costs are exact to the micro-unit and add up across every table · "
+      "activity from {} · generated from the ledger for {} .. {}</footer></body></html>\n",
+      t.activity_source(), FormatTime(week.begin_ms), FormatTime(week.end_ms));
+  return html;
+}
+
+}  // namespace gpuledger::report

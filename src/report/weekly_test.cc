@@ -1,0 +1,108 @@
+#include "report/weekly.h"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "store/store.h"
+
+namespace gpuledger::report {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr int64_t kWeek48 = 1'795'392'000'000;  // Monday 2026-11-23T00:00:00Z
+
+// Two weeks of four GPUs: two teams (one with a hostile name), sampled every 2 minutes.
+class WeeklyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = std::filesystem::temp_directory_path() / ("gpuledger-weekly-" + std::to_string(::getpid()) + ".db");
+    std::filesystem::remove(path_);
+    auto store = store::OpenSqliteStore(path_.string());
+    ASSERT_TRUE(store.ok());
+    ledger_ = std::make_unique<ledger::Ledger>(std::move(*store), clock_);
+    ASSERT_TRUE(ledger_->store().SavePriceBook(*PriceBook::Create(
+        {PriceEntry{"*", "*", CapacityType::kOnDemand, *Money::Parse("2.17"), {0, kForever}}})).ok());
+    Batch b;
+    b.batch_id = "two-weeks";
+    for (int g = 0; g < 4; ++g) {
+      b.devices.push_back(Device{.uuid = "GPU-" + std::to_string(g), .model = "NVIDIA H100",
+                                 .pool = g < 2 ? "training" : "serving", .sample_interval_ms = 120'000});
+    }
+    b.jobs.push_back(Job{.id = "t1", .team = "vision", .experiment = "sweep-1", .kind = JobKind::kTraining});
+    b.jobs.push_back(Job{.id = "s1", .team = "<script>alert(1)</script>", .kind = JobKind::kServing});
+    int64_t start = kWeek48 - 7 * kMsPerDay;
+    b.allocations.push_back({"GPU-0", "t1", start, std::nullopt});
+    b.allocations.push_back({"GPU-1", "t1", start + 3 * kMsPerDay, start + 10 * kMsPerDay});
+    b.allocations.push_back({"GPU-2", "s1", start, std::nullopt});
+    for (int64_t t = start; t <= start + 14 * kMsPerDay; t += 120'000) {
+      for (int g = 0; g < 4; ++g) {
+        Sample s;
+        s.device_uuid = "GPU-" + std::to_string(g);
+        s.t_ms = t;
+        s.sm_active = static_cast<double>((t / 120'000) % 10 + g) / 12.0;
+        b.samples.push_back(s);
+      }
+    }
+    auto r = ledger_->Ingest(b);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+  void TearDown() override {
+    ledger_.reset();
+    for (const char* s : {"", "-wal", "-shm"}) std::filesystem::remove(path_.string() + s);
+  }
+
+  std::filesystem::path path_;
+  ManualClock clock_{kWeek48 + 8 * kMsPerDay};
+  std::unique_ptr<ledger::Ledger> ledger_;
+};
+
+TEST_F(WeeklyTest, FiguresEqualUsageAndChargeback) {
+  TimeRange week = *ParseIsoWeek("2026-W48");
+  auto html = RenderWeeklyReport(*ledger_, week, {.target = 0.5});
+  ASSERT_TRUE(html.ok()) << html.status().ToString();
+  auto usage = *ledger_->Usage(week, {ledger::Dimension::kTeam});
+  for (const auto& row : usage.rows) {
+    std::string team = row.key[0] == "vision" ? "vision" : row.key[0] == ledger::kNoJob ? "(no job)" : "";
+    if (team.empty()) continue;
+    EXPECT_THAT(*html, HasSubstr(fmt::format("<tr data-team=\"{}\">", team)));
+    std::regex cost("data-team=\"" + std::regex_replace(team, std::regex(R"([()])"), R"(\$&)") +
+                    "\">.*?data-cost=\"([0-9.]+)\"");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(*html, m, cost)) << team;
+    EXPECT_EQ(m[1].str(), row.total_cost().ToString()) << team;
+  }
+  EXPECT_THAT(*html, HasSubstr(fmt::format("data-team=\"(total)\"><td>fleet</td>")));
+  EXPECT_THAT(*html, HasSubstr(fmt::format("data-cost=\"{}\"", usage.total.total_cost().ToString())));
+  auto cb = *ledger_->Chargeback(week, false);
+  EXPECT_EQ(cb.total, usage.total.total_cost());
+  for (const auto& l : cb.lines) {
+    EXPECT_THAT(*html, HasSubstr(fmt::format("data-cost=\"{}\"", l.total_cost().ToString())));
+  }
+  // Both teams are there, with work in them.
+  EXPECT_GE(usage.rows.size(), 3u);
+  EXPECT_GT(usage.total.gpu_hours(Bucket::kActive), 100.0);
+  // Four GPUs for a week.
+  EXPECT_THAT(*html, HasSubstr("672 GPU-hours of capacity"));
+  EXPECT_THAT(*html, HasSubstr("week 2026-W48"));
+  EXPECT_THAT(*html, HasSubstr(" w/w"));  // the previous week has data
+}
+
+TEST_F(WeeklyTest, IsSelfContainedAndEscapesLabels) {
+  auto html = *RenderWeeklyReport(*ledger_, *ParseIsoWeek("2026-W48"));
+  EXPECT_THAT(html, Not(HasSubstr("<script>")));
+  EXPECT_THAT(html, HasSubstr("&lt;script&gt;alert(1)&lt;/script&gt;"));
+  EXPECT_THAT(html, Not(HasSubstr("http://")));
+  EXPECT_THAT(html, Not(HasSubstr("https://")));
+  EXPECT_THAT(html, HasSubstr("<svg"));
+  EXPECT_THAT(html, HasSubstr("@media print"));
+}
+
+}  // namespace
+}  // namespace gpuledger::report
