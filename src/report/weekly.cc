@@ -44,7 +44,7 @@ const char* kBucketColors[kBucketCount] = {"#2e7d32", "#f9a825", "#90a4ae", "#c6
 
 // A stacked area chart of the buckets over time, in GPUs (capacity-weighted).
 std::string StackedAreaSvg(const std::vector<ledger::TimelinePoint>& points, int64_t step_ms) {
-  const double w = 900, h = 240, left = 50, bottom = 20;
+  const double w = 900, h = 240, left = 50, bottom = 20, top = 10;
   double max_gpus = 0;
   std::vector<std::array<double, kBucketCount>> gpus(points.size());
   for (size_t i = 0; i < points.size(); ++i) {
@@ -60,7 +60,7 @@ std::string StackedAreaSvg(const std::vector<ledger::TimelinePoint>& points, int
   auto x = [&](size_t i) {
     return left + (w - left) * static_cast<double>(i) / static_cast<double>(std::max<size_t>(1, points.size() - 1));
   };
-  auto y = [&](double v) { return (h - bottom) * (1.0 - v / max_gpus); };
+  auto y = [&](double v) { return top + (h - bottom - top) * (1.0 - v / max_gpus); };
   std::string svg = fmt::format(
       "<svg class=\"chart\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"GPUs by bucket over the week\">",
       w, h);
@@ -114,7 +114,7 @@ std::string DailyUtilizationSvg(const std::vector<ledger::TimelinePoint>& days, 
   svg += fmt::format(
       "<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" class=\"target\"/><text x=\"{}\" "
       "y=\"{:.1f}\" class=\"axis\" text-anchor=\"end\">target {}</text>",
-      left, w, y(target), y(target), left - 4, y(target) + 4, Pct(target));
+      left, w, y(target), y(target), w, y(target) - 4, Pct(target));
   return svg + "</svg>";
 }
 
