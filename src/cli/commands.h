@@ -26,6 +26,7 @@ void AddPricesCommand(CLI::App& app, CommonOptions& common, Commands& out);
 void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out);
 void AddMfuCommand(CLI::App& app, Commands& out);
 void AddReportCommand(CLI::App& app, CommonOptions& common, Commands& out);
+void AddRecommendCommand(CLI::App& app, CommonOptions& common, Commands& out);
 
 // Prints a failed status to stderr as "gpuledger: <message>" and returns exit code 1.
 int Fail(const Status& status);

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   AddPricesCommand(app, common, commands);
   AddMfuCommand(app, commands);
   AddReportCommand(app, common, commands);
+  AddRecommendCommand(app, common, commands);
   CLI11_PARSE(app, argc, argv);
   for (const Command& c : commands) {
     if (c.app->parsed()) return c.run();

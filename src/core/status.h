@@ -93,15 +93,18 @@ class [[nodiscard]] Result {
 
 }  // namespace gpuledger
 
-// Returns early from the enclosing function with the status of `expr` if it failed.
-#define GPULEDGER_RETURN_IF_ERROR(expr)        \
-  do {                                         \
-    ::gpuledger::Status _st = (expr);          \
-    if (!_st.ok()) return _st;                 \
-  } while (false)
-
 #define GPULEDGER_CONCAT_INNER(a, b) a##b
 #define GPULEDGER_CONCAT(a, b) GPULEDGER_CONCAT_INNER(a, b)
+
+// Returns early from the enclosing function with the status of `expr` if it failed.
+// The local's name carries the line, so that nested uses (a lambda inside a lambda)
+// do not shadow each other.
+#define GPULEDGER_RETURN_IF_ERROR(expr)                                    \
+  do {                                                                     \
+    ::gpuledger::Status GPULEDGER_CONCAT(_st_, __LINE__) = (expr);         \
+    if (!GPULEDGER_CONCAT(_st_, __LINE__).ok())                            \
+      return GPULEDGER_CONCAT(_st_, __LINE__);                             \
+  } while (false)
 // GPULEDGER_ASSIGN_OR_RETURN(auto x, Foo()); declares x from Foo()'s value, or returns
 // Foo()'s status.
 #define GPULEDGER_ASSIGN_OR_RETURN(lhs, expr)                                  \

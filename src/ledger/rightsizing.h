@@ -1,0 +1,66 @@
+// Right-sizing: recommendations with their evidence, a confidence and the saving in
+// money. A serving or notebook job whose peak memory and activity fit a MIG profile
+// should run on that profile; a training job whose activity stays low on all its GPUs
+// should hold fewer; a notebook held idle for hours wants an idle-shutdown rule.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/model.h"
+#include "core/money.h"
+#include "core/time.h"
+#include "ledger/ledger.h"
+
+namespace gpuledger::ledger {
+
+struct MigProfile {
+  std::string_view name;  // "3g.40gb"
+  Share compute;          // of the GPU's compute slices, e.g. 3/7
+  int64_t memory_mib;
+};
+
+// The MIG profiles of `gpu_model` (A100 40GB/80GB, H100, H200), smallest first; empty for
+// GPUs without MIG.
+std::vector<MigProfile> MigProfilesFor(std::string_view gpu_model, int64_t gpu_memory_mib);
+
+// The smallest profile with compute >= `compute_ratio` / headroom and memory >=
+// `memory_mib` / headroom, unless that is the whole GPU. headroom: 0.9 leaves 10%.
+std::optional<MigProfile> SmallestFittingProfile(const std::vector<MigProfile>& profiles,
+                                                 double compute_ratio, double memory_mib,
+                                                 double headroom = 0.9);
+
+enum class RecommendationKind { kMigProfile, kFewerGpus, kIdleShutdown };
+std::string_view RecommendationKindName(RecommendationKind k);
+
+struct Recommendation {
+  RecommendationKind kind = RecommendationKind::kMigProfile;
+  std::string job_id;
+  std::string team;
+  std::string project;
+  JobKind job_kind = JobKind::kUnknown;
+  std::string action;    // "run on 2g.20gb", "use 4 GPUs instead of 8", ...
+  std::string evidence;  // percentiles over the window
+  std::string confidence;  // high | medium | low
+  double gpu_hours = 0;    // held in the window
+  Money cost;              // of the job in the window
+  Money saving;            // estimated, over the same window
+};
+
+struct RightSizingOptions {
+  // Activity a training GPU should reach; fewer GPUs are advised when the fleet of the
+  // job's GPUs averages under half of it at p95.
+  double training_target_activity = 0.7;
+  // A stretch with no activity at all this long, on a notebook, is held idle.
+  int64_t idle_stretch_ms = kMsPerHour;
+};
+
+// Recommendations for the jobs that held GPUs in `window` (optionally one team's), from
+// their raw samples, by descending saving.
+Result<std::vector<Recommendation>> Recommend(Ledger& ledger, const TimeRange& window,
+                                              const std::string& team = "",
+                                              const RightSizingOptions& options = {});
+
+}  // namespace gpuledger::ledger

@@ -1,0 +1,110 @@
+#include "ledger/rightsizing.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "ledger/test_fixture.h"
+
+namespace gpuledger::ledger {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::kBaseMs;
+
+TEST(RightSizingTest, ProfileTablesAndTheSmallestFit) {
+  auto h100 = MigProfilesFor("NVIDIA H100 80GB HBM3", 81559);
+  ASSERT_EQ(h100.size(), 6u);
+  EXPECT_EQ(h100.front().name, "1g.10gb");
+  EXPECT_EQ(MigProfilesFor("NVIDIA A100-SXM4-40GB", 40960).front().name, "1g.5gb");
+  EXPECT_EQ(MigProfilesFor("NVIDIA A100-SXM4-80GB", 81920).front().name, "1g.10gb");
+  EXPECT_EQ(MigProfilesFor("NVIDIA H200", 143771).back().name, "7g.141gb");
+  EXPECT_TRUE(MigProfilesFor("NVIDIA L40S", 46068).empty());
+  // 20% of the compute and 15 GiB: 1g is too small (1/7 x 0.9 < 0.2), 2g.20gb fits.
+  EXPECT_EQ(SmallestFittingProfile(h100, 0.2, 15 * 1024)->name, "2g.20gb");
+  // Tiny compute but 30 GiB of memory: 3g.40gb.
+  EXPECT_EQ(SmallestFittingProfile(h100, 0.05, 30 * 1024)->name, "3g.40gb");
+  // Needs most of the GPU: no slice.
+  EXPECT_FALSE(SmallestFittingProfile(h100, 0.7, 10 * 1024).has_value());
+}
+
+class RecommendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(t_.ledger().store().SavePriceBook(*PriceBook::Create(
+        {PriceEntry{"*", "*", CapacityType::kOnDemand, Money::FromUnits(7), {0, kForever}}})).ok());
+    Batch b;
+    b.batch_id = "fleet";
+    for (int g = 0; g < 7; ++g) {
+      b.devices.push_back(Device{.uuid = "GPU-" + std::to_string(g), .model = "NVIDIA H100 80GB HBM3",
+                                 .memory_mib = 81559, .pool = "p", .sample_interval_ms = 60'000});
+    }
+    b.jobs.push_back(Job{.id = "serve", .team = "recsys", .kind = JobKind::kServing});
+    b.jobs.push_back(Job{.id = "train", .team = "nlp", .kind = JobKind::kTraining});
+    b.jobs.push_back(Job{.id = "nb", .team = "nlp", .kind = JobKind::kNotebook});
+    const int64_t end = kBaseMs + 6 * kMsPerHour;
+    b.allocations.push_back({"GPU-0", "serve", kBaseMs, end});
+    for (int g = 1; g <= 4; ++g) b.allocations.push_back({"GPU-" + std::to_string(g), "train", kBaseMs, end});
+    b.allocations.push_back({"GPU-5", "nb", kBaseMs, end});
+    for (int64_t t = kBaseMs; t <= end; t += 60'000) {
+      for (int g = 0; g < 7; ++g) {
+        Sample s;
+        s.device_uuid = "GPU-" + std::to_string(g);
+        s.t_ms = t;
+        int64_t minute = (t - kBaseMs) / 60'000;
+        if (g == 0) {
+          s.sm_active = minute % 10 == 0 ? 0.2 : 0.1;  // p95 0.2
+          s.fb_used_mib = 15 * 1024;
+        } else if (g <= 4) {
+          s.sm_active = 0.2;
+          s.fb_used_mib = 70 * 1024;
+        } else if (g == 5) {
+          s.sm_active = minute < 30 ? 0.3 : 0.0;  // worked on for 30 min, then forgotten
+          s.fb_used_mib = 8 * 1024;
+        } else {
+          s.sm_active = 0;
+        }
+        b.samples.push_back(s);
+      }
+    }
+    auto r = t_.ledger().Ingest(b);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+  testing::TempLedger t_;
+  TimeRange window_{kBaseMs, kBaseMs + 6 * kMsPerHour};
+};
+
+TEST_F(RecommendTest, FindsEachKindWithEvidenceAndSaving) {
+  auto recs = Recommend(t_.ledger(), window_);
+  ASSERT_TRUE(recs.ok()) << recs.status().ToString();
+  std::map<std::string, Recommendation> by;
+  for (const auto& r : *recs) by[std::string(RecommendationKindName(r.kind)) + ":" + r.job_id] = r;
+
+  ASSERT_TRUE(by.count("mig-profile:serve"));
+  const auto& mig = by["mig-profile:serve"];
+  EXPECT_THAT(mig.action, HasSubstr("2g.20gb"));
+  EXPECT_THAT(mig.evidence, HasSubstr("p95 20%"));
+  EXPECT_THAT(mig.evidence, HasSubstr("peak memory 15.0 GiB"));
+  EXPECT_EQ(mig.cost, Money::FromUnits(42));    // 6 h at 7.00
+  EXPECT_EQ(mig.saving, Money::FromUnits(30));  // 5/7 of it
+  EXPECT_EQ(mig.confidence, "medium");
+
+  ASSERT_TRUE(by.count("fewer-gpus:train"));
+  EXPECT_THAT(by["fewer-gpus:train"].action, HasSubstr("use 2 GPUs instead of 4"));
+  EXPECT_EQ(by["fewer-gpus:train"].saving, Money::FromUnits(84));  // half of 4 x 6 h x 7
+
+  ASSERT_TRUE(by.count("idle-shutdown:nb"));
+  EXPECT_THAT(by["idle-shutdown:nb"].action, HasSubstr("idle for 4.5 h beyond that"));
+  // The notebook also fits a 1g slice.
+  EXPECT_TRUE(by.count("mig-profile:nb"));
+  // Sorted by saving.
+  for (size_t i = 1; i < recs->size(); ++i) EXPECT_GE((*recs)[i - 1].saving, (*recs)[i].saving);
+}
+
+TEST_F(RecommendTest, FiltersByTeam) {
+  auto recs = *Recommend(t_.ledger(), window_, "recsys");
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0].job_id, "serve");
+}
+
+}  // namespace
+}  // namespace gpuledger::ledger
