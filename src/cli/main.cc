@@ -20,9 +20,10 @@ int main(int argc, char** argv) {
   AddMfuCommand(app, commands);
   AddReportCommand(app, common, commands);
   AddRecommendCommand(app, common, commands);
+  AddSimulateCommand(app, common);
   CLI11_PARSE(app, argc, argv);
   for (const Command& c : commands) {
     if (c.app->parsed()) return c.run();
   }
-  return 1;
+  return 0;  // a subcommand that runs in its own callback (simulate) has run
 }
