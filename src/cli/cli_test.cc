@@ -136,3 +136,27 @@ TEST_F(CliTest, UsageRejectsBadArguments) {
 
 }  // namespace
 }  // namespace gpuledger::cli
+
+namespace gpuledger::cli {
+namespace {
+
+TEST_F(CliTest, RecommendsSlicesForAPodList) {
+  // Four GPU pods of an hour each: 100, 460 and 900 milli-GPU, and two whole GPUs.
+  auto pods = File("pods.csv",
+                   "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+                   "p0,1000,1024,1,100,,LS,Running,0,3600,0\n"
+                   "p1,1000,1024,1,460,,LS,Running,0,3600,0\n"
+                   "p2,1000,1024,1,900,,LS,Running,0,3600,0\n"
+                   "p3,1000,1024,2,1000,,LS,Running,0,3600,0\n");
+  Outcome r = Gpuledger("recommend --trace " + pods + " --price 7.00");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // 100 milli -> 1g (1/7), 460 -> 4g (4/7); 900 needs the whole GPU.
+  EXPECT_THAT(r.output, HasSubstr("4 GPU pods, 2 (50.0%) ask for a fraction"));
+  EXPECT_THAT(r.output, HasSubstr("1g.10gb    1 pods"));
+  EXPECT_THAT(r.output, HasSubstr("4g.40gb    1 pods"));
+  // Whole-GPU cost: 1 + 1 + 1 + 2 GPU-hours at 7.00 = 35.00; saving 6/7 + 3/7 of 7.00 = 9.00.
+  EXPECT_THAT(r.output, HasSubstr("whole-GPU cost 35.00, saving on slices 9.00"));
+}
+
+}  // namespace
+}  // namespace gpuledger::cli

@@ -1,14 +1,57 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <map>
+
 #include "cli/commands.h"
 #include "ledger/rightsizing.h"
+#include "sim/trace.h"
 
 namespace gpuledger::cli {
+
+namespace {
+
+// Right-sizing of a pod list (`--trace`): each single-GPU pod asking for a fraction of a
+// GPU would hold a whole GPU without sharing; the smallest MIG slice that covers its
+// fraction frees the rest. Memory is not in such traces, so compute alone decides.
+int RecommendForTrace(const std::string& path, const std::string& gpu_model, Money price) {
+  auto trace = sim::ReadTraceFileGuessing(path, {.skip_bad_lines = false});
+  if (!trace.ok()) return Fail(trace.status());
+  auto profiles = ledger::MigProfilesFor(gpu_model, 80 * 1024);
+  if (profiles.empty()) return Fail(InvalidArgument(fmt::format("{} has no MIG profiles", gpu_model)));
+  size_t gpu_pods = 0, movable = 0;
+  std::map<std::string, size_t> by_profile;
+  CostNumerator whole = 0, saving = 0;
+  for (const sim::SimJob& j : trace->jobs) {
+    ++gpu_pods;
+    int64_t ticks = j.gpus > 0 ? int64_t{j.gpus} * kShareScale : j.share_ticks;
+    whole += CostOf(j.duration_ms, j.gpus > 0 ? ticks : kShareScale, price);
+    if (!j.is_fractional()) continue;
+    double need = static_cast<double>(j.share_ticks) / static_cast<double>(kShareScale);
+    auto p = ledger::SmallestFittingProfile(profiles, need, 0, 1.0);
+    if (!p) continue;
+    ++movable;
+    ++by_profile[std::string(p->name)];
+    saving += CostOf(j.duration_ms, kShareScale - p->compute.ticks(), price);
+  }
+  std::printf("%s: %zu GPU pods, %zu (%.1f%%) ask for a fraction of one GPU that a %s MIG slice covers\n",
+              path.c_str(), gpu_pods, movable,
+              gpu_pods ? 100.0 * static_cast<double>(movable) / static_cast<double>(gpu_pods) : 0.0,
+              gpu_model.c_str());
+  for (const auto& [name, n] : by_profile) std::printf("  %-10s %zu pods\n", name.c_str(), n);
+  std::printf("at %s per GPU-hour: whole-GPU cost %s, saving on slices %s (%.1f%%)\n",
+              price.ToDisplay().c_str(), RoundCost(whole).ToDisplay().c_str(),
+              RoundCost(saving).ToDisplay().c_str(),
+              whole > 0 ? 100.0 * static_cast<double>(saving) / static_cast<double>(whole) : 0.0);
+  return 0;
+}
+
+}  // namespace
 
 void AddRecommendCommand(CLI::App& app, CommonOptions& common, Commands& out) {
   struct Opts {
     std::string team, window = "30d", format = "table";
+    std::string trace, gpu_model = "NVIDIA A100-SXM4-80GB", price = "2.00";
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand(
@@ -18,7 +61,18 @@ void AddRecommendCommand(CLI::App& app, CommonOptions& common, Commands& out) {
   sub->add_option("--team", o->team, "only this team's jobs");
   sub->add_option("--window", o->window, "the last whole hours up to now")->capture_default_str();
   sub->add_option("--format", o->format, "table or json")->capture_default_str();
+  sub->add_option("--trace", o->trace,
+                  "instead of the ledger: a pod list (e.g. alibaba2023 openb_pod_list_*.csv) whose "
+                  "fractional GPU requests are fitted to MIG slices");
+  sub->add_option("--gpu-model", o->gpu_model, "with --trace: the GPU the pods run on")
+      ->capture_default_str();
+  sub->add_option("--price", o->price, "with --trace: price per GPU-hour")->capture_default_str();
   out.push_back({sub, [o, &common]() -> int {
+                   if (!o->trace.empty()) {
+                     auto price = Money::Parse(o->price);
+                     if (!price.ok()) return Fail(price.status());
+                     return RecommendForTrace(o->trace, o->gpu_model, *price);
+                   }
                    SystemClock clock;
                    auto length = ParseDuration(o->window);
                    if (!length.ok()) return Fail(length.status());
