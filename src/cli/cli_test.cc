@@ -102,7 +102,7 @@ TEST_F(CliTest, ImportsAndReportsUsage) {
 
   Outcome cb = Gpuledger("chargeback --db " + db_ + " --period 2026-11");
   ASSERT_EQ(cb.exit_code, 0) << cb.output;
-  EXPECT_THAT(cb.output, HasSubstr("nlp,llm,2.000000,0.500000,1.500000,7.200000,0.000000,7.200000"));
+  EXPECT_THAT(cb.output, HasSubstr("nlp,llm,2.000000,0.500000,1.500000,7.200000,0.000000,7.200000,0.000000,0.000000,0.000000,5.400000"));
 
   Outcome table = Gpuledger("usage --db " + db_ + " --window 7d --now 2026-11-23T02:30:00Z --by pool");
   EXPECT_EQ(table.exit_code, 0);

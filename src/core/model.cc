@@ -17,6 +17,16 @@ std::string_view BucketName(Bucket b) {
   return "?";
 }
 
+std::string_view IdleCauseName(IdleCause c) {
+  switch (c) {
+    case IdleCause::kInputStall: return "input_stall";
+    case IdleCause::kCheckpointStall: return "checkpoint_stall";
+    case IdleCause::kHeldIdle: return "held_idle";
+    case IdleCause::kOther: return "other";
+  }
+  return "?";
+}
+
 std::string_view JobKindName(JobKind k) {
   switch (k) {
     case JobKind::kTraining: return "training";

@@ -47,6 +47,27 @@ std::string_view HealthName(Health h);
 Result<Health> ParseHealth(std::string_view text);
 inline bool IsAvailable(Health h) { return h == Health::kOk || h == Health::kDegraded; }
 
+// Why allocated time was idle (docs/idle-causes.md). An estimate from the evidence the
+// agent sends; `kOther` when the evidence does not say.
+enum class IdleCause : uint8_t {
+  kInputStall = 0,       // short, repeated gaps between bursts: the GPU waits for data
+  kCheckpointStall = 1,  // long gaps that recur: the job writes checkpoints
+  kHeldIdle = 2,         // no process, or no kernel for a long stretch: e.g. a notebook
+  kOther = 3,
+};
+inline constexpr size_t kIdleCauseCount = 4;
+inline constexpr std::array<IdleCause, kIdleCauseCount> kAllIdleCauses = {
+    IdleCause::kInputStall, IdleCause::kCheckpointStall, IdleCause::kHeldIdle, IdleCause::kOther};
+std::string_view IdleCauseName(IdleCause c);  // "input_stall", "checkpoint_stall", ...
+
+// The agent's summary of when the GPU had no kernel running during a sample's interval
+// (from the driver's sub-second utilization samples).
+struct IdleGaps {
+  int64_t interval_ms = 0;    // the span the profile covers
+  int64_t idle_ms = 0;        // no kernel running, in all
+  int64_t short_idle_ms = 0;  // of which in gaps shorter than 2 s between bursts of work
+};
+
 // Which figure an activity ratio came from.
 enum class ActivitySource : uint8_t {
   kSmActive = 0,  // DCGM SM_ACTIVE / NVML GPM SM_UTIL: the fine-grained default
@@ -128,6 +149,9 @@ struct Sample {
   std::optional<double> power_watts;
   Health health = Health::kOk;
   std::vector<ProcessSample> processes;
+  // Processes the agent saw on the device (0: nothing running); empty if not reported.
+  std::optional<int32_t> process_count;
+  std::optional<IdleGaps> gaps;
 
   // The activity ratio the ledger uses: sm_active where present, else gpu_util.
   std::optional<double> ActivityRatio() const { return sm_active ? sm_active : gpu_util; }

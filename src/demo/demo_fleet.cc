@@ -407,6 +407,18 @@ struct DemoFleet::Impl {
     s.tensor_active = std::round(a * (training ? 0.6 : 0.25) * 1000.0) / 1000.0;
     s.dram_active = std::round(a * 0.4 * 1000.0) / 1000.0;
     s.gpu_util = a > 0.005 ? std::min(1.0, std::round((a * 1.3 + 0.05) * 100.0) / 100.0) : 0.0;
+    // What the agent's process list and gap profile would say: training and batch jobs
+    // idle in short gaps between bursts when their input pipeline stalls.
+    s.process_count = held ? 1 : 0;
+    if (held && (held->pattern == Pattern::kTraining || held->pattern == Pattern::kBatch)) {
+      auto interval = opt.sample_interval_ms;
+      auto idle = static_cast<int64_t>(std::llround((1.0 - a) * static_cast<double>(interval)));
+      double stall = held->pattern == Pattern::kTraining ? held->stall * held->base : 0.05;
+      auto short_idle = std::min<int64_t>(
+          idle, static_cast<int64_t>(std::llround(stall * static_cast<double>(interval))));
+      if (a < 0.05) short_idle = 0;  // a checkpoint: one long gap
+      s.gaps = IdleGaps{interval, idle, short_idle};
+    }
     double mem = held ? held->mem_ratio * static_cast<double>(d.memory_mib) : 450.0;
     s.fb_used_mib = std::round(mem);
     double tdp = d.model == "NVIDIA L40S" ? 350.0 : d.model == "NVIDIA A100-SXM4-80GB" ? 400.0 : 700.0;

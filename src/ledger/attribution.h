@@ -22,6 +22,15 @@ struct Piece {
   Bucket bucket = Bucket::kUnmonitored;
   int64_t ms = 0;
   bool coarse = false;  // the activity ratio came from gpu_util, not sm_active
+  IdleCause cause = IdleCause::kOther;  // for allocated_idle pieces
+};
+
+// Thresholds of the idle-cause estimate (docs/idle-causes.md).
+struct IdleCauseRules {
+  double idle_activity = 0.01;             // a sample at or below this did no work
+  int64_t held_idle_ms = 15 * kMsPerMinute;  // a stretch this long without work is held idle
+  int64_t checkpoint_min_ms = kMsPerMinute;  // shorter idle stretches are not checkpoints
+  int64_t checkpoint_peer_ms = 150 * kMsPerMinute;  // another within this: they recur
 };
 
 struct DeviceTimeline {
@@ -36,13 +45,17 @@ struct DeviceTimeline {
   std::span<const store::AllocationRecord> allocations;
   // Maps a process's job key (from the agent) to a job id; 0 if unknown.
   std::function<int64_t(const std::string&)> job_id_of;
+  IdleCauseRules idle_rules;
 };
 
 // Attributes every millisecond of `t.span` to exactly one bucket, calling `sink` for
 // each piece; the pieces' lengths add up to t.span.length_ms() exactly.
 //
 // A sample at t covers [previous sample's t, t) when that gap is at most the staleness
-// limit; otherwise the gap is unmonitored. Covered time is cut at minute boundaries and
+// limit; otherwise the gap is unmonitored. Allocated-idle pieces carry their estimated
+// cause, which looks at samples up to store::kIdleContextMs around them: callers pass
+// samples from span.begin - staleness - kIdleContextMs to span.end + staleness +
+// kIdleContextMs so that any cut of the timeline gives every piece the same cause. Covered time is cut at minute boundaries and
 // allocation boundaries. In each piece: an unavailable health -> unavailable; no
 // allocation -> unallocated; else active = length x activity ratio, rounded so that
 // pieces of one sample's span add up exactly however the span is cut, the rest

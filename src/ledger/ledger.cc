@@ -28,6 +28,7 @@ constexpr DimensionInfo kDimensions[] = {
 // Accumulates exact figures per group before money is rounded, once, per report.
 struct Cell {
   std::array<int64_t, kBucketCount> ticks_ms{};
+  std::array<int64_t, kIdleCauseCount> idle_cause_ticks_ms{};
   std::array<CostNumerator, kBucketCount> cost{};
   int64_t coarse_ticks_ms = 0;
   int64_t unpriced_ticks_ms = 0;
@@ -132,6 +133,14 @@ class Accumulator {
     }
   }
 
+  // Adds the causes of allocated_idle time already added with Add.
+  void AddIdleCauses(const store::DeviceRecord& dev, int64_t job_id,
+                     const std::array<int64_t, kIdleCauseCount>& ms) {
+    Cell& c = CellFor(dev, job_id);
+    int64_t ticks = fleet_.ticks(dev.id);
+    for (size_t k = 0; k < kIdleCauseCount; ++k) c.idle_cause_ticks_ms[k] += ms[k] * ticks;
+  }
+
   int64_t device_ms(int64_t device_id) const {
     auto it = device_ms_.find(device_id);
     return it == device_ms_.end() ? 0 : it->second;
@@ -155,6 +164,15 @@ class Accumulator {
       row.coarse_ticks_ms = cell.coarse_ticks_ms;
       row.unpriced_ticks_ms = cell.unpriced_ticks_ms;
       for (size_t b = 0; b < kBucketCount; ++b) row.cost[b] = rounded[k++];
+      row.idle_cause_ticks_ms = cell.idle_cause_ticks_ms;
+      std::vector<Money> weights;
+      for (int64_t t : cell.idle_cause_ticks_ms) weights.push_back(Money::FromMicros(t));
+      std::vector<Money> split = SplitMoney(row.cost[static_cast<size_t>(Bucket::kAllocatedIdle)], weights);
+      for (size_t c = 0; c < kIdleCauseCount; ++c) {
+        row.idle_cause_cost[c] = split[c];
+        report.total.idle_cause_ticks_ms[c] += row.idle_cause_ticks_ms[c];
+        report.total.idle_cause_cost[c] += split[c];
+      }
       for (size_t b = 0; b < kBucketCount; ++b) {
         report.total.gpu_ticks_ms[b] += row.gpu_ticks_ms[b];
         report.total.cost[b] += row.cost[b];
@@ -233,6 +251,10 @@ double UsageRow::gpu_hours(Bucket b) const {
   return static_cast<double>(gpu_ticks_ms[static_cast<size_t>(b)]) /
          static_cast<double>(kShareScale * kMsPerHour);
 }
+double UsageRow::idle_cause_gpu_hours(IdleCause c) const {
+  return static_cast<double>(idle_cause_ticks_ms[static_cast<size_t>(c)]) /
+         static_cast<double>(kShareScale * kMsPerHour);
+}
 double UsageRow::total_gpu_hours() const {
   return static_cast<double>(total_ticks_ms()) / static_cast<double>(kShareScale * kMsPerHour);
 }
@@ -300,7 +322,8 @@ Result<int64_t> Ledger::RefreshRollups() {
       if (dev != nullptr && dev->in_service_ms > 0) {
         TimeRange hours{dirty[run].hour_ms, dirty[end - 1].hour_ms + kMsPerHour};
         GPULEDGER_ASSIGN_OR_RETURN(
-            samples, store_->Samples(dev->id, {hours.begin_ms - limit, hours.end_ms + limit}));
+            samples, store_->Samples(dev->id, {hours.begin_ms - limit - store::kIdleContextMs,
+                                               hours.end_ms + limit + store::kIdleContextMs}));
         GPULEDGER_ASSIGN_OR_RETURN(allocs, store_->Allocations(dev->id, hours));
       }
       for (size_t k = run; k < end; ++k) {
@@ -316,6 +339,7 @@ Result<int64_t> Ledger::RefreshRollups() {
           auto& h = by_job[p.job_id];
           h.ms[static_cast<size_t>(p.bucket)] += p.ms;
           if (p.coarse) h.coarse_ms += p.ms;
+          if (p.bucket == Bucket::kAllocatedIdle) h.idle_causes[static_cast<size_t>(p.cause)] += p.ms;
           by_minute[p.minute_ms].ms[static_cast<size_t>(p.bucket)] += p.ms;
         });
         for (auto& [job, row] : by_job) {
@@ -374,6 +398,7 @@ Result<UsageReport> Ledger::Usage(const TimeRange& window, const std::vector<Dim
           acc.Add(*dev, s.job_id, b, ms, b == Bucket::kActive ? s.coarse_ms : 0, price);
           covered[s.device_id] += ms;
         }
+        acc.AddIdleCauses(*dev, s.job_id, s.idle_causes);
       }
       // Time in service that no rollup covers (no data at all) is unmonitored.
       for (const store::DeviceRecord& dev : fleet.devices()) {
@@ -402,13 +427,19 @@ Result<UsageReport> Ledger::Usage(const TimeRange& window, const std::vector<Dim
       if (span.empty()) continue;
       int64_t limit = StalenessLimitMs(dev.device, options_.staleness_override_ms);
       GPULEDGER_ASSIGN_OR_RETURN(
-          auto samples, store_->Samples(dev.id, {span.begin_ms - limit, span.end_ms + limit}));
+          auto samples, store_->Samples(dev.id, {span.begin_ms - limit - store::kIdleContextMs,
+                                                 span.end_ms + limit + store::kIdleContextMs}));
       GPULEDGER_ASSIGN_OR_RETURN(auto allocs, store_->Allocations(dev.id, span));
       auto price = fleet.PriceAt(dev, span.begin_ms);
       DeviceTimeline t{span, limit, samples, allocs,
                        [&](const std::string& key) { return fleet.JobIdOf(key); }};
       Attribute(t, [&](const Piece& p) {
         acc.Add(dev, p.job_id, p.bucket, p.ms, p.coarse ? p.ms : 0, price);
+        if (p.bucket == Bucket::kAllocatedIdle) {
+          std::array<int64_t, kIdleCauseCount> causes{};
+          causes[static_cast<size_t>(p.cause)] = p.ms;
+          acc.AddIdleCauses(dev, p.job_id, causes);
+        }
       });
     }
   }
@@ -450,6 +481,7 @@ Result<ChargebackReport> Ledger::Chargeback(const TimeRange& period, bool share_
     line.idle_gpu_hours = row.gpu_hours(Bucket::kAllocatedIdle);
     line.gpu_hours = line.active_gpu_hours + line.idle_gpu_hours;
     line.direct_cost = row.cost[0] + row.cost[1];
+    line.idle_cost_by_cause = row.idle_cause_cost;
     report.lines.push_back(std::move(line));
   }
   std::sort(report.lines.begin(), report.lines.end(), [](const auto& a, const auto& b) {

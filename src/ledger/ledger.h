@@ -41,6 +41,10 @@ struct UsageRow {
   std::array<Money, kBucketCount> cost{};
   int64_t coarse_ticks_ms = 0;  // allocated time whose activity came from gpu_util
   int64_t unpriced_ticks_ms = 0;
+  // allocated_idle split by estimated cause; each adds up to its bucket exactly.
+  std::array<int64_t, kIdleCauseCount> idle_cause_ticks_ms{};
+  std::array<Money, kIdleCauseCount> idle_cause_cost{};
+  double idle_cause_gpu_hours(IdleCause c) const;
 
   int64_t total_ticks_ms() const;
   double gpu_hours(Bucket b) const;
@@ -71,6 +75,7 @@ struct ChargebackLine {
   double idle_gpu_hours = 0;
   Money direct_cost;       // active + allocated_idle
   Money shared_idle_cost;  // with --share-idle: this line's share of unused capacity
+  std::array<Money, kIdleCauseCount> idle_cost_by_cause{};  // allocated_idle, by cause
   Money total_cost() const { return direct_cost + shared_idle_cost; }
 };
 

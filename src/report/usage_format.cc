@@ -61,6 +61,12 @@ nlohmann::json RowJson(const UsageRow& r, const std::vector<ledger::Dimension>& 
     buckets[std::string(BucketName(b))] = {{"gpu_hours", r.gpu_hours(b)},
                                            {"cost", r.cost[static_cast<size_t>(b)].ToString()}};
   }
+  nlohmann::json causes = nlohmann::json::object();
+  for (IdleCause c : kAllIdleCauses) {
+    causes[std::string(IdleCauseName(c))] = {{"gpu_hours", r.idle_cause_gpu_hours(c)},
+                                             {"cost", r.idle_cause_cost[static_cast<size_t>(c)].ToString()}};
+  }
+  buckets["allocated_idle"]["causes"] = causes;
   j["buckets"] = buckets;
   j["gpu_hours"] = r.total_gpu_hours();
   j["cost"] = r.total_cost().ToString();
@@ -113,12 +119,17 @@ std::string RenderUsage(const ledger::UsageReport& r, Format f) {
     out += "gpu_hours";
     for (Bucket b : kAllBuckets) out += fmt::format(",{}_gpu_hours", BucketName(b));
     for (Bucket b : kAllBuckets) out += fmt::format(",{}_cost", BucketName(b));
+    for (IdleCause c : kAllIdleCauses) out += fmt::format(",{}_gpu_hours,{}_cost", IdleCauseName(c), IdleCauseName(c));
     out += ",cost,effective_utilization,allocated_efficiency,activity_source\n";
     auto line = [&](const UsageRow& row) {
       for (const auto& k : row.key) out += CsvField(k) + ",";
       out += fmt::format("{:.6f}", row.total_gpu_hours());
       for (Bucket b : kAllBuckets) out += fmt::format(",{:.6f}", row.gpu_hours(b));
       for (Bucket b : kAllBuckets) out += "," + row.cost[static_cast<size_t>(b)].ToString();
+      for (IdleCause c : kAllIdleCauses) {
+        out += fmt::format(",{:.6f},{}", row.idle_cause_gpu_hours(c),
+                           row.idle_cause_cost[static_cast<size_t>(c)].ToString());
+      }
       out += fmt::format(",{},{:.6f},{:.6f},{}\n", row.total_cost().ToString(),
                          row.effective_utilization(), row.allocated_efficiency(),
                          row.activity_source());
@@ -157,6 +168,11 @@ std::string RenderChargeback(const ledger::ChargebackReport& r, Format f) {
                             {"idle_gpu_hours", l.idle_gpu_hours},
                             {"direct_cost", l.direct_cost.ToString()},
                             {"shared_idle_cost", l.shared_idle_cost.ToString()},
+                            {"idle_cost_by_cause",
+                             {{"input_stall", l.idle_cost_by_cause[0].ToString()},
+                              {"checkpoint_stall", l.idle_cost_by_cause[1].ToString()},
+                              {"held_idle", l.idle_cost_by_cause[2].ToString()},
+                              {"other", l.idle_cost_by_cause[3].ToString()}}},
                             {"total_cost", l.total_cost().ToString()}});
     }
     j["total"] = r.total.ToString();
@@ -165,12 +181,15 @@ std::string RenderChargeback(const ledger::ChargebackReport& r, Format f) {
   if (f == Format::kCsv) {
     std::string out =
         "period_start,period_end,team,project,gpu_hours,active_gpu_hours,idle_gpu_hours,"
-        "direct_cost,shared_idle_cost,total_cost\n";
+        "direct_cost,shared_idle_cost,total_cost,input_stall_cost,checkpoint_stall_cost,"
+        "held_idle_cost,other_idle_cost\n";
     for (const auto& l : r.lines) {
-      out += fmt::format("{},{},{},{},{:.6f},{:.6f},{:.6f},{},{},{}\n", from, to, CsvField(l.team),
-                         CsvField(l.project), l.gpu_hours, l.active_gpu_hours, l.idle_gpu_hours,
-                         l.direct_cost.ToString(), l.shared_idle_cost.ToString(),
-                         l.total_cost().ToString());
+      out += fmt::format("{},{},{},{},{:.6f},{:.6f},{:.6f},{},{},{},{},{},{},{}\n", from, to,
+                         CsvField(l.team), CsvField(l.project), l.gpu_hours, l.active_gpu_hours,
+                         l.idle_gpu_hours, l.direct_cost.ToString(), l.shared_idle_cost.ToString(),
+                         l.total_cost().ToString(), l.idle_cost_by_cause[0].ToString(),
+                         l.idle_cost_by_cause[1].ToString(), l.idle_cost_by_cause[2].ToString(),
+                         l.idle_cost_by_cause[3].ToString());
     }
     return out;
   }

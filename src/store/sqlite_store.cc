@@ -63,6 +63,18 @@ std::vector<std::string> Migrations() {
       "CREATE TABLE prices(id INTEGER PRIMARY KEY, model TEXT NOT NULL, pool TEXT NOT NULL,"
       "  capacity_type TEXT NOT NULL, micros_per_hour INTEGER NOT NULL, begin_ms INTEGER NOT NULL,"
       "  end_ms INTEGER NOT NULL);",
+      // 2: idle causes. The agent's gap profile and process count per sample; hour
+      // rollups split allocated_idle by cause (other = idle - the three).
+      "ALTER TABLE samples ADD COLUMN process_count INTEGER;"
+      "ALTER TABLE samples ADD COLUMN gap_interval_ms INTEGER;"
+      "ALTER TABLE samples ADD COLUMN gap_idle_ms INTEGER;"
+      "ALTER TABLE samples ADD COLUMN gap_short_idle_ms INTEGER;"
+      "ALTER TABLE rollup_hour ADD COLUMN input_stall_ms INTEGER NOT NULL DEFAULT 0;"
+      "ALTER TABLE rollup_hour ADD COLUMN checkpoint_stall_ms INTEGER NOT NULL DEFAULT 0;"
+      "ALTER TABLE rollup_hour ADD COLUMN held_idle_ms INTEGER NOT NULL DEFAULT 0;"
+      // Rollups built before this version have no causes: rebuild them all.
+      "INSERT OR REPLACE INTO dirty_hours(device_id, hour_ms, generation)"
+      "  SELECT DISTINCT device_id, hour_ms, 0 FROM rollup_hour;",
   };
 }
 
@@ -289,6 +301,10 @@ class SqliteStore final : public Store {
       s.fb_used_mib = FromScaled(q.OptInt(6), 1);
       s.power_watts = FromScaled(q.OptInt(7), 10);
       s.health = static_cast<Health>(q.Int(8));
+      if (auto n = q.OptInt(9)) s.process_count = static_cast<int32_t>(*n);
+      if (auto interval = q.OptInt(10)) {
+        s.gaps = IdleGaps{*interval, q.OptInt(11).value_or(0), q.OptInt(12).value_or(0)};
+      }
       out.push_back(std::move(s));
     }
     Stmt& p = S(kProcessesOfDevice).Reset();
@@ -343,6 +359,9 @@ class SqliteStore final : public Store {
         ins.Bind(1, r.period_ms).Bind(2, r.device_id).Bind(3, r.job_id);
         for (size_t b = 0; b < kBucketCount; ++b) ins.Bind(static_cast<int>(4 + b), r.ms[b]);
         ins.Bind(9, r.coarse_ms);
+        for (size_t c = 0; c + 1 < kIdleCauseCount; ++c) {
+          ins.Bind(static_cast<int>(10 + c), r.idle_causes[c]);
+        }
         GPULEDGER_RETURN_IF_ERROR(Done(ins));
       }
       if (!minute_rows.empty()) {
@@ -385,6 +404,13 @@ class SqliteStore final : public Store {
         r.ms[b] += sqlite3_column_int64(st, static_cast<int>(2 + b));
       }
       r.coarse_ms += sqlite3_column_int64(st, 7);
+      int64_t named = 0;
+      for (size_t c = 0; c + 1 < kIdleCauseCount; ++c) {
+        int64_t v = sqlite3_column_int64(st, static_cast<int>(8 + c));
+        r.idle_causes[c] += v;
+        named += v;
+      }
+      r.idle_causes[kIdleCauseCount - 1] += sqlite3_column_int64(st, 3) - named;
     }
     return out;
   }
@@ -543,8 +569,8 @@ class SqliteStore final : public Store {
          "UPDATE allocations SET to_ms=?4 WHERE device_id=?1 AND job_id=?2 AND from_ms=?3"},
         {kInsertSample,
          "INSERT INTO samples(device_id, t_ms, sm_active, sm_occupancy, tensor_active,"
-         " dram_active, gpu_util, fb_used_mib, power_dw, health)"
-         " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)"},
+         " dram_active, gpu_util, fb_used_mib, power_dw, health, process_count, gap_interval_ms,"
+         " gap_idle_ms, gap_short_idle_ms) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)"},
         {kInsertProcess,
          "INSERT INTO process_samples(device_id, t_ms, pid, job_key, fb_used_mib, sm_share)"
          " VALUES(?1,?2,?3,?4,?5,?6)"},
@@ -566,7 +592,8 @@ class SqliteStore final : public Store {
          " AND (to_ms IS NULL OR to_ms > ?2) ORDER BY device_id, from_ms, job_id"},
         {kSamplesOfDevice,
          "SELECT t_ms, sm_active, sm_occupancy, tensor_active, dram_active, gpu_util,"
-         " fb_used_mib, power_dw, health FROM samples"
+         " fb_used_mib, power_dw, health, process_count, gap_interval_ms, gap_idle_ms,"
+         " gap_short_idle_ms FROM samples"
          " WHERE device_id=?1 AND t_ms >= ?2 AND t_ms <= ?3 ORDER BY t_ms"},
         {kProcessesOfDevice,
          "SELECT t_ms, pid, job_key, fb_used_mib, sm_share FROM process_samples"
@@ -577,13 +604,15 @@ class SqliteStore final : public Store {
         {kDeleteMinuteRollup, "DELETE FROM rollup_minute WHERE hour_ms=?1 AND device_id=?2"},
         {kInsertHourRollup,
          "INSERT INTO rollup_hour(hour_ms, device_id, job_id, active_ms, idle_ms, unallocated_ms,"
-         " unavailable_ms, unmonitored_ms, coarse_ms) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)"},
+         " unavailable_ms, unmonitored_ms, coarse_ms, input_stall_ms, checkpoint_stall_ms,"
+         " held_idle_ms) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)"},
         {kInsertMinuteRollup,
          "INSERT INTO rollup_minute(hour_ms, device_id, buckets) VALUES(?1,?2,?3)"},
         {kClearDirty, "DELETE FROM dirty_hours WHERE device_id=?1 AND hour_ms=?2 AND generation=?3"},
         {kSumHourRollups,
          "SELECT device_id, job_id, active_ms, idle_ms, unallocated_ms, unavailable_ms,"
-         " unmonitored_ms, coarse_ms FROM rollup_hour WHERE hour_ms >= ?1 AND hour_ms < ?2"},
+         " unmonitored_ms, coarse_ms, input_stall_ms, checkpoint_stall_ms, held_idle_ms"
+         " FROM rollup_hour WHERE hour_ms >= ?1 AND hour_ms < ?2"},
         {kScanMinuteRollups,
          "SELECT hour_ms, device_id, buckets FROM rollup_minute WHERE hour_ms >= ?1 AND hour_ms < ?2"
          " ORDER BY hour_ms, device_id"},
@@ -776,6 +805,10 @@ class SqliteStore final : public Store {
       s.Bind(5, ToScaled(smp.tensor_active, kRatioScale)).Bind(6, ToScaled(smp.dram_active, kRatioScale));
       s.Bind(7, ToScaled(smp.gpu_util, kRatioScale)).Bind(8, ToScaled(smp.fb_used_mib, 1));
       s.Bind(9, ToScaled(smp.power_watts, 10)).Bind(10, static_cast<int64_t>(smp.health));
+      if (smp.process_count) s.Bind(11, int64_t{*smp.process_count});
+      if (smp.gaps) {
+        s.Bind(12, smp.gaps->interval_ms).Bind(13, smp.gaps->idle_ms).Bind(14, smp.gaps->short_idle_ms);
+      }
       if (int rc = s.Step(); rc != SQLITE_DONE) {
         if (rc == SQLITE_CONSTRAINT) {
           return bad(fmt::format("samples[{}]", i),
@@ -794,7 +827,9 @@ class SqliteStore final : public Store {
       auto& [in_service, last] = DeviceState(*id, pending);
       in_service = in_service == 0 ? smp.t_ms : std::min(in_service, smp.t_ms);
       last = std::max(last, smp.t_ms);
-      mark(*id, smp.t_ms - kMaxStalenessMs, smp.t_ms + kMaxStalenessMs);
+      // A sample changes the hours it covers and those whose idle causes it informs.
+      mark(*id, smp.t_ms - kMaxStalenessMs - kIdleContextMs,
+           smp.t_ms + kMaxStalenessMs + kIdleContextMs);
     }
 
     for (size_t i = 0; i < b.allocations.size(); ++i) {

@@ -71,11 +71,12 @@ TEST_F(SqliteStoreTest, AppliesABatchAndReadsItBack) {
   auto allocs = *store_->Allocations(devices[0].id, {kT0, kT0 + 1});
   ASSERT_EQ(allocs.size(), 1u);
   EXPECT_FALSE(allocs[0].to_ms.has_value());
-  // The hour of the samples (and the one before, within the staleness reach) are dirty.
+  // The hours the samples cover, and those within the reach of the staleness limit and
+  // the idle-cause context around them, are dirty: 04:00 to 11:00 for samples at 08:00.
   auto dirty = *store_->DirtyHours(100);
-  ASSERT_EQ(dirty.size(), 2u);
-  EXPECT_EQ(dirty[0].hour_ms, kT0 - kMsPerHour);
-  EXPECT_EQ(dirty[1].hour_ms, kT0);
+  ASSERT_EQ(dirty.size(), 8u);
+  EXPECT_EQ(dirty.front().hour_ms, kT0 - 4 * kMsPerHour);
+  EXPECT_EQ(dirty.back().hour_ms, kT0 + 3 * kMsPerHour);
 }
 
 TEST_F(SqliteStoreTest, ARetriedBatchIsNotAppliedTwice) {
@@ -179,23 +180,32 @@ TEST_F(SqliteStoreTest, MigSlicesNameTheirParent) {
   EXPECT_EQ(slice->device.share, (Share{3, 7}));
 }
 
+// The dirty mark of the samples' own hour (08:00).
+DirtyHour HourOfSamples(Store& s) {
+  for (const DirtyHour& d : *s.DirtyHours(100)) {
+    if (d.hour_ms == kT0) return d;
+  }
+  ADD_FAILURE() << "08:00 is not dirty";
+  return {};
+}
+
 TEST_F(SqliteStoreTest, RollupsReplaceAndSum) {
   ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
-  auto dirty = *store_->DirtyHours(10);
+  DirtyHour own = HourOfSamples(*store_);
   RollupRow row{kT0, 1, 1, {100, 200, 0, 0, 50}, 0};
-  ASSERT_TRUE(store_->WriteRollups({{dirty[1], {row}, {}}}).ok());
-  ASSERT_TRUE(store_->WriteRollups({{dirty[1], {row}, {}}}).ok());  // replaced, not added
+  ASSERT_TRUE(store_->WriteRollups({{own, {row}, {}}}).ok());
+  ASSERT_TRUE(store_->WriteRollups({{own, {row}, {}}}).ok());  // replaced, not added
   RollupRow next{kT0 + kMsPerHour, 1, 1, {1, 2, 3, 4, 5}, 1};
   ASSERT_TRUE(store_->WriteRollups({{{1, kT0 + kMsPerHour, 0}, {next}, {}}}).ok());
   auto sums = *store_->SumHourRollups({kT0, kT0 + 2 * kMsPerHour});
   ASSERT_EQ(sums.size(), 1u);
   EXPECT_EQ(sums[0].ms, (std::array<int64_t, kBucketCount>{101, 202, 3, 4, 55}));
-  EXPECT_EQ(store_->DirtyHours(10)->size(), 1u);  // the hour before is still dirty
+  EXPECT_EQ(store_->DirtyHours(100)->size(), 7u);  // the others are still dirty
 }
 
 TEST_F(SqliteStoreTest, ADirtyMarkNewerThanTheRollupSurvivesIt) {
   ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
-  auto dirty = *store_->DirtyHours(10);
+  DirtyHour own = HourOfSamples(*store_);
   Batch more;
   more.batch_id = "b2";
   Sample s;
@@ -204,9 +214,9 @@ TEST_F(SqliteStoreTest, ADirtyMarkNewerThanTheRollupSurvivesIt) {
   s.sm_active = 1;
   more.samples.push_back(s);
   ASSERT_TRUE(store_->ApplyBatch(more).ok());
-  ASSERT_TRUE(store_->WriteRollups({{dirty[1], {}, {}}}).ok());
-  auto still = *store_->DirtyHours(10);
-  EXPECT_EQ(still.size(), 2u);
+  ASSERT_TRUE(store_->WriteRollups({{own, {}, {}}}).ok());
+  auto still = *store_->DirtyHours(100);
+  EXPECT_EQ(still.size(), 8u);
 }
 
 TEST_F(SqliteStoreTest, PriceBookAndDataSurviveReopening) {

@@ -22,6 +22,9 @@ namespace gpuledger::store {
 // The widest staleness limit any device can have; bounds how far a sample's coverage
 // reaches, and so which rollup hours a new sample can change.
 inline constexpr int64_t kMaxStalenessMs = 5 * kMsPerMinute;
+// How far around a sample the ledger looks to tell why a GPU idled (runs of idle
+// samples, recurring checkpoint gaps): docs/idle-causes.md.
+inline constexpr int64_t kIdleContextMs = 3 * kMsPerHour;
 
 struct DeviceRecord {
   int64_t id = 0;
@@ -51,6 +54,8 @@ struct RollupRow {
   int64_t job_id = 0;     // 0: the device's capacity held by no job
   std::array<int64_t, kBucketCount> ms{};
   int64_t coarse_ms = 0;
+  // allocated_idle by cause; adds up to ms[kAllocatedIdle]. Hour rows only.
+  std::array<int64_t, kIdleCauseCount> idle_causes{};
 };
 
 // Hour rollups summed over a range of hours, per device and job.
@@ -59,6 +64,7 @@ struct RollupSum {
   int64_t job_id = 0;
   std::array<int64_t, kBucketCount> ms{};
   int64_t coarse_ms = 0;
+  std::array<int64_t, kIdleCauseCount> idle_causes{};
 };
 
 struct DirtyHour {

@@ -292,6 +292,29 @@ class Reader {
     return Status::Ok();
   }
 
+  Status Gaps(element e, const Path& p, IdleGaps& g) {
+    object o;
+    GPULEDGER_RETURN_IF_ERROR(Object(e, p, o));
+    bool has_interval = false;
+    for (auto [key, v] : o) {
+      Path f = p.Field(key);
+      if (key == "interval_ms") {
+        GPULEDGER_RETURN_IF_ERROR(Int(v, f, g.interval_ms, 1, kMsPerDay));
+        has_interval = true;
+      } else if (key == "idle_ms") {
+        GPULEDGER_RETURN_IF_ERROR(Int(v, f, g.idle_ms, 0, kMsPerDay));
+      } else if (key == "short_idle_ms") {
+        GPULEDGER_RETURN_IF_ERROR(Int(v, f, g.short_idle_ms, 0, kMsPerDay));
+      } else {
+        return Bad(f, "unknown field");
+      }
+    }
+    if (!has_interval) return Bad(p.Field("interval_ms"), "missing");
+    if (g.idle_ms > g.interval_ms) return Bad(p.Field("idle_ms"), "longer than interval_ms");
+    if (g.short_idle_ms > g.idle_ms) return Bad(p.Field("short_idle_ms"), "longer than idle_ms");
+    return Status::Ok();
+  }
+
   Status Sample(element e, const Path& p, gpuledger::Sample& s) {
     object o;
     GPULEDGER_RETURN_IF_ERROR(Object(e, p, o));
@@ -324,6 +347,12 @@ class Reader {
         auto parsed = ParseHealth(h);
         if (!parsed.ok()) return Bad(f, parsed.status().message());
         s.health = *parsed;
+      } else if (key == "process_count") {
+        int64_t n = 0;
+        GPULEDGER_RETURN_IF_ERROR(Int(v, f, n, 0, 1'000'000));
+        s.process_count = static_cast<int32_t>(n);
+      } else if (key == "gaps") {
+        GPULEDGER_RETURN_IF_ERROR(Gaps(v, f, s.gaps.emplace()));
       } else if (key == "processes") {
         array procs;
         GPULEDGER_RETURN_IF_ERROR(Array(v, f, procs, limits_.max_processes_per_sample));
@@ -552,6 +581,12 @@ std::string WriteBatch(const Batch& b) {
     NumField(out, f, "fb_used_mib", s.fb_used_mib);
     NumField(out, f, "power_watts", s.power_watts);
     if (s.health != Health::kOk) StrField(out, f, "health", HealthName(s.health));
+    if (s.process_count) IntField(out, f, "process_count", int64_t{*s.process_count});
+    if (s.gaps) {
+      Key(out, f, "gaps");
+      fmt::format_to(std::back_inserter(out), "{{\"interval_ms\":{},\"idle_ms\":{},\"short_idle_ms\":{}}}",
+                     s.gaps->interval_ms, s.gaps->idle_ms, s.gaps->short_idle_ms);
+    }
     if (!s.processes.empty()) {
       Key(out, f, "processes");
       out.push_back('[');

@@ -29,6 +29,7 @@ const char* kGood = R"({
      "tensor_active": 0.3, "dram_active": 0.2, "gpu_util": 1, "fb_used_mib": 70000,
      "power_watts": 512.5},
     {"device": "GPU-a0", "t": "2026-11-23T08:00:00Z", "gpu_util": 0.5, "health": "degraded",
+     "process_count": 1, "gaps": {"interval_ms": 10000, "idle_ms": 5000, "short_idle_ms": 3000},
      "processes": [{"pid": 4242, "job": "j1", "fb_used_mib": 69000, "sm_share": 0.5}]}
   ]
 })";
@@ -51,6 +52,9 @@ TEST(BatchTest, ParsesAFullDocument) {
   EXPECT_EQ(b->samples[1].activity_source(), ActivitySource::kGpuUtil);
   EXPECT_EQ(b->samples[1].health, Health::kDegraded);
   EXPECT_EQ(b->samples[1].processes[0].pid, 4242);
+  EXPECT_EQ(b->samples[1].process_count, 1);
+  ASSERT_TRUE(b->samples[1].gaps.has_value());
+  EXPECT_EQ(b->samples[1].gaps->short_idle_ms, 3000);
   EXPECT_TRUE(ValidateBatch(*b, kNow).ok());
 }
 
@@ -108,6 +112,12 @@ TEST(BatchTest, BadInputGetsAnErrorNamingBatchAndField) {
        "devices[0].share"},
       {"mig without share", R"({"version":1,"batch_id":"b-9","devices":[{"uuid":"M","parent":"G"}]})",
        "devices[0]: a MIG instance needs"},
+      {"gaps longer than their interval",
+       WithSample(R"({"device":"GPU-1","t":1795420800000,"gpu_util":1,"gaps":{"interval_ms":1000,"idle_ms":2000}})"),
+       "samples[0].gaps.idle_ms: longer than interval_ms"},
+      {"gaps without an interval",
+       WithSample(R"({"device":"GPU-1","t":1795420800000,"gpu_util":1,"gaps":{"idle_ms":2}})"),
+       "samples[0].gaps.interval_ms: missing"},
       {"bad process", WithSample(R"({"device":"GPU-1","t":1795420800000,"gpu_util":1,"processes":[{"job":"x"}]})"),
        "samples[0].processes[0].pid: missing"},
   };
