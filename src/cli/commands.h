@@ -24,7 +24,7 @@ void AddImportCommand(CLI::App& app, CommonOptions& common, Commands& out);
 void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out);  // usage, chargeback
 void AddPricesCommand(CLI::App& app, CommonOptions& common, Commands& out);
 void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out);
-void AddMfuCommand(CLI::App& app, Commands& out);
+void AddMfuCommand(CLI::App& app, CommonOptions& common, Commands& out);
 void AddReportCommand(CLI::App& app, CommonOptions& common, Commands& out);
 void AddRecommendCommand(CLI::App& app, CommonOptions& common, Commands& out);
 // `simulate` runs in its CLI11 callback (src/sim); --from-ledger reads `common`'s store.

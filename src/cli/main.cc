@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
   AddImportCommand(app, common, commands);
   AddUsageCommands(app, common, commands);
   AddPricesCommand(app, common, commands);
-  AddMfuCommand(app, commands);
+  AddMfuCommand(app, common, commands);
   AddReportCommand(app, common, commands);
   AddRecommendCommand(app, common, commands);
   AddSimulateCommand(app, common);

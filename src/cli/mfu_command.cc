@@ -5,11 +5,44 @@
 
 namespace gpuledger::cli {
 
-void AddMfuCommand(CLI::App& app, Commands& out) {
+namespace {
+
+// `gpuledger mfu --job ID`: a recorded job's MFU from its own progress reports.
+int JobMode(const CommonOptions& common, const std::string& job, const std::string& window_text) {
+  SystemClock clock;
+  auto length = ParseDuration(window_text);
+  if (!length.ok()) return Fail(length.status());
+  auto ledger = OpenLedger(common, clock);
+  if (!ledger.ok()) return Fail(ledger.status());
+  TimeRange window = ledger::TrailingWindow(clock.NowMs(), *length);
+  auto e = ledger::JobMfu(**ledger, job, window);
+  if (!e.ok()) return Fail(e.status());
+  std::printf("job %s, %s .. %s\n", job.c_str(), FormatTime(window.begin_ms).c_str(),
+              FormatTime(window.end_ms).c_str());
+  std::printf("GPU-hours held             %.2f\n", e->gpu_hours);
+  if (e->mfu) {
+    std::printf("achieved model FLOPs       %.4g  (from its %s reports)\n", *e->achieved_flops,
+                e->basis.c_str());
+    std::printf("MFU                        %.1f%%\n", *e->mfu * 100.0);
+  } else {
+    std::printf("MFU                        not reported (the job sent no progress)\n");
+  }
+  if (e->hardware_estimate) {
+    std::printf("hardware estimate          %.1f%% of peak  (tensor-pipe activity: an estimate, "
+                "not MFU)\n",
+                *e->hardware_estimate * 100.0);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddMfuCommand(CLI::App& app, CommonOptions& common, Commands& out) {
   struct Opts {
     double parameters = 0, tokens_per_s = 0, step_s = 0, batch = 0;
     int64_t layers = 0, hidden = 0, vocab = 0, seq = 0, gpus = 0;
     std::string gpu = "NVIDIA H100 80GB HBM3", dtype = "bf16";
+    std::string job, window = "7d";
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand(
@@ -23,11 +56,16 @@ void AddMfuCommand(CLI::App& app, Commands& out) {
   sub->add_option("--tokens-per-s", o->tokens_per_s, "training throughput, tokens per second");
   sub->add_option("--step-time", o->step_s, "seconds per optimizer step (with --batch)");
   sub->add_option("--batch", o->batch, "global batch, in sequences (with --step-time)");
-  sub->add_option("--gpus", o->gpus, "GPUs the job holds")->required();
+  sub->add_option("--gpus", o->gpus, "GPUs the job holds");
+  sub->add_option("--job", o->job, "instead: a recorded job's MFU from its progress reports");
+  sub->add_option("--window", o->window, "with --job: the last whole hours up to now")
+      ->capture_default_str();
+  AddCommonOptions(*sub, common);
   sub->add_option("--gpu", o->gpu, "GPU model (NVML name or short: H100, A100, L40S, ...)")
       ->capture_default_str();
   sub->add_option("--dtype", o->dtype, "bf16, fp16, fp8, tf32 or fp32")->capture_default_str();
-  out.push_back({sub, [o]() -> int {
+  out.push_back({sub, [o, &common]() -> int {
+                   if (!o->job.empty()) return JobMode(common, o->job, o->window);
                    ledger::MfuInput in;
                    if (o->parameters > 0) in.model.parameters = o->parameters;
                    in.model.layers = o->layers;

@@ -39,6 +39,16 @@ Status ValidateBatch(const Batch& b, int64_t now_ms, int64_t max_future_skew_ms)
                  fmt::format("{} is in the future (now {})", FormatTime(a.from_ms), FormatTime(now_ms)));
     }
   }
+  for (size_t i = 0; i < b.progress.size(); ++i) {
+    const Progress& p = b.progress[i];
+    if (!p.tokens && !p.model_flops) {
+      return bad(fmt::format("progress[{}]", i), "needs tokens or model_flops");
+    }
+    if (p.t_ms > now_ms + max_future_skew_ms) {
+      return bad(fmt::format("progress[{}].t", i),
+                 fmt::format("{} is in the future (now {})", FormatTime(p.t_ms), FormatTime(now_ms)));
+    }
+  }
   std::unordered_map<std::string_view, int64_t> last_t;
   last_t.reserve(64);
   for (size_t i = 0; i < b.samples.size(); ++i) {

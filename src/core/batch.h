@@ -19,6 +19,7 @@ struct Batch {
   std::vector<Job> jobs;
   std::vector<Allocation> allocations;
   std::vector<Sample> samples;
+  std::vector<Progress> progress;
   // FNV-1a 64 of the document's bytes when parsed from text (0 otherwise): a batch id
   // reused for different content is told apart from an honest retry.
   uint64_t content_digest = 0;

@@ -117,6 +117,22 @@ struct Job {
   std::optional<int64_t> submit_ms;
   std::optional<int64_t> start_ms;
   std::optional<int64_t> end_ms;
+  // What a training job trains, for MFU from its token counts (all optional).
+  std::optional<double> model_parameters;
+  int64_t model_layers = 0;
+  int64_t model_hidden = 0;
+  int64_t model_sequence = 0;
+  std::string model_dtype;  // "bf16" when empty
+};
+
+// A job's own report of the work it did over (t_ms - interval_ms, t_ms]: tokens trained,
+// or model FLOPs directly.
+struct Progress {
+  std::string job_id;
+  int64_t t_ms = 0;
+  int64_t interval_ms = 0;
+  std::optional<double> tokens;
+  std::optional<double> model_flops;
 };
 
 // A job holding a device over [from_ms, to_ms); to_ms empty while it runs.

@@ -29,6 +29,7 @@ struct SimJob {
   int64_t ckpt_len_ms = 0;      // ... for this long, idle
   int64_t active_until_ms = 0;  // notebooks: worked on until then, then forgotten
   double mem_ratio = 0.9;       // share of device memory held
+  double mfu_when_busy = 0;     // training: model FLOPs per busy second, over peak
 };
 
 struct Tenancy {
@@ -259,6 +260,16 @@ struct DemoFleet::Impl {
       j.stall = Uniform(0, 1) < 0.3 ? Uniform(0.25, 0.45) : Uniform(0.02, 0.12);
       j.ckpt_period_ms = (30 + UniformInt(0, 3) * 10) * kMsPerMinute;
       j.ckpt_len_ms = UniformInt(2, 5) * kMsPerMinute;
+      // What it trains: a dense decoder of one of a few sizes, in bf16.
+      static const struct { double params; int64_t layers, hidden; } kModels[] = {
+          {1.3e9, 24, 2048}, {7e9, 32, 4096}, {13e9, 40, 5120}, {34e9, 48, 8192}};
+      const auto& m = kModels[static_cast<size_t>(UniformInt(0, 3))];
+      j.d.job.model_parameters = m.params;
+      j.d.job.model_layers = m.layers;
+      j.d.job.model_hidden = m.hidden;
+      j.d.job.model_sequence = 4096;
+      j.d.job.model_dtype = "bf16";
+      j.mfu_when_busy = Uniform(0.45, 0.6);
       j.mem_ratio = Uniform(0.85, 0.97);
       j.d.from_ms = start;
       j.d.to_ms = start + duration;
@@ -455,6 +466,31 @@ struct DemoFleet::Impl {
       }
     }
     for (const auto& [j, unused] : jobs_here) b.jobs.push_back(jobs[j].d.job);
+    // Training jobs report the tokens they trained, from the node that holds their first
+    // GPU: every ten minutes, what their GPUs' busy time at their efficiency amounts to.
+    for (size_t k = 0; k < jobs.size(); ++k) {
+      const SimJob& j = jobs[k];
+      if (j.pattern != Pattern::kTraining || j.d.devices.empty() ||
+          j.d.devices.front() != devices[node.devices.front()].uuid) {
+        continue;
+      }
+      double per_token = 6.0 * *j.d.job.model_parameters +
+                         12.0 * static_cast<double>(j.d.job.model_layers * j.d.job.model_hidden *
+                                                    j.d.job.model_sequence);
+      const int64_t step = 10 * kMsPerMinute;
+      for (int64_t t = h + step; t <= h + kMsPerHour; t += step) {
+        if (t <= j.d.from_ms || t - step < j.d.from_ms || t > std::min(j.d.to_ms, end)) continue;
+        double busy = 0;
+        for (int64_t x = t - step + opt.sample_interval_ms; x <= t; x += opt.sample_interval_ms) {
+          const SimJob* held = nullptr;
+          busy += Activity(node.devices.front(), x, &held);
+        }
+        busy /= static_cast<double>(step / opt.sample_interval_ms);
+        double flops = busy * j.mfu_when_busy * 989.4e12 * static_cast<double>(j.d.devices.size()) *
+                       static_cast<double>(step) / 1000.0;
+        b.progress.push_back(Progress{j.d.job.id, t, step, std::round(flops / per_token), std::nullopt});
+      }
+    }
     // Samples at h (first hour only, as the baseline), then every interval up to h + 1h.
     int64_t first = h == opt.start_ms ? h : h + opt.sample_interval_ms;
     for (int64_t t = first; t <= h + kMsPerHour; t += opt.sample_interval_ms) {

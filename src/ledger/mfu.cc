@@ -1,5 +1,7 @@
 #include "ledger/mfu.h"
 
+#include "ledger/ledger.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -142,6 +144,78 @@ Result<MfuResult> ComputeMfu(const MfuInput& in) {
 
 double HardwareFlopsEstimate(double tensor_active_ratio, double peak_flops) {
   return std::clamp(tensor_active_ratio, 0.0, 1.0) * peak_flops;
+}
+
+Result<JobEfficiency> JobMfu(Ledger& ledger, const std::string& job_id, const TimeRange& window) {
+  store::Store& store = ledger.store();
+  GPULEDGER_ASSIGN_OR_RETURN(auto jobs, store.ListJobs());
+  const store::JobRecord* job = nullptr;
+  for (const auto& j : jobs) {
+    if (j.job.id == job_id) job = &j;
+  }
+  if (job == nullptr) return NotFound(fmt::format("no job {}", job_id));
+  Dtype dtype = Dtype::kBf16;
+  if (!job->job.model_dtype.empty()) {
+    GPULEDGER_ASSIGN_OR_RETURN(dtype, ParseDtype(job->job.model_dtype));
+  }
+  GPULEDGER_ASSIGN_OR_RETURN(auto devices, store.ListDevices());
+  GPULEDGER_ASSIGN_OR_RETURN(auto allocations, store.AllocationsOverlapping(window));
+  JobEfficiency e;
+  e.job_id = job_id;
+  double tensor_weighted = 0, tensor_weight = 0;
+  for (const auto& a : allocations) {
+    if (a.job_id != job->id) continue;
+    const store::DeviceRecord* dev = nullptr;
+    for (const auto& d : devices) {
+      if (d.id == a.device_id) dev = &d;
+    }
+    if (dev == nullptr) continue;
+    TimeRange held = window.Intersect({a.from_ms, a.to_ms.value_or(kForever)});
+    double share = static_cast<double>(dev->device.share.num) / static_cast<double>(dev->device.share.den);
+    double seconds = static_cast<double>(held.length_ms()) / 1000.0 * share;
+    GPULEDGER_ASSIGN_OR_RETURN(double peak, PeakFlops(dev->device.model, dtype));
+    e.gpu_hours += seconds / 3600.0;
+    e.peak_flops_capacity += peak * seconds;
+    GPULEDGER_ASSIGN_OR_RETURN(auto samples, store.Samples(dev->id, {held.begin_ms, held.end_ms}));
+    for (const Sample& smp : samples) {
+      if (smp.tensor_active) {
+        tensor_weighted += *smp.tensor_active * peak * share;
+        tensor_weight += peak * share;
+      }
+    }
+  }
+  GPULEDGER_ASSIGN_OR_RETURN(auto progress, store.ProgressOf(job->id, window));
+  if (!progress.empty()) {
+    std::optional<FlopsPerToken> per_token;
+    double flops = 0;
+    for (const Progress& p : progress) {
+      TimeRange interval{p.t_ms - p.interval_ms, p.t_ms};
+      double part = static_cast<double>(interval.Intersect(window).length_ms()) /
+                    static_cast<double>(p.interval_ms);
+      if (p.model_flops) {
+        flops += *p.model_flops * part;
+        e.basis = e.basis.empty() || e.basis == "model_flops" ? "model_flops" : "tokens and model_flops";
+        continue;
+      }
+      if (!per_token) {
+        ModelShape shape{job->job.model_parameters, job->job.model_layers, job->job.model_hidden, 0,
+                         job->job.model_sequence};
+        auto f = TrainingFlopsPerToken(shape);
+        if (!f.ok()) {
+          return FailedPrecondition(fmt::format(
+              "job {} reports tokens but not its model (parameters, or layers and hidden): {}",
+              job_id, f.status().message()));
+        }
+        per_token = *f;
+      }
+      flops += *p.tokens * per_token->total() * part;
+      e.basis = e.basis.empty() || e.basis == "tokens" ? "tokens" : "tokens and model_flops";
+    }
+    e.achieved_flops = flops;
+    if (e.peak_flops_capacity > 0) e.mfu = flops / e.peak_flops_capacity;
+  }
+  if (tensor_weight > 0) e.hardware_estimate = tensor_weighted / tensor_weight;
+  return e;
 }
 
 }  // namespace gpuledger::ledger

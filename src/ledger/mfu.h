@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/time.h"
 
 namespace gpuledger::ledger {
 
@@ -81,5 +82,27 @@ Result<MfuResult> ComputeMfu(const MfuInput& in);
 // tensor pipes' activity ratio x the GPU's peak. An estimate, never MFU: tensor-active
 // time counts any tensor work, useful or not, at whatever precision ran.
 double HardwareFlopsEstimate(double tensor_active_ratio, double peak_flops);
+
+class Ledger;
+
+// A training job's efficiency over a window, from the ledger.
+struct JobEfficiency {
+  std::string job_id;
+  double gpu_hours = 0;             // held, capacity-weighted (a 3/7 slice counts 3/7)
+  double peak_flops_capacity = 0;   // sum over held GPUs of peak x seconds held
+  std::optional<double> achieved_flops;  // from the job's own progress reports
+  std::optional<double> mfu;             // achieved / capacity, when reported
+  std::string basis;                     // "tokens", "model_flops", or "" when none
+  // Without progress reports: mean tensor-pipe activity of the held samples x peak, as a
+  // share of capacity. An estimate, never MFU.
+  std::optional<double> hardware_estimate;
+};
+
+// MFU of `job_id` over `window`: FLOPs from its progress reports (tokens x
+// TrainingFlopsPerToken of its model, or model FLOPs as reported; an interval cut by the
+// window counts in proportion), over the peak of the GPUs it held for the time it held
+// them (each device's model and the job's dtype, bf16 by default). NotFound for an
+// unknown job; FailedPrecondition when tokens are reported but the job's model is not.
+Result<JobEfficiency> JobMfu(Ledger& ledger, const std::string& job_id, const TimeRange& window);
 
 }  // namespace gpuledger::ledger

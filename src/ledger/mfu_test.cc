@@ -85,3 +85,107 @@ TEST(MfuTest, HardwareEstimateIsTensorActivityTimesPeak) {
 
 }  // namespace
 }  // namespace gpuledger::ledger
+
+#include "ledger/test_fixture.h"
+#include "wire/batch.h"
+
+namespace gpuledger::ledger {
+namespace {
+
+using testing::kBaseMs;
+
+// Eight H100s held for an hour by a 7B-parameter model (32 layers, hidden 4096,
+// sequences of 4096) that reports the tokens it trained every ten minutes.
+class JobMfuTest : public ::testing::Test {
+ protected:
+  void Ingest(bool with_model, bool with_progress) {
+    Batch b;
+    b.batch_id = "train";
+    for (int g = 0; g < 8; ++g) {
+      b.devices.push_back(Device{.uuid = "GPU-" + std::to_string(g), .model = "NVIDIA H100 80GB HBM3",
+                                 .pool = "training", .sample_interval_ms = 60'000});
+      b.allocations.push_back({"GPU-" + std::to_string(g), "llm", kBaseMs, kBaseMs + kMsPerHour});
+    }
+    Job j{.id = "llm", .team = "nlp", .kind = JobKind::kTraining};
+    if (with_model) {
+      j.model_parameters = 7e9;
+      j.model_layers = 32;
+      j.model_hidden = 4096;
+      j.model_sequence = 4096;
+    }
+    b.jobs.push_back(j);
+    for (int64_t t = kBaseMs; t <= kBaseMs + kMsPerHour; t += 60'000) {
+      for (int g = 0; g < 8; ++g) {
+        Sample s;
+        s.device_uuid = "GPU-" + std::to_string(g);
+        s.t_ms = t;
+        s.sm_active = 0.9;
+        s.tensor_active = 0.45;
+        b.samples.push_back(s);
+      }
+    }
+    if (with_progress) {
+      for (int k = 1; k <= 6; ++k) {
+        b.progress.push_back(Progress{"llm", kBaseMs + k * 10 * kMsPerMinute, 10 * kMsPerMinute, kTokens, std::nullopt});
+      }
+    }
+    auto r = t_.ledger().Ingest(b);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+
+  static constexpr double kTokens = 3.9e7;  // per ten minutes: 65,000 tokens/s
+  testing::TempLedger t_;
+};
+
+TEST_F(JobMfuTest, FromTokensAndTheModelShape) {
+  Ingest(true, true);
+  auto e = JobMfu(t_.ledger(), "llm", {kBaseMs, kBaseMs + kMsPerHour});
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  double per_token = 6 * 7e9 + 12.0 * 32 * 4096 * 4096;
+  double expected = 6 * kTokens * per_token / (8 * 989.4e12 * 3600);
+  EXPECT_NEAR(*e->mfu, expected, 1e-9);
+  EXPECT_NEAR(*e->mfu, 0.3977, 0.001);
+  EXPECT_EQ(e->basis, "tokens");
+  EXPECT_NEAR(e->gpu_hours, 8.0, 1e-9);
+  EXPECT_NEAR(*e->hardware_estimate, 0.45, 1e-9);
+  // Half the hour: three whole intervals inside, MFU the same.
+  auto half = *JobMfu(t_.ledger(), "llm", {kBaseMs, kBaseMs + 30 * kMsPerMinute});
+  EXPECT_NEAR(*half.mfu, expected, 1e-9);
+  // A window cutting an interval in half counts half its tokens.
+  auto cut = *JobMfu(t_.ledger(), "llm", {kBaseMs + 5 * kMsPerMinute, kBaseMs + 35 * kMsPerMinute});
+  EXPECT_NEAR(*cut.mfu, expected, 1e-9);
+}
+
+TEST_F(JobMfuTest, WithoutReportsOnlyTheLabelledEstimate) {
+  Ingest(true, false);
+  auto e = *JobMfu(t_.ledger(), "llm", {kBaseMs, kBaseMs + kMsPerHour});
+  EXPECT_FALSE(e.mfu.has_value());
+  EXPECT_NEAR(*e.hardware_estimate, 0.45, 1e-9);
+}
+
+TEST_F(JobMfuTest, TokensWithoutAModelAreAnErrorNotANumber) {
+  Ingest(false, true);
+  auto e = JobMfu(t_.ledger(), "llm", {kBaseMs, kBaseMs + kMsPerHour});
+  ASSERT_FALSE(e.ok());
+  EXPECT_THAT(e.status().message(), HasSubstr("reports tokens but not its model"));
+  EXPECT_EQ(JobMfu(t_.ledger(), "nope", {kBaseMs, kBaseMs + 1}).status().code(), StatusCode::kNotFound);
+}
+
+TEST(ProgressReportTest, BadReportsAreRefusedByTheBatch) {
+  auto neg = wire::ParseBatch(
+      R"({"version":1,"batch_id":"p","progress":[{"job":"j","t":1795392600000,"interval_ms":600000,"tokens":-5}]})");
+  ASSERT_FALSE(neg.ok());
+  EXPECT_THAT(neg.status().message(), HasSubstr("batch p: progress[0].tokens: must be within 0.."));
+  auto empty = wire::ParseBatch(
+      R"({"version":1,"batch_id":"p","progress":[{"job":"j","t":1795392600000,"interval_ms":600000}]})");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_THAT(ValidateBatch(*empty, kBaseMs + kMsPerDay).message(), HasSubstr("progress[0]: needs tokens or model_flops"));
+  testing::TempLedger t;
+  auto unknown = wire::ParseBatch(
+      R"({"version":1,"batch_id":"p","progress":[{"job":"ghost","t":1795392600000,"interval_ms":600000,"tokens":5}]})");
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_THAT(t.ledger().Ingest(*unknown).status().message(), HasSubstr("progress[0].job: unknown job ghost"));
+}
+
+}  // namespace
+}  // namespace gpuledger::ledger

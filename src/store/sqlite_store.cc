@@ -75,6 +75,15 @@ std::vector<std::string> Migrations() {
       // Rollups built before this version have no causes: rebuild them all.
       "INSERT OR REPLACE INTO dirty_hours(device_id, hour_ms, generation)"
       "  SELECT DISTINCT device_id, hour_ms, 0 FROM rollup_hour;",
+      // 3: what training jobs train, and their own progress reports (MFU).
+      "ALTER TABLE jobs ADD COLUMN model_parameters REAL;"
+      "ALTER TABLE jobs ADD COLUMN model_layers INTEGER NOT NULL DEFAULT 0;"
+      "ALTER TABLE jobs ADD COLUMN model_hidden INTEGER NOT NULL DEFAULT 0;"
+      "ALTER TABLE jobs ADD COLUMN model_sequence INTEGER NOT NULL DEFAULT 0;"
+      "ALTER TABLE jobs ADD COLUMN model_dtype TEXT NOT NULL DEFAULT '';"
+      "CREATE TABLE progress(job_id INTEGER NOT NULL, t_ms INTEGER NOT NULL,"
+      "  interval_ms INTEGER NOT NULL, tokens REAL, model_flops REAL,"
+      "  PRIMARY KEY(job_id, t_ms))" + wr + ";",
   };
 }
 
@@ -265,6 +274,11 @@ class SqliteStore final : public Store {
       j.submit_ms = q.OptInt(11);
       j.start_ms = q.OptInt(12);
       j.end_ms = q.OptInt(13);
+      j.model_parameters = q.OptDouble(14);
+      j.model_layers = q.Int(15);
+      j.model_hidden = q.Int(16);
+      j.model_sequence = q.Int(17);
+      j.model_dtype = q.Text(18);
       out.push_back(std::move(r));
     }
     return out;
@@ -283,6 +297,22 @@ class SqliteStore final : public Store {
     Stmt& q = S(kAllocationsOverlapping).Reset();
     q.Bind(1, range.end_ms).Bind(2, range.begin_ms);
     return ReadAllocations(q);
+  }
+
+  Result<std::vector<Progress>> ProgressOf(int64_t job_id, const TimeRange& range) override {
+    std::lock_guard lock(mu_);
+    Stmt& q = S(kProgressOf).Reset();
+    q.Bind(1, job_id).Bind(2, range.begin_ms).Bind(3, range.end_ms);
+    std::vector<Progress> out;
+    while (q.Step() == SQLITE_ROW) {
+      Progress p;
+      p.t_ms = q.Int(0);
+      p.interval_ms = q.Int(1);
+      p.tokens = q.OptDouble(2);
+      p.model_flops = q.OptDouble(3);
+      out.push_back(p);
+    }
+    return out;
   }
 
   Result<std::vector<Sample>> Samples(int64_t device_id, const TimeRange& range) override {
@@ -531,7 +561,8 @@ class SqliteStore final : public Store {
     kMarkDirty, kListDevices, kListJobs, kAllocationsOfDevice, kAllocationsOverlapping,
     kSamplesOfDevice, kProcessesOfDevice, kDirtyHours, kDeleteHourRollup, kDeleteMinuteRollup,
     kInsertHourRollup, kInsertMinuteRollup, kClearDirty, kSumHourRollups, kScanMinuteRollups,
-    kLoadPrices, kInsertPrice, kPruneSamples, kPruneProcesses, kStmtCount
+    kLoadPrices, kInsertPrice, kPruneSamples, kPruneProcesses, kInsertProgress, kProgressOf,
+    kStmtCount
   };
 
   Stmt& S(StmtId id) { return *stmts_[id]; }
@@ -552,14 +583,20 @@ class SqliteStore final : public Store {
         {kUpdateDeviceTimes, "UPDATE devices SET in_service_ms=?2, last_sample_ms=?3 WHERE id=?1"},
         {kUpsertJob,
          "INSERT INTO jobs(job_key, team, project, experiment, user_name, kind, pool, priority,"
-         " requested_gpus, requested_mig_profile, submit_ms, start_ms, end_ms)"
-         " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)"
+         " requested_gpus, requested_mig_profile, submit_ms, start_ms, end_ms, model_parameters,"
+         " model_layers, model_hidden, model_sequence, model_dtype)"
+         " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18)"
          " ON CONFLICT(job_key) DO UPDATE SET team=excluded.team, project=excluded.project,"
          " experiment=excluded.experiment, user_name=excluded.user_name, kind=excluded.kind,"
          " pool=excluded.pool, priority=excluded.priority, requested_gpus=excluded.requested_gpus,"
          " requested_mig_profile=excluded.requested_mig_profile,"
          " submit_ms=coalesce(excluded.submit_ms, submit_ms),"
-         " start_ms=coalesce(excluded.start_ms, start_ms), end_ms=coalesce(excluded.end_ms, end_ms)"
+         " start_ms=coalesce(excluded.start_ms, start_ms), end_ms=coalesce(excluded.end_ms, end_ms),"
+         " model_parameters=coalesce(excluded.model_parameters, model_parameters),"
+         " model_layers=max(excluded.model_layers, model_layers),"
+         " model_hidden=max(excluded.model_hidden, model_hidden),"
+         " model_sequence=max(excluded.model_sequence, model_sequence),"
+         " model_dtype=CASE WHEN excluded.model_dtype = '' THEN model_dtype ELSE excluded.model_dtype END"
          " RETURNING id"},
         {kFindAllocation,
          "SELECT to_ms FROM allocations WHERE device_id=?1 AND job_id=?2 AND from_ms=?3"},
@@ -583,7 +620,13 @@ class SqliteStore final : public Store {
          " FROM devices ORDER BY id"},
         {kListJobs,
          "SELECT id, job_key, team, project, experiment, user_name, kind, pool, priority,"
-         " requested_gpus, requested_mig_profile, submit_ms, start_ms, end_ms FROM jobs ORDER BY id"},
+         " requested_gpus, requested_mig_profile, submit_ms, start_ms, end_ms, model_parameters,"
+         " model_layers, model_hidden, model_sequence, model_dtype FROM jobs ORDER BY id"},
+        {kInsertProgress,
+         "INSERT INTO progress(job_id, t_ms, interval_ms, tokens, model_flops) VALUES(?1,?2,?3,?4,?5)"},
+        {kProgressOf,
+         "SELECT t_ms, interval_ms, tokens, model_flops FROM progress WHERE job_id=?1 AND t_ms > ?2"
+         " AND t_ms - interval_ms < ?3 ORDER BY t_ms"},
         {kAllocationsOfDevice,
          "SELECT device_id, job_id, from_ms, to_ms FROM allocations WHERE device_id=?1"
          " AND from_ms < ?2 AND (to_ms IS NULL OR to_ms > ?3) ORDER BY from_ms, job_id"},
@@ -783,6 +826,8 @@ class SqliteStore final : public Store {
       s.Bind(6, kind).Bind(7, j.pool).Bind(8, int64_t{j.priority});
       s.Bind(9, int64_t{j.requested_gpus}).Bind(10, j.requested_mig_profile);
       s.Bind(11, j.submit_ms).Bind(12, j.start_ms).Bind(13, j.end_ms);
+      s.Bind(14, j.model_parameters).Bind(15, j.model_layers).Bind(16, j.model_hidden);
+      s.Bind(17, j.model_sequence).Bind(18, j.model_dtype);
       if (s.Step() != SQLITE_ROW) {
         return Internal(fmt::format("sqlite: upserting job {}: {}", j.id, sqlite3_errmsg(db_)));
       }
@@ -874,6 +919,23 @@ class SqliteStore final : public Store {
       in_service = in_service == 0 ? a.from_ms : std::min(in_service, a.from_ms);
       // An allocation changes every hour it spans up to the device's newest sample.
       mark(*device_id, a.from_ms, std::max(a.to_ms.value_or(a.from_ms), last));
+    }
+
+    for (size_t i = 0; i < b.progress.size(); ++i) {
+      const Progress& p = b.progress[i];
+      auto job_id = JobId(p.job_id, pending);
+      if (!job_id) {
+        return bad(fmt::format("progress[{}].job", i), fmt::format("unknown job {}", p.job_id));
+      }
+      Stmt& ins = S(kInsertProgress).Reset();
+      ins.Bind(1, *job_id).Bind(2, p.t_ms).Bind(3, p.interval_ms).Bind(4, p.tokens).Bind(5, p.model_flops);
+      if (int rc = ins.Step(); rc != SQLITE_DONE) {
+        if (rc == SQLITE_CONSTRAINT) {
+          return bad(fmt::format("progress[{}]", i),
+                     fmt::format("job {} already reported progress at {}", p.job_id, FormatTime(p.t_ms)));
+        }
+        return Internal(fmt::format("sqlite: inserting progress[{}]: {}", i, sqlite3_errmsg(db_)));
+      }
     }
 
     for (auto& [id, st] : pending.device_state) {

@@ -194,6 +194,58 @@ class Reader {
     return Status::Ok();
   }
 
+  // "model": {"parameters": 7e9, "layers": 32, "hidden": 4096, "sequence": 4096,
+  //           "dtype": "bf16"}
+  Status JobModel(element e, const Path& p, gpuledger::Job& j) {
+    object o;
+    GPULEDGER_RETURN_IF_ERROR(Object(e, p, o));
+    for (auto [key, v] : o) {
+      Path f = p.Field(key);
+      if (key == "parameters") {
+        GPULEDGER_RETURN_IF_ERROR(Figure(v, f, j.model_parameters, 1.0, 1e16));
+      } else if (key == "layers") {
+        GPULEDGER_RETURN_IF_ERROR(Int(v, f, j.model_layers, 1, 100'000));
+      } else if (key == "hidden") {
+        GPULEDGER_RETURN_IF_ERROR(Int(v, f, j.model_hidden, 1, 10'000'000));
+      } else if (key == "sequence") {
+        GPULEDGER_RETURN_IF_ERROR(Int(v, f, j.model_sequence, 1, 100'000'000));
+      } else if (key == "dtype") {
+        GPULEDGER_RETURN_IF_ERROR(String(v, f, j.model_dtype, true));
+      } else {
+        return Bad(f, "unknown field");
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status ProgressReport(element e, const Path& p, gpuledger::Progress& r) {
+    object o;
+    GPULEDGER_RETURN_IF_ERROR(Object(e, p, o));
+    bool has_t = false, has_interval = false;
+    for (auto [key, v] : o) {
+      Path f = p.Field(key);
+      if (key == "job") {
+        GPULEDGER_RETURN_IF_ERROR(String(v, f, r.job_id, true));
+      } else if (key == "t") {
+        GPULEDGER_RETURN_IF_ERROR(Time(v, f, r.t_ms));
+        has_t = true;
+      } else if (key == "interval_ms") {
+        GPULEDGER_RETURN_IF_ERROR(Int(v, f, r.interval_ms, 1, 31 * kMsPerDay));
+        has_interval = true;
+      } else if (key == "tokens") {
+        GPULEDGER_RETURN_IF_ERROR(Figure(v, f, r.tokens, 0.0, 1e18));
+      } else if (key == "model_flops") {
+        GPULEDGER_RETURN_IF_ERROR(Figure(v, f, r.model_flops, 0.0, 1e30));
+      } else {
+        return Bad(f, "unknown field");
+      }
+    }
+    if (r.job_id.empty()) return Bad(p.Field("job"), "missing");
+    if (!has_t) return Bad(p.Field("t"), "missing");
+    if (!has_interval) return Bad(p.Field("interval_ms"), "missing");
+    return Status::Ok();
+  }
+
   Status Job(element e, const Path& p, gpuledger::Job& j) {
     object o;
     GPULEDGER_RETURN_IF_ERROR(Object(e, p, o));
@@ -228,6 +280,8 @@ class Reader {
         j.requested_gpus = static_cast<int32_t>(i);
       } else if (key == "requested_mig_profile") {
         GPULEDGER_RETURN_IF_ERROR(String(v, f, j.requested_mig_profile, false));
+      } else if (key == "model") {
+        GPULEDGER_RETURN_IF_ERROR(JobModel(v, f, j));
       } else if (key == "submit") {
         GPULEDGER_RETURN_IF_ERROR(OptionalTime(v, f, j.submit_ms));
       } else if (key == "start") {
@@ -423,6 +477,11 @@ class Reader {
                                        [&](element x, const Path& q, gpuledger::Allocation& a) {
                                          return Allocation(x, q, a);
                                        }));
+      } else if (key == "progress") {
+        GPULEDGER_RETURN_IF_ERROR(List(val, f, limits_.max_jobs, b.progress,
+                                       [&](element x, const Path& q, gpuledger::Progress& r) {
+                                         return ProgressReport(x, q, r);
+                                       }));
       } else if (key == "samples") {
         GPULEDGER_RETURN_IF_ERROR(List(
             val, f, limits_.max_samples, b.samples,
@@ -563,6 +622,25 @@ std::string WriteBatch(const Batch& b) {
     IntField(out, f, "submit", j.submit_ms);
     IntField(out, f, "start", j.start_ms);
     IntField(out, f, "end", j.end_ms);
+    if (j.model_parameters || j.model_layers || j.model_hidden || j.model_sequence ||
+        !j.model_dtype.empty()) {
+      Key(out, f, "model");
+      out.push_back('{');
+      bool mf = true;
+      NumField(out, mf, "parameters", j.model_parameters);
+      if (j.model_layers) IntField(out, mf, "layers", j.model_layers);
+      if (j.model_hidden) IntField(out, mf, "hidden", j.model_hidden);
+      if (j.model_sequence) IntField(out, mf, "sequence", j.model_sequence);
+      StrField(out, mf, "dtype", j.model_dtype);
+      out.push_back('}');
+    }
+  });
+  list("progress", b.progress, [&](const Progress& r, bool& f) {
+    StrField(out, f, "job", r.job_id, true);
+    IntField(out, f, "t", r.t_ms);
+    IntField(out, f, "interval_ms", r.interval_ms);
+    NumField(out, f, "tokens", r.tokens);
+    NumField(out, f, "model_flops", r.model_flops);
   });
   list("allocations", b.allocations, [&](const Allocation& a, bool& f) {
     StrField(out, f, "device", a.device_uuid, true);
