@@ -43,6 +43,7 @@ void AddReportCommand(CLI::App& app, CommonOptions& common, Commands& out) {
   struct Opts {
     std::string week, out, now;
     double target = 0.6;
+    std::vector<std::string> pool_targets;
     bool pdf = false;
   };
   auto o = std::make_shared<Opts>();
@@ -56,6 +57,8 @@ void AddReportCommand(CLI::App& app, CommonOptions& common, Commands& out) {
   weekly->add_option("--target", o->target, "effective-utilization target, 0..1")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
+  weekly->add_option("--pool-target", o->pool_targets,
+                     "a pool's own target, POOL=RATIO (repeatable), e.g. serving=0.4");
   weekly->add_flag("--pdf", o->pdf, "also print it to PDF with headless Chromium");
   weekly->add_option("--now", o->now, "pretend the time is this")->group("");
   out.push_back({weekly, [o, &common]() -> int {
@@ -72,7 +75,24 @@ void AddReportCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    if (!week.ok()) return Fail(week.status());
                    auto ledger = OpenLedger(common, clock);
                    if (!ledger.ok()) return Fail(ledger.status());
-                   auto html = report::RenderWeeklyReport(**ledger, *week, {.target = o->target});
+                   report::WeeklyOptions options{.target = o->target};
+                   for (const std::string& pt : o->pool_targets) {
+                     auto eq = pt.find('=');
+                     double v = -1;
+                     if (eq != std::string::npos) {
+                       try {
+                         v = std::stod(pt.substr(eq + 1));
+                       } catch (const std::exception&) {
+                         v = -1;
+                       }
+                     }
+                     if (eq == std::string::npos || v < 0 || v > 1) {
+                       return Fail(InvalidArgument(fmt::format(
+                           "--pool-target \"{}\": want POOL=RATIO with RATIO in 0..1", pt)));
+                     }
+                     options.pool_targets[pt.substr(0, eq)] = v;
+                   }
+                   auto html = report::RenderWeeklyReport(**ledger, *week, options);
                    if (!html.ok()) return Fail(html.status());
                    std::string path = o->out.empty() ? "report-" + week_name + ".html" : o->out;
                    std::ofstream f(path, std::ios::binary);

@@ -221,7 +221,19 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
 
   html += "<h2>Teams</h2><table><tr><th class=\"l\">team</th><th>GPU-hours</th><th>effective util.</th>"
           "<th>allocated eff.</th><th>idle cost</th><th>cost</th><th>w/w</th></tr>";
+  std::string causes_table =
+      "<h2>Why held GPUs idled</h2><p>An estimate from the agents' evidence "
+      "(docs/idle-causes.md).</p><table><tr><th class=\"l\">team</th><th>input stall</th>"
+      "<th>checkpoint stall</th><th>held idle</th><th>other</th></tr>";
   for (const auto& row : by_team.rows) {
+    if (row.key[0] != ledger::kNoJob) {
+      causes_table += fmt::format("<tr><td>{}</td>", Esc(row.key[0]));
+      for (IdleCause c : kAllIdleCauses) {
+        causes_table += fmt::format("<td>{:.1f} h · {}</td>", row.idle_cause_gpu_hours(c),
+                                    Esc(row.idle_cause_cost[static_cast<size_t>(c)].ToDisplay()));
+      }
+      causes_table += "</tr>";
+    }
     const UsageRow* before = FindRow(prev_team, row.key[0]);
     html += fmt::format(
         "<tr data-team=\"{}\"><td>{}</td><td>{:.1f}</td><td>{}</td><td>{}</td><td>{}</td>"
@@ -238,6 +250,7 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
       Esc(idle_cost.ToDisplay()), t.total_cost().ToString(), Esc(t.total_cost().ToDisplay()),
       has_previous ? DeltaMoney(t.total_cost(), p.total_cost()) : "—");
 
+  html += causes_table + "</table>";
   html += "<h2>Chargeback</h2><table><tr><th class=\"l\">team</th><th class=\"l\">project</th>"
           "<th>GPU-hours</th><th>active</th><th>idle</th><th>cost</th></tr>";
   for (const auto& l : chargeback.lines) {
@@ -252,17 +265,20 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
 
   html += fmt::format(
       "<h2>Pools and kinds of work</h2><p>Idle serving headroom is expected; idle training "
-      "capacity is waste. Each pool is held to the {} target.</p>",
+      "capacity is waste. Each pool is held to its own target ({} where none is set).</p>",
       Pct(options.target));
   html += "<table><tr><th class=\"l\">pool</th><th>GPU-hours</th><th>effective util.</th>"
           "<th>allocated eff.</th><th>unallocated</th><th>cost</th><th>target</th></tr>";
   for (const auto& row : by_pool.rows) {
-    bool met = row.effective_utilization() >= options.target;
+    auto own = options.pool_targets.find(row.key[0]);
+    double target = own != options.pool_targets.end() ? own->second : options.target;
+    bool met = row.effective_utilization() >= target;
     html += fmt::format(
-        "<tr><td>{}</td><td>{:.1f}</td><td>{}</td><td>{}</td><td>{:.1f} h</td><td>{}</td><td class=\"{}\">{}</td></tr>",
-        Esc(row.key[0]), row.total_gpu_hours(), Pct(row.effective_utilization()),
+        "<tr data-pool=\"{}\"><td>{}</td><td>{:.1f}</td><td>{}</td><td>{}</td><td>{:.1f} h</td><td>{}</td>"
+        "<td class=\"{}\">{} {}</td></tr>",
+        Esc(row.key[0]), Esc(row.key[0]), row.total_gpu_hours(), Pct(row.effective_utilization()),
         Pct(row.allocated_efficiency()), row.gpu_hours(Bucket::kUnallocated),
-        Esc(row.total_cost().ToDisplay()), met ? "met" : "missed", met ? "met" : "missed");
+        Esc(row.total_cost().ToDisplay()), met ? "met" : "missed", Pct(target), met ? "met" : "missed");
   }
   html += "</table><table><tr><th class=\"l\">kind</th><th>GPU-hours held</th><th>allocated eff.</th><th>idle cost</th><th>cost</th></tr>";
   for (const auto& row : by_kind.rows) {

@@ -3,6 +3,7 @@
 // Usage and Chargeback calls as the CLI, so they agree with them to the micro-unit.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "core/status.h"
@@ -14,6 +15,9 @@ namespace gpuledger::report {
 struct WeeklyOptions {
   // The effective-utilization target the fleet is held to (0..1).
   double target = 0.6;
+  // Each pool's own target where it differs: serving keeps headroom on purpose, so its
+  // target is lower than training's.
+  std::map<std::string, double> pool_targets;
   std::string title = "GPU utilization";
 };
 

@@ -94,6 +94,15 @@ TEST_F(WeeklyTest, FiguresEqualUsageAndChargeback) {
   EXPECT_THAT(*html, HasSubstr(" w/w"));  // the previous week has data
 }
 
+TEST_F(WeeklyTest, EachPoolHasItsOwnTarget) {
+  auto html = *RenderWeeklyReport(*ledger_, *ParseIsoWeek("2026-W48"),
+                                   {.target = 0.99, .pool_targets = {{"serving", 0.01}}});
+  EXPECT_THAT(html, HasSubstr("<tr data-pool=\"serving\">"));
+  EXPECT_THAT(html, HasSubstr("1.0% met"));
+  EXPECT_THAT(html, HasSubstr("99.0% missed"));
+  EXPECT_THAT(html, HasSubstr("Why held GPUs idled"));
+}
+
 TEST_F(WeeklyTest, IsSelfContainedAndEscapesLabels) {
   auto html = *RenderWeeklyReport(*ledger_, *ParseIsoWeek("2026-W48"));
   EXPECT_THAT(html, Not(HasSubstr("<script>")));
