@@ -27,6 +27,7 @@ void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out);
 void AddMfuCommand(CLI::App& app, CommonOptions& common, Commands& out);
 void AddReportCommand(CLI::App& app, CommonOptions& common, Commands& out);
 void AddRecommendCommand(CLI::App& app, CommonOptions& common, Commands& out);
+void AddServingCommand(CLI::App& app, CommonOptions& common, Commands& out);
 // `simulate` runs in its CLI11 callback (src/sim); --from-ledger reads `common`'s store.
 void AddSimulateCommand(CLI::App& app, CommonOptions& common);
 

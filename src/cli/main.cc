@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   AddMfuCommand(app, common, commands);
   AddReportCommand(app, common, commands);
   AddRecommendCommand(app, common, commands);
+  AddServingCommand(app, common, commands);
   AddSimulateCommand(app, common);
   CLI11_PARSE(app, argc, argv);
   for (const Command& c : commands) {

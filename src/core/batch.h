@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/model.h"
+#include "core/serving.h"
 #include "core/status.h"
 
 namespace gpuledger {
@@ -20,6 +21,8 @@ struct Batch {
   std::vector<Allocation> allocations;
   std::vector<Sample> samples;
   std::vector<Progress> progress;
+  // Serving engines' own figures, per serving job (from the agent's scrapes).
+  std::vector<ServingSnapshot> serving;
   // FNV-1a 64 of the document's bytes when parsed from text (0 otherwise): a batch id
   // reused for different content is told apart from an honest retry.
   uint64_t content_digest = 0;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gpuledger {
@@ -20,6 +21,7 @@ struct CumulativeHistogram {
 };
 
 struct ServingSnapshot {
+  std::string job_id;  // the serving job whose engine this is (empty when unknown)
   int64_t t_ms = 0;
   std::string engine;  // "vllm" or "triton"
   std::string model;   // the engine's model name label
@@ -39,5 +41,10 @@ struct ServingSnapshot {
   CumulativeHistogram decode_seconds;            // vLLM request_decode_time_seconds
   CumulativeHistogram iteration_tokens;          // vLLM tokens per engine step
 };
+
+// "sum;total;le:count,le:count,..." and back (the store keeps histograms as text).
+// Decode fails on anything it did not write.
+std::string EncodeHistogram(const CumulativeHistogram& h);
+bool DecodeHistogram(std::string_view text, CumulativeHistogram& out);
 
 }  // namespace gpuledger

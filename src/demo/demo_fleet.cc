@@ -466,6 +466,38 @@ struct DemoFleet::Impl {
       }
     }
     for (const auto& [j, unused] : jobs_here) b.jobs.push_back(jobs[j].d.job);
+    // Serving deployments' agents scrape their vLLM engine every minute.
+    for (size_t k = 0; k < jobs.size(); ++k) {
+      const SimJob& j = jobs[k];
+      if (j.pattern != Pattern::kServing || j.d.devices.empty() ||
+          j.d.devices.front() != devices[node.devices.front()].uuid) {
+        continue;
+      }
+      for (int64_t t = h + kMsPerMinute; t <= h + kMsPerHour; t += kMsPerMinute) {
+        if (t <= j.d.from_ms || t > std::min(j.d.to_ms, end)) continue;
+        const SimJob* held = nullptr;
+        double a = Activity(node.devices.front(), t, &held);
+        ServingSnapshot v;
+        v.job_id = j.d.job.id;
+        v.t_ms = t;
+        v.engine = "vllm";
+        v.model = j.d.job.id.substr(0, j.d.job.id.rfind('-'));
+        v.requests_waiting = std::round(std::max(0.0, (a - 0.75) * 60.0));
+        v.requests_running = std::round(a * 48.0);
+        v.kv_cache_usage_ratio = std::min(0.99, std::round(a * 105.0) / 100.0);
+        // Counters since the deployment started: its average rate times its age.
+        double seconds = static_cast<double>(t - j.d.from_ms) / 1000.0;
+        double rate = 2500.0 * j.base * static_cast<double>(j.d.devices.size());
+        v.prompt_tokens_total = std::round(seconds * rate * 0.7);
+        v.generation_tokens_total = std::round(seconds * rate * 0.3);
+        v.preemptions_total = std::floor(seconds / 3600.0 * (j.base > 0.7 ? 4.0 : 0.0));
+        double steps = seconds * 20.0;
+        v.iteration_tokens = {{16, 64, 256, 1024, INFINITY},
+                              {steps * 0.2, steps * 0.5, steps * 0.85, steps, steps},
+                              steps * rate / 20.0 / 2.0, steps};
+        b.serving.push_back(std::move(v));
+      }
+    }
     // Training jobs report the tokens they trained, from the node that holds their first
     // GPU: every ten minutes, what their GPUs' busy time at their efficiency amounts to.
     for (size_t k = 0; k < jobs.size(); ++k) {

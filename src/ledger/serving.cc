@@ -1,5 +1,7 @@
 #include "ledger/serving.h"
 
+#include "ledger/ledger.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -126,6 +128,38 @@ Result<ServingReport> AnalyzeServing(const std::vector<ServingSnapshot>& s,
     }
   }
   return r;
+}
+
+Result<std::vector<JobServingReport>> JobServing(Ledger& ledger, const std::string& job_id,
+                                                 const TimeRange& window) {
+  GPULEDGER_ASSIGN_OR_RETURN(auto jobs, ledger.store().ListJobs());
+  int64_t id = 0;
+  for (const auto& j : jobs) {
+    if (j.job.id == job_id) id = j.id;
+  }
+  if (id == 0) return NotFound(fmt::format("no job {}", job_id));
+  GPULEDGER_ASSIGN_OR_RETURN(auto snapshots, ledger.store().ServingOf(id, window));
+  std::vector<std::vector<ServingSnapshot>> series;
+  for (ServingSnapshot& s : snapshots) {
+    if (series.empty() || series.back().front().engine != s.engine ||
+        series.back().front().model != s.model) {
+      series.emplace_back();
+    }
+    series.back().push_back(std::move(s));
+  }
+  std::optional<Money> cost;
+  if (series.size() == 1) {
+    GPULEDGER_ASSIGN_OR_RETURN(UsageReport usage, ledger.Usage(window, {Dimension::kJob}));
+    for (const auto& row : usage.rows) {
+      if (row.key[0] == job_id) cost = row.total_cost();
+    }
+  }
+  std::vector<JobServingReport> out;
+  for (const auto& one : series) {
+    GPULEDGER_ASSIGN_OR_RETURN(ServingReport r, AnalyzeServing(one, cost));
+    out.push_back({one.front().engine, one.front().model, std::move(r)});
+  }
+  return out;
 }
 
 }  // namespace gpuledger::ledger

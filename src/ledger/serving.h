@@ -5,11 +5,13 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/money.h"
 #include "core/serving.h"
 #include "core/status.h"
+#include "core/time.h"
 
 namespace gpuledger::ledger {
 
@@ -42,5 +44,19 @@ struct ServingReport {
 // not in time order.
 Result<ServingReport> AnalyzeServing(const std::vector<ServingSnapshot>& snapshots,
                                      std::optional<Money> cost = std::nullopt);
+
+class Ledger;
+
+struct JobServingReport {
+  std::string engine;
+  std::string model;
+  ServingReport report;
+};
+
+// The serving pressure of `job_id` over `window`, one report per engine and model it
+// ran, from the snapshots its batches carried. Cost per million tokens uses the job's
+// cost over the window when it ran one model. NotFound for an unknown job.
+Result<std::vector<JobServingReport>> JobServing(Ledger& ledger, const std::string& job_id,
+                                                 const TimeRange& window);
 
 }  // namespace gpuledger::ledger

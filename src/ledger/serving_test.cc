@@ -146,3 +146,65 @@ TEST(ServingTest, ReplaysTheAlibabaGenAiTelemetry) {
 
 }  // namespace
 }  // namespace gpuledger::ledger
+
+#include "ledger/test_fixture.h"
+#include "wire/batch.h"
+
+namespace gpuledger::ledger {
+namespace {
+
+// A vLLM deployment on two GPUs for an hour; its agent scraped the engine every minute
+// and sent the snapshots in its batches, through the v1 text format.
+TEST(JobServingTest, FromTheBatchesToTheReport) {
+  testing::TempLedger t;
+  ASSERT_TRUE(t.ledger().store().SavePriceBook(*PriceBook::Create(
+      {PriceEntry{"*", "*", CapacityType::kOnDemand, Money::FromUnits(3), {0, kForever}}})).ok());
+  Batch b;
+  b.batch_id = "srv";
+  const int64_t base = testing::kBaseMs;
+  for (int g = 0; g < 2; ++g) {
+    b.devices.push_back(Device{.uuid = "GPU-" + std::to_string(g), .pool = "serving", .sample_interval_ms = 60'000});
+    b.allocations.push_back({"GPU-" + std::to_string(g), "chat", base, base + kMsPerHour});
+  }
+  b.jobs.push_back(Job{.id = "chat", .team = "nlp", .kind = JobKind::kServing});
+  for (int m = 0; m <= 60; ++m) {
+    for (int g = 0; g < 2; ++g) {
+      Sample s;
+      s.device_uuid = "GPU-" + std::to_string(g);
+      s.t_ms = base + m * kMsPerMinute;
+      s.sm_active = 0.3;
+      b.samples.push_back(s);
+    }
+    ServingSnapshot v;
+    v.job_id = "chat";
+    v.engine = "vllm";
+    v.model = "llama-70b";
+    v.t_ms = base + m * kMsPerMinute;
+    v.requests_waiting = m % 10;
+    v.kv_cache_usage_ratio = 0.5;
+    v.prompt_tokens_total = 6000.0 * m;
+    v.generation_tokens_total = 3000.0 * m;
+    v.iteration_tokens = {{64, 256, INFINITY}, {10.0 * m, 30.0 * m, 40.0 * m}, 4000.0 * m, 40.0 * m};
+    b.serving.push_back(v);
+  }
+  auto text = wire::WriteBatch(b);
+  auto parsed = wire::ParseBatch(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  ASSERT_TRUE(t.ledger().Ingest(*parsed).ok());
+  auto reports = JobServing(t.ledger(), "chat", {base, base + kMsPerHour});
+  ASSERT_TRUE(reports.ok()) << reports.status().ToString();
+  ASSERT_EQ(reports->size(), 1u);
+  const ServingReport& r = (*reports)[0].report;
+  EXPECT_EQ((*reports)[0].model, "llama-70b");
+  EXPECT_DOUBLE_EQ(*r.tokens_per_second, 9000.0 * 60 / 3600);
+  EXPECT_EQ(r.queue_depth.max, 9.0);
+  EXPECT_DOUBLE_EQ(*r.mean_tokens_per_step, 100.0);
+  ASSERT_EQ(r.tokens_per_step_histogram.size(), 3u);
+  EXPECT_DOUBLE_EQ(r.tokens_per_step_histogram[1].second, 1200.0);  // 20 x 60 steps in 64..256
+  // Two GPUs for an hour at 3.00: 6.00 for 540,000 tokens.
+  EXPECT_EQ(*r.cost_per_million_tokens, Money::FromMicros(11'111'111));
+  EXPECT_EQ(JobServing(t.ledger(), "nope", {base, base + 1}).status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace gpuledger::ledger

@@ -84,6 +84,13 @@ std::vector<std::string> Migrations() {
       "CREATE TABLE progress(job_id INTEGER NOT NULL, t_ms INTEGER NOT NULL,"
       "  interval_ms INTEGER NOT NULL, tokens REAL, model_flops REAL,"
       "  PRIMARY KEY(job_id, t_ms))" + wr + ";",
+      // 4: serving engines' figures per serving job; histograms as EncodeHistogram text.
+      "CREATE TABLE serving(job_id INTEGER NOT NULL, engine TEXT NOT NULL, model TEXT NOT NULL,"
+      "  t_ms INTEGER NOT NULL, requests_waiting REAL, requests_running REAL,"
+      "  kv_cache_usage REAL, prompt_tokens REAL, generation_tokens REAL, preemptions REAL,"
+      "  requests REAL, executions REAL, queue_seconds REAL, compute_seconds REAL,"
+      "  prefill TEXT NOT NULL, decode TEXT NOT NULL, iteration_tokens TEXT NOT NULL,"
+      "  PRIMARY KEY(job_id, engine, model, t_ms))" + wr + ";",
   };
 }
 
@@ -297,6 +304,35 @@ class SqliteStore final : public Store {
     Stmt& q = S(kAllocationsOverlapping).Reset();
     q.Bind(1, range.end_ms).Bind(2, range.begin_ms);
     return ReadAllocations(q);
+  }
+
+  Result<std::vector<ServingSnapshot>> ServingOf(int64_t job_id, const TimeRange& range) override {
+    std::lock_guard lock(mu_);
+    Stmt& q = S(kServingOf).Reset();
+    q.Bind(1, job_id).Bind(2, range.begin_ms).Bind(3, range.end_ms);
+    std::vector<ServingSnapshot> out;
+    while (q.Step() == SQLITE_ROW) {
+      ServingSnapshot v;
+      v.engine = q.Text(0);
+      v.model = q.Text(1);
+      v.t_ms = q.Int(2);
+      v.requests_waiting = q.OptDouble(3);
+      v.requests_running = q.OptDouble(4);
+      v.kv_cache_usage_ratio = q.OptDouble(5);
+      v.prompt_tokens_total = q.OptDouble(6);
+      v.generation_tokens_total = q.OptDouble(7);
+      v.preemptions_total = q.OptDouble(8);
+      v.requests_total = q.OptDouble(9);
+      v.executions_total = q.OptDouble(10);
+      v.queue_seconds_total = q.OptDouble(11);
+      v.compute_seconds_total = q.OptDouble(12);
+      if (!DecodeHistogram(q.Text(13), v.prefill_seconds) || !DecodeHistogram(q.Text(14), v.decode_seconds) ||
+          !DecodeHistogram(q.Text(15), v.iteration_tokens)) {
+        return Internal(fmt::format("serving histogram of job {} at {} is corrupt", job_id, FormatTime(v.t_ms)));
+      }
+      out.push_back(std::move(v));
+    }
+    return out;
   }
 
   Result<std::vector<Progress>> ProgressOf(int64_t job_id, const TimeRange& range) override {
@@ -562,7 +598,7 @@ class SqliteStore final : public Store {
     kSamplesOfDevice, kProcessesOfDevice, kDirtyHours, kDeleteHourRollup, kDeleteMinuteRollup,
     kInsertHourRollup, kInsertMinuteRollup, kClearDirty, kSumHourRollups, kScanMinuteRollups,
     kLoadPrices, kInsertPrice, kPruneSamples, kPruneProcesses, kInsertProgress, kProgressOf,
-    kStmtCount
+    kInsertServing, kServingOf, kStmtCount
   };
 
   Stmt& S(StmtId id) { return *stmts_[id]; }
@@ -622,6 +658,16 @@ class SqliteStore final : public Store {
          "SELECT id, job_key, team, project, experiment, user_name, kind, pool, priority,"
          " requested_gpus, requested_mig_profile, submit_ms, start_ms, end_ms, model_parameters,"
          " model_layers, model_hidden, model_sequence, model_dtype FROM jobs ORDER BY id"},
+        {kInsertServing,
+         "INSERT INTO serving(job_id, engine, model, t_ms, requests_waiting, requests_running,"
+         " kv_cache_usage, prompt_tokens, generation_tokens, preemptions, requests, executions,"
+         " queue_seconds, compute_seconds, prefill, decode, iteration_tokens)"
+         " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)"},
+        {kServingOf,
+         "SELECT engine, model, t_ms, requests_waiting, requests_running, kv_cache_usage,"
+         " prompt_tokens, generation_tokens, preemptions, requests, executions, queue_seconds,"
+         " compute_seconds, prefill, decode, iteration_tokens FROM serving WHERE job_id=?1"
+         " AND t_ms >= ?2 AND t_ms <= ?3 ORDER BY engine, model, t_ms"},
         {kInsertProgress,
          "INSERT INTO progress(job_id, t_ms, interval_ms, tokens, model_flops) VALUES(?1,?2,?3,?4,?5)"},
         {kProgressOf,
@@ -935,6 +981,30 @@ class SqliteStore final : public Store {
                      fmt::format("job {} already reported progress at {}", p.job_id, FormatTime(p.t_ms)));
         }
         return Internal(fmt::format("sqlite: inserting progress[{}]: {}", i, sqlite3_errmsg(db_)));
+      }
+    }
+
+    for (size_t i = 0; i < b.serving.size(); ++i) {
+      const ServingSnapshot& v = b.serving[i];
+      auto job_id = JobId(v.job_id, pending);
+      if (!job_id) {
+        return bad(fmt::format("serving[{}].job", i), fmt::format("unknown job {}", v.job_id));
+      }
+      std::string prefill = EncodeHistogram(v.prefill_seconds), decode = EncodeHistogram(v.decode_seconds),
+                  iteration = EncodeHistogram(v.iteration_tokens);
+      Stmt& ins = S(kInsertServing).Reset();
+      ins.Bind(1, *job_id).Bind(2, v.engine).Bind(3, v.model).Bind(4, v.t_ms);
+      ins.Bind(5, v.requests_waiting).Bind(6, v.requests_running).Bind(7, v.kv_cache_usage_ratio);
+      ins.Bind(8, v.prompt_tokens_total).Bind(9, v.generation_tokens_total).Bind(10, v.preemptions_total);
+      ins.Bind(11, v.requests_total).Bind(12, v.executions_total).Bind(13, v.queue_seconds_total);
+      ins.Bind(14, v.compute_seconds_total).Bind(15, prefill).Bind(16, decode).Bind(17, iteration);
+      if (int rc = ins.Step(); rc != SQLITE_DONE) {
+        if (rc == SQLITE_CONSTRAINT) {
+          return bad(fmt::format("serving[{}]", i),
+                     fmt::format("job {} already has a {} snapshot at {}", v.job_id, v.engine,
+                                 FormatTime(v.t_ms)));
+        }
+        return Internal(fmt::format("sqlite: inserting serving[{}]: {}", i, sqlite3_errmsg(db_)));
       }
     }
 

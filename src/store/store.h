@@ -111,6 +111,9 @@ class Store {
                                                             const TimeRange& range) = 0;
   // All allocations overlapping `range`.
   virtual Result<std::vector<AllocationRecord>> AllocationsOverlapping(const TimeRange& range) = 0;
+  // Serving snapshots of `job_id` with t in [range.begin, range.end], by engine, model
+  // and time.
+  virtual Result<std::vector<ServingSnapshot>> ServingOf(int64_t job_id, const TimeRange& range) = 0;
   // Progress reports of `job_id` whose interval overlaps `range`, by time.
   virtual Result<std::vector<Progress>> ProgressOf(int64_t job_id, const TimeRange& range) = 0;
   // Samples of `device_id` with t in [range.begin, range.end], by time, with their

@@ -246,6 +246,96 @@ class Reader {
     return Status::Ok();
   }
 
+  Status Histogram(element e, const Path& p, CumulativeHistogram& h) {
+    object o;
+    GPULEDGER_RETURN_IF_ERROR(Object(e, p, o));
+    for (auto [key, v] : o) {
+      Path f = p.Field(key);
+      std::optional<double> d;
+      if (key == "le" || key == "count") {
+        array arr;
+        GPULEDGER_RETURN_IF_ERROR(Array(v, f, arr, 1024));
+        std::vector<double>& dst = key == "le" ? h.le : h.count;
+        size_t i = 0;
+        for (element x : arr) {
+          if (key == "le" && x.is_string() && x.get_string().value_unsafe() == "+Inf") {
+            dst.push_back(INFINITY);
+          } else {
+            GPULEDGER_RETURN_IF_ERROR(Figure(x, f.Item(i), d, 0.0, 1e300));
+            if (!d) return Bad(f.Item(i), "must be a number");
+            dst.push_back(*d);
+          }
+          ++i;
+        }
+      } else if (key == "sum") {
+        GPULEDGER_RETURN_IF_ERROR(Figure(v, f, d, 0.0, 1e300));
+        h.sum = d.value_or(0.0);
+      } else if (key == "total") {
+        GPULEDGER_RETURN_IF_ERROR(Figure(v, f, d, 0.0, 1e300));
+        h.total = d.value_or(0.0);
+      } else {
+        return Bad(f, "unknown field");
+      }
+    }
+    if (h.le.size() != h.count.size()) return Bad(p, "\"le\" and \"count\" differ in length");
+    for (size_t i = 1; i < h.le.size(); ++i) {
+      if (h.le[i] <= h.le[i - 1]) return Bad(p.Field("le").Item(i), "bounds must increase");
+      if (h.count[i] < h.count[i - 1]) return Bad(p.Field("count").Item(i), "counts must be cumulative");
+    }
+    return Status::Ok();
+  }
+
+  Status Serving(element e, const Path& p, ServingSnapshot& s) {
+    object o;
+    GPULEDGER_RETURN_IF_ERROR(Object(e, p, o));
+    bool has_t = false;
+    for (auto [key, v] : o) {
+      Path f = p.Field(key);
+      if (key == "job") {
+        GPULEDGER_RETURN_IF_ERROR(String(v, f, s.job_id, true));
+      } else if (key == "t") {
+        GPULEDGER_RETURN_IF_ERROR(Time(v, f, s.t_ms));
+        has_t = true;
+      } else if (key == "engine") {
+        GPULEDGER_RETURN_IF_ERROR(String(v, f, s.engine, true));
+      } else if (key == "model") {
+        GPULEDGER_RETURN_IF_ERROR(String(v, f, s.model, false));
+      } else if (key == "requests_waiting") {
+        GPULEDGER_RETURN_IF_ERROR(NonNegative(v, f, s.requests_waiting));
+      } else if (key == "requests_running") {
+        GPULEDGER_RETURN_IF_ERROR(NonNegative(v, f, s.requests_running));
+      } else if (key == "kv_cache_usage") {
+        GPULEDGER_RETURN_IF_ERROR(Ratio(v, f, s.kv_cache_usage_ratio));
+      } else if (key == "prompt_tokens_total") {
+        GPULEDGER_RETURN_IF_ERROR(NonNegative(v, f, s.prompt_tokens_total));
+      } else if (key == "generation_tokens_total") {
+        GPULEDGER_RETURN_IF_ERROR(NonNegative(v, f, s.generation_tokens_total));
+      } else if (key == "preemptions_total") {
+        GPULEDGER_RETURN_IF_ERROR(NonNegative(v, f, s.preemptions_total));
+      } else if (key == "requests_total") {
+        GPULEDGER_RETURN_IF_ERROR(NonNegative(v, f, s.requests_total));
+      } else if (key == "executions_total") {
+        GPULEDGER_RETURN_IF_ERROR(NonNegative(v, f, s.executions_total));
+      } else if (key == "queue_seconds_total") {
+        GPULEDGER_RETURN_IF_ERROR(NonNegative(v, f, s.queue_seconds_total));
+      } else if (key == "compute_seconds_total") {
+        GPULEDGER_RETURN_IF_ERROR(NonNegative(v, f, s.compute_seconds_total));
+      } else if (key == "prefill_seconds") {
+        GPULEDGER_RETURN_IF_ERROR(Histogram(v, f, s.prefill_seconds));
+      } else if (key == "decode_seconds") {
+        GPULEDGER_RETURN_IF_ERROR(Histogram(v, f, s.decode_seconds));
+      } else if (key == "iteration_tokens") {
+        GPULEDGER_RETURN_IF_ERROR(Histogram(v, f, s.iteration_tokens));
+      } else {
+        return Bad(f, "unknown field");
+      }
+    }
+    if (s.job_id.empty()) return Bad(p.Field("job"), "missing");
+    if (s.engine.empty()) return Bad(p.Field("engine"), "missing");
+    if (!has_t) return Bad(p.Field("t"), "missing");
+    return Status::Ok();
+  }
+
   Status Job(element e, const Path& p, gpuledger::Job& j) {
     object o;
     GPULEDGER_RETURN_IF_ERROR(Object(e, p, o));
@@ -477,6 +567,11 @@ class Reader {
                                        [&](element x, const Path& q, gpuledger::Allocation& a) {
                                          return Allocation(x, q, a);
                                        }));
+      } else if (key == "serving") {
+        GPULEDGER_RETURN_IF_ERROR(List(val, f, limits_.max_jobs, b.serving,
+                                       [&](element x, const Path& q, ServingSnapshot& r) {
+                                         return Serving(x, q, r);
+                                       }));
       } else if (key == "progress") {
         GPULEDGER_RETURN_IF_ERROR(List(val, f, limits_.max_jobs, b.progress,
                                        [&](element x, const Path& q, gpuledger::Progress& r) {
@@ -634,6 +729,49 @@ std::string WriteBatch(const Batch& b) {
       StrField(out, mf, "dtype", j.model_dtype);
       out.push_back('}');
     }
+  });
+  auto histogram = [&](bool& f, std::string_view key, const CumulativeHistogram& h) {
+    if (h.empty()) return;
+    Key(out, f, key);
+    out.push_back('{');
+    bool hf = true;
+    Key(out, hf, "le");
+    out.push_back('[');
+    for (size_t i = 0; i < h.le.size(); ++i) {
+      if (i) out.push_back(',');
+      if (std::isinf(h.le[i])) {
+        out.append(std::string_view("\"+Inf\""));
+      } else {
+        fmt::format_to(std::back_inserter(out), "{}", h.le[i]);
+      }
+    }
+    out.push_back(']');
+    Key(out, hf, "count");
+    out.push_back('[');
+    for (size_t i = 0; i < h.count.size(); ++i) fmt::format_to(std::back_inserter(out), "{}{}", i ? "," : "", h.count[i]);
+    out.push_back(']');
+    NumField(out, hf, "sum", h.sum);
+    NumField(out, hf, "total", h.total);
+    out.push_back('}');
+  };
+  list("serving", b.serving, [&](const ServingSnapshot& r, bool& f) {
+    StrField(out, f, "job", r.job_id, true);
+    IntField(out, f, "t", r.t_ms);
+    StrField(out, f, "engine", r.engine, true);
+    StrField(out, f, "model", r.model);
+    NumField(out, f, "requests_waiting", r.requests_waiting);
+    NumField(out, f, "requests_running", r.requests_running);
+    NumField(out, f, "kv_cache_usage", r.kv_cache_usage_ratio);
+    NumField(out, f, "prompt_tokens_total", r.prompt_tokens_total);
+    NumField(out, f, "generation_tokens_total", r.generation_tokens_total);
+    NumField(out, f, "preemptions_total", r.preemptions_total);
+    NumField(out, f, "requests_total", r.requests_total);
+    NumField(out, f, "executions_total", r.executions_total);
+    NumField(out, f, "queue_seconds_total", r.queue_seconds_total);
+    NumField(out, f, "compute_seconds_total", r.compute_seconds_total);
+    histogram(f, "prefill_seconds", r.prefill_seconds);
+    histogram(f, "decode_seconds", r.decode_seconds);
+    histogram(f, "iteration_tokens", r.iteration_tokens);
   });
   list("progress", b.progress, [&](const Progress& r, bool& f) {
     StrField(out, f, "job", r.job_id, true);

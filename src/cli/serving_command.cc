@@ -1,0 +1,110 @@
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+#include "cli/commands.h"
+#include "ledger/serving.h"
+
+namespace gpuledger::cli {
+namespace {
+
+nlohmann::json DistJson(const ledger::Distribution& d) {
+  return {{"samples", d.n}, {"mean", d.mean}, {"p50", d.p50}, {"p95", d.p95}, {"max", d.max}};
+}
+
+template <typename T>
+nlohmann::json Opt(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+std::string OptText(const std::optional<double>& v, const char* spec) {
+  return v ? fmt::format(fmt::runtime(spec), *v) : std::string("not reported");
+}
+
+}  // namespace
+
+void AddServingCommand(CLI::App& app, CommonOptions& common, Commands& out) {
+  struct Opts {
+    std::string job, window = "24h", format = "table";
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* sub = app.add_subcommand(
+      "serving", "Serving pressure of a serving job: queue depth, KV cache, prefill/decode, batch "
+                 "sizes, tokens per second, cost per million tokens");
+  AddCommonOptions(*sub, common);
+  sub->add_option("--job", o->job, "the serving job")->required();
+  sub->add_option("--window", o->window, "the last whole hours up to now")->capture_default_str();
+  sub->add_option("--format", o->format, "table or json")->capture_default_str();
+  out.push_back({sub, [o, &common]() -> int {
+                   SystemClock clock;
+                   auto length = ParseDuration(o->window);
+                   if (!length.ok()) return Fail(length.status());
+                   if (o->format != "table" && o->format != "json") {
+                     return Fail(InvalidArgument("--format: want table or json"));
+                   }
+                   auto ledger = OpenLedger(common, clock);
+                   if (!ledger.ok()) return Fail(ledger.status());
+                   TimeRange window = ledger::TrailingWindow(clock.NowMs(), *length);
+                   auto reports = ledger::JobServing(**ledger, o->job, window);
+                   if (!reports.ok()) return Fail(reports.status());
+                   if (o->format == "json") {
+                     nlohmann::json j = nlohmann::json::array();
+                     for (const auto& r : *reports) {
+                       const auto& x = r.report;
+                       nlohmann::json steps = nlohmann::json::array();
+                       for (const auto& [le, n] : x.tokens_per_step_histogram) {
+                         steps.push_back({{"le", std::isinf(le) ? nlohmann::json("+Inf") : nlohmann::json(le)}, {"steps", n}});
+                       }
+                       j.push_back({{"engine", r.engine},
+                                    {"model", r.model},
+                                    {"seconds", x.seconds},
+                                    {"queue_depth", DistJson(x.queue_depth)},
+                                    {"running", DistJson(x.running)},
+                                    {"kv_cache_usage", DistJson(x.kv_cache_usage)},
+                                    {"kv_cache_full_share", x.kv_cache_full_share},
+                                    {"prefill_share", Opt(x.prefill_share)},
+                                    {"tokens_per_second", Opt(x.tokens_per_second)},
+                                    {"generation_tokens_per_second", Opt(x.generation_tokens_per_second)},
+                                    {"mean_batch_size", Opt(x.mean_batch_size)},
+                                    {"mean_tokens_per_step", Opt(x.mean_tokens_per_step)},
+                                    {"tokens_per_step", steps},
+                                    {"preemptions_per_hour", Opt(x.preemptions_per_hour)},
+                                    {"queue_seconds_per_request", Opt(x.queue_seconds_per_request)},
+                                    {"cost_per_million_tokens",
+                                     x.cost_per_million_tokens ? nlohmann::json(x.cost_per_million_tokens->ToString())
+                                                               : nlohmann::json(nullptr)}});
+                     }
+                     std::printf("%s\n", j.dump(2).c_str());
+                     return 0;
+                   }
+                   if (reports->empty()) {
+                     std::printf("job %s sent no serving-engine figures in the window\n", o->job.c_str());
+                     return 0;
+                   }
+                   for (const auto& r : *reports) {
+                     const auto& x = r.report;
+                     std::printf("%s / %s, %lld s\n", r.engine.c_str(), r.model.c_str(),
+                                 static_cast<long long>(x.seconds));
+                     std::printf("  queue depth         mean %.1f, p95 %.0f, max %.0f\n", x.queue_depth.mean,
+                                 x.queue_depth.p95, x.queue_depth.max);
+                     std::printf("  running             mean %.1f, p95 %.0f\n", x.running.mean, x.running.p95);
+                     std::printf("  KV cache            mean %.0f%%, p95 %.0f%%, at 90%%+ %.0f%% of the time\n",
+                                 x.kv_cache_usage.mean * 100, x.kv_cache_usage.p95 * 100,
+                                 x.kv_cache_full_share * 100);
+                     std::printf("  prefill share       %s\n", OptText(x.prefill_share, "{:.0%}").c_str());
+                     std::printf("  tokens/s            %s (generation %s)\n",
+                                 OptText(x.tokens_per_second, "{:.1f}").c_str(),
+                                 OptText(x.generation_tokens_per_second, "{:.1f}").c_str());
+                     std::printf("  tokens per step     %s\n", OptText(x.mean_tokens_per_step, "{:.1f}").c_str());
+                     std::printf("  batch size          %s\n", OptText(x.mean_batch_size, "{:.1f}").c_str());
+                     std::printf("  preemptions/hour    %s\n", OptText(x.preemptions_per_hour, "{:.1f}").c_str());
+                     std::printf("  cost per 1M tokens  %s\n",
+                                 x.cost_per_million_tokens ? x.cost_per_million_tokens->ToDisplay().c_str()
+                                                           : "not known");
+                   }
+                   return 0;
+                 }});
+}
+
+}  // namespace gpuledger::cli
