@@ -30,7 +30,7 @@ struct IdleCauseRules {
   double idle_activity = 0.01;             // a sample at or below this did no work
   int64_t held_idle_ms = 15 * kMsPerMinute;  // a stretch this long without work is held idle
   int64_t checkpoint_min_ms = kMsPerMinute;  // shorter idle stretches are not checkpoints
-  int64_t checkpoint_peer_ms = 150 * kMsPerMinute;  // another within this: they recur
+  int64_t checkpoint_peer_ms = kMsPerHour;  // another within this: they recur
 };
 
 struct DeviceTimeline {

@@ -72,11 +72,11 @@ TEST_F(SqliteStoreTest, AppliesABatchAndReadsItBack) {
   ASSERT_EQ(allocs.size(), 1u);
   EXPECT_FALSE(allocs[0].to_ms.has_value());
   // The hours the samples cover, and those within the reach of the staleness limit and
-  // the idle-cause context around them, are dirty: 04:00 to 11:00 for samples at 08:00.
+  // the idle-cause context around them, are dirty: 06:00 to 09:00 for samples at 08:00.
   auto dirty = *store_->DirtyHours(100);
-  ASSERT_EQ(dirty.size(), 8u);
-  EXPECT_EQ(dirty.front().hour_ms, kT0 - 4 * kMsPerHour);
-  EXPECT_EQ(dirty.back().hour_ms, kT0 + 3 * kMsPerHour);
+  ASSERT_EQ(dirty.size(), 4u);
+  EXPECT_EQ(dirty.front().hour_ms, kT0 - 2 * kMsPerHour);
+  EXPECT_EQ(dirty.back().hour_ms, kT0 + kMsPerHour);
 }
 
 TEST_F(SqliteStoreTest, ARetriedBatchIsNotAppliedTwice) {
@@ -200,7 +200,7 @@ TEST_F(SqliteStoreTest, RollupsReplaceAndSum) {
   auto sums = *store_->SumHourRollups({kT0, kT0 + 2 * kMsPerHour});
   ASSERT_EQ(sums.size(), 1u);
   EXPECT_EQ(sums[0].ms, (std::array<int64_t, kBucketCount>{101, 202, 3, 4, 55}));
-  EXPECT_EQ(store_->DirtyHours(100)->size(), 7u);  // the others are still dirty
+  EXPECT_EQ(store_->DirtyHours(100)->size(), 3u);  // the others are still dirty
 }
 
 TEST_F(SqliteStoreTest, ADirtyMarkNewerThanTheRollupSurvivesIt) {
@@ -216,7 +216,7 @@ TEST_F(SqliteStoreTest, ADirtyMarkNewerThanTheRollupSurvivesIt) {
   ASSERT_TRUE(store_->ApplyBatch(more).ok());
   ASSERT_TRUE(store_->WriteRollups({{own, {}, {}}}).ok());
   auto still = *store_->DirtyHours(100);
-  EXPECT_EQ(still.size(), 8u);
+  EXPECT_EQ(still.size(), 4u);
 }
 
 TEST_F(SqliteStoreTest, PriceBookAndDataSurviveReopening) {

@@ -24,7 +24,7 @@ namespace gpuledger::store {
 inline constexpr int64_t kMaxStalenessMs = 5 * kMsPerMinute;
 // How far around a sample the ledger looks to tell why a GPU idled (runs of idle
 // samples, recurring checkpoint gaps): docs/idle-causes.md.
-inline constexpr int64_t kIdleContextMs = 3 * kMsPerHour;
+inline constexpr int64_t kIdleContextMs = 90 * kMsPerMinute;
 
 struct DeviceRecord {
   int64_t id = 0;
