@@ -12,10 +12,13 @@ packages=(
   libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libsimdjson-dev
   libsqlite3-dev sqlite3 libtomlplusplus-dev zlib1g-dev libsnappy-dev
   protobuf-compiler libprotobuf-dev
+  libcpp-httplib-dev libssl-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
-  # real components the tests start (promtool, Prometheus)
-  prometheus
+  # real components the tests and benchmarks start (promtool, Prometheus, VictoriaMetrics)
+  prometheus victoria-metrics
+  # a local Slurm cluster for the agent's Slurm test (src/agent/testdata/slurm)
+  slurmctld slurmd slurm-client munge
 )
 
 missing=()

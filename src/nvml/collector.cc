@@ -87,6 +87,7 @@ GapProfile ComputeGapProfile(std::span<const UtilizationSample> samples, uint64_
       ++bucket;
     }
     ++p.gap_histogram[bucket];
+    if (ms < GapProfile::kShortGapMs) p.short_gap_ms += ms;
     if (at_end) p.trailing_idle_ms = ms;
     run_us = 0;
   };
@@ -371,6 +372,8 @@ void Collector::Impl::CollectProcesses(size_t i, std::vector<DeviceSnapshot>& sn
   Tracked& t = tracked[i];
   auto procs = Take(lib.ComputeProcesses(t.handle), i, snap);
   if (!procs) return;
+  snap.processes_listed = true;
+  for (int m : t.instances) snaps[static_cast<size_t>(m)].processes_listed = true;
   std::map<uint32_t, ProcessUtilization> util;
   bool have_util = false;
   if (!infos[i].mig_enabled) {
@@ -502,6 +505,11 @@ std::vector<Sample> ToSamples(const Snapshot& snapshot) {
     s.health = d.health;
     for (const ProcessSnapshot& p : d.processes) {
       s.processes.push_back(ProcessSample{p.pid, "", p.fb_used_mib, p.sm_share});
+    }
+    if (d.processes_listed) s.process_count = static_cast<int32_t>(d.processes.size());
+    if (d.gaps && d.gaps->covered_ms > 0) {
+      s.gaps = IdleGaps{d.gaps->covered_ms, std::min(d.gaps->gap_total_ms, d.gaps->covered_ms),
+                        std::min(d.gaps->short_gap_ms, d.gaps->gap_total_ms)};
     }
     out.push_back(std::move(s));
   }

@@ -62,6 +62,10 @@ struct GapProfile {
   int32_t gap_count = 0;
   int64_t gap_total_ms = 0;
   int64_t gap_max_ms = 0;
+  // Idle time in gaps shorter than kShortGapMs: the GPU waiting between bursts of work
+  // (the ledger's input-stall evidence, docs/idle-causes.md).
+  static constexpr int64_t kShortGapMs = 2000;
+  int64_t short_gap_ms = 0;
   std::array<int32_t, kBucketUpperMs.size() + 1> gap_histogram{};  // gap counts per bucket
   int64_t leading_idle_ms = 0;   // the gap touching the interval's start (may continue one)
   int64_t trailing_idle_ms = 0;  // the gap touching its end (may go on)
@@ -103,6 +107,7 @@ struct DeviceSnapshot {
   std::optional<unsigned> sm_clock_mhz;
   std::optional<GapProfile> gaps;  // since the previous collection; physical non-MIG GPUs
   std::vector<ProcessSnapshot> processes;
+  bool processes_listed = false;  // the process list was read (so an empty one means none)
   std::vector<NvmlError> failures;  // every call that failed in this collection
 };
 

@@ -214,6 +214,14 @@ TEST(CollectorTest, TwoProcessesTimeSharingOneGpu) {
   EXPECT_EQ(d.gaps->gap_histogram[0], 2);
   EXPECT_EQ(d.gaps->leading_idle_ms, 0);
   EXPECT_EQ(d.gaps->trailing_idle_ms, 200);
+  EXPECT_EQ(d.gaps->short_gap_ms, 400);
+  // The ledger's sample carries the gaps and the process count for the idle causes.
+  Sample as_sample = ToSamples(snap)[0];
+  ASSERT_TRUE(as_sample.gaps);
+  EXPECT_EQ(as_sample.gaps->interval_ms, d.gaps->covered_ms);
+  EXPECT_EQ(as_sample.gaps->idle_ms, 400);
+  EXPECT_EQ(as_sample.gaps->short_idle_ms, 400);
+  EXPECT_EQ(as_sample.process_count, 2);
   // Both processes, each with its SM share and the driver's timestamp.
   ASSERT_EQ(d.processes.size(), 2u);
   EXPECT_EQ(d.processes[0].pid, 4101u);

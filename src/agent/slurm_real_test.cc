@@ -1,0 +1,178 @@
+// Attribution against a real Slurm: munged, slurmctld and slurmd from Debian on
+// localhost (testdata/slurm/slurm_harness.sh), a job submitted with
+// `sbatch --gres=gpu:2 -A nlp`, the fake NVML reporting that job's process on two GPUs,
+// the agent, and a real ledger behind the test server. Needs root and the Debian
+// packages slurmctld, slurmd, slurm-client and munge; skipped with a message elsewhere.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "agent/agent.h"
+#include "agent/test_server.h"
+#include "agent/test_util.h"
+#include "nvml/test_support.h"
+
+namespace gpuledger::agent {
+namespace {
+
+using nvml::testing::kScenarioEpochMs;
+using nvml::testing::ScenarioClock;
+using testing::TempDir;
+using testing::TestLedgerServer;
+using testing::WriteFile;
+
+const std::string kHarness = std::string(GPULEDGER_AGENT_TESTDATA_DIR) + "/slurm/slurm_harness.sh";
+
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+std::string Missing() {
+  if (::geteuid() != 0) return "not root (slurmd and munged need it)";
+  for (const char* bin : {"/usr/sbin/slurmctld", "/usr/sbin/slurmd", "/usr/sbin/munged", "/usr/bin/sbatch",
+                          "/usr/bin/scontrol", "/usr/bin/sinfo"}) {
+    if (!std::filesystem::exists(bin)) {
+      return fmt::format("{} missing (Debian: slurmctld slurmd slurm-client munge)", bin);
+    }
+  }
+  return "";
+}
+
+// Starts the cluster; stops it (and cancels the job) at the end of the test.
+struct Cluster {
+  TempDir dir;
+  std::string error;
+  std::string job_id;
+  explicit Cluster() {
+    auto out = RunCommand({kHarness, "start", dir / "slurm", std::to_string(FreePort()), std::to_string(FreePort())},
+                          60'000);
+    if (!out.ok()) {
+      error = out.status().message();
+      return;
+    }
+    ::setenv("SLURM_CONF", (dir / "slurm/slurm.conf").c_str(), 1);
+  }
+  ~Cluster() {
+    if (!job_id.empty()) (void)RunCommand({"scancel", job_id}, 10'000);
+    (void)RunCommand({kHarness, "stop", dir / "slurm"}, 30'000);
+    ::unsetenv("SLURM_CONF");
+  }
+};
+
+TEST(SlurmRealTest, SbatchJobIsAttributedAndEnrichedFromSlurm) {
+  if (std::string why = Missing(); !why.empty()) GTEST_SKIP() << why;
+  Cluster cluster;
+  if (!cluster.error.empty()) GTEST_SKIP() << "the local Slurm cluster did not start here: " << cluster.error;
+
+  std::string pid_file = cluster.dir / "job.pid";
+  auto submitted = RunCommand({"sbatch", "--parsable", "--gres=gpu:2", "-A", "nlp", "-J", "bert-ft", "-o",
+                               cluster.dir / "job.out", "--wrap", "echo $$ > " + pid_file + "; exec sleep 300"},
+                              30'000);
+  ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+  cluster.job_id = submitted->substr(0, submitted->find_first_of(";\n"));
+  uint32_t pid = 0;
+  for (int i = 0; i < 200 && pid == 0; ++i) {
+    std::ifstream in(pid_file);
+    if (!(in >> pid)) pid = 0;
+    if (pid == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_NE(pid, 0u) << "the job never started; see " << cluster.dir.path();
+
+  // The fake NVML reports the job's process on both GPUs.
+  std::string scenario = cluster.dir / "two_gpus.toml";
+  std::string text = "[driver]\nepoch_ms = 1800000000000\n";
+  for (int g = 0; g < 2; ++g) {
+    text += fmt::format(
+        "[[gpu]]\nuuid = \"GPU-5{}000000-0000-4000-8000-000000000000\"\nname = \"NVIDIA H100 80GB HBM3\"\n"
+        "  [[gpu.phase]]\n  gpu_util = 1.0\n  sm_active = 0.7\n  power_watts = 600\n",
+        g);
+  }
+  for (int g = 0; g < 2; ++g) {
+    text += fmt::format("[[process]]\npid = {}\ndevice = \"GPU-5{}000000-0000-4000-8000-000000000000\"\n"
+                        "memory_mib = 20000\nsm_share = 0.7\n",
+                        pid, g);
+  }
+  WriteFile(scenario, text);
+  ScenarioClock clock;
+  clock.Set(0);
+  auto lib = nvml::testing::LoadFakeFromPath(scenario, clock);
+  ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+  TestLedgerServer server(cluster.dir / "ledger.db", clock);
+  ASSERT_TRUE(server.Start());
+  auto sink = MakeHttpBatchSink(server.url(), "agent-token");
+  ASSERT_TRUE(sink.ok());
+  SystemClock wall;
+  ScontrolResolver slurm(wall, {});
+  AgentConfig config;
+  config.node = "glnode";
+  config.spool_dir = cluster.dir / "spool";
+  config.listen_address = "";
+  ASSERT_TRUE(FinishAgentConfig(config).ok());
+  auto agent = Agent::Create(config, AgentEnv{lib->get(), &clock, sink->get(), &slurm});
+  ASSERT_TRUE(agent.ok()) << agent.status().ToString();
+  for (int64_t t = 1'000; t <= 60'000; t += 1'000) {
+    clock.Set(t);
+    (*agent)->CollectOnce();
+    if (t % 10'000 == 0) {
+      ASSERT_TRUE((*agent)->FlushBatch().ok());
+      (*agent)->PushOnce();
+    }
+  }
+  EXPECT_EQ((*agent)->spool_batches(), 0u);
+  EXPECT_THAT(server.errors(), ::testing::IsEmpty());
+  EXPECT_EQ(slurm.queries(), 1) << "scontrol is asked once per job, then cached";
+
+  ledger::Ledger& l = server.ledger();
+  ASSERT_TRUE(l.RefreshRollups().ok());
+  auto jobs = l.store().ListJobs();
+  ASSERT_TRUE(jobs.ok());
+  std::map<int64_t, Job> by_id;
+  for (const auto& j : *jobs) by_id[j.id] = j.job;
+  ASSERT_EQ(by_id.size(), 1u);
+  const Job& job = by_id.begin()->second;
+  EXPECT_EQ(job.id, cluster.job_id);
+  EXPECT_EQ(job.team, "nlp");         // the Slurm account
+  EXPECT_EQ(job.pool, "gpu-a");       // the partition
+  EXPECT_EQ(job.experiment, "bert-ft");
+  EXPECT_EQ(job.user, "root");
+  auto allocations = l.store().AllocationsOverlapping({kScenarioEpochMs, kScenarioEpochMs + 60'000});
+  ASSERT_TRUE(allocations.ok());
+  EXPECT_EQ(allocations->size(), 2u);  // both GPUs
+  // From the first sample on (before it, nothing was monitored).
+  auto usage = l.Usage({kScenarioEpochMs + 1'000, kScenarioEpochMs + 60'000}, {ledger::Dimension::kJob});
+  ASSERT_TRUE(usage.ok()) << usage.status().ToString();
+  bool found = false;
+  for (const auto& row : usage->rows) {
+    if (row.key.at(0) != cluster.job_id) continue;
+    found = true;
+    // Two GPUs for 59 s, at SM activity 0.7.
+    EXPECT_NEAR(row.gpu_hours(Bucket::kActive) * 3600, 2 * 59 * 0.7, 2 * 59 * 0.7 * 0.01);
+    EXPECT_NEAR(row.gpu_hours(Bucket::kAllocatedIdle) * 3600, 2 * 59 * 0.3, 2 * 59 * 0.3 * 0.01);
+  }
+  EXPECT_TRUE(found) << "no usage row for Slurm job " << cluster.job_id;
+}
+
+}  // namespace
+}  // namespace gpuledger::agent
