@@ -182,7 +182,8 @@ TEST_F(SqliteStoreTest, MigSlicesNameTheirParent) {
 
 // The dirty mark of the samples' own hour (08:00).
 DirtyHour HourOfSamples(Store& s) {
-  for (const DirtyHour& d : *s.DirtyHours(100)) {
+  auto dirty = s.DirtyHours(100);  // kept alive: a range-for over *temporary dangles
+  for (const DirtyHour& d : *dirty) {
     if (d.hour_ms == kT0) return d;
   }
   ADD_FAILURE() << "08:00 is not dirty";
