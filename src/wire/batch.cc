@@ -10,6 +10,10 @@
 namespace gpuledger::wire {
 namespace {
 
+// Times a batch may carry: 2000-01-01 to 2200-01-01, whichever way they are written.
+constexpr int64_t kEarliestMs = 946'684'800'000;
+constexpr int64_t kLatestMs = 7'258'118'400'000;
+
 using simdjson::dom::array;
 using simdjson::dom::element;
 using simdjson::dom::element_type;
@@ -62,6 +66,9 @@ class Reader {
       auto t = ParseTime(s);
       if (!t.ok()) return Bad(p, t.status().message());
       out = *t;
+      if (out < kEarliestMs || out > kLatestMs) {
+        return Bad(p, fmt::format("{} is outside 2000..2200", s));
+      }
       return Status::Ok();
     }
     int64_t i = 0;
@@ -76,7 +83,7 @@ class Reader {
       out = static_cast<int64_t>(d);
     }
     // Milliseconds since the epoch between 2000 and 2200: catches seconds sent as ms.
-    if (out < 946'684'800'000 || out > 7'258'118'400'000) {
+    if (out < kEarliestMs || out > kLatestMs) {
       return Bad(p, fmt::format("{} is not a plausible time in epoch milliseconds (2000..2200)", out));
     }
     return Status::Ok();
