@@ -24,6 +24,7 @@ void AddImportCommand(CLI::App& app, CommonOptions& common, Commands& out);
 void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out);  // usage, chargeback
 void AddPricesCommand(CLI::App& app, CommonOptions& common, Commands& out);
 void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out);
+void AddServeCommand(CLI::App& app, CommonOptions& common, Commands& out);  // serve, token
 void AddAgentCommand(CLI::App& app, CommonOptions& common, Commands& out);  // src/agent
 void AddMfuCommand(CLI::App& app, CommonOptions& common, Commands& out);
 void AddReportCommand(CLI::App& app, CommonOptions& common, Commands& out);

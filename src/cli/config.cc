@@ -104,6 +104,8 @@ Result<Config> LoadConfig(const std::string& path) {
       GPULEDGER_ASSIGN_OR_RETURN(int64_t skew, DurationKey(path, *l, "max_future_skew"));
       if (skew) c.ledger.max_future_skew_ms = skew;
       GPULEDGER_ASSIGN_OR_RETURN(c.raw_retention_ms, DurationKey(path, *l, "raw_retention"));
+    } else if (k == "server") {
+      // The server's table: read by server::LoadServerConfig (docs/server.md).
     } else if (k == "price") {
       const toml::array* a = node.as_array();
       if (a == nullptr) return InvalidArgument(fmt::format("{}: use [[price]] tables", Where(path, node)));
@@ -132,7 +134,8 @@ std::string DefaultDbPath() {
 }
 
 Result<std::unique_ptr<ledger::Ledger>> OpenLedger(const CommonOptions& common, const Clock& clock,
-                                                   Config* config_out) {
+                                                   Config* config_out,
+                                                   const store::SqliteOptions& store_options) {
   Config config;
   if (!common.config_path.empty()) {
     GPULEDGER_ASSIGN_OR_RETURN(config, LoadConfig(common.config_path));
@@ -142,7 +145,7 @@ Result<std::unique_ptr<ledger::Ledger>> OpenLedger(const CommonOptions& common, 
   std::error_code ec;
   auto parent = std::filesystem::path(config.db_path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  GPULEDGER_ASSIGN_OR_RETURN(auto store, store::OpenSqliteStore(config.db_path));
+  GPULEDGER_ASSIGN_OR_RETURN(auto store, store::OpenSqliteStore(config.db_path, store_options));
   if (config.prices) {
     GPULEDGER_ASSIGN_OR_RETURN(PriceBook book, PriceBook::Create(*config.prices));
     GPULEDGER_RETURN_IF_ERROR(store->SavePriceBook(book));

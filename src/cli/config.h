@@ -38,7 +38,9 @@ struct CommonOptions {
 
 // Loads the config (if any), lets `--db` override it, opens the store (creating its
 // folder) and applies the config's price book. The clock is the system's.
+// `store_options` chooses the store's durability (the server asks for FULL).
 Result<std::unique_ptr<ledger::Ledger>> OpenLedger(const CommonOptions& common, const Clock& clock,
-                                                   Config* config_out = nullptr);
+                                                   Config* config_out = nullptr,
+                                                   const store::SqliteOptions& store_options = {});
 
 }  // namespace gpuledger::cli

@@ -3,12 +3,105 @@
 #include <chrono>
 #include <filesystem>
 
+#include <signal.h>
+
 #include "cli/commands.h"
 #include "demo/demo_fleet.h"
 #include "report/usage_format.h"
+#include "server/auth.h"
+#include "server/client.h"
+#include "server/server.h"
 #include "store/store.h"
+#include "wire/batch.h"
 
 namespace gpuledger::cli {
+
+sigset_t BlockStopSignals();  // serve_command.cc
+
+namespace {
+
+// The live demo: a server on a fresh store, fed by the simulated fleet's agents (over
+// HTTP, as real agents would) as simulated time passes `speed` times faster than real
+// time, after `history` of it has been sent at once. Stops on SIGINT or SIGTERM.
+int RunLive(const demo::DemoOptions& d, const std::string& db_path, const std::string& listen, double speed,
+            int64_t history_ms) {
+  sigset_t stop = BlockStopSignals();
+  ManualClock sim_clock(d.start_ms + history_ms);
+  CommonOptions mine;
+  mine.db_path = db_path;
+  auto ledger = OpenLedger(mine, sim_clock);
+  if (!ledger.ok()) return Fail(ledger.status());
+  demo::DemoFleet fleet(d);
+  Status st = (*ledger)->store().SavePriceBook(fleet.Prices());
+  if (!st.ok()) return Fail(st);
+  std::string token = server::NewToken();
+  server::TokenEntry admin;
+  admin.name = "demo-admin";
+  admin.role = server::Role::kAdmin;
+  st = server::ParseTokenHash(server::HashToken(token), admin);
+  if (!st.ok()) return Fail(st);
+  server::ServerOptions options;
+  options.listen = listen;
+  options.tokens = {admin};
+  options.access_log = false;
+  // The fleet's data are as old as the simulated history; nothing is refused for age.
+  options.limits.max_sample_age_ms = d.duration_ms + kMsPerDay;
+  auto srv = server::Server::Create(**ledger, sim_clock, options);
+  if (!srv.ok()) return Fail(srv.status());
+  st = (*srv)->Start();
+  if (!st.ok() && listen == "127.0.0.1:8080") {
+    // The default port is taken: any free one will do.
+    options.listen = "127.0.0.1:0";
+    srv = server::Server::Create(**ledger, sim_clock, options);
+    if (!srv.ok()) return Fail(srv.status());
+    st = (*srv)->Start();
+  }
+  if (!st.ok()) return Fail(st);
+  std::string url = (*srv)->Url();
+  server::HttpRequestOptions post;
+  post.token = token;
+  int64_t batches = 0;
+  auto send = [&](int64_t until) -> Status {
+    for (const Batch& b : fleet.Advance(until)) {
+      auto r = server::HttpPost(url, "/api/v1/batches", wire::WriteBatch(b), "application/json", post);
+      if (!r.ok()) return r.status();
+      if (r->status != 200) {
+        return InvalidArgument(fmt::format("batch {}: HTTP {}: {}", b.batch_id, r->status, server::ErrorMessageOf(*r)));
+      }
+      ++batches;
+    }
+    return Status::Ok();
+  };
+  std::fprintf(stderr, "demo: sending %s of history ...\n", FormatTime(d.start_ms + history_ms).c_str());
+  st = send(d.start_ms + history_ms);
+  if (!st.ok()) return Fail(st);
+  std::printf("gpuledger demo: serving %s (store %s)\n  token (admin): %s\n  try: curl -H 'Authorization: Bearer %s' "
+              "'%s/api/v1/usage?window=1d&by=team'\n      gpuledger usage --server %s --token %s --window 1d\n"
+              "  simulated time runs %gx real time; Ctrl-C stops\n",
+              url.c_str(), db_path.c_str(), token.c_str(), token.c_str(), url.c_str(), url.c_str(), token.c_str(),
+              speed);
+  std::fflush(stdout);
+  auto t0 = std::chrono::steady_clock::now();
+  int64_t sim0 = d.start_ms + history_ms;
+  timespec tick{0, 200'000'000};
+  for (;;) {
+    if (sigtimedwait(&stop, nullptr, &tick) > 0) break;
+    double real_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    int64_t sim_now = std::min(fleet.end_ms(), sim0 + static_cast<int64_t>(real_ms * speed));
+    sim_clock.Set(sim_now);
+    st = send(sim_now);
+    if (!st.ok()) {
+      (*srv)->Stop();
+      return Fail(st);
+    }
+  }
+  std::fprintf(stderr, "\ndemo: stopping (%lld batches sent; simulated time %s)\n", static_cast<long long>(batches),
+               FormatTime(sim_clock.NowMs()).c_str());
+  (*srv)->Stop();
+  return 0;
+}
+
+}  // namespace
 
 void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out) {
   struct Opts {
@@ -16,11 +109,24 @@ void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out) {
     std::string start;
     int days = 7;
     std::string interval = "60s";
+    bool once = false;
+    double speed = 60;
+    std::string listen = "127.0.0.1:8080";
+    std::string history = "1d";
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand(
-      "demo", "Simulate a 32-node fleet for a week into a fresh store and print the fleet summary");
+      "demo", "Run the server on a fresh store, fed live by a simulated 32-node fleet (--once: "
+              "simulate a week, print the fleet summary and exit)");
   AddCommonOptions(*sub, common);
+  sub->add_flag("--once", o->once, "simulate the whole span at once, print the summary and exit (for scripts)");
+  sub->add_option("--speed", o->speed, "live: simulated seconds per real second (60: a minute per second)")
+      ->check(CLI::Range(1.0, 1e6))
+      ->capture_default_str();
+  sub->add_option("--listen", o->listen, "live: the server's address (a free port if the default is taken)")
+      ->capture_default_str();
+  sub->add_option("--history", o->history, "live: simulated time sent at once before the live feed starts")
+      ->capture_default_str();
   sub->add_option("--seed", o->seed, "random seed; the same seed and start give the same fleet")
       ->capture_default_str();
   sub->add_option("--start", o->start,
@@ -56,6 +162,17 @@ void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    }
                    for (const char* suffix : {"", "-wal", "-shm"}) {
                      std::filesystem::remove(mine.db_path + suffix);
+                   }
+                   if (!o->once) {
+                     // Live: the span starts `history` before the current hour, so the
+                     // simulated present is the real one when the feed starts.
+                     auto history = ParseDuration(o->history);
+                     if (!history.ok()) return Fail(history.status().WithContext("--history"));
+                     if (*history % kMsPerHour != 0 || *history >= d.duration_ms) {
+                       return Fail(InvalidArgument("--history must be whole hours, shorter than --days"));
+                     }
+                     if (o->start.empty()) d.start_ms = FloorTo(clock.NowMs(), kMsPerHour) - *history;
+                     return RunLive(d, mine.db_path, o->listen, o->speed, *history);
                    }
                    // The demo's clock stands at the end of the simulated span.
                    ManualClock sim_clock(d.start_ms + d.duration_ms);

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   CommonOptions common;
   Commands commands;
   AddDemoCommand(app, common, commands);
+  AddServeCommand(app, common, commands);
   AddImportCommand(app, common, commands);
   AddUsageCommands(app, common, commands);
   AddPricesCommand(app, common, commands);

@@ -2,6 +2,7 @@
 
 #include "cli/commands.h"
 #include "report/usage_format.h"
+#include "server/client.h"
 
 namespace gpuledger::cli {
 namespace {
@@ -33,6 +34,31 @@ Result<TimeRange> ResolveWindow(const WindowOptions& o, const Clock& clock) {
   return TimeRange{from, to};
 }
 
+// --server URL [--token T]: asks a running server instead of opening the store.
+struct RemoteOptions {
+  std::string server;
+  std::string token;
+};
+
+void AddRemoteOptions(CLI::App& sub, RemoteOptions& r) {
+  sub.add_option("--server", r.server, "ask a running gpuledger server (http://host:port) instead of the store");
+  sub.add_option("--token", r.token, "bearer token for --server")->envname("GPULEDGER_TOKEN");
+}
+
+// GETs `path` from the server and prints the body; the exit code.
+int PrintFromServer(const RemoteOptions& r, const std::string& path) {
+  server::HttpRequestOptions o;
+  o.token = r.token;
+  auto res = server::HttpGet(r.server, path, o);
+  if (!res.ok()) return Fail(res.status());
+  if (res->status != 200) {
+    return Fail(Status(StatusCode::kUnavailable,
+                       fmt::format("{}: HTTP {}: {}", r.server, res->status, server::ErrorMessageOf(*res))));
+  }
+  std::fputs(res->body.c_str(), stdout);
+  return 0;
+}
+
 }  // namespace
 
 void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out) {
@@ -40,6 +66,7 @@ void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out) {
     WindowOptions w;
     std::string by = "team";
     std::string format = "table";
+    RemoteOptions remote;
   };
   auto u = std::make_shared<UsageOpts>();
   CLI::App* usage = app.add_subcommand(
@@ -56,6 +83,7 @@ void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out) {
   usage->add_option("--format", u->format, "table, json or csv")->capture_default_str();
   usage->add_option("--now", u->w.now, "pretend the time is this (for reproducible reports)")
       ->group("");
+  AddRemoteOptions(*usage, u->remote);
   out.push_back({usage, [u, &common]() -> int {
                    SystemClock clock;
                    auto window = ResolveWindow(u->w, clock);
@@ -64,6 +92,13 @@ void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out) {
                    if (!by.ok()) return Fail(by.status());
                    auto format = report::ParseFormat(u->format);
                    if (!format.ok()) return Fail(format.status());
+                   if (!u->remote.server.empty()) {
+                     return PrintFromServer(
+                         u->remote, fmt::format("/api/v1/usage?from={}&to={}&by={}&format={}",
+                                                server::UrlEncode(FormatTime(window->begin_ms)),
+                                                server::UrlEncode(FormatTime(window->end_ms)),
+                                                server::UrlEncode(u->by), server::UrlEncode(u->format)));
+                   }
                    auto ledger = OpenLedger(common, clock);
                    if (!ledger.ok()) return Fail(ledger.status());
                    auto r = (*ledger)->Usage(*window, *by);
@@ -76,6 +111,7 @@ void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out) {
     std::string period;
     std::string format = "csv";
     bool share_idle = false;
+    RemoteOptions remote;
   };
   auto c = std::make_shared<ChargebackOpts>();
   CLI::App* cb = app.add_subcommand(
@@ -86,12 +122,19 @@ void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out) {
   cb->add_flag("--share-idle", c->share_idle,
                "spread unused capacity over the teams in proportion to their use, instead of "
                "listing it on its own lines");
+  AddRemoteOptions(*cb, c->remote);
   out.push_back({cb, [c, &common]() -> int {
                    SystemClock clock;
                    auto period = ParseMonth(c->period);
                    if (!period.ok()) return Fail(period.status());
                    auto format = report::ParseFormat(c->format);
                    if (!format.ok()) return Fail(format.status());
+                   if (!c->remote.server.empty()) {
+                     return PrintFromServer(c->remote,
+                                            fmt::format("/api/v1/chargeback?period={}&format={}&share_idle={}",
+                                                        server::UrlEncode(c->period), server::UrlEncode(c->format),
+                                                        c->share_idle ? "true" : "false"));
+                   }
                    auto ledger = OpenLedger(common, clock);
                    if (!ledger.ok()) return Fail(ledger.status());
                    auto r = (*ledger)->Chargeback(*period, c->share_idle);

@@ -1,0 +1,97 @@
+// gpuledger serve: the central server; gpuledger token: a new bearer token and the
+// config entry that admits it.
+#include <fmt/format.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include "cli/commands.h"
+#include "server/auth.h"
+#include "server/server.h"
+#include "server/server_config.h"
+#include "store/store.h"
+
+namespace gpuledger::cli {
+
+sigset_t BlockStopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  // Threads started afterwards inherit the mask, so only sigwait sees these signals.
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+void AddServeCommand(CLI::App& app, CommonOptions& common, Commands& out) {
+  struct Opts {
+    std::string listen;
+    bool insecure = false;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* sub = app.add_subcommand(
+      "serve", "Run the central server: ingest (native batches, Prometheus remote-write, scrapes), "
+               "the JSON API and /metrics (docs/server.md)");
+  AddCommonOptions(*sub, common);
+  sub->add_option("--listen", o->listen, "host:port to listen on (default 127.0.0.1:8080; [server] listen)");
+  sub->add_flag("--insecure", o->insecure,
+                "allow a non-loopback address without any token configured (everyone is admin)");
+  out.push_back({sub, [o, &common]() -> int {
+                   sigset_t stop = BlockStopSignals();
+                   server::ServerOptions options;
+                   if (!common.config_path.empty()) {
+                     Status st = server::LoadServerConfig(common.config_path, options);
+                     if (!st.ok()) return Fail(st);
+                   }
+                   if (!o->listen.empty()) options.listen = o->listen;
+                   if (o->insecure) options.insecure = true;
+                   SystemClock clock;
+                   // Every acknowledged batch is durable against power loss.
+                   Config config;
+                   auto ledger = OpenLedger(common, clock, &config, {.synchronous_full = true});
+                   if (!ledger.ok()) return Fail(ledger.status());
+                   options.staleness_override_ms = config.ledger.staleness_override_ms;
+                   options.max_future_skew_ms = config.ledger.max_future_skew_ms;
+                   auto srv = server::Server::Create(**ledger, clock, options);
+                   if (!srv.ok()) return Fail(srv.status());
+                   Status st = (*srv)->Start();
+                   if (!st.ok()) return Fail(st);
+                   std::fprintf(stderr, "gpuledger: serving on %s (Ctrl-C or SIGTERM stops)\n",
+                                (*srv)->Url().c_str());
+                   int sig = 0;
+                   sigwait(&stop, &sig);
+                   std::fprintf(stderr, "gpuledger: %s: finishing requests in flight\n",
+                                sig == SIGINT ? "SIGINT" : "SIGTERM");
+                   (*srv)->Stop();
+                   return 0;
+                 }});
+
+  struct TokenOpts {
+    std::string name;
+    std::string role = "viewer";
+    std::vector<std::string> teams;
+  };
+  auto t = std::make_shared<TokenOpts>();
+  CLI::App* tok = app.add_subcommand(
+      "token", "Make a new bearer token; prints it once, and the [[server.token]] entry (a salted "
+               "hash) to add to the server's config");
+  tok->add_option("--name", t->name, "who or what uses it (shown in the server's logs)")->required();
+  tok->add_option("--role", t->role, "agent, viewer or admin")->capture_default_str();
+  tok->add_option("--team", t->teams, "a team a viewer may see (repeat for several)");
+  out.push_back({tok, [t]() -> int {
+                   auto role = server::ParseRole(t->role);
+                   if (!role.ok()) return Fail(role.status());
+                   if (*role == server::Role::kViewer && t->teams.empty()) {
+                     return Fail(InvalidArgument("a viewer token needs at least one --team"));
+                   }
+                   std::string token = server::NewToken();
+                   std::string teams;
+                   for (const auto& team : t->teams) teams += fmt::format("{}\"{}\"", teams.empty() ? "" : ", ", team);
+                   std::printf("token: %s\n\n[[server.token]]\nname = \"%s\"\nrole = \"%s\"\nhash = \"%s\"\n",
+                               token.c_str(), t->name.c_str(), t->role.c_str(),
+                               server::HashToken(token).c_str());
+                   if (!teams.empty()) std::printf("teams = [%s]\n", teams.c_str());
+                   return 0;
+                 }});
+}
+
+}  // namespace gpuledger::cli

@@ -1,0 +1,362 @@
+#include "server/api.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "ledger/attribution.h"
+#include "report/usage_format.h"
+#include "store/store.h"
+
+namespace gpuledger::server {
+namespace {
+
+using nlohmann::json;
+
+HttpReply JsonReply(const json& j) { return {200, "application/json", j.dump(2) + "\n"}; }
+
+std::string Param(const QueryParams& p, const std::string& key, std::string fallback = {}) {
+  auto it = p.find(key);
+  return it == p.end() ? fallback : it->second;
+}
+
+Result<TimeRange> WindowFrom(const QueryParams& p, int64_t now_ms) {
+  std::string window = Param(p, "window"), from = Param(p, "from"), to = Param(p, "to");
+  if (!window.empty()) {
+    if (!from.empty() || !to.empty()) return InvalidArgument("give either window or from/to, not both");
+    GPULEDGER_ASSIGN_OR_RETURN(int64_t length, ParseDuration(window));
+    return ledger::TrailingWindow(now_ms, length);
+  }
+  if (from.empty()) return InvalidArgument("give window (e.g. 7d) or from and to (RFC 3339)");
+  GPULEDGER_ASSIGN_OR_RETURN(int64_t begin, ParseTime(from));
+  int64_t end = now_ms;
+  if (!to.empty()) {
+    auto parsed = ParseTime(to);
+    if (!parsed.ok()) return parsed.status().WithContext("to");
+    end = *parsed;
+  }
+  if (end <= begin) return InvalidArgument("to must be after from");
+  return TimeRange{begin, end};
+}
+
+Result<report::Format> FormatFrom(const QueryParams& p) {
+  return report::ParseFormat(Param(p, "format", "json"));
+}
+
+std::string ContentType(report::Format f) {
+  switch (f) {
+    case report::Format::kJson: return "application/json";
+    case report::Format::kCsv: return "text/csv; charset=utf-8";
+    case report::Format::kTable: return "text/plain; charset=utf-8";
+  }
+  return "text/plain";
+}
+
+void AddRow(ledger::UsageRow& into, const ledger::UsageRow& row) {
+  for (size_t b = 0; b < kBucketCount; ++b) {
+    into.gpu_ticks_ms[b] += row.gpu_ticks_ms[b];
+    into.cost[b] += row.cost[b];
+  }
+  into.coarse_ticks_ms += row.coarse_ticks_ms;
+  into.unpriced_ticks_ms += row.unpriced_ticks_ms;
+}
+
+// A viewer's usage: its teams' rows only, grouped as asked, and the fleet's total.
+Result<ledger::UsageReport> ScopedUsage(const QueryContext& q, const TimeRange& window,
+                                        const std::vector<ledger::Dimension>& by) {
+  if (q.who.role == Role::kAdmin) return q.ledger.Usage(window, by);
+  std::vector<ledger::Dimension> with_team = {ledger::Dimension::kTeam};
+  for (auto d : by) {
+    if (d != ledger::Dimension::kTeam) with_team.push_back(d);
+  }
+  GPULEDGER_ASSIGN_OR_RETURN(ledger::UsageReport full, q.ledger.Usage(window, with_team));
+  ledger::UsageReport out;
+  out.window = full.window;
+  out.by = by;
+  out.total = full.total;
+  out.total.key.assign(by.size(), "(total)");
+  std::map<std::vector<std::string>, ledger::UsageRow> rows;
+  for (const ledger::UsageRow& row : full.rows) {
+    if (!q.who.MaySeeTeam(row.key[0])) continue;
+    std::vector<std::string> key;
+    for (auto d : by) {
+      auto it = std::find(with_team.begin(), with_team.end(), d);
+      key.push_back(row.key[static_cast<size_t>(it - with_team.begin())]);
+    }
+    ledger::UsageRow& r = rows[key];
+    r.key = key;
+    AddRow(r, row);
+  }
+  for (auto& [key, row] : rows) out.rows.push_back(std::move(row));
+  std::stable_sort(out.rows.begin(), out.rows.end(), [](const ledger::UsageRow& a, const ledger::UsageRow& b) {
+    if (a.total_cost() != b.total_cost()) return a.total_cost() > b.total_cost();
+    return a.key < b.key;
+  });
+  return out;
+}
+
+json JobJson(const Job& j) {
+  json o = {{"id", j.id},           {"team", j.team}, {"project", j.project},
+            {"experiment", j.experiment}, {"user", j.user}, {"kind", JobKindName(j.kind)},
+            {"pool", j.pool},       {"priority", j.priority}, {"requested_gpus", j.requested_gpus}};
+  if (!j.requested_mig_profile.empty()) o["requested_mig_profile"] = j.requested_mig_profile;
+  if (j.submit_ms) o["submit"] = FormatTime(*j.submit_ms);
+  if (j.start_ms) o["start"] = FormatTime(*j.start_ms);
+  if (j.end_ms) o["end"] = FormatTime(*j.end_ms);
+  return o;
+}
+
+json OptionalNumber(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+}  // namespace
+
+int HttpStatusFor(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return 200;
+    case StatusCode::kInvalidArgument: return 400;
+    case StatusCode::kOutOfRange: return 400;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kAlreadyExists: return 409;
+    case StatusCode::kFailedPrecondition: return 409;
+    case StatusCode::kPermissionDenied: return 403;
+    case StatusCode::kUnauthenticated: return 401;
+    case StatusCode::kResourceExhausted: return 413;
+    case StatusCode::kUnavailable: return 503;
+    case StatusCode::kInternal: return 500;
+  }
+  return 500;
+}
+
+HttpReply ErrorReply(int http_status, std::string_view code, std::string_view message) {
+  json j = {{"error", code}, {"message", message}};
+  // Messages may quote hostile input: dump() escapes it, replacing invalid UTF-8.
+  return {http_status, "application/json", j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"};
+}
+
+HttpReply ErrorReply(const Status& status) {
+  return ErrorReply(HttpStatusFor(status.code()), StatusCodeName(status.code()), status.message());
+}
+
+HttpReply FleetReply(const QueryContext& q) {
+  store::Store& s = q.ledger.store();
+  auto devices = s.ListDevices();
+  if (!devices.ok()) return ErrorReply(devices.status());
+  auto jobs = s.ListJobs();
+  if (!jobs.ok()) return ErrorReply(jobs.status());
+  auto allocs = s.AllocationsOverlapping({q.now_ms, q.now_ms + 1});
+  if (!allocs.ok()) return ErrorReply(allocs.status());
+  std::unordered_map<int64_t, const Job*> job_by_id;
+  for (const auto& j : *jobs) job_by_id[j.id] = &j.job;
+  std::unordered_map<int64_t, std::vector<const store::AllocationRecord*>> holders;
+  for (const auto& a : *allocs) holders[a.device_id].push_back(&a);
+  std::unordered_map<int64_t, std::string> uuid_by_id;
+  for (const auto& d : *devices) uuid_by_id[d.id] = d.device.uuid;
+
+  json out = json::object();
+  out["now"] = FormatTime(q.now_ms);
+  json list = json::array();
+  std::map<std::string, int64_t> by_state;
+  int64_t gpus = 0, slices = 0;
+  for (const store::DeviceRecord& d : *devices) {
+    (d.device.is_mig() ? slices : gpus) += 1;
+    json o = {{"uuid", d.device.uuid},
+              {"node", d.device.node},
+              {"model", d.device.model},
+              {"memory_mib", d.device.memory_mib},
+              {"pool", d.device.pool},
+              {"capacity_type", CapacityTypeName(d.device.capacity_type)}};
+    if (d.device.is_mig()) {
+      o["parent"] = d.device.parent_uuid;
+      o["mig_profile"] = d.device.mig_profile;
+      o["share"] = fmt::format("{}/{}", d.device.share.num, d.device.share.den);
+    }
+    std::optional<Sample> last;
+    if (d.last_sample_ms > 0) {
+      o["last_sample"] = FormatTime(d.last_sample_ms);
+      auto samples = s.Samples(d.id, {d.last_sample_ms, d.last_sample_ms});
+      if (!samples.ok()) return ErrorReply(samples.status());
+      if (!samples->empty()) last = samples->back();
+    }
+    int64_t limit = ledger::StalenessLimitMs(d.device, q.staleness_override_ms);
+    bool monitored = last && q.now_ms - last->t_ms <= limit;
+    json holder_list = json::array();
+    for (const store::AllocationRecord* a : holders[d.id]) {
+      auto j = job_by_id.find(a->job_id);
+      if (j == job_by_id.end()) continue;
+      if (q.who.MaySeeTeam(j->second->team)) {
+        holder_list.push_back({{"job", j->second->id},
+                               {"team", j->second->team},
+                               {"project", j->second->project},
+                               {"user", j->second->user},
+                               {"kind", JobKindName(j->second->kind)},
+                               {"since", FormatTime(a->from_ms)}});
+      } else {
+        holder_list.push_back({{"job", nullptr}, {"team", nullptr}, {"hidden", true}});
+      }
+    }
+    o["holders"] = holder_list;
+    std::string state;
+    if (!monitored) {
+      state = "unmonitored";
+    } else if (!IsAvailable(last->health)) {
+      state = "unavailable";
+    } else if (holder_list.empty()) {
+      state = "unallocated";
+    } else {
+      state = last->ActivityRatio().value_or(0) > 0 ? "active" : "allocated_idle";
+    }
+    o["state"] = state;
+    ++by_state[state];
+    if (last) {
+      o["health"] = HealthName(last->health);
+      o["activity"] = {{"ratio", OptionalNumber(last->ActivityRatio())},
+                       {"source", last->activity_source() == ActivitySource::kSmActive ? "sm_active" : "gpu_util"},
+                       {"sm_active", OptionalNumber(last->sm_active)},
+                       {"sm_occupancy", OptionalNumber(last->sm_occupancy)},
+                       {"tensor_active", OptionalNumber(last->tensor_active)},
+                       {"dram_active", OptionalNumber(last->dram_active)},
+                       {"gpu_util", OptionalNumber(last->gpu_util)},
+                       {"fb_used_mib", OptionalNumber(last->fb_used_mib)},
+                       {"power_watts", OptionalNumber(last->power_watts)}};
+    } else {
+      o["health"] = nullptr;
+      o["activity"] = nullptr;
+    }
+    list.push_back(std::move(o));
+  }
+  out["devices"] = std::move(list);
+  out["totals"] = {{"gpus", gpus}, {"mig_slices", slices}, {"by_state", by_state}};
+  return JsonReply(out);
+}
+
+HttpReply UsageReply(const QueryContext& q, const QueryParams& params) {
+  auto window = WindowFrom(params, q.now_ms);
+  if (!window.ok()) return ErrorReply(window.status());
+  auto by = ledger::ParseDimensions(Param(params, "by", "team"));
+  if (!by.ok()) return ErrorReply(by.status());
+  auto format = FormatFrom(params);
+  if (!format.ok()) return ErrorReply(format.status());
+  auto r = ScopedUsage(q, *window, *by);
+  if (!r.ok()) return ErrorReply(r.status());
+  return {200, ContentType(*format), report::RenderUsage(*r, *format)};
+}
+
+HttpReply ChargebackReply(const QueryContext& q, const QueryParams& params) {
+  std::string period_text = Param(params, "period");
+  if (period_text.empty()) return ErrorReply(InvalidArgument("give period=YYYY-MM"));
+  auto period = ParseMonth(period_text);
+  if (!period.ok()) return ErrorReply(period.status().WithContext("period"));
+  auto format = FormatFrom(params);
+  if (!format.ok()) return ErrorReply(format.status());
+  std::string share = Param(params, "share_idle", "false");
+  if (share != "true" && share != "false") {
+    return ErrorReply(InvalidArgument(fmt::format("share_idle \"{}\": want true or false", share)));
+  }
+  auto r = q.ledger.Chargeback(*period, share == "true");
+  if (!r.ok()) return ErrorReply(r.status());
+  if (q.who.role != Role::kAdmin) {
+    // A viewer sees its teams' lines; the fleet's total stays.
+    std::erase_if(r->lines, [&](const ledger::ChargebackLine& l) { return !q.who.MaySeeTeam(l.team); });
+  }
+  return {200, ContentType(*format), report::RenderChargeback(*r, *format)};
+}
+
+HttpReply JobsReply(const QueryContext& q) {
+  auto jobs = q.ledger.store().ListJobs();
+  if (!jobs.ok()) return ErrorReply(jobs.status());
+  json list = json::array();
+  for (const auto& j : *jobs) {
+    if (q.who.MaySeeTeam(j.job.team)) list.push_back(JobJson(j.job));
+  }
+  return JsonReply({{"jobs", list}});
+}
+
+HttpReply JobReply(const QueryContext& q, const std::string& job_id) {
+  store::Store& s = q.ledger.store();
+  auto jobs = s.ListJobs();
+  if (!jobs.ok()) return ErrorReply(jobs.status());
+  const store::JobRecord* rec = nullptr;
+  for (const auto& j : *jobs) {
+    if (j.job.id == job_id) rec = &j;
+  }
+  // Another team's job answers exactly as an unknown one: its existence is not told.
+  if (rec == nullptr || !q.who.MaySeeTeam(rec->job.team)) {
+    return ErrorReply(NotFound("no such job (or not one this token may see)"));
+  }
+  auto devices = s.ListDevices();
+  if (!devices.ok()) return ErrorReply(devices.status());
+  std::unordered_map<int64_t, std::string> uuid_by_id;
+  for (const auto& d : *devices) uuid_by_id[d.id] = d.device.uuid;
+  auto allocs = s.AllocationsOverlapping({0, kForever});
+  if (!allocs.ok()) return ErrorReply(allocs.status());
+  json timeline = json::array();
+  int64_t begin = kForever, end = 0;
+  for (const auto& a : *allocs) {
+    if (a.job_id != rec->id) continue;
+    json o = {{"device", uuid_by_id[a.device_id]}, {"from", FormatTime(a.from_ms)}};
+    o["to"] = a.to_ms ? json(FormatTime(*a.to_ms)) : json(nullptr);
+    timeline.push_back(std::move(o));
+    begin = std::min(begin, a.from_ms);
+    end = std::max(end, a.to_ms.value_or(q.now_ms));
+  }
+  json out = {{"job", JobJson(rec->job)}, {"allocations", timeline}, {"currency_unit", "1e-6"}};
+  if (begin < end) {
+    auto r = q.ledger.Usage({begin, end}, {ledger::Dimension::kJob, ledger::Dimension::kDevice});
+    if (!r.ok()) return ErrorReply(r.status());
+    json per_device = json::array();
+    ledger::UsageRow total;
+    for (const ledger::UsageRow& row : r->rows) {
+      if (row.key[0] != job_id) continue;
+      json buckets = json::object();
+      json cost = json::object();
+      for (Bucket b : kAllBuckets) {
+        buckets[std::string(BucketName(b))] = row.gpu_hours(b);
+        cost[std::string(BucketName(b))] = row.cost[static_cast<size_t>(b)].ToString();
+      }
+      per_device.push_back({{"device", row.key[1]}, {"gpu_hours", buckets}, {"cost", cost}});
+      AddRow(total, row);
+    }
+    json buckets = json::object(), cost = json::object();
+    for (Bucket b : kAllBuckets) {
+      buckets[std::string(BucketName(b))] = total.gpu_hours(b);
+      cost[std::string(BucketName(b))] = total.cost[static_cast<size_t>(b)].ToString();
+    }
+    out["window"] = {{"from", FormatTime(begin)}, {"to", FormatTime(end)}};
+    out["devices"] = per_device;
+    out["gpu_hours"] = buckets;
+    out["cost"] = cost;
+    out["total_cost"] = total.total_cost().ToString();
+    out["allocated_efficiency"] = total.allocated_efficiency();
+  }
+  return JsonReply(out);
+}
+
+HttpReply WasteReply(const QueryContext& q, const QueryParams& params) {
+  QueryParams p = params;
+  if (p.find("window") == p.end() && p.find("from") == p.end()) p["window"] = "7d";
+  auto window = WindowFrom(p, q.now_ms);
+  if (!window.ok()) return ErrorReply(window.status());
+  size_t limit = 10;
+  if (auto it = p.find("limit"); it != p.end()) {
+    try {
+      limit = static_cast<size_t>(std::stoul(it->second));
+    } catch (const std::exception&) {
+      return ErrorReply(InvalidArgument(fmt::format("limit \"{}\": want a number", it->second)));
+    }
+  }
+  auto r = q.ledger.TopWaste(*window, std::min<size_t>(limit, 1000));
+  if (!r.ok()) return ErrorReply(r.status());
+  json list = json::array();
+  for (const auto& w : *r) {
+    list.push_back({{"what", w.what},
+                    {"bucket", BucketName(w.bucket)},
+                    {"gpu_hours", w.gpu_hours},
+                    {"cost", w.cost.ToString()}});
+  }
+  return JsonReply({{"window", {{"from", FormatTime(window->begin_ms)}, {"to", FormatTime(window->end_ms)}}},
+                    {"waste", list}});
+}
+
+}  // namespace gpuledger::server

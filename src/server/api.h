@@ -1,0 +1,49 @@
+// The JSON query API's handlers, free of HTTP types: each takes the request's query
+// parameters and the authenticated principal and returns the reply. server.cc routes to
+// them with the ledger's query lock held. Internal to the server library.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "core/status.h"
+#include "core/time.h"
+#include "ledger/ledger.h"
+#include "server/auth.h"
+
+namespace gpuledger::server {
+
+struct HttpReply {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+};
+
+using QueryParams = std::map<std::string, std::string>;
+
+// The HTTP status for a failed Status, and a JSON body {"error": code, "message": ...}.
+int HttpStatusFor(StatusCode code);
+HttpReply ErrorReply(const Status& status);
+HttpReply ErrorReply(int http_status, std::string_view code, std::string_view message);
+
+struct QueryContext {
+  ledger::Ledger& ledger;
+  const Principal& who;
+  int64_t now_ms = 0;
+  int64_t staleness_override_ms = 0;
+};
+
+// GET /api/v1/fleet: every GPU and slice, its holders, last activity and health.
+HttpReply FleetReply(const QueryContext& q);
+// GET /api/v1/usage?window=7d | from=&to=, by=team,project, format=json|csv|table.
+HttpReply UsageReply(const QueryContext& q, const QueryParams& params);
+// GET /api/v1/chargeback?period=YYYY-MM, share_idle=true, format=json|csv|table.
+HttpReply ChargebackReply(const QueryContext& q, const QueryParams& params);
+// GET /api/v1/jobs: the jobs the principal may see.
+HttpReply JobsReply(const QueryContext& q);
+// GET /api/v1/jobs/{id}: one job, its allocations (the timeline), buckets and cost.
+HttpReply JobReply(const QueryContext& q, const std::string& job_id);
+// GET /api/v1/waste?window=7d&limit=10 (admin): the largest sources of waste.
+HttpReply WasteReply(const QueryContext& q, const QueryParams& params);
+
+}  // namespace gpuledger::server

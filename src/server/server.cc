@@ -1,0 +1,475 @@
+#include "server/server.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <span>
+#include <thread>
+
+#include "server/api.h"
+#include "wire/batch.h"
+#include "wire/prometheus/remote_write.h"
+
+namespace gpuledger::server {
+namespace {
+
+using Clock_ = std::chrono::steady_clock;
+
+// Who may do what (docs/server.md).
+constexpr Role kWriters[] = {Role::kAgent, Role::kAdmin};
+constexpr Role kReaders[] = {Role::kViewer, Role::kAdmin};
+constexpr Role kAdmins[] = {Role::kAdmin};
+
+// How much more than the body limit is read (and dropped) to answer 413 cleanly.
+constexpr size_t kDrainFactor = 4;
+
+double SecondsSince(Clock_::time_point t0) {
+  return std::chrono::duration<double>(Clock_::now() - t0).count();
+}
+
+void Send(httplib::Response& res, const HttpReply& reply) {
+  res.status = reply.status;
+  res.set_content(reply.body, reply.content_type.c_str());
+}
+
+}  // namespace
+
+Result<std::pair<std::string, int>> ParseListenAddress(const std::string& listen) {
+  size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) {
+    return InvalidArgument(fmt::format("listen address \"{}\": want host:port", listen));
+  }
+  std::string host = listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.empty()) return InvalidArgument(fmt::format("listen address \"{}\": no host", listen));
+  std::string port_text = listen.substr(colon + 1);
+  int port = -1;
+  if (!port_text.empty() && port_text.size() <= 5 &&
+      port_text.find_first_not_of("0123456789") == std::string::npos) {
+    port = std::stoi(port_text);
+  }
+  if (port < 0 || port > 65535) {
+    return InvalidArgument(fmt::format("listen address \"{}\": port must be 0..65535", listen));
+  }
+  return std::pair{host, port};
+}
+
+bool IsLoopbackHost(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.starts_with("127.");
+}
+
+struct Server::Impl {
+  Impl(ledger::Ledger& l, const Clock& c, ServerOptions o)
+      : ledger(l), clock(c), options(std::move(o)), auth(options.tokens) {}
+
+  ledger::Ledger& ledger;
+  const Clock& clock;
+  ServerOptions options;
+  Authenticator auth;
+  MetricsRegistry metrics;
+  std::unique_ptr<DcgmIngestor> ingestor;
+  std::unique_ptr<Scraper> scraper;
+  httplib::Server http;
+  std::string host;
+  int port = 0;
+  std::thread listen_thread;
+  std::thread maintenance_thread;
+  std::mutex stop_mu;
+  std::condition_variable stop_cv;
+  bool stopping = false;  // GUARDED_BY(stop_mu)
+  bool started = false;
+  // One lock for the ledger: ingest holds it around ApplyBatch, queries and rollup
+  // refreshes for their whole duration (see server.h). A plain mutex, not a
+  // reader-writer lock: glibc's prefers readers, and a stream of ingests could starve
+  // a query forever.
+  std::mutex ledger_mu;
+  std::mutex metrics_mu;
+  std::optional<int64_t> fleet_metrics_at_ms;  // GUARDED_BY(metrics_mu), steady clock
+
+  Result<store::ApplyOutcome> Ingest(const Batch& batch) {
+    std::lock_guard lock(ledger_mu);
+    return ledger.Ingest(batch);
+  }
+
+  // The principal of a request, or a reply refusing it (401 without a valid token,
+  // 403 for a role not in `allowed`).
+  std::optional<Principal> Authorize(const httplib::Request& req, httplib::Response& res,
+                                     std::span<const Role> allowed) {
+    if (auth.empty()) return Principal{"anonymous", Role::kAdmin, {}};
+    auto who = auth.Authenticate(req.get_header_value("Authorization"));
+    if (!who.ok()) {
+      res.set_header("WWW-Authenticate", "Bearer");
+      Send(res, ErrorReply(who.status()));
+      return std::nullopt;
+    }
+    if (std::find(allowed.begin(), allowed.end(), who->role) == allowed.end()) {
+      Send(res, ErrorReply(403, "permission_denied",
+                           fmt::format("role {} may not use {} {}", RoleName(who->role), req.method, req.path)));
+      return std::nullopt;
+    }
+    return *who;
+  }
+
+  // Reads the body through `reader`, refusing more than the limit. nullopt: a reply
+  // was set (413 or 400).
+  std::optional<std::string> ReadBody(const httplib::Request& req, const httplib::ContentReader& reader,
+                                      httplib::Response& res) {
+    auto too_large = [&] {
+      Send(res, ErrorReply(Status(StatusCode::kResourceExhausted,
+                                  fmt::format("request body is over the limit of {} bytes",
+                                              options.limits.max_body_bytes))));
+    };
+    std::string length = req.get_header_value("Content-Length");
+    if (!length.empty() && (length.size() > 18 || length.find_first_not_of("0123456789") != std::string::npos ||
+                            std::stoull(length) > options.limits.max_body_bytes)) {
+      // A body up to kDrainFactor times the limit is read and dropped, so that the
+      // client, still writing, gets to read the 413; a larger one is cut off.
+      if (length.size() <= 18 && length.find_first_not_of("0123456789") == std::string::npos &&
+          std::stoull(length) <= kDrainFactor * options.limits.max_body_bytes) {
+        reader([](const char*, size_t) { return true; });
+      } else {
+        res.set_header("Connection", "close");
+      }
+      too_large();
+      return std::nullopt;
+    }
+    std::string body;
+    bool too_big = false;
+    bool ok = reader([&](const char* data, size_t n) {
+      if (body.size() + n > options.limits.max_body_bytes) {
+        too_big = true;
+        return false;
+      }
+      body.append(data, n);
+      return true;
+    });
+    if (too_big) {
+      too_large();
+      return std::nullopt;
+    }
+    if (!ok) {
+      Send(res, ErrorReply(InvalidArgument("request body could not be read (truncated, or a bad "
+                                           "Content-Encoding)")));
+      return std::nullopt;
+    }
+    return body;
+  }
+
+  void CountIngest(std::string_view path, std::string_view outcome) {
+    metrics.Add(MetricId::kIngestRequests, {std::string(path), std::string(outcome)});
+  }
+  static std::string_view OutcomeOf(const Status& st) {
+    return st.code() == StatusCode::kInternal || st.code() == StatusCode::kUnavailable ? "error" : "rejected";
+  }
+
+  void HandleBatches(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+    if (!Authorize(req, res, kWriters)) return;
+    auto body = ReadBody(req, reader, res);
+    if (!body) return CountIngest("native", "rejected");
+    auto t0 = Clock_::now();
+    auto batch = DecodeNativeBatch(*body, options.limits, clock.NowMs());
+    if (!batch.ok()) {
+      CountIngest("native", "rejected");
+      return Send(res, ErrorReply(batch.status()));
+    }
+    auto outcome = Ingest(*batch);
+    if (!outcome.ok()) {
+      CountIngest("native", OutcomeOf(outcome.status()));
+      return Send(res, ErrorReply(outcome.status()));
+    }
+    bool applied = *outcome == store::ApplyOutcome::kApplied;
+    CountIngest("native", applied ? "applied" : "duplicate");
+    metrics.Observe(MetricId::kIngestDuration, {"native"}, SecondsSince(t0));
+    if (applied) metrics.Add(MetricId::kIngestSamples, {"native"}, static_cast<double>(batch->samples.size()));
+    nlohmann::json j = {{"batch_id", batch->batch_id},
+                        {"outcome", applied ? "applied" : "duplicate"},
+                        {"samples", applied ? batch->samples.size() : 0}};
+    Send(res, {200, "application/json", j.dump() + "\n"});
+  }
+
+  void HandleRemoteWrite(const httplib::Request& req, httplib::Response& res,
+                         const httplib::ContentReader& reader) {
+    if (!Authorize(req, res, kWriters)) return;
+    auto body = ReadBody(req, reader, res);
+    if (!body) return CountIngest("remote_write", "rejected");
+    auto t0 = Clock_::now();
+    int64_t now = clock.NowMs();
+    prometheus::DecodeOptions decode;
+    decode.max_compressed_bytes = options.limits.max_body_bytes;
+    decode.max_uncompressed_bytes = std::max(options.limits.max_body_bytes, decode.max_uncompressed_bytes);
+    decode.min_timestamp_ms = std::max<int64_t>(0, now - options.limits.max_sample_age_ms);
+    decode.max_timestamp_ms = now + options.max_future_skew_ms;
+    auto fail = [&](const Status& st) {
+      CountIngest("remote_write", OutcomeOf(st));
+      Send(res, ErrorReply(st.WithContext("remote-write")));
+    };
+    auto request = prometheus::DecodeWriteRequest(*body, decode);
+    if (!request.ok()) return fail(request.status());
+    size_t points = 0;
+    for (const auto& ts : request->timeseries) points += ts.samples.size();
+    if (points > options.limits.max_samples_per_batch * 64) {
+      return fail(Status(StatusCode::kResourceExhausted,
+                         fmt::format("{} points is over the limit of {} per request", points,
+                                     options.limits.max_samples_per_batch * 64)));
+    }
+    auto mapped = ingestor->mapper().MapWriteRequest(*request);
+    if (!mapped.ok()) return fail(mapped.status());
+    if (mapped->samples.size() > options.limits.max_samples_per_batch) {
+      return fail(Status(StatusCode::kResourceExhausted,
+                         fmt::format("{} samples is over the limit of {} per batch", mapped->samples.size(),
+                                     options.limits.max_samples_per_batch)));
+    }
+    uint64_t digest = wire::Fnv1a64(*body);
+    auto r = ingestor->Apply(*mapped, fmt::format("rw-{:016x}", digest), digest, "remote_write");
+    if (!r.ok()) return fail(r.status());
+    CountIngest("remote_write", r->applied ? "applied" : (r->duplicate ? "duplicate" : "empty"));
+    metrics.Observe(MetricId::kIngestDuration, {"remote_write"}, SecondsSince(t0));
+    if (r->applied) metrics.Add(MetricId::kIngestSamples, {"remote_write"}, static_cast<double>(r->samples));
+    res.status = 204;
+  }
+
+  QueryParams Params(const httplib::Request& req) {
+    QueryParams p;
+    for (const auto& [k, v] : req.params) p[k] = v;
+    return p;
+  }
+
+  // Runs a query handler under the ledger lock for a viewer or an admin.
+  void Query(const httplib::Request& req, httplib::Response& res, std::span<const Role> roles,
+             const std::function<HttpReply(const QueryContext&)>& fn) {
+    auto who = Authorize(req, res, roles);
+    if (!who) return;
+    std::lock_guard lock(ledger_mu);
+    QueryContext q{ledger, *who, clock.NowMs(), options.staleness_override_ms};
+    Send(res, fn(q));
+  }
+
+  // Recomputes the store and fleet figures of /metrics when they are older than the
+  // cache time.
+  void RefreshFleetMetrics() {
+    std::lock_guard mlock(metrics_mu);
+    int64_t now_steady = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             Clock_::now().time_since_epoch()).count();
+    if (fleet_metrics_at_ms && now_steady - *fleet_metrics_at_ms < options.metrics_cache_ms) return;
+    fleet_metrics_at_ms = now_steady;
+    std::lock_guard lock(ledger_mu);
+    if (auto st = ledger.store().Stats(); st.ok()) {
+      metrics.Set(MetricId::kStoreBytes, {}, static_cast<double>(st->bytes));
+      metrics.Set(MetricId::kStoreSamples, {}, static_cast<double>(st->samples));
+      metrics.Set(MetricId::kStoreDevices, {}, static_cast<double>(st->devices));
+    }
+    auto devices = ledger.store().ListDevices();
+    if (!devices.ok()) return;
+    int64_t first = kForever;
+    for (const auto& d : *devices) {
+      if (d.in_service_ms > 0) first = std::min(first, d.in_service_ms);
+    }
+    int64_t now = clock.NowMs();
+    int64_t settled = now - 5 * kMsPerMinute;
+    metrics.Clear(MetricId::kFleetUtilization);
+    if (first >= settled) return;
+    if (auto hour = ledger.Usage({std::max(first, now - kMsPerHour), now}, {ledger::Dimension::kPool}); hour.ok()) {
+      for (const auto& row : hour->rows) {
+        metrics.Set(MetricId::kFleetUtilization, {row.key[0]}, row.effective_utilization());
+      }
+    } else {
+      spdlog::warn("event=metrics_usage_failed error={:?}", hour.status().message());
+    }
+    if (auto all = ledger.Usage({first, settled}, {ledger::Dimension::kPool}); all.ok()) {
+      for (Bucket b : kAllBuckets) {
+        double seconds = static_cast<double>(all->total.gpu_ticks_ms[static_cast<size_t>(b)]) /
+                         static_cast<double>(kShareScale * kMsPerSecond);
+        metrics.Set(MetricId::kFleetGpuSeconds, {std::string(BucketName(b))}, seconds);
+      }
+    }
+  }
+
+  void Maintenance() {
+    for (;;) {
+      {
+        std::unique_lock lock(stop_mu);
+        if (stop_cv.wait_for(lock, std::chrono::milliseconds(options.maintenance_interval_ms),
+                             [this] { return stopping; })) {
+          return;
+        }
+      }
+      {
+        std::lock_guard lock(ledger_mu);
+        auto r = ledger.RefreshRollups();
+        if (!r.ok()) spdlog::warn("event=rollup_refresh_failed error={:?}", r.status().message());
+      }
+      auto swept = ingestor->Sweep(clock.NowMs());
+      if (!swept.ok()) spdlog::warn("event=hold_sweep_failed error={:?}", swept.status().message());
+    }
+  }
+
+  void Route() {
+    auto route = [this](std::string name, auto fn) {
+      return [this, name = std::move(name), fn](const httplib::Request& req, httplib::Response& res) {
+        fn(req, res);
+        metrics.Add(MetricId::kHttpRequests, {name, std::to_string(res.status)});
+      };
+    };
+    auto route_body = [this](std::string name, auto fn) {
+      return [this, name = std::move(name), fn](const httplib::Request& req, httplib::Response& res,
+                                                const httplib::ContentReader& reader) {
+        fn(req, res, reader);
+        metrics.Add(MetricId::kHttpRequests, {name, std::to_string(res.status)});
+      };
+    };
+    http.Post("/api/v1/batches", route_body("batches", [this](const auto& req, auto& res, const auto& reader) {
+                HandleBatches(req, res, reader);
+              }));
+    http.Post("/api/v1/write", route_body("write", [this](const auto& req, auto& res, const auto& reader) {
+                HandleRemoteWrite(req, res, reader);
+              }));
+    http.Get("/healthz", route("healthz", [](const auto&, auto& res) { res.set_content("ok\n", "text/plain"); }));
+    http.Get("/metrics", route("metrics", [this](const auto& req, auto& res) {
+               if (!Authorize(req, res, kReaders)) return;
+               RefreshFleetMetrics();
+               auto text = metrics.Render();
+               if (!text.ok()) return Send(res, ErrorReply(text.status()));
+               res.set_content(*text, "text/plain; version=0.0.4; charset=utf-8");
+             }));
+    http.Get("/api/v1/fleet", route("fleet", [this](const auto& req, auto& res) {
+               Query(req, res, kReaders, [&](const QueryContext& q) { return FleetReply(q); });
+             }));
+    http.Get("/api/v1/usage", route("usage", [this](const auto& req, auto& res) {
+               Query(req, res, kReaders, [&](const QueryContext& q) { return UsageReply(q, Params(req)); });
+             }));
+    http.Get("/api/v1/chargeback", route("chargeback", [this](const auto& req, auto& res) {
+               Query(req, res, kReaders, [&](const QueryContext& q) { return ChargebackReply(q, Params(req)); });
+             }));
+    http.Get("/api/v1/jobs", route("jobs", [this](const auto& req, auto& res) {
+               Query(req, res, kReaders, [&](const QueryContext& q) { return JobsReply(q); });
+             }));
+    http.Get(R"(/api/v1/jobs/(.+))", route("job", [this](const auto& req, auto& res) {
+               std::string id = req.matches[1];
+               Query(req, res, kReaders, [&](const QueryContext& q) { return JobReply(q, id); });
+             }));
+    http.Get("/api/v1/waste", route("waste", [this](const auto& req, auto& res) {
+               Query(req, res, kAdmins, [&](const QueryContext& q) { return WasteReply(q, Params(req)); });
+             }));
+    http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (!res.body.empty()) return;
+      if (res.status == 404) {
+        metrics.Add(MetricId::kHttpRequests, {"(unmatched)", "404"});
+        Send(res, ErrorReply(404, "not_found", fmt::format("no such endpoint: {} {}", req.method, req.path)));
+      } else {
+        Send(res, ErrorReply(res.status, "http_error", fmt::format("HTTP {} for {} {}", res.status, req.method, req.path)));
+      }
+    });
+    http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+      std::string what = "unknown exception";
+      try {
+        std::rethrow_exception(ep);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      Send(res, ErrorReply(Internal(what)));
+    });
+    if (options.access_log) {
+      http.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+        spdlog::info("event=http method={} path={:?} status={} bytes_in={} bytes_out={} remote={}",
+                     req.method, req.path, res.status, req.body.size(), res.body.size(), req.remote_addr);
+      });
+    }
+  }
+};
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Server::~Server() { Stop(); }
+
+Result<std::unique_ptr<Server>> Server::Create(ledger::Ledger& ledger, const Clock& clock,
+                                               ServerOptions options) {
+  GPULEDGER_ASSIGN_OR_RETURN(auto addr, ParseListenAddress(options.listen));
+  if (options.tokens.empty() && !options.insecure && !IsLoopbackHost(addr.first)) {
+    return FailedPrecondition(fmt::format(
+        "refusing to listen on {} without any token configured: add [[server.token]] entries to the "
+        "config, listen on a loopback address, or pass --insecure",
+        options.listen));
+  }
+  for (const TokenEntry& t : options.tokens) {
+    if (t.role == Role::kViewer && t.teams.empty()) {
+      return InvalidArgument(fmt::format("token \"{}\": a viewer needs at least one team", t.name));
+    }
+  }
+  auto impl = std::make_unique<Impl>(ledger, clock, std::move(options));
+  impl->host = addr.first;
+  impl->port = addr.second;
+  Impl* raw = impl.get();
+  GPULEDGER_ASSIGN_OR_RETURN(
+      raw->ingestor,
+      DcgmIngestor::Create(raw->options.prometheus, [raw](const Batch& b) { return raw->Ingest(b); },
+                           &raw->metrics));
+  {
+    std::lock_guard lock(raw->ledger_mu);
+    GPULEDGER_RETURN_IF_ERROR(raw->ingestor->Recover(ledger.store(), clock.NowMs()));
+  }
+  raw->scraper = std::make_unique<Scraper>(raw->options.scrape_targets, *raw->ingestor, clock, &raw->metrics);
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+Status Server::Start() {
+  Impl& s = *impl_;
+  if (s.started) return FailedPrecondition("server already started");
+  s.http.new_task_queue = [threads = s.options.threads] { return new httplib::ThreadPool(threads); };
+  s.http.set_payload_max_length(kDrainFactor * s.options.limits.max_body_bytes);
+  s.http.set_read_timeout(std::chrono::milliseconds(s.options.read_timeout_ms));
+  s.http.set_write_timeout(std::chrono::milliseconds(s.options.write_timeout_ms));
+  s.Route();
+  if (s.port == 0) {
+    int port = s.http.bind_to_any_port(s.host);
+    if (port <= 0) return Unavailable(fmt::format("cannot bind {}: no free port", s.options.listen));
+    s.port = port;
+  } else if (!s.http.bind_to_port(s.host, s.port)) {
+    return Unavailable(fmt::format("cannot bind {} (in use, or not an address of this host)", s.options.listen));
+  }
+  s.started = true;
+  s.listen_thread = std::thread([&s] { s.http.listen_after_bind(); });
+  s.maintenance_thread = std::thread([&s] { s.Maintenance(); });
+  s.scraper->Start();
+  spdlog::info("event=server_started url={} tokens={} scrape_targets={}", Url(), s.options.tokens.size(),
+               s.options.scrape_targets.size());
+  return Status::Ok();
+}
+
+int Server::Port() const { return impl_->port; }
+
+std::string Server::Url() const {
+  const std::string& h = impl_->host;
+  std::string host = h.find(':') != std::string::npos ? "[" + h + "]" : h;
+  if (host == "0.0.0.0") host = "127.0.0.1";
+  return fmt::format("http://{}:{}", host, impl_->port);
+}
+
+void Server::Stop() {
+  Impl& s = *impl_;
+  if (!s.started) return;
+  s.started = false;
+  s.scraper->Stop();
+  s.http.stop();  // stops accepting; listen_after_bind returns once the workers are done
+  if (s.listen_thread.joinable()) s.listen_thread.join();
+  {
+    std::lock_guard lock(s.stop_mu);
+    s.stopping = true;
+  }
+  s.stop_cv.notify_all();
+  if (s.maintenance_thread.joinable()) s.maintenance_thread.join();
+  std::lock_guard lock(s.ledger_mu);
+  auto r = s.ledger.RefreshRollups();
+  if (!r.ok()) spdlog::warn("event=rollup_refresh_failed error={:?}", r.status().message());
+  spdlog::info("event=server_stopped");
+}
+
+MetricsRegistry& Server::metrics() { return impl_->metrics; }
+
+}  // namespace gpuledger::server

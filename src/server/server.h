@@ -1,0 +1,87 @@
+// The central server: an HTTP server (cpp-httplib, kept out of this header) over a
+// Ledger. Ingest: native batches (POST /api/v1/batches), Prometheus remote-write
+// (POST /api/v1/write) and a scraper of listed endpoints. Queries: JSON under /api/v1/
+// (docs/openapi.yaml). Its own metrics: GET /metrics. Bearer-token roles (auth.h).
+//
+// Consistency: each batch is applied in one store transaction before it is
+// acknowledged; queries and rollup refreshes run under one lock that ingest also takes
+// around ApplyBatch, so a query never sees half of anything.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/time.h"
+#include "ledger/ledger.h"
+#include "server/auth.h"
+#include "server/ingest.h"
+#include "server/metrics.h"
+#include "server/scrape.h"
+
+namespace gpuledger::server {
+
+struct ServerOptions {
+  // "host:port"; port 0 takes a free port (Port() tells which).
+  std::string listen = "127.0.0.1:8080";
+  // Without tokens every request is an admin's; that is refused on a non-loopback
+  // address unless `insecure`.
+  std::vector<TokenEntry> tokens;
+  bool insecure = false;
+  IngestLimits limits;
+  DcgmIngestOptions prometheus;
+  std::vector<ScrapeTarget> scrape_targets;
+  int64_t read_timeout_ms = 30'000;
+  int64_t write_timeout_ms = 30'000;
+  size_t threads = 16;
+  // How often rollups are refreshed and silent holds are closed in the background.
+  int64_t maintenance_interval_ms = 2'000;
+  // The fleet figures of /metrics are recomputed at most this often.
+  int64_t metrics_cache_ms = 15'000;
+  // Log one structured line per request (spdlog, info level).
+  bool access_log = true;
+  // The ledger's settings (cli::Config's [ledger]): the staleness limit that decides
+  // whether /fleet calls a device monitored, and how far in the future a remote-write
+  // timestamp may lie.
+  int64_t staleness_override_ms = 0;
+  int64_t max_future_skew_ms = 10 * kMsPerMinute;
+};
+
+// "127.0.0.1:8080" -> {"127.0.0.1", 8080}; "[::1]:0" -> {"::1", 0}.
+Result<std::pair<std::string, int>> ParseListenAddress(const std::string& listen);
+// 127.0.0.0/8, ::1 and "localhost".
+bool IsLoopbackHost(const std::string& host);
+
+class Server {
+ public:
+  // `ledger` and `clock` must outlive the server. Fails on a bad listen address, a
+  // non-loopback address without tokens (unless insecure), or a malformed label rule.
+  static Result<std::unique_ptr<Server>> Create(ledger::Ledger& ledger, const Clock& clock,
+                                                ServerOptions options);
+  ~Server();  // Stop()s
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds and serves on background threads; returns once the port is bound (so that a
+  // request sent after it returns is answered). Fails when the address cannot be bound.
+  Status Start();
+  // The bound port (after Start).
+  int Port() const;
+  // "http://host:port".
+  std::string Url() const;
+  // Stops accepting, lets requests in flight finish (their batches are durable or
+  // refused, never half-applied), stops the scraper and the background work, and
+  // refreshes rollups once more. Idempotent.
+  void Stop();
+
+  MetricsRegistry& metrics();
+
+ private:
+  struct Impl;
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpuledger::server

@@ -1,0 +1,252 @@
+// End-to-end benchmarks of the server, printed side by side in one run (release build):
+//   build/<release dir>/src/server/server_bench [--quick]
+// 1. Native ingest over HTTP: batches of 10,000 samples (100 GPUs x 100 samples) POSTed by
+//    4 clients to a server on a durable store (synchronous=FULL): samples/s.
+// 2. Remote-write ingest: the same stream of remote-write requests (100 GPUs x 8 DCGM
+//    series x 10 instants each, 4 senders) sent to gpuledger and to VictoriaMetrics
+//    (Debian's victoria-metrics, started here on loopback): points/s of each and the ratio.
+// 3. GET /api/v1/usage for 30 days by team over 1,000 GPUs: p50 and p99 latency. The
+//    store holds 30 days of hour rollups written directly (as in ledger_bench: importing
+//    260M raw samples would take too long to set up).
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <thread>
+
+#include "server/client.h"
+#include "server/test_support.h"
+#include "wire/batch.h"
+#include "wire/prometheus/remote_write.h"
+
+namespace gpuledger::server {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+double Seconds(Steady::time_point t0) { return std::chrono::duration<double>(Steady::now() - t0).count(); }
+
+// Runs `senders` threads, each POSTing its bodies in order; returns the wall time, or a
+// negative value when any request failed.
+double PostAll(const std::string& url, const std::string& path, const std::vector<std::vector<std::string>>& bodies,
+               const std::string& type, const std::vector<std::pair<std::string, std::string>>& headers,
+               int want_status) {
+  std::atomic<int> failures{0};
+  auto t0 = Steady::now();
+  std::vector<std::thread> threads;
+  for (const auto& mine : bodies) {
+    threads.emplace_back([&] {
+      HttpRequestOptions o;
+      o.headers = headers;
+      for (const std::string& body : mine) {
+        auto r = HttpPost(url, path, body, type, o);
+        if (!r.ok() || r->status != want_status) {
+          if (failures++ == 0) {
+            std::fprintf(stderr, "POST %s%s: %s\n", url.c_str(), path.c_str(),
+                         r.ok() ? (std::to_string(r->status) + " " + r->body).c_str() : r.status().ToString().c_str());
+          }
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  double s = Seconds(t0);
+  return failures ? -1 : s;
+}
+
+void NativeIngest(int batches_per_client) {
+  testing::TempDir dir;
+  SystemClock clock;
+  testing::Harness h(dir.File("native.db"), clock);
+  if (!h.error.empty()) return (void)std::fprintf(stderr, "%s\n", h.error.c_str());
+  // 100 minutes per batch: the stream ends well before now.
+  int64_t t0 = FloorTo(clock.NowMs(), kMsPerHour) - (batches_per_client + 2) * 100 * kMsPerMinute;
+  std::vector<std::vector<std::string>> bodies(4);
+  size_t samples = 0;
+  for (int c = 0; c < 4; ++c) {
+    for (int i = 0; i < batches_per_client; ++i) {
+      Batch b = testing::MakeBatch(fmt::format("c{}-{}", c, i), fmt::format("bench{}", c), 100,
+                                   t0 + i * 100 * kMsPerMinute, 100, "team", true);
+      // Batches after the first extend the allocation opened by the first.
+      if (i > 0) b.allocations.clear();
+      samples += b.samples.size();
+      bodies[static_cast<size_t>(c)].push_back(wire::WriteBatch(b));
+    }
+  }
+  double s = PostAll(h.url(), "/api/v1/batches", bodies, "application/json", {}, 200);
+  if (s < 0) return;
+  std::printf("%-58s %12.0f samples/s  (%zu samples, %.2f s)\n",
+              "native ingest, HTTP, 10k-sample batches, 4 clients", static_cast<double>(samples) / s, samples, s);
+}
+
+// Remote-write requests: sender `c`'s 100 GPUs, 8 DCGM series each, 10 instants 10 s apart.
+std::vector<std::vector<std::string>> RemoteWriteStream(int64_t t0, int requests_per_sender, size_t* points) {
+  const char* families[] = {"DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_SM_OCCUPANCY", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+                            "DCGM_FI_PROF_DRAM_ACTIVE", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED",
+                            "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_TEMP"};
+  std::vector<std::vector<std::string>> out(4);
+  *points = 0;
+  for (int c = 0; c < 4; ++c) {
+    for (int r = 0; r < requests_per_sender; ++r) {
+      prometheus::WriteRequest w;
+      for (int g = 0; g < 100; ++g) {
+        for (const char* f : families) {
+          prometheus::TimeSeries ts;
+          ts.labels = {{"Hostname", fmt::format("rw{}-{}", c, g / 8)},
+                       {"UUID", fmt::format("GPU-rw{}-{}", c, g)},
+                       {"__name__", f},
+                       {"gpu", std::to_string(g % 8)},
+                       {"modelName", "NVIDIA H100 80GB HBM3"}};
+          std::sort(ts.labels.begin(), ts.labels.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+          for (int k = 0; k < 10; ++k) {
+            int64_t t = t0 + (r * 10 + k) * 10 * kMsPerSecond;
+            double v = std::string_view(f) == "DCGM_FI_DEV_GPU_UTIL" ? 37 + (k + g) % 50
+                       : std::string_view(f).starts_with("DCGM_FI_PROF") ? 0.01 * ((k * 7 + g) % 100)
+                                                                        : 1000 + k + g;
+            ts.samples.push_back({v, t});
+            ++*points;
+          }
+          w.timeseries.push_back(std::move(ts));
+        }
+      }
+      out[static_cast<size_t>(c)].push_back(prometheus::EncodeWriteRequest(w));
+    }
+  }
+  return out;
+}
+
+void RemoteWrite(int requests_per_sender) {
+  testing::TempDir dir;
+  SystemClock clock;
+  int64_t t0 = FloorTo(clock.NowMs(), kMsPerHour) - kMsPerDay;
+  size_t points = 0;
+  auto stream = RemoteWriteStream(t0, requests_per_sender, &points);
+  const std::vector<std::pair<std::string, std::string>> headers = {{"Content-Encoding", "snappy"},
+                                                                    {"X-Prometheus-Remote-Write-Version", "0.1.0"}};
+  testing::Harness h(dir.File("rw.db"), clock);
+  if (!h.error.empty()) return (void)std::fprintf(stderr, "%s\n", h.error.c_str());
+  double ours = PostAll(h.url(), "/api/v1/write", stream, "application/x-protobuf", headers, 204);
+  if (ours < 0) return;
+  double p_ours = static_cast<double>(points) / ours;
+  std::printf("%-58s %12.0f points/s   (%zu points, %.2f s)\n", "remote-write, gpuledger (durable, FULL sync)", p_ours,
+              points, ours);
+
+  if (access("/usr/bin/victoria-metrics", X_OK) != 0) {
+    std::printf("%-58s %s\n", "remote-write, VictoriaMetrics", "skipped: /usr/bin/victoria-metrics not installed");
+    return;
+  }
+  int port = testing::FreeLoopbackPort();
+  std::fflush(stdout);  // the child must not write our buffered lines again
+  pid_t pid = fork();
+  if (pid == 0) {
+    std::string listen = fmt::format("-httpListenAddr=127.0.0.1:{}", port);
+    std::string data = "-storageDataPath=" + dir.File("vm");
+    FILE* f = std::freopen("/dev/null", "w", stderr);
+    f = std::freopen("/dev/null", "w", stdout);
+    (void)f;
+    execl("/usr/bin/victoria-metrics", "victoria-metrics", listen.c_str(), data.c_str(), "-retentionPeriod=100y",
+          nullptr);
+    _exit(127);
+  }
+  std::string vm = fmt::format("http://127.0.0.1:{}", port);
+  for (int i = 0; i < 100; ++i) {
+    auto r = HttpGet(vm, "/health", {.timeout_ms = 500});
+    if (r.ok() && r->status == 200) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  double theirs = PostAll(vm, "/api/v1/write", stream, "application/x-protobuf", headers, 204);
+  kill(pid, SIGTERM);
+  waitpid(pid, nullptr, 0);
+  if (theirs < 0) return;
+  double p_theirs = static_cast<double>(points) / theirs;
+  std::printf("%-58s %12.0f points/s   (%zu points, %.2f s)\n", "remote-write, VictoriaMetrics 1.79 (same bodies)",
+              p_theirs, points, theirs);
+  std::printf("%-58s %12.2f\n", "remote-write ratio gpuledger / VictoriaMetrics", p_ours / p_theirs);
+}
+
+void UsageLatency(int queries) {
+  testing::TempDir dir;
+  const int64_t base = 1'790'208'000'000;  // 2026-09-24T00:00:00Z
+  ManualClock clock(base + 31 * kMsPerDay);
+  testing::Harness h(dir.File("usage.db"), clock);
+  if (!h.error.empty()) return (void)std::fprintf(stderr, "%s\n", h.error.c_str());
+  ledger::Ledger& l = *h.ledger;
+  (void)l.store().SavePriceBook(*PriceBook::Create(
+      {PriceEntry{"*", "*", CapacityType::kOnDemand, Money::FromMicros(2'490'000), {0, kForever}}}));
+  // 125 nodes x 8 GPUs; per GPU a job a day for one of 20 teams, idle the last 2 hours.
+  for (int node = 0; node < 125; ++node) {
+    Batch b = testing::MakeBatch(fmt::format("setup-{}", node), fmt::format("n{}", node), 8, base, 1, "x", true);
+    b.allocations.clear();
+    for (int day = 0; day < 30; ++day) {
+      for (int g = 0; g < 8; ++g) {
+        Job j;
+        j.id = fmt::format("job-{}-{}-{}", node, g, day);
+        j.team = fmt::format("team-{}", (node * 8 + g + day) % 20);
+        b.jobs.push_back(j);
+      }
+    }
+    if (!l.Ingest(b).ok()) return (void)std::fprintf(stderr, "setup ingest failed\n");
+  }
+  (void)l.RefreshRollups();
+  std::map<std::string, int64_t> job_id;
+  auto jobs = l.store().ListJobs();
+  auto devices = l.store().ListDevices();
+  if (!jobs.ok() || !devices.ok()) return (void)std::fprintf(stderr, "setup listing failed\n");
+  for (const auto& j : *jobs) job_id[j.job.id] = j.id;
+  std::vector<store::RollupUpdate> updates;
+  for (const auto& d : *devices) {
+    // uuid "GPU-n<node>-<gpu>" (testing::MakeBatch).
+    std::string rest = d.device.uuid.substr(std::min<size_t>(d.device.uuid.size(), 5));
+    size_t dash = rest.rfind('-');
+    if (dash == std::string::npos) continue;
+    std::string node = rest.substr(0, dash);
+    std::string gpu = rest.substr(dash + 1);
+    for (int hour = 0; hour < 30 * 24; ++hour) {
+      store::RollupUpdate u;
+      u.dirty = {d.id, base + hour * kMsPerHour, 0};
+      int64_t active = (hour * 7919 + d.id * 104729) % kMsPerHour;
+      int64_t job = hour % 24 < 22 ? job_id[fmt::format("job-{}-{}-{}", node, gpu, hour / 24)] : 0;
+      u.hour_rows.push_back({u.dirty.hour_ms, d.id, job,
+                             job ? std::array<int64_t, kBucketCount>{active, kMsPerHour - active, 0, 0, 0}
+                                 : std::array<int64_t, kBucketCount>{0, 0, kMsPerHour, 0, 0},
+                             0});
+      updates.push_back(std::move(u));
+    }
+    if (updates.size() >= 20'000) {
+      (void)l.store().WriteRollups(updates);
+      updates.clear();
+    }
+  }
+  (void)l.store().WriteRollups(updates);
+  std::string path = fmt::format("/api/v1/usage?from={}&to={}&by=team", UrlEncode(FormatTime(base)),
+                                 UrlEncode(FormatTime(base + 30 * kMsPerDay)));
+  std::vector<double> ms;
+  for (int i = 0; i < queries + 3; ++i) {
+    auto t0 = Steady::now();
+    auto r = HttpGet(h.url(), path);
+    double took = Seconds(t0) * 1000;
+    if (!r.ok() || r->status != 200) return (void)std::fprintf(stderr, "usage query failed\n");
+    if (i >= 3) ms.push_back(took);  // the first ones warm SQLite's page cache
+  }
+  std::sort(ms.begin(), ms.end());
+  auto pct = [&](double p) { return ms[std::min(ms.size() - 1, static_cast<size_t>(p * static_cast<double>(ms.size())))]; };
+  std::printf("%-58s p50 %.1f ms, p99 %.1f ms  (%d queries)\n", "GET usage 30d by team, 1,000 GPUs", pct(0.5), pct(0.99),
+              queries);
+}
+
+}  // namespace
+}  // namespace gpuledger::server
+
+int main(int argc, char** argv) {
+  bool quick = argc > 1 && std::string_view(argv[1]) == "--quick";
+  std::printf("server_bench (%s)\n", quick ? "quick" : "full");
+  gpuledger::server::NativeIngest(quick ? 2 : 25);
+  gpuledger::server::RemoteWrite(quick ? 2 : 25);
+  gpuledger::server::UsageLatency(quick ? 5 : 200);
+  return 0;
+}

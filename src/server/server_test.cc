@@ -1,0 +1,544 @@
+#include "server/server.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+#include <zlib.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include "server/client.h"
+#include "server/metrics.h"
+#include "server/test_support.h"
+#include "wire/batch.h"
+#include "wire/prometheus/remote_write.h"
+
+namespace gpuledger::server {
+namespace {
+
+using nlohmann::json;
+using testing::Harness;
+using testing::MakeBatch;
+using testing::TempDir;
+
+const int64_t kNow = 1795435200000;          // 2026-11-23T12:00:00Z
+const int64_t kStart = kNow - 4 * kMsPerHour;  // 08:00
+
+std::string Gzip(std::string_view raw) {
+  z_stream zs{};
+  deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&zs, static_cast<uLong>(raw.size())) + 32, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(raw.data()));
+  zs.avail_in = static_cast<uInt>(raw.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  deflate(&zs, Z_FINISH);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+HttpResponse Post(const std::string& url, const std::string& path, std::string_view body,
+                  const std::string& token = "", const std::string& type = "application/json",
+                  std::vector<std::pair<std::string, std::string>> headers = {}) {
+  HttpRequestOptions o;
+  o.token = token;
+  o.headers = std::move(headers);
+  auto r = HttpPost(url, path, body, type, o);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : HttpResponse{};
+}
+
+HttpResponse Get(const std::string& url, const std::string& path, const std::string& token = "") {
+  HttpRequestOptions o;
+  o.token = token;
+  auto r = HttpGet(url, path, o);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : HttpResponse{};
+}
+
+int64_t StoredBatches(ledger::Ledger& l) {
+  auto s = l.store().Stats();
+  return s.ok() ? s->batches : -1;
+}
+
+TEST(ServerTest, IngestsNativeBatchesIdempotentlyAndAnswersQueries) {
+  TempDir dir;
+  ManualClock clock(kNow);
+  Harness h(dir.File("ledger.db"), clock);
+  ASSERT_EQ(h.error, "");
+  std::string body = wire::WriteBatch(MakeBatch("n1-1", "n1", 2, kStart, 60, "nlp"));
+  auto r = Post(h.url(), "/api/v1/batches", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["outcome"], "applied");
+  EXPECT_EQ(json::parse(r.body)["samples"], 120);
+  r = Post(h.url(), "/api/v1/batches", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["outcome"], "duplicate");
+  EXPECT_EQ(StoredBatches(*h.ledger), 1);
+
+  r = Get(h.url(), "/api/v1/usage?from=2026-11-23T08:00:00Z&to=2026-11-23T09:00:00Z&by=team");
+  ASSERT_EQ(r.status, 200) << r.body;
+  json u = json::parse(r.body);
+  ASSERT_GE(u["rows"].size(), 1u) << r.body;
+  EXPECT_EQ(u["rows"][0]["group"]["team"], "nlp");
+
+  r = Get(h.url(), "/api/v1/usage?from=2026-11-23T08:00:00Z&to=2026-11-23T09:00:00Z&by=team&format=csv");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find("nlp,"), std::string::npos) << r.body;
+
+  clock.Set(kStart + 30 * kMsPerMinute);
+  r = Get(h.url(), "/api/v1/fleet");
+  ASSERT_EQ(r.status, 200) << r.body;
+  json f = json::parse(r.body);
+  ASSERT_EQ(f["devices"].size(), 2u);
+  EXPECT_EQ(f["devices"][0]["model"], "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(f["devices"][0]["holders"][0]["job"], "n1-job");
+  EXPECT_EQ(f["totals"]["gpus"], 2);
+
+  r = Get(h.url(), "/api/v1/jobs/n1-job");
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = json::parse(r.body);
+  EXPECT_EQ(j["job"]["team"], "nlp");
+  EXPECT_EQ(j["allocations"].size(), 2u);
+  EXPECT_GT(j["gpu_hours"]["active"].get<double>(), 0);
+
+  r = Get(h.url(), "/api/v1/chargeback?period=2026-11&format=json");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["lines"][0]["team"], "nlp");
+
+  r = Get(h.url(), "/api/v1/nothing-here");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_NE(r.body.find("no such endpoint"), std::string::npos);
+}
+
+TEST(ServerTest, AcceptsGzipBodiesWithOrWithoutContentEncoding) {
+  TempDir dir;
+  ManualClock clock(kNow);
+  Harness h(dir.File("ledger.db"), clock);
+  ASSERT_EQ(h.error, "");
+  std::string gz = Gzip(wire::WriteBatch(MakeBatch("gz-1", "n1", 1, kStart, 10, "nlp")));
+  auto r = Post(h.url(), "/api/v1/batches", gz, "", "application/json", {{"Content-Encoding", "gzip"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  gz = Gzip(wire::WriteBatch(MakeBatch("gz-2", "n2", 1, kStart, 10, "nlp")));
+  r = Post(h.url(), "/api/v1/batches", gz);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(StoredBatches(*h.ledger), 2);
+}
+
+// Each role sees what it should; team A's viewer never sees team B's jobs or costs.
+TEST(ServerTest, RolesSeeExactlyWhatTheyShould) {
+  TempDir dir;
+  ManualClock clock(kNow);
+  ServerOptions o;
+  std::map<std::string, std::string> tok = {{"agent", NewToken()}, {"viewer_a", NewToken()},
+                                            {"viewer_b", NewToken()}, {"admin", NewToken()}};
+  auto entry = [&](const std::string& name, Role role, std::vector<std::string> teams) {
+    TokenEntry e;
+    e.name = name;
+    e.role = role;
+    e.teams = std::move(teams);
+    EXPECT_TRUE(ParseTokenHash(HashToken(tok[name]), e).ok());
+    return e;
+  };
+  o.tokens = {entry("agent", Role::kAgent, {}), entry("viewer_a", Role::kViewer, {"alpha"}),
+              entry("viewer_b", Role::kViewer, {"bravo"}), entry("admin", Role::kAdmin, {})};
+  Harness h(dir.File("ledger.db"), clock, o);
+  ASSERT_EQ(h.error, "");
+  std::string a = wire::WriteBatch(MakeBatch("a-1", "alphanode", 1, kStart, 60, "alpha"));
+  std::string b = wire::WriteBatch(MakeBatch("b-1", "bravonode", 1, kStart, 60, "bravo"));
+
+  // No token, a wrong token: 401 and no data; a viewer may not write.
+  EXPECT_EQ(Post(h.url(), "/api/v1/batches", a).status, 401);
+  EXPECT_EQ(Post(h.url(), "/api/v1/batches", a, "glt_wrong").status, 401);
+  EXPECT_EQ(Post(h.url(), "/api/v1/batches", a, tok["viewer_a"]).status, 403);
+  EXPECT_EQ(StoredBatches(*h.ledger), 0);
+  ASSERT_EQ(Post(h.url(), "/api/v1/batches", a, tok["agent"]).status, 200);
+  ASSERT_EQ(Post(h.url(), "/api/v1/batches", b, tok["admin"]).status, 200);
+
+  clock.Set(kStart + 30 * kMsPerMinute);
+  const std::vector<std::string> reads = {
+      "/api/v1/fleet",
+      "/api/v1/usage?from=2026-11-23T08:00:00Z&to=2026-11-23T09:00:00Z&by=team,job",
+      "/api/v1/usage?from=2026-11-23T08:00:00Z&to=2026-11-23T09:00:00Z&by=node,project&format=csv",
+      "/api/v1/usage?from=2026-11-23T08:00:00Z&to=2026-11-23T09:00:00Z&by=device&format=table",
+      "/api/v1/chargeback?period=2026-11",
+      "/api/v1/chargeback?period=2026-11&share_idle=true&format=json",
+      "/api/v1/jobs",
+      "/api/v1/jobs/bravonode-job",
+      "/api/v1/jobs/alphanode-job",
+      "/metrics"};
+  for (const std::string& path : reads) {
+    SCOPED_TRACE(path);
+    auto none = Get(h.url(), path);
+    EXPECT_EQ(none.status, 401);
+    EXPECT_EQ(none.body.find("alpha"), std::string::npos);
+    EXPECT_EQ(Get(h.url(), path, "nope").status, 401);
+    EXPECT_EQ(Get(h.url(), path, tok["agent"]).status, 403);
+    auto admin = Get(h.url(), path, tok["admin"]);
+    EXPECT_EQ(admin.status, 200) << admin.body;
+    auto va = Get(h.url(), path, tok["viewer_a"]);
+    // Team bravo's job, project and the node only its job used never reach alpha's viewer.
+    EXPECT_EQ(va.body.find("bravo-project"), std::string::npos) << va.body;
+    EXPECT_EQ(va.body.find("bravonode-job"), std::string::npos) << va.body;
+    EXPECT_EQ(va.body.find("\"bravo\""), std::string::npos) << va.body;
+    if (path.find("bravonode-job") != std::string::npos) {
+      EXPECT_EQ(va.status, 404);
+      EXPECT_EQ(admin.body.find("bravo-project") != std::string::npos, true);
+    } else {
+      EXPECT_EQ(va.status, 200) << va.body;
+    }
+    if (path.find("alphanode-job") != std::string::npos || path == "/api/v1/jobs") {
+      EXPECT_NE(va.body.find("alphanode-job"), std::string::npos) << va.body;
+      EXPECT_EQ(Get(h.url(), path, tok["viewer_b"]).body.find("alphanode-job"), std::string::npos);
+    }
+  }
+  // The viewer's usage rows are its team's, its total the fleet's.
+  json u = json::parse(Get(h.url(), "/api/v1/usage?from=2026-11-23T08:00:00Z&to=2026-11-23T09:00:00Z&by=job",
+                           tok["viewer_a"]).body);
+  ASSERT_EQ(u["rows"].size(), 1u);
+  EXPECT_EQ(u["rows"][0]["group"]["job"], "alphanode-job");
+  json all = json::parse(Get(h.url(), "/api/v1/usage?from=2026-11-23T08:00:00Z&to=2026-11-23T09:00:00Z&by=job",
+                             tok["admin"]).body);
+  EXPECT_EQ(u["total"], all["total"]);
+  EXPECT_EQ(Get(h.url(), "/api/v1/waste", tok["viewer_a"]).status, 403);
+  EXPECT_EQ(Get(h.url(), "/api/v1/waste", tok["admin"]).status, 200);
+}
+
+TEST(ServerTest, RefusesNonLoopbackWithoutTokensUnlessInsecure) {
+  TempDir dir;
+  ManualClock clock(kNow);
+  auto store = store::OpenSqliteStore(dir.File("l.db"));
+  ASSERT_TRUE(store.ok());
+  ledger::Ledger l(std::move(*store), clock);
+  ServerOptions o;
+  o.listen = "0.0.0.0:0";
+  auto s = Server::Create(l, clock, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("--insecure"), std::string::npos);
+  o.insecure = true;
+  EXPECT_TRUE(Server::Create(l, clock, o).ok());
+  o.listen = "127.0.0.1:99999";
+  EXPECT_FALSE(Server::Create(l, clock, o).ok());
+}
+
+// Hostile input: a clear 4xx naming the problem, and the store unchanged.
+TEST(ServerTest, HostileInputIsRefusedAndChangesNothing) {
+  TempDir dir;
+  ManualClock clock(kNow);
+  ServerOptions o;
+  o.limits.max_body_bytes = 1 << 20;
+  o.limits.max_samples_per_batch = 1000;
+  Harness h(dir.File("ledger.db"), clock, o);
+  ASSERT_EQ(h.error, "");
+  ASSERT_EQ(Post(h.url(), "/api/v1/batches", wire::WriteBatch(MakeBatch("ok", "n0", 1, kStart, 5, "t"))).status, 200);
+  auto stats0 = h.ledger->store().Stats();
+  ASSERT_TRUE(stats0.ok());
+
+  struct Case {
+    std::string name, path, body, type, want_in_message;
+    int want_status;
+    std::vector<std::pair<std::string, std::string>> headers;
+  };
+  Batch far_past = MakeBatch("past", "n1", 1, kNow - 400 * kMsPerDay, 2, "t");
+  Batch far_future = MakeBatch("future", "n1", 1, kNow + 2 * kMsPerDay, 2, "t");
+  Batch ancient_alloc = MakeBatch("ancient", "n6", 1, kStart, 2, "t");
+  ancient_alloc.allocations[0].from_ms = kNow - 3000 * kMsPerDay;
+  Batch half_bad = MakeBatch("halfbad", "n2", 2, kStart, 5, "t");
+  half_bad.samples.back().sm_active = 3;
+  std::string nan_json = wire::WriteBatch(MakeBatch("nan", "n3", 1, kStart, 2, "t"));
+  nan_json.replace(nan_json.find("\"sm_active\":") + 12, 4, "NaN,");  // JSON has no NaN
+  std::string quoted = wire::WriteBatch(MakeBatch("q", "n4", 1, kStart, 2, "t"));
+  quoted.replace(quoted.find("\"node\":\"n4\""), 11, "\"node\":\"n\\\"4\\nx\\u0000\"");
+
+  prometheus::WriteRequest bad_utf8;
+  bad_utf8.timeseries.push_back({{{"__name__", "DCGM_FI_DEV_GPU_UTIL"}, {"UUID", "GPU-x\xff"}}, {{50, kNow}}});
+  prometheus::WriteRequest nan_ratio;
+  nan_ratio.timeseries.push_back({{{"__name__", "DCGM_FI_PROF_SM_ACTIVE"}, {"UUID", "GPU-n"}},
+                                  {{std::numeric_limits<double>::infinity(), kNow}}});
+  prometheus::WriteRequest old_ts;
+  old_ts.timeseries.push_back({{{"__name__", "DCGM_FI_DEV_GPU_UTIL"}, {"UUID", "GPU-o"}}, {{50, 86400000}}});
+  prometheus::WriteRequest future_ts;
+  future_ts.timeseries.push_back({{{"__name__", "DCGM_FI_DEV_GPU_UTIL"}, {"UUID", "GPU-f"}},
+                                   {{50, kNow + kMsPerDay}}});
+  std::string big_json(2 << 20, ' ');
+  std::string bomb = Gzip(std::string(8 << 20, ' '));
+
+  std::vector<Case> cases = {
+      {"malformed json", "/api/v1/batches", "{\"version\":1,", "application/json", "batch", 400, {}},
+      {"unknown field", "/api/v1/batches", R"({"version":1,"batch_id":"x","smaples":[]})", "application/json",
+       "smaples", 400, {}},
+      {"half-bad batch", "/api/v1/batches", wire::WriteBatch(half_bad), "application/json", "sm_active", 400, {}},
+      {"NaN in JSON", "/api/v1/batches", nan_json, "application/json", "malformed JSON", 400, {}},
+      {"control character in a label", "/api/v1/batches", quoted, "application/json", "node", 400, {}},
+      {"timestamps far in the past", "/api/v1/batches", wire::WriteBatch(far_past), "application/json",
+       "older than", 400, {}},
+      {"an allocation from long ago", "/api/v1/batches", wire::WriteBatch(ancient_alloc), "application/json",
+       "allocations[0].from", 400, {}},
+      {"timestamps far in the future", "/api/v1/batches", wire::WriteBatch(far_future), "application/json",
+       "future", 400, {}},
+      {"oversized body", "/api/v1/batches", big_json, "application/json", "", 413, {}},
+      {"gzip bomb", "/api/v1/batches", bomb, "application/json", "inflates", 413, {}},
+      {"too many samples", "/api/v1/batches", wire::WriteBatch(MakeBatch("many", "n5", 2, kStart, 501, "t")),
+       "application/json", "limit", 413, {}},
+      {"bad snappy", "/api/v1/write", "definitely not snappy", "application/x-protobuf", "snappy", 400, {}},
+      {"invalid protobuf", "/api/v1/write", prometheus::SnappyCompress("\x0a\xff\xff\xff\xff\x0f"),
+       "application/x-protobuf", "remote-write", 400, {}},
+      {"non-UTF-8 label value", "/api/v1/write", prometheus::EncodeWriteRequest(bad_utf8),
+       "application/x-protobuf", "UTF-8", 400, {}},
+      {"Inf ratio", "/api/v1/write", prometheus::EncodeWriteRequest(nan_ratio), "application/x-protobuf",
+       "SM_ACTIVE", 400, {}},
+      {"remote-write far past", "/api/v1/write", prometheus::EncodeWriteRequest(old_ts),
+       "application/x-protobuf", "outside the accepted window", 400, {}},
+      {"remote-write far future", "/api/v1/write", prometheus::EncodeWriteRequest(future_ts),
+       "application/x-protobuf", "outside the accepted window", 400, {}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto r = Post(h.url(), c.path, c.body, "", c.type, c.headers);
+    EXPECT_EQ(r.status, c.want_status) << r.body;
+    if (r.status != 0 && !c.want_in_message.empty()) {
+      std::string msg = ErrorMessageOf(r);
+      std::transform(msg.begin(), msg.end(), msg.begin(), [](unsigned char ch) { return std::tolower(ch); });
+      std::string want = c.want_in_message;
+      std::transform(want.begin(), want.end(), want.begin(), [](unsigned char ch) { return std::tolower(ch); });
+      EXPECT_NE(msg.find(want), std::string::npos) << r.body;
+    }
+    auto stats = h.ledger->store().Stats();
+    ASSERT_TRUE(stats.ok());
+    EXPECT_EQ(stats->batches, stats0->batches);
+    EXPECT_EQ(stats->samples, stats0->samples);
+    EXPECT_EQ(stats->devices, stats0->devices);
+  }
+  // Quotes and newlines in remote-write label values are taken as they are.
+  prometheus::WriteRequest quotes;
+  quotes.timeseries.push_back({{{"__name__", "DCGM_FI_DEV_GPU_UTIL"},
+                                {"Hostname", "node \"7\"\nrack"},
+                                {"UUID", "GPU-quoted"},
+                                {"modelName", "NVIDIA \"H100\""}},
+                               {{50, kNow - kMsPerMinute}}});
+  auto r = Post(h.url(), "/api/v1/write", prometheus::EncodeWriteRequest(quotes), "", "application/x-protobuf");
+  EXPECT_EQ(r.status, 204) << r.body;
+  json f = json::parse(Get(h.url(), "/api/v1/fleet").body);
+  bool found = false;
+  for (const auto& d : f["devices"]) {
+    if (d["uuid"] == "GPU-quoted") {
+      found = true;
+      EXPECT_EQ(d["node"], "node \"7\"\nrack");
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+// A remote-write stream: devices with their models, MIG instances, pods as jobs, holds
+// as allocations closed when the pod is gone, retries idempotent.
+TEST(ServerTest, RemoteWriteMapsDevicesJobsAndAllocations) {
+  TempDir dir;
+  ManualClock clock(kNow);
+  ServerOptions o;
+  o.prometheus.pool = "k8s";
+  o.prometheus.hold_timeout_ms = 2 * kMsPerMinute;
+  o.prometheus.mapping.rules = {{"namespace", prometheus::LabelRule::Match::kRegex, "team-(.+)", "$1", ""}};
+  Harness h(dir.File("ledger.db"), clock, o);
+  ASSERT_EQ(h.error, "");
+  auto request = [&](int64_t t, bool with_pod) {
+    prometheus::WriteRequest w;
+    prometheus::Labels base = {{"Hostname", "gpu-node-1"}, {"UUID", "GPU-aaaa"}, {"modelName", "NVIDIA H200"}};
+    if (with_pod) {
+      base.push_back({"namespace", "team-vision"});
+      base.push_back({"pod", "trainer-0"});
+    }
+    auto series = [&](std::string name, double v, prometheus::Labels extra = {}) {
+      prometheus::Labels l = base;
+      l.push_back({"__name__", std::move(name)});
+      for (auto& e : extra) l.push_back(e);
+      std::sort(l.begin(), l.end(), [](const auto& x, const auto& y) { return x.name < y.name; });
+      w.timeseries.push_back({l, {{v, t}}});
+    };
+    series("DCGM_FI_PROF_SM_ACTIVE", 0.5);
+    series("DCGM_FI_DEV_GPU_UTIL", 90);
+    series("DCGM_FI_DEV_FB_USED", 1000);
+    series("DCGM_FI_DEV_GPU_TEMP", 55);
+    series("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 0.3, {{"GPU_I_ID", "1"}, {"GPU_I_PROFILE", "3g.71gb"}});
+    return prometheus::EncodeWriteRequest(w);
+  };
+  int64_t t0 = kNow - 30 * kMsPerMinute;
+  for (int i = 0; i < 10; ++i) {
+    std::string body = request(t0 + i * kMsPerMinute, i < 5);
+    auto r = Post(h.url(), "/api/v1/write", body, "", "application/x-protobuf");
+    ASSERT_EQ(r.status, 204) << r.body;
+    if (i == 3) {  // a retry: acknowledged, nothing applied twice
+      ASSERT_EQ(Post(h.url(), "/api/v1/write", body, "", "application/x-protobuf").status, 204);
+    }
+  }
+  EXPECT_EQ(h.server->metrics().Value(MetricId::kIngestRequests, {"remote_write", "duplicate"}), 1);
+  EXPECT_EQ(h.server->metrics().Value(MetricId::kIgnoredPoints, {"DCGM_FI_DEV_GPU_TEMP"}), 10);
+  auto devices = h.ledger->store().ListDevices();
+  ASSERT_TRUE(devices.ok());
+  ASSERT_EQ(devices->size(), 2u);
+  const auto& mig = (*devices)[0].device.is_mig() ? (*devices)[0].device : (*devices)[1].device;
+  EXPECT_EQ(mig.share, (Share{3, 7}));
+  EXPECT_EQ(mig.mig_profile, "3g.71gb");
+  EXPECT_EQ(mig.model, "NVIDIA H200");
+  auto jobs = h.ledger->store().ListJobs();
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].job.id, "k8s/team-vision/trainer-0");
+  EXPECT_EQ((*jobs)[0].job.team, "vision");
+  auto allocs = h.ledger->store().AllocationsOverlapping({0, kForever});
+  ASSERT_TRUE(allocs.ok());
+  ASSERT_EQ(allocs->size(), 2u);  // the GPU and its MIG instance
+  for (const auto& a : *allocs) {
+    ASSERT_TRUE(a.to_ms.has_value()) << "closed once the pod was gone for the hold timeout";
+    EXPECT_EQ(*a.to_ms, t0 + 4 * kMsPerMinute);
+  }
+  EXPECT_EQ(h.server->metrics().Value(MetricId::kIngestSamples, {"remote_write"}), 20);
+}
+
+TEST(ServerTest, MetricsPassPromtoolAndTheCatalogIsDocumented) {
+  TempDir dir;
+  ManualClock clock(kNow);
+  Harness h(dir.File("ledger.db"), clock);
+  ASSERT_EQ(h.error, "");
+  ASSERT_EQ(Post(h.url(), "/api/v1/batches", wire::WriteBatch(MakeBatch("m1", "n1", 2, kStart, 120, "nlp"))).status,
+            200);
+  Post(h.url(), "/api/v1/batches", "{");
+  auto r = Get(h.url(), "/metrics");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find("gpuledger_ingest_samples_total{path=\"native\"} 240"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("gpuledger_ingest_requests_total{path=\"native\",outcome=\"rejected\"} 1"),
+            std::string::npos);
+  EXPECT_NE(r.body.find("gpuledger_fleet_effective_utilization_ratio{pool=\"training\"}"), std::string::npos);
+  EXPECT_NE(r.body.find("gpuledger_fleet_gpu_seconds_total{bucket=\"active\"}"), std::string::npos);
+  EXPECT_NE(r.body.find("gpuledger_ingest_batch_duration_seconds_bucket{path=\"native\",le=\"+Inf\"} 1"),
+            std::string::npos);
+
+  std::string doc = testing::ReadFileOrEmpty(std::string(GPULEDGER_SOURCE_DIR) + "/docs/server.md");
+  EXPECT_NE(doc.find(MetricCatalogMarkdown()), std::string::npos)
+      << "docs/server.md must embed the catalog as MetricCatalogMarkdown() writes it:\n"
+      << MetricCatalogMarkdown();
+
+  if (access("/usr/bin/promtool", X_OK) != 0) GTEST_SKIP() << "promtool not installed (Debian prometheus)";
+  std::string file = dir.File("metrics.txt");
+  FILE* out = std::fopen(file.c_str(), "w");
+  ASSERT_NE(out, nullptr);
+  std::fwrite(r.body.data(), 1, r.body.size(), out);
+  std::fclose(out);
+  std::string cmd = "/usr/bin/promtool check metrics < " + file + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string output;
+  char buf[512];
+  while (size_t n = std::fread(buf, 1, sizeof buf, p)) output.append(buf, n);
+  int rc = pclose(p);
+  EXPECT_EQ(rc, 0) << output;
+  EXPECT_EQ(output, "") << output;
+}
+
+// 8 writers and 4 readers at once: no error, no lost batch, no torn read.
+TEST(ServerTest, ConcurrentWritersAndReaders) {
+  TempDir dir;
+  ManualClock clock(kNow);
+  Harness h(dir.File("ledger.db"), clock);
+  ASSERT_EQ(h.error, "");
+  constexpr int kWriters = 8, kBatchesEach = 12, kReaders = 4;
+  std::atomic<int> errors{0};
+  std::atomic<bool> done{false};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      for (int i = 0; i < kBatchesEach; ++i) {
+        // Each batch: 2 GPUs x 15 minutes; a node's batches follow each other in time.
+        Batch b = MakeBatch(fmt::format("w{}-{}", w, i), fmt::format("node{}", w), 2, kStart + i * 15 * kMsPerMinute,
+                            15, fmt::format("team{}", w % 3), i == 0);
+        auto r = HttpPost(h.url(), "/api/v1/batches", wire::WriteBatch(b), "application/json");
+        if (!r.ok() || r->status != 200) ++errors;
+      }
+    });
+  }
+  std::atomic<int> reads{0};
+  for (int k = 0; k < kReaders; ++k) {
+    threads.emplace_back([&, k] {
+      int64_t last_total = -1;
+      while (!done.load()) {
+        std::string path = k % 2 ? "/api/v1/usage?from=2026-11-23T08:00:00Z&to=2026-11-23T11:00:00Z&by=team,node"
+                                 : "/api/v1/fleet";
+        auto r = HttpGet(h.url(), path);
+        if (!r.ok() || r->status != 200) {
+          ++errors;
+          continue;
+        }
+        ++reads;
+        if (k % 2) {
+          // Whole batches only: the total GPU time grows in steps of whole batches and
+          // never shrinks (the ledger checks conservation on every report).
+          json u = json::parse(r->body);
+          double hours = 0;
+          for (const auto& row : u["rows"]) {
+            if (row["group"]["team"] != "(no job)") hours += row["gpu_hours"].get<double>();
+          }
+          auto total = static_cast<int64_t>(std::llround(hours * 60));  // GPU-minutes
+          if (total < last_total) ++errors;
+          last_total = total;
+        } else {
+          json f = json::parse(r->body);
+          for (const auto& d : f["devices"]) {
+            if (d["holders"].empty()) ++errors;  // a device is never seen without its job
+          }
+        }
+      }
+    });
+  }
+  for (int w = 0; w < kWriters; ++w) threads[static_cast<size_t>(w)].join();
+  done = true;
+  for (size_t i = kWriters; i < threads.size(); ++i) threads[i].join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_GT(reads.load(), 0);
+  EXPECT_EQ(StoredBatches(*h.ledger), kWriters * kBatchesEach);
+  auto stats = h.ledger->store().Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->samples, kWriters * kBatchesEach * 2 * 15);
+}
+
+// Stop() lets requests in flight finish: every batch acknowledged is stored, and every
+// batch stored was acknowledged (nothing half-done, nothing lost).
+TEST(ServerTest, StopFinishesRequestsInFlight) {
+  TempDir dir;
+  ManualClock clock(kNow);
+  Harness h(dir.File("ledger.db"), clock);
+  ASSERT_EQ(h.error, "");
+  std::atomic<int> acked{0};
+  std::vector<std::thread> senders;
+  for (int w = 0; w < 4; ++w) {
+    senders.emplace_back([&, w] {
+      for (int i = 0; i < 200; ++i) {
+        Batch b = MakeBatch(fmt::format("s{}-{}", w, i), fmt::format("stop{}", w), 1, kStart + i * 5 * kMsPerMinute,
+                            5, "t", i == 0);
+        auto r = HttpPost(h.url(), "/api/v1/batches", wire::WriteBatch(b), "application/json");
+        if (!r.ok() || r->status != 200) return;
+        ++acked;
+      }
+    });
+  }
+  while (acked.load() < 20) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  h.server->Stop();
+  for (auto& t : senders) t.join();
+  EXPECT_EQ(StoredBatches(*h.ledger), acked.load());
+  EXPECT_LT(acked.load(), 800) << "the stop came after the whole stream";
+}
+
+// Every route the server answers is described in docs/openapi.yaml.
+TEST(ServerTest, OpenApiDescribesEveryRoute) {
+  std::string spec = testing::ReadFileOrEmpty(std::string(GPULEDGER_SOURCE_DIR) + "/docs/openapi.yaml");
+  for (const char* path : {"/api/v1/batches:", "/api/v1/write:", "/api/v1/fleet:", "/api/v1/usage:",
+                           "/api/v1/chargeback:", "/api/v1/jobs:", "/api/v1/jobs/{id}:", "/api/v1/waste:",
+                           "/metrics:", "/healthz:"}) {
+    EXPECT_NE(spec.find(std::string("  ") + path), std::string::npos) << path;
+  }
+}
+
+}  // namespace
+}  // namespace gpuledger::server

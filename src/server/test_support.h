@@ -1,0 +1,143 @@
+// Helpers for the server tests and the benchmark: a temporary folder, a ledger on a
+// fresh SQLite store with a running server on 127.0.0.1 port 0, and small batches.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/batch.h"
+#include "core/time.h"
+#include "ledger/ledger.h"
+#include "server/client.h"
+#include "server/server.h"
+#include "store/store.h"
+
+namespace gpuledger::server::testing {
+
+// A folder under $TMPDIR removed on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "gpuledger-srv-XXXXXX").string();
+    char* made = mkdtemp(tmpl.data());
+    path_ = made ? made : tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+inline std::string ReadFileOrEmpty(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+// A loopback port free now (for a child process that must be told its port up front,
+// such as Prometheus or VictoriaMetrics); 0 on failure.
+inline int FreeLoopbackPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+// A ledger on a fresh durable store and a server in front of it.
+struct Harness {
+  explicit Harness(const std::string& db_path, const Clock& clock, ServerOptions options = {}) {
+    auto store = store::OpenSqliteStore(db_path, {.synchronous_full = true});
+    if (!store.ok()) {
+      error = store.status().ToString();
+      return;
+    }
+    ledger = std::make_unique<ledger::Ledger>(std::move(*store), clock);
+    options.listen = "127.0.0.1:0";
+    options.access_log = false;
+    auto s = Server::Create(*ledger, clock, std::move(options));
+    if (!s.ok()) {
+      error = s.status().ToString();
+      return;
+    }
+    server = std::move(*s);
+    Status st = server->Start();
+    if (!st.ok()) error = st.ToString();
+  }
+  ~Harness() {
+    if (server) server->Stop();
+  }
+  std::string url() const { return server->Url(); }
+
+  std::string error;  // empty when the server runs
+  std::unique_ptr<ledger::Ledger> ledger;
+  std::unique_ptr<Server> server;
+};
+
+// A batch of `samples` one-minute samples on `gpus` GPUs of node `node` from `start_ms`,
+// with one job of `team` holding them all.
+inline Batch MakeBatch(const std::string& id, const std::string& node, int gpus, int64_t start_ms,
+                       int samples, const std::string& team, bool declare = true) {
+  Batch b;
+  b.batch_id = id;
+  b.source = node;
+  std::string job = fmt::format("{}-job", node);
+  if (declare) {
+    for (int g = 0; g < gpus; ++g) {
+      Device d;
+      d.uuid = fmt::format("GPU-{}-{}", node, g);
+      d.node = node;
+      d.model = "NVIDIA H100 80GB HBM3";
+      d.pool = "training";
+      d.memory_mib = 81559;
+      d.sample_interval_ms = kMsPerMinute;
+      b.devices.push_back(d);
+      b.allocations.push_back({d.uuid, job, start_ms - kMsPerMinute, std::nullopt});
+    }
+    Job j;
+    j.id = job;
+    j.team = team;
+    j.project = team + "-project";
+    j.kind = JobKind::kTraining;
+    b.jobs.push_back(j);
+  }
+  for (int g = 0; g < gpus; ++g) {
+    for (int i = 0; i < samples; ++i) {
+      Sample s;
+      s.device_uuid = fmt::format("GPU-{}-{}", node, g);
+      s.t_ms = start_ms + i * kMsPerMinute;
+      s.sm_active = 0.25 + 0.5 * ((i + g) % 3) / 2.0;
+      s.gpu_util = 0.9;
+      s.fb_used_mib = 1000.0 * (g + 1);
+      b.samples.push_back(s);
+    }
+  }
+  return b;
+}
+
+}  // namespace gpuledger::server::testing
