@@ -13,8 +13,8 @@ packages=(
   libsqlite3-dev sqlite3 libtomlplusplus-dev zlib1g-dev libsnappy-dev
   protobuf-compiler libprotobuf-dev
   libcpp-httplib-dev libssl-dev
-  # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev
+  # tests and benchmarks; clang and its runtime for the libFuzzer targets
+  libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev
   # real components the tests and benchmarks start (promtool, Prometheus, VictoriaMetrics)
   prometheus victoria-metrics
   # a local Slurm cluster for the agent's Slurm test (src/agent/testdata/slurm)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds gpuledger and runs every test, on a fresh Debian 12 machine as well as on a
 # developer's: installs what is missing (scripts/deps.sh), builds with the asan preset
-# (ASan + UBSan, warnings as errors) and runs ctest.
+# (ASan + UBSan, warnings as errors), runs ctest, then fuzzes each parser for a bounded
+# time (scripts/fuzz.sh).
 #   scripts/test.sh [ctest arguments...]      e.g. scripts/test.sh -L ledger
 # GPULEDGER_PRESET=debug|asan|tsan|release chooses another preset (default asan).
 set -euo pipefail
@@ -11,3 +12,7 @@ preset="${GPULEDGER_PRESET:-asan}"
 cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset"
 ctest --preset "$preset" "$@"
+# The parsers' fuzz targets, 20 seconds each (GPULEDGER_FUZZ_SECONDS=0 skips them).
+if [ $# -eq 0 ] && [ "${GPULEDGER_FUZZ_SECONDS:-20}" -gt 0 ]; then
+  scripts/fuzz.sh "${GPULEDGER_FUZZ_SECONDS:-20}"
+fi
