@@ -6,6 +6,10 @@
 #include <httplib.h>
 
 #include <gmock/gmock.h>
+
+#include "server/auth.h"
+#include "server/server.h"
+#include "store/store.h"
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -166,6 +170,36 @@ TEST(AgentEndToEndTest, LedgerMatchesTheScenarioWithinOnePercent) {
   EXPECT_THAT(node.server->errors(), ::testing::IsEmpty());
   EXPECT_EQ(node.agent->counters().samples_dropped, 0);
   ExpectHourTruth(node.server->ledger());
+}
+
+// The same hour through the real `gpuledger serve` (server::Server over a SQLite store
+// with FULL sync), with an agent-role bearer token.
+TEST(AgentEndToEndTest, ThroughTheRealServerTheLedgerMatchesToo) {
+  Node node;  // its fake NVML, /proc and spool; its stand-in server is not used
+  ASSERT_TRUE(node.ok());
+  auto opened = store::OpenSqliteStore(node.dir / "served.db", {.synchronous_full = true});
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  ledger::Ledger served(std::move(*opened), node.clock);
+  server::ServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.access_log = false;
+  server::TokenEntry token{.name = "e2e-node", .role = server::Role::kAgent};
+  ASSERT_TRUE(server::ParseTokenHash(server::HashToken("agent-secret"), token).ok());
+  options.tokens.push_back(token);
+  auto created = server::Server::Create(served, node.clock, options);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  std::unique_ptr<server::Server> real = std::move(created).value();
+  ASSERT_TRUE(real->Start().ok());
+  auto sink = MakeHttpBatchSink(real->Url(), "agent-secret", 2'000);
+  ASSERT_TRUE(sink.ok()) << sink.status().ToString();
+  node.sink = std::move(sink).value();
+  node.NewAgent();
+  ASSERT_TRUE(node.ok());
+  node.RunUntil(kHourMs, /*push=*/true);
+  EXPECT_EQ(node.agent->spool_batches(), 0u);
+  EXPECT_EQ(node.agent->counters().samples_dropped, 0);
+  real->Stop();
+  ExpectHourTruth(served);
 }
 
 TEST(AgentEndToEndTest, ServerUnreachableForAnHourLosesAndDoublesNothing) {
