@@ -7,7 +7,11 @@
 #include <unordered_map>
 
 #include "ledger/attribution.h"
+#include "ledger/mfu.h"
+#include "ledger/rightsizing.h"
+#include "ledger/serving.h"
 #include "report/usage_format.h"
+#include "report/weekly.h"
 #include "store/store.h"
 
 namespace gpuledger::server {
@@ -273,18 +277,21 @@ HttpReply JobsReply(const QueryContext& q) {
   return JsonReply({{"jobs", list}});
 }
 
+// The job `job_id` if the principal may see it. Another team's job answers exactly as
+// an unknown one: its existence is not told.
+Result<store::JobRecord> VisibleJob(const QueryContext& q, const std::string& job_id) {
+  GPULEDGER_ASSIGN_OR_RETURN(auto jobs, q.ledger.store().ListJobs());
+  for (auto& j : jobs) {
+    if (j.job.id == job_id && q.who.MaySeeTeam(j.job.team)) return std::move(j);
+  }
+  return NotFound("no such job (or not one this token may see)");
+}
+
 HttpReply JobReply(const QueryContext& q, const std::string& job_id) {
   store::Store& s = q.ledger.store();
-  auto jobs = s.ListJobs();
-  if (!jobs.ok()) return ErrorReply(jobs.status());
-  const store::JobRecord* rec = nullptr;
-  for (const auto& j : *jobs) {
-    if (j.job.id == job_id) rec = &j;
-  }
-  // Another team's job answers exactly as an unknown one: its existence is not told.
-  if (rec == nullptr || !q.who.MaySeeTeam(rec->job.team)) {
-    return ErrorReply(NotFound("no such job (or not one this token may see)"));
-  }
+  auto found = VisibleJob(q, job_id);
+  if (!found.ok()) return ErrorReply(found.status());
+  const store::JobRecord* rec = &*found;
   auto devices = s.ListDevices();
   if (!devices.ok()) return ErrorReply(devices.status());
   std::unordered_map<int64_t, std::string> uuid_by_id;
@@ -357,6 +364,111 @@ HttpReply WasteReply(const QueryContext& q, const QueryParams& params) {
   }
   return JsonReply({{"window", {{"from", FormatTime(window->begin_ms)}, {"to", FormatTime(window->end_ms)}}},
                     {"waste", list}});
+}
+
+HttpReply RecommendationsReply(const QueryContext& q, const QueryParams& params) {
+  QueryParams with_default = params;
+  if (!params.count("window") && !params.count("from")) with_default["window"] = "30d";
+  auto window = WindowFrom(with_default, q.now_ms);
+  if (!window.ok()) return ErrorReply(window.status());
+  std::string team = Param(params, "team");
+  if (!team.empty() && !q.who.MaySeeTeam(team)) {
+    return ErrorReply(NotFound("no such team (or not one this token may see)"));
+  }
+  auto recs = ledger::Recommend(q.ledger, *window, team);
+  if (!recs.ok()) return ErrorReply(recs.status());
+  json list = json::array();
+  for (const auto& r : *recs) {
+    if (!q.who.MaySeeTeam(r.team)) continue;
+    list.push_back({{"kind", ledger::RecommendationKindName(r.kind)},
+                    {"job", r.job_id},
+                    {"team", r.team},
+                    {"project", r.project},
+                    {"job_kind", JobKindName(r.job_kind)},
+                    {"action", r.action},
+                    {"evidence", r.evidence},
+                    {"confidence", r.confidence},
+                    {"gpu_hours", r.gpu_hours},
+                    {"cost", r.cost.ToString()},
+                    {"saving", r.saving.ToString()}});
+  }
+  return JsonReply({{"window", {{"from", FormatTime(window->begin_ms)}, {"to", FormatTime(window->end_ms)}}},
+                    {"recommendations", list}});
+}
+
+HttpReply JobMfuReply(const QueryContext& q, const std::string& job_id, const QueryParams& params) {
+  auto found = VisibleJob(q, job_id);
+  if (!found.ok()) return ErrorReply(found.status());
+  QueryParams with_default = params;
+  if (!params.count("window") && !params.count("from")) with_default["window"] = "7d";
+  auto window = WindowFrom(with_default, q.now_ms);
+  if (!window.ok()) return ErrorReply(window.status());
+  auto e = ledger::JobMfu(q.ledger, job_id, *window);
+  if (!e.ok()) return ErrorReply(e.status());
+  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  return JsonReply({{"job", job_id},
+                    {"window", {{"from", FormatTime(window->begin_ms)}, {"to", FormatTime(window->end_ms)}}},
+                    {"gpu_hours", e->gpu_hours},
+                    {"mfu", opt(e->mfu)},
+                    {"achieved_flops", opt(e->achieved_flops)},
+                    {"basis", e->basis},
+                    {"hardware_estimate", opt(e->hardware_estimate)},
+                    {"hardware_estimate_note", "tensor-pipe activity x peak: an estimate, not MFU"}});
+}
+
+HttpReply JobServingReply(const QueryContext& q, const std::string& job_id,
+                          const QueryParams& params) {
+  auto found = VisibleJob(q, job_id);
+  if (!found.ok()) return ErrorReply(found.status());
+  QueryParams with_default = params;
+  if (!params.count("window") && !params.count("from")) with_default["window"] = "24h";
+  auto window = WindowFrom(with_default, q.now_ms);
+  if (!window.ok()) return ErrorReply(window.status());
+  auto reports = ledger::JobServing(q.ledger, job_id, *window);
+  if (!reports.ok()) return ErrorReply(reports.status());
+  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  auto dist = [](const ledger::Distribution& d) {
+    return json{{"samples", d.n}, {"mean", d.mean}, {"p50", d.p50}, {"p95", d.p95}, {"max", d.max}};
+  };
+  json list = json::array();
+  for (const auto& r : *reports) {
+    const ledger::ServingReport& x = r.report;
+    list.push_back({{"engine", r.engine},
+                    {"model", r.model},
+                    {"seconds", x.seconds},
+                    {"queue_depth", dist(x.queue_depth)},
+                    {"running", dist(x.running)},
+                    {"kv_cache_usage", dist(x.kv_cache_usage)},
+                    {"kv_cache_full_share", x.kv_cache_full_share},
+                    {"prefill_share", opt(x.prefill_share)},
+                    {"tokens_per_second", opt(x.tokens_per_second)},
+                    {"generation_tokens_per_second", opt(x.generation_tokens_per_second)},
+                    {"mean_batch_size", opt(x.mean_batch_size)},
+                    {"mean_tokens_per_step", opt(x.mean_tokens_per_step)},
+                    {"preemptions_per_hour", opt(x.preemptions_per_hour)},
+                    {"cost_per_million_tokens",
+                     x.cost_per_million_tokens ? json(x.cost_per_million_tokens->ToString()) : json(nullptr)}});
+  }
+  return JsonReply({{"job", job_id}, {"engines", list}});
+}
+
+HttpReply WeeklyReportReply(const QueryContext& q, const QueryParams& params) {
+  std::string week_name = Param(params, "week", IsoWeekOf(q.now_ms - 7 * kMsPerDay));
+  auto week = ParseIsoWeek(week_name);
+  if (!week.ok()) return ErrorReply(week.status().WithContext("week"));
+  report::WeeklyOptions options;
+  std::string target = Param(params, "target");
+  if (!target.empty()) {
+    char* end = nullptr;
+    double v = std::strtod(target.c_str(), &end);
+    if (end == target.c_str() || *end != '\0' || !(v >= 0 && v <= 1)) {
+      return ErrorReply(InvalidArgument(fmt::format("target \"{}\": want a ratio in 0..1", target)));
+    }
+    options.target = v;
+  }
+  auto html = report::RenderWeeklyReport(q.ledger, *week, options);
+  if (!html.ok()) return ErrorReply(html.status());
+  return {200, "text/html; charset=utf-8", *html};
 }
 
 }  // namespace gpuledger::server

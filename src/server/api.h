@@ -43,6 +43,17 @@ HttpReply ChargebackReply(const QueryContext& q, const QueryParams& params);
 HttpReply JobsReply(const QueryContext& q);
 // GET /api/v1/jobs/{id}: one job, its allocations (the timeline), buckets and cost.
 HttpReply JobReply(const QueryContext& q, const std::string& job_id);
+// GET /api/v1/recommendations?window=30d&team=T: right-sizing advice for the jobs the
+// principal may see.
+HttpReply RecommendationsReply(const QueryContext& q, const QueryParams& params);
+// GET /api/v1/jobs/{id}/mfu?window=7d: MFU from the job's progress reports, or the
+// labelled hardware estimate.
+HttpReply JobMfuReply(const QueryContext& q, const std::string& job_id, const QueryParams& params);
+// GET /api/v1/jobs/{id}/serving?window=24h: the serving job's engine pressure.
+HttpReply JobServingReply(const QueryContext& q, const std::string& job_id,
+                          const QueryParams& params);
+// GET /api/v1/reports/weekly?week=2026-W48&target=0.6 (admin): the weekly HTML report.
+HttpReply WeeklyReportReply(const QueryContext& q, const QueryParams& params);
 // GET /api/v1/waste?window=7d&limit=10 (admin): the largest sources of waste.
 HttpReply WasteReply(const QueryContext& q, const QueryParams& params);
 

@@ -349,6 +349,21 @@ struct Server::Impl {
     http.Get("/api/v1/jobs", route("jobs", [this](const auto& req, auto& res) {
                Query(req, res, kReaders, [&](const QueryContext& q) { return JobsReply(q); });
              }));
+    // The more specific job routes first: /jobs/(.+) would take them too.
+    http.Get(R"(/api/v1/jobs/([^/]+)/mfu)", route("job_mfu", [this](const auto& req, auto& res) {
+               std::string id = req.matches[1];
+               Query(req, res, kReaders, [&](const QueryContext& q) { return JobMfuReply(q, id, Params(req)); });
+             }));
+    http.Get(R"(/api/v1/jobs/([^/]+)/serving)", route("job_serving", [this](const auto& req, auto& res) {
+               std::string id = req.matches[1];
+               Query(req, res, kReaders, [&](const QueryContext& q) { return JobServingReply(q, id, Params(req)); });
+             }));
+    http.Get("/api/v1/recommendations", route("recommendations", [this](const auto& req, auto& res) {
+               Query(req, res, kReaders, [&](const QueryContext& q) { return RecommendationsReply(q, Params(req)); });
+             }));
+    http.Get("/api/v1/reports/weekly", route("report_weekly", [this](const auto& req, auto& res) {
+               Query(req, res, kAdmins, [&](const QueryContext& q) { return WeeklyReportReply(q, Params(req)); });
+             }));
     http.Get(R"(/api/v1/jobs/(.+))", route("job", [this](const auto& req, auto& res) {
                std::string id = req.matches[1];
                Query(req, res, kReaders, [&](const QueryContext& q) { return JobReply(q, id); });

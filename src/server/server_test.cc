@@ -170,6 +170,11 @@ TEST(ServerTest, RolesSeeExactlyWhatTheyShould) {
       "/api/v1/jobs",
       "/api/v1/jobs/bravonode-job",
       "/api/v1/jobs/alphanode-job",
+      "/api/v1/jobs/bravonode-job/mfu?from=2026-11-23T08:00:00Z&to=2026-11-23T09:00:00Z",
+      "/api/v1/jobs/alphanode-job/mfu?from=2026-11-23T08:00:00Z&to=2026-11-23T09:00:00Z",
+      "/api/v1/jobs/bravonode-job/serving?from=2026-11-23T08:00:00Z&to=2026-11-23T09:00:00Z",
+      "/api/v1/jobs/alphanode-job/serving?from=2026-11-23T08:00:00Z&to=2026-11-23T09:00:00Z",
+      "/api/v1/recommendations?from=2026-11-23T08:00:00Z&to=2026-11-23T09:00:00Z",
       "/metrics"};
   for (const std::string& path : reads) {
     SCOPED_TRACE(path);
@@ -187,11 +192,13 @@ TEST(ServerTest, RolesSeeExactlyWhatTheyShould) {
     EXPECT_EQ(va.body.find("\"bravo\""), std::string::npos) << va.body;
     if (path.find("bravonode-job") != std::string::npos) {
       EXPECT_EQ(va.status, 404);
-      EXPECT_EQ(admin.body.find("bravo-project") != std::string::npos, true);
+      if (path == "/api/v1/jobs/bravonode-job") {
+        EXPECT_NE(admin.body.find("bravo-project"), std::string::npos);
+      }
     } else {
       EXPECT_EQ(va.status, 200) << va.body;
     }
-    if (path.find("alphanode-job") != std::string::npos || path == "/api/v1/jobs") {
+    if (path == "/api/v1/jobs/alphanode-job" || path == "/api/v1/jobs") {
       EXPECT_NE(va.body.find("alphanode-job"), std::string::npos) << va.body;
       EXPECT_EQ(Get(h.url(), path, tok["viewer_b"]).body.find("alphanode-job"), std::string::npos);
     }
@@ -206,6 +213,19 @@ TEST(ServerTest, RolesSeeExactlyWhatTheyShould) {
   EXPECT_EQ(u["total"], all["total"]);
   EXPECT_EQ(Get(h.url(), "/api/v1/waste", tok["viewer_a"]).status, 403);
   EXPECT_EQ(Get(h.url(), "/api/v1/waste", tok["admin"]).status, 200);
+  // The weekly report names every team: admins only.
+  EXPECT_EQ(Get(h.url(), "/api/v1/reports/weekly?week=2026-W48", tok["viewer_a"]).status, 403);
+  auto weekly = Get(h.url(), "/api/v1/reports/weekly?week=2026-W48", tok["admin"]);
+  EXPECT_EQ(weekly.status, 200);
+  EXPECT_NE(weekly.body.find("week 2026-W48"), std::string::npos);
+  EXPECT_EQ(Get(h.url(), "/api/v1/reports/weekly?week=2026-W48&target=7", tok["admin"]).status, 400);
+  // A job's MFU without progress reports: no MFU, the labelled estimate where there is one.
+  json mfu = json::parse(Get(h.url(), "/api/v1/jobs/alphanode-job/mfu?from=2026-11-23T08:00:00Z&to=2026-11-23T09:00:00Z",
+                             tok["viewer_a"]).body);
+  EXPECT_TRUE(mfu["mfu"].is_null());
+  EXPECT_GT(mfu["gpu_hours"].get<double>(), 0.0);
+  // A viewer asking for another team's recommendations learns nothing.
+  EXPECT_EQ(Get(h.url(), "/api/v1/recommendations?window=30d&team=bravo", tok["viewer_a"]).status, 404);
 }
 
 TEST(ServerTest, RefusesNonLoopbackWithoutTokensUnlessInsecure) {
@@ -535,6 +555,8 @@ TEST(ServerTest, OpenApiDescribesEveryRoute) {
   std::string spec = testing::ReadFileOrEmpty(std::string(GPULEDGER_SOURCE_DIR) + "/docs/openapi.yaml");
   for (const char* path : {"/api/v1/batches:", "/api/v1/write:", "/api/v1/fleet:", "/api/v1/usage:",
                            "/api/v1/chargeback:", "/api/v1/jobs:", "/api/v1/jobs/{id}:", "/api/v1/waste:",
+                           "/api/v1/jobs/{id}/mfu:", "/api/v1/jobs/{id}/serving:",
+                           "/api/v1/recommendations:", "/api/v1/reports/weekly:",
                            "/metrics:", "/healthz:"}) {
     EXPECT_NE(spec.find(std::string("  ") + path), std::string::npos) << path;
   }
