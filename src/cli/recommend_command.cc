@@ -1,10 +1,10 @@
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <map>
 
 #include "cli/commands.h"
 #include "ledger/rightsizing.h"
+#include "report/usage_format.h"
 #include "sim/trace.h"
 
 namespace gpuledger::cli {
@@ -85,21 +85,7 @@ void AddRecommendCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    auto recs = ledger::Recommend(**ledger, window, o->team);
                    if (!recs.ok()) return Fail(recs.status());
                    if (o->format == "json") {
-                     nlohmann::json j = nlohmann::json::array();
-                     for (const auto& r : *recs) {
-                       j.push_back({{"kind", ledger::RecommendationKindName(r.kind)},
-                                    {"job", r.job_id},
-                                    {"team", r.team},
-                                    {"project", r.project},
-                                    {"job_kind", JobKindName(r.job_kind)},
-                                    {"action", r.action},
-                                    {"evidence", r.evidence},
-                                    {"confidence", r.confidence},
-                                    {"gpu_hours", r.gpu_hours},
-                                    {"cost", r.cost.ToString()},
-                                    {"saving", r.saving.ToString()}});
-                     }
-                     std::printf("%s\n", j.dump(2).c_str());
+                     std::fputs(report::RecommendationsJson(*recs, window).c_str(), stdout);
                      return 0;
                    }
                    std::printf("Recommendations %s .. %s (savings of one job's advice overlap)\n\n",

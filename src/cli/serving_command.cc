@@ -1,22 +1,13 @@
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <cmath>
 
 #include "cli/commands.h"
 #include "ledger/serving.h"
+#include "report/usage_format.h"
 
 namespace gpuledger::cli {
 namespace {
-
-nlohmann::json DistJson(const ledger::Distribution& d) {
-  return {{"samples", d.n}, {"mean", d.mean}, {"p50", d.p50}, {"p95", d.p95}, {"max", d.max}};
-}
-
-template <typename T>
-nlohmann::json Opt(const std::optional<T>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
 
 std::string OptText(const std::optional<double>& v, const char* spec) {
   return v ? fmt::format(fmt::runtime(spec), *v) : std::string("not reported");
@@ -49,33 +40,7 @@ void AddServingCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    auto reports = ledger::JobServing(**ledger, o->job, window);
                    if (!reports.ok()) return Fail(reports.status());
                    if (o->format == "json") {
-                     nlohmann::json j = nlohmann::json::array();
-                     for (const auto& r : *reports) {
-                       const auto& x = r.report;
-                       nlohmann::json steps = nlohmann::json::array();
-                       for (const auto& [le, n] : x.tokens_per_step_histogram) {
-                         steps.push_back({{"le", std::isinf(le) ? nlohmann::json("+Inf") : nlohmann::json(le)}, {"steps", n}});
-                       }
-                       j.push_back({{"engine", r.engine},
-                                    {"model", r.model},
-                                    {"seconds", x.seconds},
-                                    {"queue_depth", DistJson(x.queue_depth)},
-                                    {"running", DistJson(x.running)},
-                                    {"kv_cache_usage", DistJson(x.kv_cache_usage)},
-                                    {"kv_cache_full_share", x.kv_cache_full_share},
-                                    {"prefill_share", Opt(x.prefill_share)},
-                                    {"tokens_per_second", Opt(x.tokens_per_second)},
-                                    {"generation_tokens_per_second", Opt(x.generation_tokens_per_second)},
-                                    {"mean_batch_size", Opt(x.mean_batch_size)},
-                                    {"mean_tokens_per_step", Opt(x.mean_tokens_per_step)},
-                                    {"tokens_per_step", steps},
-                                    {"preemptions_per_hour", Opt(x.preemptions_per_hour)},
-                                    {"queue_seconds_per_request", Opt(x.queue_seconds_per_request)},
-                                    {"cost_per_million_tokens",
-                                     x.cost_per_million_tokens ? nlohmann::json(x.cost_per_million_tokens->ToString())
-                                                               : nlohmann::json(nullptr)}});
-                     }
-                     std::printf("%s\n", j.dump(2).c_str());
+                     std::fputs(report::ServingJson(o->job, *reports).c_str(), stdout);
                      return 0;
                    }
                    if (reports->empty()) {

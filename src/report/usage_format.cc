@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 namespace gpuledger::report {
 namespace {
 
@@ -238,6 +240,64 @@ std::string RenderFleetSummary(const ledger::UsageReport& by_pool,
   }
   out += Table(w, 3, /*total_row=*/false);
   return out;
+}
+
+std::string RecommendationsJson(const std::vector<ledger::Recommendation>& recs,
+                                const TimeRange& window) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& r : recs) {
+    list.push_back({{"kind", ledger::RecommendationKindName(r.kind)},
+                    {"job", r.job_id},
+                    {"team", r.team},
+                    {"project", r.project},
+                    {"job_kind", JobKindName(r.job_kind)},
+                    {"action", r.action},
+                    {"evidence", r.evidence},
+                    {"confidence", r.confidence},
+                    {"gpu_hours", r.gpu_hours},
+                    {"cost", r.cost.ToString()},
+                    {"saving", r.saving.ToString()}});
+  }
+  nlohmann::json out = {{"window", {{"from", FormatTime(window.begin_ms)}, {"to", FormatTime(window.end_ms)}}},
+                        {"recommendations", list}};
+  return out.dump(2) + "\n";
+}
+
+std::string ServingJson(const std::string& job_id,
+                        const std::vector<ledger::JobServingReport>& reports) {
+  auto opt = [](const std::optional<double>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
+  auto dist = [](const ledger::Distribution& d) {
+    return nlohmann::json{{"samples", d.n}, {"mean", d.mean}, {"p50", d.p50}, {"p95", d.p95}, {"max", d.max}};
+  };
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& r : reports) {
+    const ledger::ServingReport& x = r.report;
+    nlohmann::json steps = nlohmann::json::array();
+    for (const auto& [le, n] : x.tokens_per_step_histogram) {
+      steps.push_back({{"le", std::isinf(le) ? nlohmann::json("+Inf") : nlohmann::json(le)}, {"steps", n}});
+    }
+    list.push_back({{"engine", r.engine},
+                    {"model", r.model},
+                    {"seconds", x.seconds},
+                    {"queue_depth", dist(x.queue_depth)},
+                    {"running", dist(x.running)},
+                    {"kv_cache_usage", dist(x.kv_cache_usage)},
+                    {"kv_cache_full_share", x.kv_cache_full_share},
+                    {"prefill_share", opt(x.prefill_share)},
+                    {"tokens_per_second", opt(x.tokens_per_second)},
+                    {"generation_tokens_per_second", opt(x.generation_tokens_per_second)},
+                    {"mean_batch_size", opt(x.mean_batch_size)},
+                    {"mean_tokens_per_step", opt(x.mean_tokens_per_step)},
+                    {"tokens_per_step", steps},
+                    {"preemptions_per_hour", opt(x.preemptions_per_hour)},
+                    {"queue_seconds_per_request", opt(x.queue_seconds_per_request)},
+                    {"cost_per_million_tokens", x.cost_per_million_tokens
+                                                     ? nlohmann::json(x.cost_per_million_tokens->ToString())
+                                                     : nlohmann::json(nullptr)}});
+  }
+  return nlohmann::json{{"job", job_id}, {"engines", list}}.dump(2) + "\n";
 }
 
 }  // namespace gpuledger::report

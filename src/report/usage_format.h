@@ -8,6 +8,8 @@
 
 #include "core/status.h"
 #include "ledger/ledger.h"
+#include "ledger/rightsizing.h"
+#include "ledger/serving.h"
 
 namespace gpuledger::report {
 
@@ -16,6 +18,14 @@ Result<Format> ParseFormat(std::string_view text);
 
 std::string RenderUsage(const ledger::UsageReport& r, Format f);
 std::string RenderChargeback(const ledger::ChargebackReport& r, Format f);
+
+// {"window": {...}, "recommendations": [...]}: the CLI's and the API's JSON of
+// right-sizing advice.
+std::string RecommendationsJson(const std::vector<ledger::Recommendation>& recs,
+                                const TimeRange& window);
+// {"job": ..., "engines": [...]}: a serving job's pressure, figures not reported null.
+std::string ServingJson(const std::string& job_id,
+                        const std::vector<ledger::JobServingReport>& reports);
 
 // The demo's and the CLI's fleet summary: effective utilization, the buckets in
 // GPU-hours and money, cost per team, and the largest sources of waste.

@@ -377,23 +377,8 @@ HttpReply RecommendationsReply(const QueryContext& q, const QueryParams& params)
   }
   auto recs = ledger::Recommend(q.ledger, *window, team);
   if (!recs.ok()) return ErrorReply(recs.status());
-  json list = json::array();
-  for (const auto& r : *recs) {
-    if (!q.who.MaySeeTeam(r.team)) continue;
-    list.push_back({{"kind", ledger::RecommendationKindName(r.kind)},
-                    {"job", r.job_id},
-                    {"team", r.team},
-                    {"project", r.project},
-                    {"job_kind", JobKindName(r.job_kind)},
-                    {"action", r.action},
-                    {"evidence", r.evidence},
-                    {"confidence", r.confidence},
-                    {"gpu_hours", r.gpu_hours},
-                    {"cost", r.cost.ToString()},
-                    {"saving", r.saving.ToString()}});
-  }
-  return JsonReply({{"window", {{"from", FormatTime(window->begin_ms)}, {"to", FormatTime(window->end_ms)}}},
-                    {"recommendations", list}});
+  std::erase_if(*recs, [&](const ledger::Recommendation& r) { return !q.who.MaySeeTeam(r.team); });
+  return {200, "application/json", report::RecommendationsJson(*recs, *window)};
 }
 
 HttpReply JobMfuReply(const QueryContext& q, const std::string& job_id, const QueryParams& params) {
@@ -426,30 +411,7 @@ HttpReply JobServingReply(const QueryContext& q, const std::string& job_id,
   if (!window.ok()) return ErrorReply(window.status());
   auto reports = ledger::JobServing(q.ledger, job_id, *window);
   if (!reports.ok()) return ErrorReply(reports.status());
-  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
-  auto dist = [](const ledger::Distribution& d) {
-    return json{{"samples", d.n}, {"mean", d.mean}, {"p50", d.p50}, {"p95", d.p95}, {"max", d.max}};
-  };
-  json list = json::array();
-  for (const auto& r : *reports) {
-    const ledger::ServingReport& x = r.report;
-    list.push_back({{"engine", r.engine},
-                    {"model", r.model},
-                    {"seconds", x.seconds},
-                    {"queue_depth", dist(x.queue_depth)},
-                    {"running", dist(x.running)},
-                    {"kv_cache_usage", dist(x.kv_cache_usage)},
-                    {"kv_cache_full_share", x.kv_cache_full_share},
-                    {"prefill_share", opt(x.prefill_share)},
-                    {"tokens_per_second", opt(x.tokens_per_second)},
-                    {"generation_tokens_per_second", opt(x.generation_tokens_per_second)},
-                    {"mean_batch_size", opt(x.mean_batch_size)},
-                    {"mean_tokens_per_step", opt(x.mean_tokens_per_step)},
-                    {"preemptions_per_hour", opt(x.preemptions_per_hour)},
-                    {"cost_per_million_tokens",
-                     x.cost_per_million_tokens ? json(x.cost_per_million_tokens->ToString()) : json(nullptr)}});
-  }
-  return JsonReply({{"job", job_id}, {"engines", list}});
+  return {200, "application/json", report::ServingJson(job_id, *reports)};
 }
 
 HttpReply WeeklyReportReply(const QueryContext& q, const QueryParams& params) {
