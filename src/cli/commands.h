@@ -33,6 +33,9 @@ void AddServingCommand(CLI::App& app, CommonOptions& common, Commands& out);
 // `simulate` runs in its CLI11 callback (src/sim); --from-ledger reads `common`'s store.
 void AddSimulateCommand(CLI::App& app, CommonOptions& common);
 
+// `--window 7d`: the last whole hours up to the current hour's start, by `clock`.
+Result<TimeRange> LastWholeHours(const std::string& window, const Clock& clock);
+
 // Prints a failed status to stderr as "gpuledger: <message>" and returns exit code 1.
 int Fail(const Status& status);
 

@@ -13,6 +13,11 @@ void AddCommonOptions(CLI::App& sub, CommonOptions& common) {
                  "the embedded store (default: $GPULEDGER_DB or ~/.local/share/gpuledger/ledger.db)");
 }
 
+Result<TimeRange> LastWholeHours(const std::string& window, const Clock& clock) {
+  GPULEDGER_ASSIGN_OR_RETURN(int64_t length, ParseDuration(window));
+  return ledger::TrailingWindow(clock.NowMs(), length);
+}
+
 int Fail(const Status& status) {
   std::fprintf(stderr, "gpuledger: %s\n", status.message().c_str());
   return 1;

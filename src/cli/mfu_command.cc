@@ -10,15 +10,14 @@ namespace {
 // `gpuledger mfu --job ID`: a recorded job's MFU from its own progress reports.
 int JobMode(const CommonOptions& common, const std::string& job, const std::string& window_text) {
   SystemClock clock;
-  auto length = ParseDuration(window_text);
-  if (!length.ok()) return Fail(length.status());
+  auto window = LastWholeHours(window_text, clock);
+  if (!window.ok()) return Fail(window.status());
   auto ledger = OpenLedger(common, clock);
   if (!ledger.ok()) return Fail(ledger.status());
-  TimeRange window = ledger::TrailingWindow(clock.NowMs(), *length);
-  auto e = ledger::JobMfu(**ledger, job, window);
+  auto e = ledger::JobMfu(**ledger, job, *window);
   if (!e.ok()) return Fail(e.status());
-  std::printf("job %s, %s .. %s\n", job.c_str(), FormatTime(window.begin_ms).c_str(),
-              FormatTime(window.end_ms).c_str());
+  std::printf("job %s, %s .. %s\n", job.c_str(), FormatTime(window->begin_ms).c_str(),
+              FormatTime(window->end_ms).c_str());
   std::printf("GPU-hours held             %.2f\n", e->gpu_hours);
   if (e->mfu) {
     std::printf("achieved model FLOPs       %.4g  (from its %s reports)\n", *e->achieved_flops,

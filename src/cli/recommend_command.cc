@@ -74,22 +74,21 @@ void AddRecommendCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                      return RecommendForTrace(o->trace, o->gpu_model, *price);
                    }
                    SystemClock clock;
-                   auto length = ParseDuration(o->window);
-                   if (!length.ok()) return Fail(length.status());
+                   auto window = LastWholeHours(o->window, clock);
+                   if (!window.ok()) return Fail(window.status());
                    if (o->format != "table" && o->format != "json") {
                      return Fail(InvalidArgument("--format: want table or json"));
                    }
                    auto ledger = OpenLedger(common, clock);
                    if (!ledger.ok()) return Fail(ledger.status());
-                   TimeRange window = ledger::TrailingWindow(clock.NowMs(), *length);
-                   auto recs = ledger::Recommend(**ledger, window, o->team);
+                   auto recs = ledger::Recommend(**ledger, *window, o->team);
                    if (!recs.ok()) return Fail(recs.status());
                    if (o->format == "json") {
-                     std::fputs(report::RecommendationsJson(*recs, window).c_str(), stdout);
+                     std::fputs(report::RecommendationsJson(*recs, *window).c_str(), stdout);
                      return 0;
                    }
                    std::printf("Recommendations %s .. %s (savings of one job's advice overlap)\n\n",
-                               FormatTime(window.begin_ms).c_str(), FormatTime(window.end_ms).c_str());
+                               FormatTime(window->begin_ms).c_str(), FormatTime(window->end_ms).c_str());
                    for (const auto& r : *recs) {
                      std::printf("%-13s %-10s %-8s job %s (%s / %s)\n  %s\n  evidence: %s\n  saving %s of %s, %s confidence\n\n",
                                  std::string(ledger::RecommendationKindName(r.kind)).c_str(),

@@ -29,15 +29,14 @@ void AddServingCommand(CLI::App& app, CommonOptions& common, Commands& out) {
   sub->add_option("--format", o->format, "table or json")->capture_default_str();
   out.push_back({sub, [o, &common]() -> int {
                    SystemClock clock;
-                   auto length = ParseDuration(o->window);
-                   if (!length.ok()) return Fail(length.status());
+                   auto window = LastWholeHours(o->window, clock);
+                   if (!window.ok()) return Fail(window.status());
                    if (o->format != "table" && o->format != "json") {
                      return Fail(InvalidArgument("--format: want table or json"));
                    }
                    auto ledger = OpenLedger(common, clock);
                    if (!ledger.ok()) return Fail(ledger.status());
-                   TimeRange window = ledger::TrailingWindow(clock.NowMs(), *length);
-                   auto reports = ledger::JobServing(**ledger, o->job, window);
+                   auto reports = ledger::JobServing(**ledger, o->job, *window);
                    if (!reports.ok()) return Fail(reports.status());
                    if (o->format == "json") {
                      std::fputs(report::ServingJson(o->job, *reports).c_str(), stdout);

@@ -21,8 +21,7 @@ Result<TimeRange> ResolveWindow(const WindowOptions& o, const Clock& clock) {
     if (!o.from.empty() || !o.to.empty()) {
       return InvalidArgument("give either --window or --from/--to, not both");
     }
-    GPULEDGER_ASSIGN_OR_RETURN(int64_t length, ParseDuration(o.window));
-    return ledger::TrailingWindow(now, length);
+    return LastWholeHours(o.window, ManualClock(now));
   }
   if (o.from.empty()) return InvalidArgument("give --window (e.g. 7d) or --from and --to");
   GPULEDGER_ASSIGN_OR_RETURN(int64_t from, ParseTime(o.from));

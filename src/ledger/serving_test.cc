@@ -110,10 +110,13 @@ TEST(ServingTest, ReplaysTheAlibabaGenAiTelemetry) {
   ASSERT_GT(gateway.size(), 1000u);
   auto r = AnalyzeServing(gateway);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  Distribution expected = Summarize(depths);
+  // The distribution, computed here independently: nearest-rank p95 of the sorted depths.
+  std::sort(depths.begin(), depths.end());
+  size_t rank = (depths.size() * 95 + 99) / 100;
   EXPECT_EQ(r->queue_depth.n, gateway.size());
-  EXPECT_EQ(r->queue_depth.max, expected.max);
-  EXPECT_EQ(r->queue_depth.p95, expected.p95);
+  EXPECT_EQ(r->queue_depth.max, depths.back());
+  EXPECT_EQ(r->queue_depth.p95, depths[rank - 1]);
+  EXPECT_GT(r->queue_depth.max, 0.0);
   EXPECT_GT(r->seconds, 3600);
 
   // Duty cycle per pod (percent): every pod idles most of the time (median under 20%),
