@@ -107,6 +107,8 @@ TEST_F(CliTest, ImportsAndReportsUsage) {
   Outcome table = Gpuledger("usage --db " + db_ + " --window 7d --now 2026-11-23T02:30:00Z --by pool");
   EXPECT_EQ(table.exit_code, 0);
   EXPECT_THAT(table.output, HasSubstr("training"));
+  EXPECT_THAT(table.output, HasSubstr("target"));  // each pool's target (the default 60%)
+  EXPECT_THAT(table.output, HasSubstr("60.0%"));
 }
 
 TEST_F(CliTest, ABadBatchNamesFileLineAndFieldAndChangesNothing) {

@@ -80,6 +80,59 @@ Result<toml::table> ParseFile(const std::string& path) {
   }
 }
 
+Result<double> Ratio(const std::string& path, const toml::node& n, std::string_view key) {
+  auto v = n.value<double>();
+  if (!v || !(*v >= 0 && *v <= 1)) {
+    return InvalidArgument(fmt::format("{}: {}: want a ratio in 0..1", Where(path, n), key));
+  }
+  return *v;
+}
+
+// [targets] fleet = 0.6, pools = { serving = 0.4 }
+Status Targets(const std::string& path, const toml::node& node, Goals& goals) {
+  const toml::table* t = node.as_table();
+  if (t == nullptr) return InvalidArgument(fmt::format("{}: [targets] must be a table", Where(path, node)));
+  for (auto&& [key, n] : *t) {
+    std::string k(key.str());
+    if (k == "fleet") {
+      GPULEDGER_ASSIGN_OR_RETURN(goals.fleet_target, Ratio(path, n, "targets.fleet"));
+    } else if (k == "pools") {
+      const toml::table* pools = n.as_table();
+      if (pools == nullptr) {
+        return InvalidArgument(fmt::format("{}: targets.pools: want a table of pool = ratio", Where(path, n)));
+      }
+      for (auto&& [pool, pn] : *pools) {
+        GPULEDGER_ASSIGN_OR_RETURN(goals.pool_targets[std::string(pool.str())],
+                                   Ratio(path, pn, fmt::format("targets.pools.{}", pool.str())));
+      }
+    } else {
+      return InvalidArgument(fmt::format("{}: targets.{}: unknown key (want fleet or pools)", Where(path, n), k));
+    }
+  }
+  return Status::Ok();
+}
+
+// [budgets] nlp = "40000.00": each team's budget per calendar month, a decimal string
+// (money is never a float).
+Status Budgets(const std::string& path, const toml::node& node, Goals& goals) {
+  const toml::table* t = node.as_table();
+  if (t == nullptr) return InvalidArgument(fmt::format("{}: [budgets] must be a table", Where(path, node)));
+  for (auto&& [team, n] : *t) {
+    auto text = n.value<std::string>();
+    if (!text) {
+      return InvalidArgument(fmt::format("{}: budgets.{}: want a decimal string such as \"40000.00\"",
+                                         Where(path, n), team.str()));
+    }
+    auto amount = Money::Parse(*text);
+    if (!amount.ok() || amount->micros() <= 0) {
+      return InvalidArgument(fmt::format("{}: budgets.{}: \"{}\" is not a positive amount", Where(path, n),
+                                         team.str(), *text));
+    }
+    goals.monthly_budgets[std::string(team.str())] = *amount;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<Config> LoadConfig(const std::string& path) {
@@ -104,6 +157,10 @@ Result<Config> LoadConfig(const std::string& path) {
       GPULEDGER_ASSIGN_OR_RETURN(int64_t skew, DurationKey(path, *l, "max_future_skew"));
       if (skew) c.ledger.max_future_skew_ms = skew;
       GPULEDGER_ASSIGN_OR_RETURN(c.raw_retention_ms, DurationKey(path, *l, "raw_retention"));
+    } else if (k == "targets") {
+      GPULEDGER_RETURN_IF_ERROR(Targets(path, node, c.goals));
+    } else if (k == "budgets") {
+      GPULEDGER_RETURN_IF_ERROR(Budgets(path, node, c.goals));
     } else if (k == "server") {
       // The server's table: read by server::LoadServerConfig (docs/server.md).
     } else if (k == "price") {

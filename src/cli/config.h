@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/goals.h"
 #include "core/price_book.h"
 #include "core/status.h"
 #include "ledger/ledger.h"
@@ -18,6 +19,7 @@ struct Config {
   ledger::LedgerOptions ledger;
   int64_t raw_retention_ms = 0;  // 0: keep raw samples forever
   std::optional<std::vector<PriceEntry>> prices;
+  Goals goals;  // [targets] and [budgets]
 };
 
 // Reads a TOML config. Errors name the file, line and key.

@@ -33,6 +33,12 @@ per_gpu_hour = "2.49"
 from = "2026-01-01T00:00:00Z"
 [[price]]
 per_gpu_hour = "1.00"
+[targets]
+fleet = 0.65
+pools = { serving = 0.4 }
+[budgets]
+nlp = "40000.00"
+vision = "12500.5"
 )");
   auto c = LoadConfig(path);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
@@ -44,6 +50,11 @@ per_gpu_hour = "1.00"
   EXPECT_EQ((*c->prices)[0].per_gpu_hour.micros(), 2'490'000);
   EXPECT_EQ((*c->prices)[0].capacity_type, CapacityType::kReserved);
   EXPECT_EQ((*c->prices)[1].model, "*");
+  EXPECT_DOUBLE_EQ(c->goals.fleet_target, 0.65);
+  EXPECT_DOUBLE_EQ(c->goals.TargetFor("serving"), 0.4);
+  EXPECT_DOUBLE_EQ(c->goals.TargetFor("training"), 0.65);
+  EXPECT_EQ(c->goals.monthly_budgets.at("nlp").micros(), 40'000'000'000);
+  EXPECT_EQ(c->goals.monthly_budgets.at("vision").micros(), 12'500'500'000);
   std::filesystem::remove(path);
 }
 
@@ -59,6 +70,11 @@ TEST(ConfigTest, ErrorsNameFileLineAndKey) {
       {"[[price]]\nper_gpu_hour = 2.49\n", "per_gpu_hour: want a decimal string"},
       {"[[price]]\nper_gpu_hour = \"2.49\"\ntype = \"cheap\"\n", "capacity type \"cheap\""},
       {"[[price]]\nper_gpu_hour = \"1\"\nfrom = \"2026-01-01T00:30:00Z\"\n", "whole UTC hour"},
+      {"[targets]\nfleet = 1.5\n", ":2: targets.fleet: want a ratio in 0..1"},
+      {"[targets]\npools = { serving = \"low\" }\n", "targets.pools.serving: want a ratio"},
+      {"[targets]\ngoal = 0.5\n", ":2: targets.goal: unknown key"},
+      {"[budgets]\nnlp = 40000\n", ":2: budgets.nlp: want a decimal string"},
+      {"[budgets]\nnlp = \"-5\"\n", "budgets.nlp: \"-5\" is not a positive amount"},
       {"db = \n", "toml"},
   };
   for (const auto& c : cases) {

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
@@ -42,7 +43,7 @@ Status PrintToPdf(const std::string& html_path, const std::string& pdf_path) {
 void AddReportCommand(CLI::App& app, CommonOptions& common, Commands& out) {
   struct Opts {
     std::string week, out, now;
-    double target = 0.6;
+    std::optional<double> target;
     std::vector<std::string> pool_targets;
     bool pdf = false;
   };
@@ -54,9 +55,9 @@ void AddReportCommand(CLI::App& app, CommonOptions& common, Commands& out) {
   AddCommonOptions(*weekly, common);
   weekly->add_option("--week", o->week, "ISO week, e.g. 2026-W48 (default: the last complete week)");
   weekly->add_option("--out", o->out, "output file (default report-<week>.html)");
-  weekly->add_option("--target", o->target, "effective-utilization target, 0..1")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
+  weekly->add_option("--target", o->target,
+                     "effective-utilization target, 0..1 (default: the config's [targets] fleet, else 0.6)")
+      ->check(CLI::Range(0.0, 1.0));
   weekly->add_option("--pool-target", o->pool_targets,
                      "a pool's own target, POOL=RATIO (repeatable), e.g. serving=0.4");
   weekly->add_flag("--pdf", o->pdf, "also print it to PDF with headless Chromium");
@@ -73,9 +74,12 @@ void AddReportCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                        o->week.empty() ? IsoWeekOf(now - 7 * kMsPerDay) : o->week;
                    auto week = ParseIsoWeek(week_name);
                    if (!week.ok()) return Fail(week.status());
-                   auto ledger = OpenLedger(common, clock);
+                   Config config;
+                   auto ledger = OpenLedger(common, clock, &config);
                    if (!ledger.ok()) return Fail(ledger.status());
-                   report::WeeklyOptions options{.target = o->target};
+                   // The config's targets, which the flags override.
+                   report::WeeklyOptions options{.target = o->target.value_or(config.goals.fleet_target),
+                                                 .pool_targets = config.goals.pool_targets};
                    for (const std::string& pt : o->pool_targets) {
                      auto eq = pt.find('=');
                      double v = -1;

@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "cli/commands.h"
 #include "report/usage_format.h"
 #include "server/client.h"
@@ -98,11 +100,14 @@ void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out) {
                                                 server::UrlEncode(FormatTime(window->end_ms)),
                                                 server::UrlEncode(u->by), server::UrlEncode(u->format)));
                    }
-                   auto ledger = OpenLedger(common, clock);
+                   Config config;
+                   auto ledger = OpenLedger(common, clock, &config);
                    if (!ledger.ok()) return Fail(ledger.status());
                    auto r = (*ledger)->Usage(*window, *by);
                    if (!r.ok()) return Fail(r.status());
-                   std::fputs(report::RenderUsage(*r, *format).c_str(), stdout);
+                   // Grouped by pool, each row shows the target it is held to.
+                   bool by_pool = std::find(by->begin(), by->end(), ledger::Dimension::kPool) != by->end();
+                   std::fputs(report::RenderUsage(*r, *format, by_pool ? &config.goals : nullptr).c_str(), stdout);
                    return 0;
                  }});
 

@@ -544,6 +544,18 @@ int64_t DefaultStart(int64_t now_ms, int64_t duration_ms) {
 DemoFleet::DemoFleet(const DemoOptions& options) : impl_(std::make_unique<Impl>(options)) {}
 DemoFleet::~DemoFleet() = default;
 
+Goals DemoFleet::FleetGoals() const {
+  Goals g;
+  g.fleet_target = 0.6;
+  g.pool_targets = {{"serving", 0.4}, {"dev", 0.3}};
+  for (auto [team, budget] : {std::pair{"nlp", "220000.00"}, {"vision", "90000.00"},
+                              {"speech", "40000.00"}, {"recsys", "100000.00"},
+                              {"platform", "20000.00"}}) {
+    g.monthly_budgets[team] = Money::Parse(budget).value();
+  }
+  return g;
+}
+
 PriceBook DemoFleet::Prices() const {
   auto entry = [](const char* model, const char* price, CapacityType type) {
     return PriceEntry{model, "*", type, Money::Parse(price).value(), {0, kForever}};

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/batch.h"
+#include "core/goals.h"
 #include "core/price_book.h"
 #include "core/time.h"
 
@@ -46,6 +47,9 @@ class DemoFleet {
 
   // The price book of the fleet (per GPU-hour, by model).
   PriceBook Prices() const;
+  // The targets and monthly budgets the demo's config would hold: the fleet at 60%,
+  // serving (which keeps headroom) at 40%, dev at 30%; a budget for every team.
+  Goals FleetGoals() const;
   const std::vector<Device>& devices() const;
   const std::vector<DemoJob>& jobs() const;
 

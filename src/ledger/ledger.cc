@@ -23,6 +23,7 @@ constexpr DimensionInfo kDimensions[] = {
     {Dimension::kKind, "kind"},   {Dimension::kJob, "job"},
     {Dimension::kPool, "pool"},   {Dimension::kNode, "node"},
     {Dimension::kModel, "model"}, {Dimension::kDevice, "device"},
+    {Dimension::kHour, "hour"},
 };
 
 // Accumulates exact figures per group before money is rounded, once, per report.
@@ -91,8 +92,9 @@ class FleetIndex {
 
 std::string ValueOr(const std::string& v) { return v.empty() ? std::string(kUnset) : v; }
 
-std::string KeyPart(Dimension d, const store::DeviceRecord& dev, const Job* job) {
+std::string KeyPart(Dimension d, const store::DeviceRecord& dev, const Job* job, int64_t hour_ms) {
   switch (d) {
+    case Dimension::kHour: return FormatTime(hour_ms);
     case Dimension::kPool: return ValueOr(dev.device.pool);
     case Dimension::kNode: return ValueOr(dev.device.node);
     case Dimension::kModel: return ValueOr(dev.device.model);
@@ -140,6 +142,9 @@ class Accumulator {
     int64_t ticks = fleet_.ticks(dev.id);
     for (size_t k = 0; k < kIdleCauseCount; ++k) c.idle_cause_ticks_ms[k] += ms[k] * ticks;
   }
+
+  // The hour the time added next falls in (for Dimension::kHour).
+  void set_hour(int64_t hour_ms) { hour_ms_ = hour_ms; }
 
   int64_t device_ms(int64_t device_id) const {
     auto it = device_ms_.find(device_id);
@@ -194,7 +199,7 @@ class Accumulator {
   Cell& CellFor(const store::DeviceRecord& dev, int64_t job_id) {
     const Job* job = job_id ? fleet_.job(job_id) : nullptr;
     key_.clear();
-    for (Dimension d : by_) key_.push_back(KeyPart(d, dev, job));
+    for (Dimension d : by_) key_.push_back(KeyPart(d, dev, job, hour_ms_));
     return cells_[key_];
   }
 
@@ -203,6 +208,7 @@ class Accumulator {
   std::map<std::vector<std::string>, Cell> cells_;
   std::vector<std::string> key_;
   std::unordered_map<int64_t, int64_t> device_ms_;
+  int64_t hour_ms_ = 0;
 };
 
 int64_t CeilTo(int64_t t, int64_t step) { return -FloorTo(-t, step); }
@@ -215,7 +221,7 @@ Result<Dimension> ParseDimension(std::string_view text) {
   }
   return InvalidArgument(fmt::format(
       "cannot group by \"{}\": want team, project, experiment, user, kind, job, pool, node, "
-      "model or device",
+      "model, device or hour",
       text));
 }
 
@@ -375,8 +381,12 @@ Result<UsageReport> Ledger::Usage(const TimeRange& window, const std::vector<Dim
   // Whole hours from the rollups, one price epoch at a time (prices change on hours).
   int64_t first_hour = CeilTo(window.begin_ms, kMsPerHour);
   int64_t last_hour = FloorTo(window.end_ms, kMsPerHour);
+  bool hourly = std::find(by.begin(), by.end(), Dimension::kHour) != by.end();
   if (first_hour < last_hour) {
     std::vector<int64_t> epochs = {first_hour, last_hour};
+    if (hourly) {
+      for (int64_t h = first_hour + kMsPerHour; h < last_hour; h += kMsPerHour) epochs.push_back(h);
+    }
     for (const PriceEntry& e : fleet.book().entries()) {
       for (int64_t t : {e.valid.begin_ms, e.valid.end_ms}) {
         if (t > first_hour && t < last_hour) epochs.push_back(t);
@@ -386,6 +396,7 @@ Result<UsageReport> Ledger::Usage(const TimeRange& window, const std::vector<Dim
     epochs.erase(std::unique(epochs.begin(), epochs.end()), epochs.end());
     for (size_t i = 0; i + 1 < epochs.size(); ++i) {
       TimeRange hours{epochs[i], epochs[i + 1]};
+      acc.set_hour(hours.begin_ms);
       GPULEDGER_ASSIGN_OR_RETURN(auto sums, store_->SumHourRollups(hours));
       std::unordered_map<int64_t, int64_t> covered;
       for (const store::RollupSum& s : sums) {
@@ -421,6 +432,7 @@ Result<UsageReport> Ledger::Usage(const TimeRange& window, const std::vector<Dim
   if (!head.empty()) edges.push_back(head);
   if (!tail.empty()) edges.push_back(tail);
   for (const TimeRange& edge : edges) {
+    acc.set_hour(FloorTo(edge.begin_ms, kMsPerHour));  // an edge lies within one hour
     for (const store::DeviceRecord& dev : fleet.devices()) {
       if (dev.in_service_ms == 0) continue;
       TimeRange span = edge.Intersect({dev.in_service_ms, kForever});

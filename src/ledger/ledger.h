@@ -25,7 +25,11 @@ struct LedgerOptions {
 };
 
 // What a usage table is grouped by.
-enum class Dimension { kTeam, kProject, kExperiment, kUser, kKind, kJob, kPool, kNode, kModel, kDevice };
+// kHour groups by the hour a GPU-millisecond falls in (its key is the hour's RFC 3339
+// start): the time series of a window, adding up to the same totals as without it.
+enum class Dimension {
+  kTeam, kProject, kExperiment, kUser, kKind, kJob, kPool, kNode, kModel, kDevice, kHour
+};
 Result<Dimension> ParseDimension(std::string_view text);
 std::string_view DimensionName(Dimension d);
 // "team,project" -> {kTeam, kProject}.

@@ -2,6 +2,8 @@
 // conservation law to the millisecond and the micro-unit.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <map>
 #include <random>
 
 #include "ledger/test_fixture.h"
@@ -188,6 +190,52 @@ TEST_P(ConservationTest, BucketsAndCostsAddUpForAnyWindow) {
             << "bucket " << BucketName(kAllBuckets[k]) << " window " << FormatTime(a) << " .. "
             << FormatTime(mid) << " .. " << FormatTime(b);
       }
+    }
+  }
+}
+
+// Grouping by hour is the window's time series: each hour's rows are that hour's usage
+// (clipped to the window), and together they add up to the ungrouped report.
+TEST_P(ConservationTest, HourlySeriesAddsUpToTheWindow) {
+  RandomFleet fleet = MakeFleet(GetParam());
+  testing::TempLedger t;
+  ASSERT_TRUE(t.ledger().store().SavePriceBook(*PriceBook::Create(fleet.prices)).ok());
+  for (const Batch& b : fleet.batches) ASSERT_TRUE(t.ledger().Ingest(b).ok());
+  std::mt19937_64 rng(GetParam() * 17 + 3);
+  int64_t a = kBaseMs - kMsPerHour + static_cast<int64_t>(rng() % (3 * 3600'000));
+  TimeRange window{a, a + kMsPerHour + static_cast<int64_t>(rng() % (5 * 3600'000))};
+  auto series = t.ledger().Usage(window, {Dimension::kHour, Dimension::kTeam});
+  auto whole = t.ledger().Usage(window, {Dimension::kTeam});
+  ASSERT_TRUE(series.ok() && whole.ok()) << series.status().ToString();
+  EXPECT_EQ(series->total.gpu_ticks_ms, whole->total.gpu_ticks_ms);
+  EXPECT_EQ(series->total.total_cost(), whole->total.total_cost());
+
+  std::map<std::string, std::array<int64_t, kBucketCount>> by_team;
+  std::map<std::string, Money> cost_by_team;
+  std::map<std::string, std::map<std::string, std::array<int64_t, kBucketCount>>> by_hour;
+  for (const auto& row : series->rows) {
+    for (size_t k = 0; k < kBucketCount; ++k) {
+      by_team[row.key[1]][k] += row.gpu_ticks_ms[k];
+      by_hour[row.key[0]][row.key[1]][k] += row.gpu_ticks_ms[k];
+    }
+    cost_by_team[row.key[1]] += row.total_cost();
+  }
+  int64_t hours = static_cast<int64_t>(by_hour.size());
+  for (const auto& row : whole->rows) {
+    EXPECT_EQ(by_team[row.key[0]], row.gpu_ticks_ms) << "team " << row.key[0];
+    // Money is rounded once per report, so the hourly rows of a team may differ from
+    // the team's row by at most a micro-unit per hour.
+    Money diff = cost_by_team[row.key[0]] - row.total_cost();
+    EXPECT_LE(std::abs(diff.micros()), hours) << "team " << row.key[0];
+  }
+  for (const auto& [hour, teams] : by_hour) {
+    int64_t h = *ParseTime(hour);
+    auto one = t.ledger().Usage(window.Intersect({h, h + kMsPerHour}), {Dimension::kTeam});
+    ASSERT_TRUE(one.ok());
+    for (const auto& row : one->rows) {
+      auto it = teams.find(row.key[0]);
+      std::array<int64_t, kBucketCount> got = it == teams.end() ? std::array<int64_t, kBucketCount>{} : it->second;
+      EXPECT_EQ(got, row.gpu_ticks_ms) << hour << " team " << row.key[0];
     }
   }
 }

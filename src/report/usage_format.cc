@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 namespace gpuledger::report {
@@ -102,7 +103,12 @@ Result<Format> ParseFormat(std::string_view text) {
   return InvalidArgument(fmt::format("format \"{}\": want table, json or csv", text));
 }
 
-std::string RenderUsage(const ledger::UsageReport& r, Format f) {
+std::string RenderUsage(const ledger::UsageReport& r, Format f, const Goals* goals) {
+  auto pool_at = std::find(r.by.begin(), r.by.end(), ledger::Dimension::kPool);
+  auto target_of = [&](const UsageRow& row) {
+    if (pool_at == r.by.end() || &row == &r.total) return goals->fleet_target;
+    return goals->TargetFor(row.key[static_cast<size_t>(pool_at - r.by.begin())]);
+  };
   if (f == Format::kJson) {
     nlohmann::json j;
     j["window"] = {{"from", FormatTime(r.window.begin_ms)}, {"to", FormatTime(r.window.end_ms)}};
@@ -111,8 +117,12 @@ std::string RenderUsage(const ledger::UsageReport& r, Format f) {
     j["by"] = by;
     j["currency_unit"] = "1e-6";
     j["rows"] = nlohmann::json::array();
-    for (const auto& row : r.rows) j["rows"].push_back(RowJson(row, r.by));
+    for (const auto& row : r.rows) {
+      j["rows"].push_back(RowJson(row, r.by));
+      if (goals) j["rows"].back()["target"] = target_of(row);
+    }
     j["total"] = RowJson(r.total, r.by);
+    if (goals) j["total"]["target"] = target_of(r.total);
     return j.dump(2) + "\n";
   }
   if (f == Format::kCsv) {
@@ -147,9 +157,15 @@ std::string RenderUsage(const ledger::UsageReport& r, Format f) {
                         "eff.util", "alloc.eff", "cost", "activity"}) {
     header.emplace_back(h);
   }
+  if (goals) header.emplace_back("target");
   rows.push_back(header);
-  for (const auto& row : r.rows) rows.push_back(UsageCells(row));
-  rows.push_back(UsageCells(r.total));
+  auto cells = [&](const UsageRow& row) {
+    std::vector<std::string> c = UsageCells(row);
+    if (goals) c.push_back(Percent(target_of(row)));
+    return c;
+  };
+  for (const auto& row : r.rows) rows.push_back(cells(row));
+  rows.push_back(cells(r.total));
   return fmt::format("Usage {} .. {} (GPU-hours; cost)\n", FormatTime(r.window.begin_ms),
                      FormatTime(r.window.end_ms)) +
          Table(rows, r.by.size());

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/goals.h"
 #include "core/status.h"
 #include "ledger/ledger.h"
 #include "ledger/rightsizing.h"
@@ -16,7 +17,10 @@ namespace gpuledger::report {
 enum class Format { kTable, kJson, kCsv };
 Result<Format> ParseFormat(std::string_view text);
 
-std::string RenderUsage(const ledger::UsageReport& r, Format f);
+// With `goals`, every row carries the effective-utilization target it is held to: its
+// pool's own when the report is grouped by pool, else the fleet's (JSON "target", the
+// table's "target" column).
+std::string RenderUsage(const ledger::UsageReport& r, Format f, const Goals* goals = nullptr);
 std::string RenderChargeback(const ledger::ChargebackReport& r, Format f);
 
 // {"window": {...}, "recommendations": [...]}: the CLI's and the API's JSON of
