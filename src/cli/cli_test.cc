@@ -2,9 +2,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <array>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -109,6 +113,72 @@ TEST_F(CliTest, ImportsAndReportsUsage) {
   EXPECT_THAT(table.output, HasSubstr("training"));
   EXPECT_THAT(table.output, HasSubstr("target"));  // each pool's target (the default 60%)
   EXPECT_THAT(table.output, HasSubstr("60.0%"));
+}
+
+// A loopback port free now, for a server the test starts.
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+TEST_F(CliTest, UsageAndChargebackFromAServerEqualTheLocalStore) {
+  auto prices = File("prices.toml", "[[price]]\nper_gpu_hour = \"3.60\"\n");
+  ASSERT_EQ(Gpuledger("prices --db " + db_ + " --set " + prices).exit_code, 0);
+  ASSERT_EQ(Gpuledger("import --db " + db_ + " " + File("b.ndjson", Batches())).exit_code, 0);
+  const std::string window = " --from 2026-11-23T00:00:00Z --to 2026-11-23T02:00:00Z";
+  const std::vector<std::string> queries = {
+      "usage" + window + " --by team,project --format csv",
+      "usage" + window + " --by pool --format json",
+      "usage" + window + " --by device",
+      "chargeback --period 2026-11 --format csv",
+      "chargeback --period 2026-11 --share-idle --format json",
+  };
+  std::vector<Outcome> local;
+  for (const auto& q : queries) {
+    local.push_back(Gpuledger(q + " --db " + db_));
+    ASSERT_EQ(local.back().exit_code, 0) << q << ": " << local.back().output;
+  }
+
+  int port = FreePort();
+  ASSERT_GT(port, 0);
+  std::string url = "http://127.0.0.1:" + std::to_string(port);
+  std::string pid_file = (dir_ / "serve.pid").string();
+  ASSERT_EQ(std::system((std::string(GPULEDGER_BINARY) + " serve --db " + db_ + " --listen 127.0.0.1:" +
+                         std::to_string(port) + " >" + (dir_ / "serve.log").string() + " 2>&1 & echo $! >" +
+                         pid_file).c_str()),
+            0);
+  std::string pid;
+  std::ifstream(pid_file) >> pid;
+  ASSERT_FALSE(pid.empty());
+  Outcome first;
+  for (int i = 0; i < 100; ++i) {  // until the server answers (10 s at most)
+    first = Gpuledger(queries[0] + " --server " + url);
+    if (first.exit_code == 0) break;
+    ::usleep(100'000);
+  }
+  EXPECT_EQ(first.output, local[0].output);
+  for (size_t i = 1; i < queries.size(); ++i) {
+    Outcome remote = Gpuledger(queries[i] + " --server " + url);
+    EXPECT_EQ(remote.exit_code, 0) << queries[i] << ": " << remote.output;
+    EXPECT_EQ(remote.output, local[i].output) << queries[i];
+  }
+  // The server's own errors come back as the CLI's.
+  Outcome bad = Gpuledger("usage" + window + " --by colour --server " + url);
+  EXPECT_EQ(bad.exit_code, 1);
+  Outcome gone = Gpuledger("usage" + window + " --server http://127.0.0.1:1");
+  EXPECT_EQ(gone.exit_code, 1);
+  EXPECT_THAT(gone.output, HasSubstr("127.0.0.1:1"));
+  std::system(("kill -TERM " + pid + "; while kill -0 " + pid + " 2>/dev/null; do sleep 0.05; done").c_str());
 }
 
 TEST_F(CliTest, ABadBatchNamesFileLineAndFieldAndChangesNothing) {

@@ -79,7 +79,8 @@ void AddReportCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    if (!ledger.ok()) return Fail(ledger.status());
                    // The config's targets, which the flags override.
                    report::WeeklyOptions options{.target = o->target.value_or(config.goals.fleet_target),
-                                                 .pool_targets = config.goals.pool_targets};
+                                                 .pool_targets = config.goals.pool_targets,
+                                                 .monthly_budgets = config.goals.monthly_budgets};
                    for (const std::string& pt : o->pool_targets) {
                      auto eq = pt.find('=');
                      double v = -1;

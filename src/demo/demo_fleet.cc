@@ -548,9 +548,10 @@ Goals DemoFleet::FleetGoals() const {
   Goals g;
   g.fleet_target = 0.6;
   g.pool_targets = {{"serving", 0.4}, {"dev", 0.3}};
-  for (auto [team, budget] : {std::pair{"nlp", "220000.00"}, {"vision", "90000.00"},
-                              {"speech", "40000.00"}, {"recsys", "100000.00"},
-                              {"platform", "20000.00"}}) {
+  // About a month of each team's demo spend, some above it and some below.
+  for (auto [team, budget] : {std::pair{"nlp", "90000.00"}, {"vision", "50000.00"},
+                              {"speech", "80000.00"}, {"recsys", "100000.00"},
+                              {"platform", "10000.00"}}) {
     g.monthly_budgets[team] = Money::Parse(budget).value();
   }
   return g;

@@ -92,9 +92,10 @@ class FleetIndex {
 
 std::string ValueOr(const std::string& v) { return v.empty() ? std::string(kUnset) : v; }
 
-std::string KeyPart(Dimension d, const store::DeviceRecord& dev, const Job* job, int64_t hour_ms) {
+std::string KeyPart(Dimension d, const store::DeviceRecord& dev, const Job* job,
+                    const std::string& hour_key) {
   switch (d) {
-    case Dimension::kHour: return FormatTime(hour_ms);
+    case Dimension::kHour: return hour_key;
     case Dimension::kPool: return ValueOr(dev.device.pool);
     case Dimension::kNode: return ValueOr(dev.device.node);
     case Dimension::kModel: return ValueOr(dev.device.model);
@@ -144,7 +145,10 @@ class Accumulator {
   }
 
   // The hour the time added next falls in (for Dimension::kHour).
-  void set_hour(int64_t hour_ms) { hour_ms_ = hour_ms; }
+  void set_hour(int64_t hour_ms) {
+    hour_key_ = FormatTime(hour_ms);
+    last_cell_ = nullptr;
+  }
 
   int64_t device_ms(int64_t device_id) const {
     auto it = device_ms_.find(device_id);
@@ -197,10 +201,15 @@ class Accumulator {
 
  private:
   Cell& CellFor(const store::DeviceRecord& dev, int64_t job_id) {
+    // A rollup row adds each bucket and its idle causes in turn: look its cell up once.
+    if (last_cell_ != nullptr && last_device_ == dev.id && last_job_ == job_id) return *last_cell_;
     const Job* job = job_id ? fleet_.job(job_id) : nullptr;
     key_.clear();
-    for (Dimension d : by_) key_.push_back(KeyPart(d, dev, job, hour_ms_));
-    return cells_[key_];
+    for (Dimension d : by_) key_.push_back(KeyPart(d, dev, job, hour_key_));
+    last_cell_ = &cells_[key_];  // std::map: the reference stays valid
+    last_device_ = dev.id;
+    last_job_ = job_id;
+    return *last_cell_;
   }
 
   const FleetIndex& fleet_;
@@ -208,7 +217,9 @@ class Accumulator {
   std::map<std::vector<std::string>, Cell> cells_;
   std::vector<std::string> key_;
   std::unordered_map<int64_t, int64_t> device_ms_;
-  int64_t hour_ms_ = 0;
+  std::string hour_key_;  // the RFC 3339 start of the hour being added
+  Cell* last_cell_ = nullptr;
+  int64_t last_device_ = 0, last_job_ = 0;
 };
 
 int64_t CeilTo(int64_t t, int64_t step) { return -FloorTo(-t, step); }
@@ -569,6 +580,7 @@ Result<std::vector<WasteItem>> Ledger::TopWaste(const TimeRange& window, size_t 
       Money cost = row.cost[static_cast<size_t>(bucket)];
       if (cost == Money() || row.key[0] == kNoJob) continue;
       items.push_back({describe(row.key), bucket, row.gpu_hours(bucket), cost});
+      if (bucket == Bucket::kAllocatedIdle) items.back().idle_cause_cost = row.idle_cause_cost;
     }
     return Status::Ok();
   };

@@ -97,6 +97,9 @@ struct WasteItem {
   Bucket bucket = Bucket::kAllocatedIdle;
   double gpu_hours = 0;
   Money cost;
+  // For allocated_idle: the cost by estimated cause (docs/idle-causes.md), adding up to
+  // `cost`; zero otherwise.
+  std::array<Money, kIdleCauseCount> idle_cause_cost{};
 };
 
 // The fleet's buckets over one step of a timeline, in GPU-milliseconds x kShareScale.

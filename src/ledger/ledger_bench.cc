@@ -177,8 +177,10 @@ class UsageFixture {
   std::unique_ptr<Ledger> ledger_;
 };
 
+UsageFixture& Fixture();
+
 void BM_Usage30dByTeam(benchmark::State& state) {
-  static UsageFixture* fixture = new UsageFixture();
+  UsageFixture* fixture = &Fixture();
   TimeRange window{kBase, kBase + 30 * kMsPerDay};
   for (auto _ : state) {
     auto r = fixture->ledger().Usage(window, {Dimension::kTeam});
@@ -188,6 +190,34 @@ void BM_Usage30dByTeam(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Usage30dByTeam)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(3);
+
+UsageFixture& Fixture() {
+  static UsageFixture* fixture = new UsageFixture();
+  return *fixture;
+}
+
+// The dashboard's fleet chart: 30 days by hour and team (what /api/v1/series draws).
+void BM_Series30dByHourAndTeam(benchmark::State& state) {
+  TimeRange window{kBase, kBase + 30 * kMsPerDay};
+  for (auto _ : state) {
+    auto r = Fixture().ledger().Usage(window, {Dimension::kHour, Dimension::kTeam});
+    if (!r.ok()) state.SkipWithError(r.status().ToString().c_str());
+    benchmark::DoNotOptimize(r);
+  }
+}
+BENCHMARK(BM_Series30dByHourAndTeam)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(3);
+
+// The dashboard's GPU heatmap: 7 days by hour and device, 1,000 GPUs (168,000 cells).
+void BM_Heatmap7dByHourAndDevice(benchmark::State& state) {
+  TimeRange window{kBase + 23 * kMsPerDay, kBase + 30 * kMsPerDay};
+  for (auto _ : state) {
+    auto r = Fixture().ledger().Usage(window, {Dimension::kHour, Dimension::kDevice});
+    if (!r.ok()) state.SkipWithError(r.status().ToString().c_str());
+    benchmark::DoNotOptimize(r);
+    if (r.ok() && r->rows.size() != 168'000) state.SkipWithError("expected 1,000 x 168 cells");
+  }
+}
+BENCHMARK(BM_Heatmap7dByHourAndDevice)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(3);
 
 }  // namespace
 }  // namespace gpuledger::ledger

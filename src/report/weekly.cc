@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <map>
 
+#include "ledger/rightsizing.h"
+
 namespace gpuledger::report {
 namespace {
 
@@ -28,6 +30,30 @@ std::string Esc(std::string_view s) {
 }
 
 std::string Pct(double r) { return fmt::format("{:.1f}%", r * 100.0); }
+
+// Why a source of waste cost what it did: the idle causes by money for held GPUs, what
+// the bucket means otherwise.
+std::string WasteCauses(const ledger::WasteItem& w) {
+  switch (w.bucket) {
+    case Bucket::kUnallocated: return "no job held it";
+    case Bucket::kUnavailable: return "unhealthy or lost";
+    case Bucket::kUnmonitored: return "no telemetry (agent or exporter silent)";
+    default: break;
+  }
+  std::vector<std::pair<Money, IdleCause>> causes;
+  for (IdleCause c : kAllIdleCauses) {
+    Money m = w.idle_cause_cost[static_cast<size_t>(c)];
+    if (m != Money()) causes.push_back({m, c});
+  }
+  std::stable_sort(causes.begin(), causes.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  std::string out;
+  for (const auto& [m, c] : causes) {
+    std::string name(IdleCauseName(c));
+    std::replace(name.begin(), name.end(), '_', ' ');
+    out += fmt::format("{}{} {}", out.empty() ? "" : " · ", name, m.ToDisplay());
+  }
+  return out.empty() ? "—" : out;
+}
 
 // "+3.2 pts" / "-1.0 pts" for ratios, "+12.5%" for money.
 std::string DeltaPoints(double now, double before) {
@@ -172,6 +198,7 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
   GPULEDGER_ASSIGN_OR_RETURN(auto waste, ledger.TopWaste(week, 5));
   GPULEDGER_ASSIGN_OR_RETURN(auto hourly, ledger.Timeline(week, kMsPerHour));
   GPULEDGER_ASSIGN_OR_RETURN(auto daily, ledger.Timeline(week, kMsPerDay));
+  GPULEDGER_ASSIGN_OR_RETURN(auto recs, ledger::Recommend(ledger, week));
 
   const UsageRow& t = by_team.total;
   const UsageRow& p = prev_team.total;
@@ -218,6 +245,35 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
   }
   html += "</div>" + StackedAreaSvg(hourly, kMsPerHour);
   html += "<h2>Effective utilization by day</h2>" + DailyUtilizationSvg(daily, options.target);
+
+  // SLOs: the fleet and each pool against its utilization target, each budgeted team's
+  // week against its budget's share of the week.
+  html += "<h2>SLO status</h2><table><tr><th class=\"l\">objective</th><th>target</th>"
+          "<th>this week</th><th class=\"l\">status</th></tr>";
+  auto slo = [&](const std::string& key, const std::string& what, const std::string& target,
+                 const std::string& actual, bool met) {
+    html += fmt::format("<tr data-slo=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td class=\"l {}\">{}</td></tr>",
+                        Esc(key), Esc(what), target, actual, met ? "met" : "missed", met ? "met" : "missed");
+  };
+  slo("fleet", "fleet effective utilization", Pct(options.target), Pct(t.effective_utilization()),
+      t.effective_utilization() >= options.target);
+  for (const auto& row : by_pool.rows) {
+    auto own = options.pool_targets.find(row.key[0]);
+    double target = own != options.pool_targets.end() ? own->second : options.target;
+    slo("pool/" + row.key[0], "pool " + row.key[0] + " effective utilization", Pct(target),
+        Pct(row.effective_utilization()), row.effective_utilization() >= target);
+  }
+  for (const auto& [team, budget] : options.monthly_budgets) {
+    // The budget of the month the week starts in, spread evenly over its days.
+    auto month = ParseMonth(FormatTime(week.begin_ms).substr(0, 7));
+    int64_t days = month.ok() ? month->length_ms() / kMsPerDay : 30;
+    Money share = Money::FromMicros(budget.micros() * 7 / days);
+    const UsageRow* row = FindRow(by_team, team);
+    Money spent = row ? row->total_cost() : Money();
+    slo("budget/" + team, "team " + team + " spend within budget", Esc(share.ToDisplay()),
+        Esc(spent.ToDisplay()), spent <= share);
+  }
+  html += "</table>";
 
   html += "<h2>Teams</h2><table><tr><th class=\"l\">team</th><th>GPU-hours</th><th>effective util.</th>"
           "<th>allocated eff.</th><th>idle cost</th><th>cost</th><th>w/w</th></tr>";
@@ -290,11 +346,32 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
   html += "</table>";
 
   html += "<h2>Largest sources of waste</h2><table><tr><th class=\"l\">#</th><th class=\"l\">what</th>"
-          "<th class=\"l\">bucket</th><th>GPU-hours</th><th>cost</th></tr>";
+          "<th class=\"l\">bucket</th><th>GPU-hours</th><th>cost</th><th class=\"l\">causes</th></tr>";
   for (size_t i = 0; i < waste.size(); ++i) {
-    html += fmt::format("<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{:.1f}</td><td>{}</td></tr>",
-                        i + 1, Esc(waste[i].what), BucketName(waste[i].bucket), waste[i].gpu_hours,
-                        Esc(waste[i].cost.ToDisplay()));
+    html += fmt::format(
+        "<tr data-waste=\"{}\"><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{:.1f}</td><td>{}</td>"
+        "<td class=\"l\">{}</td></tr>",
+        i + 1, i + 1, Esc(waste[i].what), BucketName(waste[i].bucket), waste[i].gpu_hours,
+        Esc(waste[i].cost.ToDisplay()), Esc(WasteCauses(waste[i])));
+  }
+  html += "</table>";
+
+  Money saving;
+  for (const auto& r : recs) saving += r.saving;
+  html += fmt::format(
+      "<h2>Recommendations</h2><p>Right-sizing advice from the week's samples "
+      "(<code>gpuledger recommend</code>): {} in all, saving an estimated {} over a week like "
+      "this one.</p>",
+      recs.size(), Esc(saving.ToDisplay()));
+  html += "<table><tr><th class=\"l\">job</th><th class=\"l\">team</th><th class=\"l\">advice</th>"
+          "<th class=\"l\">evidence</th><th class=\"l\">confidence</th><th>saving</th></tr>";
+  for (size_t i = 0; i < recs.size() && i < options.recommendations; ++i) {
+    const auto& r = recs[i];
+    html += fmt::format(
+        "<tr data-recommendation=\"{}\"><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>"
+        "<td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td></tr>",
+        Esc(r.job_id), Esc(r.job_id), Esc(r.team), Esc(r.action), Esc(r.evidence), Esc(r.confidence),
+        Esc(r.saving.ToDisplay()));
   }
   html += "</table>";
   html += fmt::format(

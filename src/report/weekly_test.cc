@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "ledger/rightsizing.h"
 #include "store/store.h"
 
 namespace gpuledger::report {
@@ -101,6 +102,44 @@ TEST_F(WeeklyTest, EachPoolHasItsOwnTarget) {
   EXPECT_THAT(html, HasSubstr("1.0% met"));
   EXPECT_THAT(html, HasSubstr("99.0% missed"));
   EXPECT_THAT(html, HasSubstr("Why held GPUs idled"));
+}
+
+TEST_F(WeeklyTest, SloStatusWasteCausesAndRecommendations) {
+  TimeRange week = *ParseIsoWeek("2026-W48");
+  WeeklyOptions o{.target = 0.99, .pool_targets = {{"serving", 0.01}}};
+  // November has 30 days: a week's share of 3,000.00 is 700.00; of 30.00, 7.00.
+  o.monthly_budgets = {{"vision", *Money::Parse("3000.00")}, {"<script>alert(1)</script>", *Money::Parse("30.00")}};
+  auto html = *RenderWeeklyReport(*ledger_, week, o);
+  EXPECT_THAT(html, HasSubstr("<h2>SLO status</h2>"));
+  EXPECT_THAT(html, HasSubstr("<tr data-slo=\"fleet\"><td>fleet effective utilization</td><td>99.0%</td>"));
+  EXPECT_THAT(html, HasSubstr("<tr data-slo=\"pool/serving\"><td>pool serving effective utilization</td><td>1.0%</td>"));
+  auto usage = *ledger_->Usage(week, {ledger::Dimension::kTeam});
+  Money vision;
+  for (const auto& row : usage.rows) {
+    if (row.key[0] == "vision") vision = row.total_cost();
+  }
+  ASSERT_LT(vision, *Money::Parse("700.00"));
+  EXPECT_THAT(html, HasSubstr(fmt::format("<tr data-slo=\"budget/vision\"><td>team vision spend within budget</td>"
+                                          "<td>700.00</td><td>{}</td><td class=\"l met\">met</td>",
+                                          vision.ToDisplay())));
+  EXPECT_THAT(html, HasSubstr("data-slo=\"budget/&lt;script&gt;alert(1)&lt;/script&gt;\"><td>team "
+                              "&lt;script&gt;alert(1)&lt;/script&gt; spend within budget</td><td>7.00</td>"));
+  // Waste names its causes: held GPUs by idle cause, money first.
+  auto waste = *ledger_->TopWaste(week, 5);
+  ASSERT_FALSE(waste.empty());
+  for (const auto& w : waste) {
+    if (w.bucket != Bucket::kAllocatedIdle) continue;
+    Money causes;
+    for (Money m : w.idle_cause_cost) causes += m;
+    EXPECT_EQ(causes, w.cost) << w.what;
+  }
+  EXPECT_THAT(html, HasSubstr("<th class=\"l\">causes</th>"));
+  // Recommendations, as `gpuledger recommend` gives them for the week.
+  auto recs = *ledger::Recommend(*ledger_, week);
+  EXPECT_THAT(html, HasSubstr(fmt::format("{} in all", recs.size())));
+  for (size_t i = 0; i < recs.size() && i < o.recommendations; ++i) {
+    EXPECT_THAT(html, HasSubstr(fmt::format("<tr data-recommendation=\"{}\">", recs[i].job_id)));
+  }
 }
 
 TEST_F(WeeklyTest, IsSelfContainedAndEscapesLabels) {
