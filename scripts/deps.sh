@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages gpuledger needs, and only those that are missing.
+# Installs the Debian packages gpuledger needs, and only those that are missing, then the
+# dashboard's npm packages exactly as src/dashboard/web/package-lock.json pins them.
 # Idempotent; when everything is present it returns in well under a second.
 #   scripts/deps.sh            build + test dependencies
 #   scripts/deps.sh --check    exit 1 (printing what is missing) instead of installing
@@ -19,7 +20,26 @@ packages=(
   prometheus victoria-metrics
   # a local Slurm cluster for the agent's Slurm test (src/agent/testdata/slurm)
   slurmctld slurmd slurm-client munge
+  # headless Chromium: the dashboard's browser test and `report weekly --pdf`
+  chromium
 )
+# Node.js and npm build the dashboard (its pinned packages) and drive its browser test.
+# A machine that already has them (e.g. from NodeSource) keeps its own.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  packages+=(nodejs npm)
+fi
+
+# The dashboard's npm packages (uPlot; playwright-core for the tests), from the lock file
+# only; done again when the lock file changed since the last install.
+npm_packages() {
+  local web
+  web="$(cd "$(dirname "$0")/.." && pwd)/src/dashboard/web"
+  if [ ! -f "$web/node_modules/.package-lock.json" ] ||
+     [ "$web/package-lock.json" -nt "$web/node_modules/.package-lock.json" ]; then
+    echo "deps: npm ci in src/dashboard/web" >&2
+    (cd "$web" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  fi
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -28,12 +48,16 @@ for p in "${packages[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
+if [ "${1:-}" = "--check" ]; then
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "missing packages: ${missing[*]}" >&2
+    exit 1
+  fi
   exit 0
 fi
-if [ "${1:-}" = "--check" ]; then
-  echo "missing packages: ${missing[*]}" >&2
-  exit 1
+if [ ${#missing[@]} -eq 0 ]; then
+  npm_packages
+  exit 0
 fi
 
 echo "deps: installing ${missing[*]}" >&2
@@ -45,3 +69,4 @@ if [ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -mtime -1 2>/d
   $SUDO apt-get update -qq
 fi
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+npm_packages

@@ -1,0 +1,348 @@
+// Jobs: every job the token may see, joined with its usage over the window (GPU-hours,
+// cost, effective utilization), sortable and filterable; and one job's page.
+import {getJson, getOptional, jobPath} from './api.js';
+import {h, kpi, section, notice, money, ratio, hours, fig, tid} from './dom.js';
+import {formatTime, formatDuration, formatRatio, parseMicros, addMoney} from './format.js';
+import {SortableTable} from './table.js';
+import {drawChart, BUCKETS, BUCKET_LABELS, BUCKET_COLORS, PALETTE} from './charts.js';
+import {bucketLayers} from './page_fleet.js';
+
+const filterState = new Map();
+
+export function jobHref(id) {
+  return `#/jobs/${encodeURIComponent(id)}`;
+}
+
+export function teamHref(team) {
+  return `#/teams/${encodeURIComponent(team)}`;
+}
+
+export function jobLink(id) {
+  return h('a', {href: jobHref(id), class: 'job-link', 'data-job': id}, id);
+}
+
+// Rows of /usage?by=job as a map job id -> row.
+export function usageByJob(usage) {
+  const m = new Map();
+  for (const r of (usage && usage.rows) || []) m.set(r.group.job, r);
+  return m;
+}
+
+// The jobs table with its filter bar. `name` keys the kept sort and filter state.
+export class JobsTable {
+  constructor(name, {showTeamFilter = true, limit = 200} = {}) {
+    this.name = name;
+    if (!filterState.has(name)) filterState.set(name, {text: '', team: '', kind: '', inWindow: true});
+    const st = filterState.get(name);
+    this.text = h('input', {type: 'search', placeholder: 'filter: id, project, user, experiment…', value: st.text, testid: `${name}-filter-text`, 'aria-label': 'filter'});
+    this.team = h('select', {testid: `${name}-filter-team`, 'aria-label': 'team', hidden: !showTeamFilter});
+    this.kind = h('select', {testid: `${name}-filter-kind`, 'aria-label': 'kind'});
+    this.inWindow = h('input', {type: 'checkbox', testid: `${name}-filter-in-window`});
+    this.inWindow.checked = st.inWindow;
+    const onChange = () => {
+      filterState.set(name, {text: this.text.value, team: this.team.value, kind: this.kind.value, inWindow: this.inWindow.checked});
+      this.apply();
+    };
+    this.text.addEventListener('input', onChange);
+    this.team.addEventListener('change', onChange);
+    this.kind.addEventListener('change', onChange);
+    this.inWindow.addEventListener('change', onChange);
+    this.table = new SortableTable(name, [
+      {key: 'id', label: 'job', sort: (r) => r.job.id, cell: (r) => jobLink(r.job.id)},
+      {key: 'team', label: 'team', sort: (r) => r.job.team, cell: (r) => (r.job.team ? h('a', {href: teamHref(r.job.team)}, r.job.team) : '—')},
+      {key: 'project', label: 'project', sort: (r) => r.job.project, cell: (r) => r.job.project || '—'},
+      {key: 'user', label: 'user', sort: (r) => r.job.user, cell: (r) => r.job.user || '—'},
+      {key: 'kind', label: 'kind', sort: (r) => r.job.kind, cell: (r) => h('span', {class: `kind kind-${r.job.kind}`}, r.job.kind)},
+      {key: 'pool', label: 'pool', sort: (r) => r.job.pool, cell: (r) => r.job.pool || '—'},
+      {key: 'gpus', label: 'GPUs', num: true, sort: (r) => r.job.requested_gpus ?? null,
+        cell: (r) => (r.job.requested_mig_profile ? r.job.requested_mig_profile : r.job.requested_gpus ?? '—')},
+      {key: 'start', label: 'start (UTC)', sort: (r) => r.job.start || null, cell: (r) => shortTime(r.job.start)},
+      {key: 'end', label: 'end (UTC)', sort: (r) => r.job.end || '~running', cell: (r) => (r.job.end ? shortTime(r.job.end) : h('span', {class: 'running'}, 'running'))},
+      {key: 'hours', label: 'GPU-hours', num: true, sort: (r) => (r.usage ? r.usage.gpu_hours : null),
+        cell: (r) => (r.usage ? hours(r.usage.gpu_hours, tid('job-hours', r.job.id)) : '—')},
+      {key: 'eff', label: 'eff. util', num: true, sort: (r) => (r.usage ? r.usage.effective_utilization : null),
+        cell: (r) => (r.usage ? ratio(r.usage.effective_utilization, tid('job-eff', r.job.id)) : '—')},
+      {key: 'cost', label: 'cost', num: true, sort: (r) => (r.usage ? parseMicros(r.usage.cost) : null),
+        cell: (r) => (r.usage ? money(r.usage.cost, tid('job-cost', r.job.id)) : '—')},
+    ], {
+      defaultSort: {key: 'cost', dir: -1},
+      rowTestId: (r) => tid('job-row', r.job.id),
+      rowHref: (r) => jobHref(r.job.id),
+      limit,
+    });
+    this.count = h('span', {class: 'muted'});
+    this.el = h('div', {class: 'jobs-table'},
+      h('div', {class: 'filters'}, this.text, this.team, this.kind,
+        h('label', {class: 'check'}, this.inWindow, ' ran in the window'), this.count),
+      this.table.el);
+  }
+
+  setData(jobs, usage) {
+    const byJob = usageByJob(usage);
+    this.rows = jobs.map((job) => ({job, usage: byJob.get(job.id) || null}));
+    fillSelect(this.team, 'all teams', [...new Set(jobs.map((j) => j.team).filter(Boolean))].sort(), filterState.get(this.name).team);
+    fillSelect(this.kind, 'all kinds', [...new Set(jobs.map((j) => j.kind).filter(Boolean))].sort(), filterState.get(this.name).kind);
+    this.apply();
+  }
+
+  apply() {
+    const st = filterState.get(this.name);
+    const text = st.text.trim().toLowerCase();
+    const rows = (this.rows || []).filter((r) => {
+      if (st.team && r.job.team !== st.team) return false;
+      if (st.kind && r.job.kind !== st.kind) return false;
+      if (st.inWindow && !(r.usage && r.usage.gpu_hours > 0)) return false;
+      if (text) {
+        const hay = [r.job.id, r.job.team, r.job.project, r.job.user, r.job.experiment, r.job.pool].join(' ').toLowerCase();
+        if (!hay.includes(text)) return false;
+      }
+      return true;
+    });
+    this.count.textContent = `${rows.length} of ${(this.rows || []).length} jobs`;
+    this.table.setRows(rows);
+  }
+}
+
+function fillSelect(select, allLabel, values, chosen) {
+  const current = chosen || '';
+  select.replaceChildren(h('option', {value: ''}, allLabel), ...values.map((v) => h('option', {value: v}, v)));
+  select.value = values.includes(current) ? current : '';
+}
+
+function shortTime(t) {
+  if (!t) return '—';
+  return h('time', {datetime: t, title: t}, new Date(t).toISOString().slice(5, 16).replace('T', ' '));
+}
+
+export class JobsPage {
+  constructor() {
+    this.table = new JobsTable('jobs');
+    this.el = h('div', {class: 'page page-jobs'}, h('h1', {}, 'Jobs'), section(null, this.table.el));
+  }
+
+  async load({win}) {
+    const [jobs, usage] = await Promise.all([
+      getJson('/api/v1/jobs'),
+      getJson('/api/v1/usage', {from: win.from, to: win.to, by: 'job'}),
+    ]);
+    return {jobs: jobs.jobs || [], usage};
+  }
+
+  render(data) {
+    this.table.setData(data.jobs, data.usage);
+  }
+}
+
+// One job: its record, its GPUs over time, buckets, idle causes, MFU, serving pressure
+// and cost. Figures are the job's whole life (as /api/v1/jobs/{id} reports it), not the
+// dashboard's window, and say so.
+export class JobPage {
+  constructor(id) {
+    this.id = id;
+    this.head = h('div', {class: 'job-head'});
+    this.kpis = h('div', {class: 'kpis'});
+    this.chart = h('div', {class: 'chart', testid: 'chart-job'});
+    this.chartNote = h('div');
+    this.timeline = h('div', {class: 'timeline', testid: 'job-timeline'});
+    this.buckets = h('div');
+    this.causes = h('div');
+    this.devices = h('div');
+    this.serving = h('div');
+    this.servingSection = section('Serving engine', this.serving);
+    this.el = h('div', {class: 'page page-job'},
+      h('p', {class: 'crumbs'}, h('a', {href: '#/jobs'}, 'Jobs'), ' / ', h('span', {testid: 'job-id'}, id)),
+      this.head, this.kpis,
+      section('Activity over time', this.chartNote, this.chart),
+      section('Allocations (timeline)', this.timeline),
+      h('div', {class: 'two'}, section('Buckets', this.buckets), section('Idle causes', this.causes)),
+      this.servingSection,
+      section('Devices', this.devices));
+  }
+
+  async load() {
+    const job = await getJson(jobPath(this.id));
+    const w = job.window ? {from: job.window.from, to: job.window.to} : {};
+    const kind = job.job && job.job.kind;
+    const [mfu, usage, serving] = await Promise.all([
+      kind === 'serving' ? null : getOptional(`${jobPath(this.id)}/mfu`, w).catch(() => null),
+      job.window ? getJson('/api/v1/usage', {...w, by: 'job'}) : null,
+      kind === 'serving' ? getOptional(`${jobPath(this.id)}/serving`, w).catch(() => null) : null,
+    ]);
+    const row = usage ? (usage.rows || []).find((r) => r.group.job === this.id) : null;
+    return {job, mfu, mfuWindow: w, usageRow: row, serving};
+  }
+
+  notFound() {
+    this.el.replaceChildren(h('p', {class: 'crumbs'}, h('a', {href: '#/jobs'}, 'Jobs')),
+      notice(`No job ${this.id} (or not one this token may see).`, 'warn'));
+    this.el.dataset.testid = 'job-not-found';
+  }
+
+  render(data) {
+    const {job: reply, mfu, usageRow, serving} = data;
+    const j = reply.job || {};
+    const meta = [
+      ['team', j.team ? h('a', {href: teamHref(j.team), testid: 'job-team'}, j.team) : '—'],
+      ['project', j.project], ['experiment', j.experiment], ['user', j.user], ['kind', j.kind], ['pool', j.pool],
+      ['requested', j.requested_mig_profile ? `MIG ${j.requested_mig_profile}` : j.requested_gpus ? `${j.requested_gpus} GPU(s)` : null],
+      ['priority', j.priority], ['submitted', formatTime(j.submit)], ['started', formatTime(j.start)],
+      ['ended', j.end ? formatTime(j.end) : 'running'],
+      ['duration', j.start ? formatDuration((j.end ? Date.parse(j.end) : Date.parse(reply.window ? reply.window.to : Date.now())) - Date.parse(j.start)) : null],
+    ];
+    this.head.replaceChildren(
+      h('h1', {}, `Job ${j.id || this.id}`, ' ', h('span', {class: `kind kind-${j.kind}`}, j.kind || '')),
+      h('dl', {class: 'meta'}, meta.filter(([, v]) => v !== undefined && v !== null && v !== '').map(([k, v]) => h('div', {}, h('dt', {}, k), h('dd', {}, v)))));
+
+    const totalHours = BUCKETS.reduce((a, b) => a + ((reply.gpu_hours && reply.gpu_hours[b]) || 0), 0);
+    const span = reply.window ? `${formatTime(reply.window.from)} – ${formatTime(reply.window.to)}` : '';
+    const mfuTile = mfuKpi(mfu, j.kind);
+    if (mfuTile) {
+      // The span the MFU was asked for (a running job's ends at the time of the request).
+      mfuTile.dataset.from = data.mfuWindow.from || '';
+      mfuTile.dataset.to = data.mfuWindow.to || '';
+    }
+    this.kpis.replaceChildren(
+      kpi('Cost (job)', money(reply.total_cost, 'job-total-cost'), span, 'job-total-cost'),
+      kpi('GPU-hours', hours(totalHours, 'job-gpu-hours'), 'held by the job', 'job-gpu-hours'),
+      kpi('Allocated efficiency', ratio(reply.allocated_efficiency, 'job-allocated-efficiency'), 'active / held', 'job-allocated-efficiency'),
+      kpi('Idle cost', money(reply.cost ? reply.cost.allocated_idle : null, 'job-idle-cost'), 'held, not active', 'job-idle-cost'),
+      ...(mfuTile ? [mfuTile] : []));
+
+    if (reply.series && reply.series.times) {
+      this.chartNote.replaceChildren(h('p', {class: 'muted'}, 'GPU-hours per hour by bucket; the line is effective utilization (right axis).'));
+      drawJobChart(this.chart, reply.series);
+    } else {
+      this.chartNote.replaceChildren(notice('No hourly series for this job from this server.', 'info'));
+    }
+    this.timeline.replaceChildren(timeline(reply));
+    this.buckets.replaceChildren(bucketsTable(reply));
+    this.causes.replaceChildren(causesTable(usageRow));
+    this.servingSection.hidden = j.kind !== 'serving';
+    if (j.kind === 'serving') this.serving.replaceChildren(servingTable(serving));
+    this.devices.replaceChildren(devicesTable(reply));
+  }
+}
+
+function mfuKpi(mfu, kind) {
+  if (kind === 'serving') return null;
+  if (!mfu) return kpi('MFU', fig('—', '', 'job-mfu'), 'not available', 'job-mfu');
+  if (mfu.mfu !== null && mfu.mfu !== undefined) {
+    return kpi('MFU', ratio(mfu.mfu, 'job-mfu'), `from ${mfu.basis || 'progress'} reports`, 'job-mfu');
+  }
+  if (mfu.hardware_estimate !== null && mfu.hardware_estimate !== undefined) {
+    return kpi('Tensor activity (estimate, not MFU)', ratio(mfu.hardware_estimate, 'job-mfu-estimate'),
+      mfu.hardware_estimate_note || 'tensor-pipe activity × peak: an estimate, not MFU', 'job-mfu-estimate');
+  }
+  return kpi('MFU', fig('—', '', 'job-mfu'), 'the job reported no progress', 'job-mfu');
+}
+
+function drawJobChart(holder, s) {
+  const group = {gpu_hours: s.gpu_hours, cost: s.cost || {}};
+  const layers = bucketLayers(group, 'hours').filter((l) => l.values.some((v) => v > 0));
+  drawChart(holder, {
+    kind: 'stack',
+    times: s.times,
+    series: layers,
+    yFormat: 'hours',
+    height: 240,
+    overlay: {label: 'effective utilization', color: PALETTE[0], values: s.effective_utilization || []},
+  });
+}
+
+function timeline(reply) {
+  const allocs = reply.allocations || [];
+  if (!allocs.length || !reply.window) return notice('No allocations recorded.', 'info');
+  const from = Date.parse(reply.window.from);
+  const to = Date.parse(reply.window.to);
+  const span = Math.max(1, to - from);
+  const byDevice = new Map();
+  for (const a of allocs) {
+    if (!byDevice.has(a.device)) byDevice.set(a.device, []);
+    byDevice.get(a.device).push(a);
+  }
+  const rows = [...byDevice.entries()].map(([device, list]) => h('div', {class: 'tl-row'},
+    h('span', {class: 'tl-label', title: device}, shortUuid(device)),
+    h('span', {class: 'tl-track'}, list.map((a) => {
+      const s = Math.max(from, Date.parse(a.from));
+      const e = a.to ? Math.min(to, Date.parse(a.to)) : to;
+      return h('span', {
+        class: `tl-bar ${a.to ? '' : 'tl-open'}`,
+        title: `${formatTime(a.from)} – ${a.to ? formatTime(a.to) : 'now'}`,
+        style: {left: `${((s - from) / span) * 100}%`, width: `${Math.max(0.3, ((e - s) / span) * 100)}%`},
+      });
+    }))));
+  return h('div', {},
+    h('div', {class: 'tl-axis'}, h('span', {}, formatTime(reply.window.from)), h('span', {}, formatTime(reply.window.to))),
+    rows);
+}
+
+export function shortUuid(uuid) {
+  if (!uuid) return '—';
+  const m = /^(GPU|MIG)-([0-9a-f]{8})/.exec(uuid);
+  return m ? `${m[1]}-${m[2]}…` : uuid;
+}
+
+function bucketsTable(reply) {
+  const total = BUCKETS.reduce((a, b) => a + ((reply.gpu_hours && reply.gpu_hours[b]) || 0), 0);
+  return h('table', {class: 'data compact'},
+    h('thead', {}, h('tr', {}, h('th', {}, 'bucket'), h('th', {class: 'num'}, 'GPU-hours'), h('th', {class: 'num'}, 'share'), h('th', {class: 'num'}, 'cost'))),
+    h('tbody', {}, BUCKETS.filter((b) => reply.gpu_hours && (reply.gpu_hours[b] > 0 || b === 'active' || b === 'allocated_idle')).map((b) => h('tr', {},
+      h('td', {}, h('span', {class: 'swatch', style: {background: BUCKET_COLORS[b]}}), BUCKET_LABELS[b]),
+      h('td', {class: 'num'}, hours(reply.gpu_hours[b], `job-bucket-hours-${b}`)),
+      h('td', {class: 'num'}, formatRatio(total > 0 ? reply.gpu_hours[b] / total : null)),
+      h('td', {class: 'num'}, money(reply.cost[b], `job-bucket-cost-${b}`))))));
+}
+
+const CAUSE_LABELS = {
+  input_stall: 'input stall (data loading)',
+  checkpoint_stall: 'checkpoint stall',
+  held_idle: 'held idle (nothing running)',
+  communication_stall: 'communication stall',
+  other: 'other / unexplained',
+};
+
+function causesTable(row) {
+  const causes = row && row.buckets && row.buckets.allocated_idle && row.buckets.allocated_idle.causes;
+  if (!causes || !Object.keys(causes).length) return notice('No idle time attributed to a cause.', 'info');
+  const entries = Object.entries(causes).sort((a, b) => b[1].gpu_hours - a[1].gpu_hours);
+  return h('div', {}, h('p', {class: 'muted'}, 'Idle time the job held, by cause, over its span.'), h('table', {class: 'data compact', testid: 'job-causes'},
+    h('thead', {}, h('tr', {}, h('th', {}, 'cause'), h('th', {class: 'num'}, 'GPU-hours'), h('th', {class: 'num'}, 'cost'))),
+    h('tbody', {}, entries.map(([cause, x]) => h('tr', {},
+      h('td', {}, CAUSE_LABELS[cause] || cause.replace(/_/g, ' ')),
+      h('td', {class: 'num'}, hours(x.gpu_hours, `job-cause-hours-${cause}`)),
+      h('td', {class: 'num'}, money(x.cost, `job-cause-cost-${cause}`)))))));
+}
+
+function devicesTable(reply) {
+  const devices = reply.devices || [];
+  if (!devices.length) return notice('No device time recorded.', 'info');
+  return h('table', {class: 'data compact'},
+    h('thead', {}, h('tr', {}, ['device', 'GPU-hours', 'active', 'idle', 'cost'].map((t, i) => h('th', {class: i ? 'num' : ''}, t)))),
+    h('tbody', {}, devices.map((d) => {
+      const tot = BUCKETS.reduce((a, b) => a + (d.gpu_hours[b] || 0), 0);
+      const cost = addMoney(BUCKETS.map((b) => d.cost[b]));
+      return h('tr', {},
+        h('td', {title: d.device}, h('code', {}, d.device)),
+        h('td', {class: 'num'}, hours(tot, tid('job-device-hours', d.device))),
+        h('td', {class: 'num'}, hours(d.gpu_hours.active, tid('job-device-active-hours', d.device))),
+        h('td', {class: 'num'}, hours(d.gpu_hours.allocated_idle, tid('job-device-idle-hours', d.device))),
+        h('td', {class: 'num'}, money(cost, tid('job-device-cost', d.device))));
+    })));
+}
+
+function servingTable(reply) {
+  const engines = (reply && reply.engines) || [];
+  if (!engines.length) return notice('No engine metrics for this job.', 'info');
+  const q = (o, k) => (o && o[k] !== null && o[k] !== undefined ? o[k] : null);
+  const num = (v, d = 1) => (v === null || v === undefined ? '—' : v.toLocaleString('en-US', {maximumFractionDigits: d}));
+  return h('table', {class: 'data compact', testid: 'job-serving'},
+    h('thead', {}, h('tr', {}, ['engine', 'model', 'tokens/s', 'queue p95', 'KV cache p95', 'batch', 'cost / M tokens'].map((t, i) => h('th', {class: i > 1 ? 'num' : ''}, t)))),
+    h('tbody', {}, engines.map((e) => h('tr', {},
+      h('td', {}, e.engine), h('td', {}, e.model),
+      h('td', {class: 'num'}, fig(num(e.tokens_per_second, 0), e.tokens_per_second, tid('job-serving-tokens-per-second', e.model))),
+      h('td', {class: 'num'}, fig(num(q(e.queue_depth, 'p95')), q(e.queue_depth, 'p95'), tid('job-serving-queue-p95', e.model))),
+      h('td', {class: 'num'}, fig(formatRatio(q(e.kv_cache_usage, 'p95'), 0), q(e.kv_cache_usage, 'p95'), tid('job-serving-kv-p95', e.model))),
+      h('td', {class: 'num'}, fig(num(e.mean_batch_size ?? e.mean_tokens_per_step), e.mean_batch_size ?? e.mean_tokens_per_step,
+        tid('job-serving-batch', e.model))),
+      h('td', {class: 'num'}, e.cost_per_million_tokens ? money(e.cost_per_million_tokens, tid('job-serving-cost-per-million-tokens', e.model)) : '—')))));
+}
