@@ -44,6 +44,8 @@ int RunLive(const demo::DemoOptions& d, const std::string& db_path, const std::s
   options.listen = listen;
   options.tokens = {admin};
   options.access_log = false;
+  options.goals = fleet.FleetGoals();
+  options.dashboard_refresh_ms = 10'000;
   // The fleet's data are as old as the simulated history; nothing is refused for age.
   options.limits.max_sample_age_ms = d.duration_ms + kMsPerDay;
   auto srv = server::Server::Create(**ledger, sim_clock, options);
@@ -75,11 +77,13 @@ int RunLive(const demo::DemoOptions& d, const std::string& db_path, const std::s
   std::fprintf(stderr, "demo: sending %s of history ...\n", FormatTime(d.start_ms + history_ms).c_str());
   st = send(d.start_ms + history_ms);
   if (!st.ok()) return Fail(st);
-  std::printf("gpuledger demo: serving %s (store %s)\n  token (admin): %s\n  try: curl -H 'Authorization: Bearer %s' "
-              "'%s/api/v1/usage?window=1d&by=team'\n      gpuledger usage --server %s --token %s --window 1d\n"
+  std::printf("gpuledger demo: serving %s (store %s)\n  token (admin): %s\n"
+              "  dashboard: open %s/ in a browser and paste the token\n"
+              "  try: curl -H 'Authorization: Bearer %s' '%s/api/v1/usage?window=1d&by=team'\n"
+              "       gpuledger usage --server %s --token %s --window 1d\n"
               "  simulated time runs %gx real time; Ctrl-C stops\n",
-              url.c_str(), db_path.c_str(), token.c_str(), token.c_str(), url.c_str(), url.c_str(), token.c_str(),
-              speed);
+              url.c_str(), db_path.c_str(), token.c_str(), url.c_str(), token.c_str(), url.c_str(), url.c_str(),
+              token.c_str(), speed);
   std::fflush(stdout);
   auto t0 = std::chrono::steady_clock::now();
   int64_t sim0 = d.start_ms + history_ms;

@@ -51,6 +51,7 @@ void AddServeCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    if (!ledger.ok()) return Fail(ledger.status());
                    options.staleness_override_ms = config.ledger.staleness_override_ms;
                    options.max_future_skew_ms = config.ledger.max_future_skew_ms;
+                   options.goals = config.goals;
                    auto srv = server::Server::Create(**ledger, clock, options);
                    if (!srv.ok()) return Fail(srv.status());
                    Status st = (*srv)->Start();

@@ -21,30 +21,6 @@ using nlohmann::json;
 
 HttpReply JsonReply(const json& j) { return {200, "application/json", j.dump(2) + "\n"}; }
 
-std::string Param(const QueryParams& p, const std::string& key, std::string fallback = {}) {
-  auto it = p.find(key);
-  return it == p.end() ? fallback : it->second;
-}
-
-Result<TimeRange> WindowFrom(const QueryParams& p, int64_t now_ms) {
-  std::string window = Param(p, "window"), from = Param(p, "from"), to = Param(p, "to");
-  if (!window.empty()) {
-    if (!from.empty() || !to.empty()) return InvalidArgument("give either window or from/to, not both");
-    GPULEDGER_ASSIGN_OR_RETURN(int64_t length, ParseDuration(window));
-    return ledger::TrailingWindow(now_ms, length);
-  }
-  if (from.empty()) return InvalidArgument("give window (e.g. 7d) or from and to (RFC 3339)");
-  GPULEDGER_ASSIGN_OR_RETURN(int64_t begin, ParseTime(from));
-  int64_t end = now_ms;
-  if (!to.empty()) {
-    auto parsed = ParseTime(to);
-    if (!parsed.ok()) return parsed.status().WithContext("to");
-    end = *parsed;
-  }
-  if (end <= begin) return InvalidArgument("to must be after from");
-  return TimeRange{begin, end};
-}
-
 Result<report::Format> FormatFrom(const QueryParams& p) {
   return report::ParseFormat(Param(p, "format", "json"));
 }
@@ -62,6 +38,10 @@ void AddRow(ledger::UsageRow& into, const ledger::UsageRow& row) {
   for (size_t b = 0; b < kBucketCount; ++b) {
     into.gpu_ticks_ms[b] += row.gpu_ticks_ms[b];
     into.cost[b] += row.cost[b];
+  }
+  for (size_t c = 0; c < kIdleCauseCount; ++c) {
+    into.idle_cause_ticks_ms[c] += row.idle_cause_ticks_ms[c];
+    into.idle_cause_cost[c] += row.idle_cause_cost[c];
   }
   into.coarse_ticks_ms += row.coarse_ticks_ms;
   into.unpriced_ticks_ms += row.unpriced_ticks_ms;
@@ -115,6 +95,30 @@ json JobJson(const Job& j) {
 json OptionalNumber(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
 }  // namespace
+
+std::string Param(const QueryParams& p, const std::string& key, std::string fallback) {
+  auto it = p.find(key);
+  return it == p.end() ? fallback : it->second;
+}
+
+Result<TimeRange> WindowFrom(const QueryParams& p, int64_t now_ms) {
+  std::string window = Param(p, "window"), from = Param(p, "from"), to = Param(p, "to");
+  if (!window.empty()) {
+    if (!from.empty() || !to.empty()) return InvalidArgument("give either window or from/to, not both");
+    GPULEDGER_ASSIGN_OR_RETURN(int64_t length, ParseDuration(window));
+    return ledger::TrailingWindow(now_ms, length);
+  }
+  if (from.empty()) return InvalidArgument("give window (e.g. 7d) or from and to (RFC 3339)");
+  GPULEDGER_ASSIGN_OR_RETURN(int64_t begin, ParseTime(from));
+  int64_t end = now_ms;
+  if (!to.empty()) {
+    auto parsed = ParseTime(to);
+    if (!parsed.ok()) return parsed.status().WithContext("to");
+    end = *parsed;
+  }
+  if (end <= begin) return InvalidArgument("to must be after from");
+  return TimeRange{begin, end};
+}
 
 int HttpStatusFor(StatusCode code) {
   switch (code) {
@@ -244,7 +248,9 @@ HttpReply UsageReply(const QueryContext& q, const QueryParams& params) {
   if (!format.ok()) return ErrorReply(format.status());
   auto r = ScopedUsage(q, *window, *by);
   if (!r.ok()) return ErrorReply(r.status());
-  return {200, ContentType(*format), report::RenderUsage(*r, *format)};
+  // Grouped by pool, each row carries the target it is held to.
+  bool by_pool = std::find(by->begin(), by->end(), ledger::Dimension::kPool) != by->end();
+  return {200, ContentType(*format), report::RenderUsage(*r, *format, by_pool ? q.goals : nullptr)};
 }
 
 HttpReply ChargebackReply(const QueryContext& q, const QueryParams& params) {
@@ -336,6 +342,15 @@ HttpReply JobReply(const QueryContext& q, const std::string& job_id) {
     out["cost"] = cost;
     out["total_cost"] = total.total_cost().ToString();
     out["allocated_efficiency"] = total.allocated_efficiency();
+    json causes = json::object();
+    for (IdleCause c : kAllIdleCauses) {
+      causes[std::string(IdleCauseName(c))] = {{"gpu_hours", total.idle_cause_gpu_hours(c)},
+                                               {"cost", total.idle_cause_cost[static_cast<size_t>(c)].ToString()}};
+    }
+    out["idle_causes"] = causes;
+    auto series = JobSeriesJson(q, job_id, {begin, end});
+    if (!series.ok()) return ErrorReply(series.status());
+    out["series"] = json::parse(*series);
   }
   return JsonReply(out);
 }
@@ -357,10 +372,15 @@ HttpReply WasteReply(const QueryContext& q, const QueryParams& params) {
   if (!r.ok()) return ErrorReply(r.status());
   json list = json::array();
   for (const auto& w : *r) {
-    list.push_back({{"what", w.what},
-                    {"bucket", BucketName(w.bucket)},
-                    {"gpu_hours", w.gpu_hours},
-                    {"cost", w.cost.ToString()}});
+    json o = {{"what", w.what}, {"bucket", BucketName(w.bucket)}, {"gpu_hours", w.gpu_hours}, {"cost", w.cost.ToString()}};
+    if (w.bucket == Bucket::kAllocatedIdle) {
+      json causes = json::object();
+      for (IdleCause c : kAllIdleCauses) {
+        causes[std::string(IdleCauseName(c))] = w.idle_cause_cost[static_cast<size_t>(c)].ToString();
+      }
+      o["idle_causes"] = causes;
+    }
+    list.push_back(std::move(o));
   }
   return JsonReply({{"window", {{"from", FormatTime(window->begin_ms)}, {"to", FormatTime(window->end_ms)}}},
                     {"waste", list}});
@@ -419,6 +439,11 @@ HttpReply WeeklyReportReply(const QueryContext& q, const QueryParams& params) {
   auto week = ParseIsoWeek(week_name);
   if (!week.ok()) return ErrorReply(week.status().WithContext("week"));
   report::WeeklyOptions options;
+  if (q.goals != nullptr) {
+    options.target = q.goals->fleet_target;
+    options.pool_targets = q.goals->pool_targets;
+    options.monthly_budgets = q.goals->monthly_budgets;
+  }
   std::string target = Param(params, "target");
   if (!target.empty()) {
     char* end = nullptr;

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "core/goals.h"
 #include "core/status.h"
 #include "core/time.h"
 #include "ledger/ledger.h"
@@ -26,11 +27,19 @@ int HttpStatusFor(StatusCode code);
 HttpReply ErrorReply(const Status& status);
 HttpReply ErrorReply(int http_status, std::string_view code, std::string_view message);
 
+// The query parameter `key`, or `fallback` when absent.
+std::string Param(const QueryParams& p, const std::string& key, std::string fallback = {});
+// The window a query names: window=7d (the last whole hours up to now), or from= and
+// to= (RFC 3339; to defaults to now).
+Result<TimeRange> WindowFrom(const QueryParams& p, int64_t now_ms);
+
 struct QueryContext {
   ledger::Ledger& ledger;
   const Principal& who;
   int64_t now_ms = 0;
   int64_t staleness_override_ms = 0;
+  const Goals* goals = nullptr;  // never null when routed by the server
+  int64_t refresh_ms = 30'000;   // the dashboard's refresh interval
 };
 
 // GET /api/v1/fleet: every GPU and slice, its holders, last activity and health.
@@ -54,6 +63,22 @@ HttpReply JobServingReply(const QueryContext& q, const std::string& job_id,
                           const QueryParams& params);
 // GET /api/v1/reports/weekly?week=2026-W48&target=0.6 (admin): the weekly HTML report.
 HttpReply WeeklyReportReply(const QueryContext& q, const QueryParams& params);
+// GET /api/v1/info: the server's time, the caller's role and teams, the span of the
+// recorded data, targets, the caller's teams' budgets, the dashboard's refresh.
+HttpReply InfoReply(const QueryContext& q);
+// GET /api/v1/series?window=7d | from=&to=, by=pool, step=1h: the buckets per step, per
+// group and for the fleet, in GPU-hours and money, with effective utilization and the
+// target. Adds up to /api/v1/usage for the same window and grouping.
+HttpReply SeriesReply(const QueryContext& q, const QueryParams& params);
+// GET /api/v1/heatmap?window=7d | from=&to=, step=1h: every GPU and slice's effective
+// utilization per step (a viewer: its own jobs' activity on the devices they held).
+HttpReply HeatmapReply(const QueryContext& q, const QueryParams& params);
+// GET /api/v1/budgets?period=YYYY-MM (default: this month): each budgeted team's spend
+// to date, burn and projection.
+HttpReply BudgetsReply(const QueryContext& q, const QueryParams& params);
+// A job's hourly series over `span` (its life, clipped to its last 30 days), as JSON:
+// {"from","to","step_seconds","times","gpu_hours","cost","effective_utilization",...}.
+Result<std::string> JobSeriesJson(const QueryContext& q, const std::string& job_id, const TimeRange& span);
 // GET /api/v1/waste?window=7d&limit=10 (admin): the largest sources of waste.
 HttpReply WasteReply(const QueryContext& q, const QueryParams& params);
 

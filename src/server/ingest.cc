@@ -92,17 +92,185 @@ bool IsMappedJobId(std::string_view job_id) {
   return job_id.starts_with("k8s/") || job_id.starts_with("hpc/");
 }
 
+Result<store::ApplyOutcome> GroupCommitter::Group::Apply(const Batch& batch) {
+  if (committer_.validate_) GPULEDGER_RETURN_IF_ERROR(committer_.validate_(batch));
+  return group_.Apply(batch);
+}
+
+Result<store::ApplyOutcome> GroupCommitter::Group::ApplyValidated(const Batch& batch) {
+  return group_.Apply(batch);
+}
+
+GroupCommitter::GroupCommitter(BeginFn begin, ValidateFn validate, size_t max_group_tickets)
+    : begin_(std::move(begin)),
+      validate_(std::move(validate)),
+      max_group_tickets_(std::max<size_t>(1, max_group_tickets)) {}
+
+void GroupCommitter::Run(Ticket& ticket) {
+  Waiter me{&ticket};
+  std::unique_lock lock(mu_);
+  queue_.push_back(&me);
+  while (!me.done && leading_) cv_.wait(lock);
+  if (me.done) return;
+  // Lead: commit groups from the head of the queue until this ticket's is done. The
+  // requests arriving meanwhile queue up and form the next group.
+  leading_ = true;
+  while (!me.done) {
+    size_t n = std::min(queue_.size(), max_group_tickets_);
+    std::vector<Waiter*> group(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+    queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+    uint64_t id = ++stats_.groups;
+    stats_.tickets += n;
+    stats_.largest_group = std::max(stats_.largest_group, n);
+    lock.unlock();
+    RunGroup(group, id);
+    lock.lock();
+    for (Waiter* w : group) w->done = true;
+    cv_.notify_all();
+  }
+  leading_ = false;
+  cv_.notify_all();  // a waiting thread leads the next group
+}
+
+void GroupCommitter::RunGroup(const std::vector<Waiter*>& tickets, uint64_t id) {
+  Status commit;
+  try {
+    auto group = begin_();
+    if (group.ok()) {
+      Group g(*this, **group, id);
+      for (Waiter* w : tickets) w->ticket->Apply(g);
+      commit = (*group)->Commit();
+    } else {
+      commit = group.status();
+    }
+    // The group (and with it the store and the ledger lock) is released here, before
+    // anyone is told.
+  } catch (const std::exception& e) {
+    // (Out of memory, most likely.) The group, destroyed uncommitted, rolled back; the
+    // committer must go on serving the others.
+    commit = Internal(fmt::format("group commit: {}", e.what()));
+  }
+  for (Waiter* w : tickets) w->ticket->Finish(id, commit);
+}
+
+Result<store::ApplyOutcome> GroupCommitter::Apply(const Batch& batch) {
+  if (validate_) GPULEDGER_RETURN_IF_ERROR(validate_(batch));
+  struct BatchTicket final : Ticket {
+    explicit BatchTicket(const Batch& b) : batch(b) {}
+    void Apply(Group& group) override { outcome = group.ApplyValidated(batch); }
+    void Finish(uint64_t, const Status& commit) override {
+      // A failed commit undid the group: the batch is not applied, whatever its own
+      // outcome said (even a duplicate of a batch of the same group).
+      if (!commit.ok()) outcome = commit;
+    }
+    const Batch& batch;
+    std::optional<Result<store::ApplyOutcome>> outcome;
+  };
+  BatchTicket ticket(batch);
+  Run(ticket);
+  if (!ticket.outcome)
+    return Internal(fmt::format("batch {}: left unapplied by its group", batch.batch_id));
+  return std::move(*ticket.outcome);
+}
+
+GroupCommitter::Stats GroupCommitter::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+size_t GroupCommitter::queued() const {
+  std::lock_guard lock(mu_);
+  return queue_.size();
+}
+
 Result<std::unique_ptr<DcgmIngestor>> DcgmIngestor::Create(DcgmIngestOptions options, ApplyFn apply,
                                                            MetricsRegistry* metrics) {
   GPULEDGER_ASSIGN_OR_RETURN(prometheus::DcgmMapper mapper,
                              prometheus::DcgmMapper::Create(options.mapping));
   return std::unique_ptr<DcgmIngestor>(
-      new DcgmIngestor(std::move(options), std::move(mapper), std::move(apply), metrics));
+      new DcgmIngestor(std::move(options), std::move(mapper), std::move(apply), nullptr, metrics));
+}
+
+Result<std::unique_ptr<DcgmIngestor>> DcgmIngestor::Create(DcgmIngestOptions options,
+                                                           GroupCommitter& committer,
+                                                           MetricsRegistry* metrics) {
+  GPULEDGER_ASSIGN_OR_RETURN(prometheus::DcgmMapper mapper,
+                             prometheus::DcgmMapper::Create(options.mapping));
+  return std::unique_ptr<DcgmIngestor>(
+      new DcgmIngestor(std::move(options), std::move(mapper), nullptr, &committer, metrics));
 }
 
 DcgmIngestor::DcgmIngestor(DcgmIngestOptions options, prometheus::DcgmMapper mapper, ApplyFn apply,
-                           MetricsRegistry* metrics)
-    : options_(std::move(options)), mapper_(std::move(mapper)), apply_(std::move(apply)), metrics_(metrics) {}
+                           GroupCommitter* committer, MetricsRegistry* metrics)
+    : options_(std::move(options)),
+      mapper_(std::move(mapper)),
+      apply_(std::move(apply)),
+      committer_(committer),
+      metrics_(metrics) {}
+
+// A request's (or a sweep's) part of a group: its batch is built inside the group from
+// the state the requests before it in the group left.
+class DcgmIngestor::PlanTicket final : public GroupCommitter::Ticket {
+ public:
+  PlanTicket(DcgmIngestor& ingestor, const BuildFn& build) : ing_(ingestor), build_(build) {}
+
+  void Apply(GroupCommitter::Group& group) override {
+    std::lock_guard lock(ing_.mu_);
+    const State& base = ing_.in_group_ && ing_.group_ == group.id() ? *ing_.in_group_ : ing_.state_;
+    plan_ = build_(base);
+    if (plan_->empty) return;
+    outcome_ = group.Apply(plan_->batch);
+    if (outcome_->ok() &&
+        (**outcome_ == store::ApplyOutcome::kApplied || plan_->keep_on_duplicate)) {
+      ing_.in_group_ = std::move(plan_->next);
+      ing_.group_ = group.id();
+    }
+  }
+
+  void Finish(uint64_t group_id, const Status& commit) override {
+    std::lock_guard lock(ing_.mu_);
+    if (ing_.in_group_ && ing_.group_ == group_id) {
+      if (commit.ok()) ing_.state_ = std::move(*ing_.in_group_);
+      ing_.in_group_.reset();
+    }
+    // A failed commit undid whatever the group applied, and so whatever a request with
+    // nothing to apply was built on: every request of the group gets the error.
+    if (!commit.ok()) outcome_ = commit;
+  }
+
+  // The plan with its durable outcome.
+  Result<Plan> Take() {
+    if (outcome_ && !outcome_->ok()) return outcome_->status();
+    if (!plan_) return Internal("remote-write request left unapplied by its group");
+    if (outcome_) {
+      plan_->result.applied = **outcome_ == store::ApplyOutcome::kApplied;
+      plan_->result.duplicate = !plan_->result.applied;
+    }
+    return std::move(*plan_);
+  }
+
+ private:
+  DcgmIngestor& ing_;
+  const BuildFn& build_;
+  std::optional<Plan> plan_;
+  std::optional<Result<store::ApplyOutcome>> outcome_;
+};
+
+Result<DcgmIngestor::Plan> DcgmIngestor::Run(const BuildFn& build) {
+  if (committer_) {
+    PlanTicket ticket(*this, build);
+    committer_->Run(ticket);
+    return ticket.Take();
+  }
+  std::lock_guard lock(mu_);
+  Plan plan = build(state_);
+  if (plan.empty) return plan;
+  GPULEDGER_ASSIGN_OR_RETURN(store::ApplyOutcome outcome, apply_(plan.batch));
+  plan.result.applied = outcome == store::ApplyOutcome::kApplied;
+  plan.result.duplicate = !plan.result.applied;
+  if (plan.result.applied || plan.keep_on_duplicate) state_ = std::move(plan.next);
+  return plan;
+}
 
 Status DcgmIngestor::Recover(store::Store& store, int64_t now_ms) {
   GPULEDGER_ASSIGN_OR_RETURN(auto devices, store.ListDevices());
@@ -152,13 +320,31 @@ size_t DcgmIngestor::CloseHolds(State& state, Batch& batch,
 Result<DcgmIngestResult> DcgmIngestor::Apply(const prometheus::DcgmBatch& mapped,
                                              const std::string& batch_id, uint64_t digest,
                                              std::string_view path) {
-  std::lock_guard lock(mu_);
-  State next = state_;
-  Batch batch;
+  GPULEDGER_ASSIGN_OR_RETURN(Plan plan, Run([&](const State& base) {
+                               return BuildRequest(base, mapped, batch_id, digest, path);
+                             }));
+  // A duplicate is a retry of a request applied before: its effects, state included,
+  // are in place, and its drops were counted then.
+  if (!plan.result.duplicate) {
+    std::lock_guard lock(mu_);
+    CountDropped(mapped, path, plan.no_activity, plan.already_stored);
+  }
+  if (plan.result.applied) plan.result.samples = plan.batch.samples.size();
+  return plan.result;
+}
+
+DcgmIngestor::Plan DcgmIngestor::BuildRequest(const State& base,
+                                              const prometheus::DcgmBatch& mapped,
+                                              const std::string& batch_id, uint64_t digest,
+                                              std::string_view path) const {
+  Plan plan;
+  plan.next = base;
+  State& next = plan.next;
+  Batch& batch = plan.batch;
   batch.batch_id = batch_id;
   batch.source = std::string(path);
   batch.content_digest = digest;
-  DcgmIngestResult result;
+  DcgmIngestResult& result = plan.result;
   result.batch_id = batch_id;
 
   for (Device d : mapped.devices) {
@@ -169,7 +355,8 @@ Result<DcgmIngestResult> DcgmIngestor::Apply(const prometheus::DcgmBatch& mapped
   }
   batch.jobs = mapped.jobs;
 
-  int64_t no_activity = 0, already_stored = 0;
+  int64_t& no_activity = plan.no_activity;
+  int64_t& already_stored = plan.already_stored;
   std::unordered_map<std::string, int64_t> latest;  // per device, the latest instant in this request
   for (size_t i = 0; i < mapped.samples.size(); ++i) {
     Sample s = mapped.samples[i];
@@ -213,21 +400,9 @@ Result<DcgmIngestResult> DcgmIngestor::Apply(const prometheus::DcgmBatch& mapped
     return l != latest.end() && l->second - h.last_seen_ms >= options_.hold_timeout_ms;
   });
 
-  if (batch.samples.empty() && batch.allocations.empty() && batch.devices.empty() && batch.jobs.empty()) {
-    CountDropped(mapped, path, no_activity, already_stored);
-    return result;
-  }
-  GPULEDGER_ASSIGN_OR_RETURN(store::ApplyOutcome outcome, apply_(batch));
-  if (outcome == store::ApplyOutcome::kDuplicate) {
-    // A retry of a request applied before: its effects, state included, are in place.
-    result.duplicate = true;
-    return result;
-  }
-  CountDropped(mapped, path, no_activity, already_stored);
-  result.applied = true;
-  result.samples = batch.samples.size();
-  state_ = std::move(next);
-  return result;
+  plan.empty = batch.samples.empty() && batch.allocations.empty() && batch.devices.empty() &&
+               batch.jobs.empty();
+  return plan;
 }
 
 void DcgmIngestor::CountDropped(const prometheus::DcgmBatch& mapped, std::string_view path,
@@ -255,24 +430,28 @@ void DcgmIngestor::CountDropped(const prometheus::DcgmBatch& mapped, std::string
 }
 
 Result<size_t> DcgmIngestor::Sweep(int64_t now_ms) {
-  std::lock_guard lock(mu_);
-  State next = state_;
-  Batch batch;
-  size_t closed = CloseHolds(next, batch, [&](const HoldKey&, const Hold& h) {
-    return now_ms - h.last_seen_ms >= options_.hold_timeout_ms;
-  });
-  if (closed == 0) return size_t{0};
-  // The id names what it closes, so a sweep retried after a crash is recognised.
-  std::string ids;
-  for (const Allocation& a : batch.allocations) ids += fmt::format("{}|{}|{};", a.device_uuid, a.job_id, a.from_ms);
-  uint64_t digest = wire::Fnv1a64(ids);
-  batch.batch_id = fmt::format("sweep-{:016x}", digest);
-  batch.source = "server";
-  batch.content_digest = digest;
-  GPULEDGER_ASSIGN_OR_RETURN(store::ApplyOutcome outcome, apply_(batch));
-  (void)outcome;  // applied or already applied: either way the holds are closed
-  state_ = std::move(next);
-  return closed;
+  auto build = [&](const State& base) {
+    Plan p;
+    p.next = base;
+    // Applied or already applied: either way the holds are closed.
+    p.keep_on_duplicate = true;
+    p.closed = CloseHolds(p.next, p.batch, [&](const HoldKey&, const Hold& h) {
+      return now_ms - h.last_seen_ms >= options_.hold_timeout_ms;
+    });
+    p.empty = p.closed == 0;
+    if (p.empty) return p;
+    // The id names what it closes, so a sweep retried after a crash is recognised.
+    std::string ids;
+    for (const Allocation& a : p.batch.allocations)
+      ids += fmt::format("{}|{}|{};", a.device_uuid, a.job_id, a.from_ms);
+    uint64_t digest = wire::Fnv1a64(ids);
+    p.batch.batch_id = fmt::format("sweep-{:016x}", digest);
+    p.batch.source = "server";
+    p.batch.content_digest = digest;
+    return p;
+  };
+  GPULEDGER_ASSIGN_OR_RETURN(Plan plan, Run(build));
+  return plan.closed;
 }
 
 }  // namespace gpuledger::server

@@ -47,7 +47,9 @@ const std::vector<CatalogEntry>& Catalog() {
        {"gpuledger_ingest_dropped_samples_total", MetricType::kCounter, "",
         "Mapped samples not applied, by reason: no_activity (neither SM activity nor GPU "
         "utilization), already_stored (the device already has a sample at that instant), "
-        "stale_or_blank (staleness markers and DCGM blank values)."},
+        "stale_or_blank (staleness markers and DCGM blank values); for job-bound scrapes "
+        "(docs/server.md): serving_absent, serving_invalid, progress_absent, "
+        "progress_invalid, progress_reset."},
        {"path", "reason"},
        "remote-write and scrape"},
       {MetricId::kScrapes,

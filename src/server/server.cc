@@ -12,6 +12,7 @@
 #include <span>
 #include <thread>
 
+#include "dashboard/dashboard.h"
 #include "server/api.h"
 #include "wire/batch.h"
 #include "wire/prometheus/remote_write.h"
@@ -73,6 +74,7 @@ struct Server::Impl {
   ServerOptions options;
   Authenticator auth;
   MetricsRegistry metrics;
+  std::unique_ptr<GroupCommitter> committer;  // every batch goes through it
   std::unique_ptr<DcgmIngestor> ingestor;
   std::unique_ptr<Scraper> scraper;
   httplib::Server http;
@@ -84,17 +86,38 @@ struct Server::Impl {
   std::condition_variable stop_cv;
   bool stopping = false;  // GUARDED_BY(stop_mu)
   bool started = false;
-  // One lock for the ledger: ingest holds it around ApplyBatch, queries and rollup
-  // refreshes for their whole duration (see server.h). A plain mutex, not a
-  // reader-writer lock: glibc's prefers readers, and a stream of ingests could starve
-  // a query forever.
+  // One lock for the ledger: ingest holds it around a group commit (applying the
+  // group's batches and the commit), queries and rollup refreshes for their whole
+  // duration (see server.h). A plain mutex, not a reader-writer lock: glibc's prefers
+  // readers, and a stream of ingests could starve a query forever.
   std::mutex ledger_mu;
   std::mutex metrics_mu;
   std::optional<int64_t> fleet_metrics_at_ms;  // GUARDED_BY(metrics_mu), steady clock
 
-  Result<store::ApplyOutcome> Ingest(const Batch& batch) {
-    std::lock_guard lock(ledger_mu);
-    return ledger.Ingest(batch);
+  // Ledger::Ingest's work split in two: the batch is validated on the request's thread
+  // (no lock held), then applied in the next group commit. Returns once durable.
+  Result<store::ApplyOutcome> Ingest(const Batch& batch) { return committer->Apply(batch); }
+
+  Status Validate(const Batch& batch) { return ValidateBatch(batch, clock.NowMs(), options.max_future_skew_ms); }
+
+  // A group commit of the store that also holds the ledger lock: no query or rollup
+  // refresh sees part of a group.
+  class LedgerGroup final : public store::BatchGroup {
+   public:
+    LedgerGroup(std::unique_lock<std::mutex> lock, std::unique_ptr<store::BatchGroup> group)
+        : lock_(std::move(lock)), group_(std::move(group)) {}
+    ~LedgerGroup() override { group_.reset(); }  // the store's transaction ends first
+    Result<store::ApplyOutcome> Apply(const Batch& batch) override { return group_->Apply(batch); }
+    Status Commit() override { return group_->Commit(); }
+
+   private:
+    std::unique_lock<std::mutex> lock_;
+    std::unique_ptr<store::BatchGroup> group_;
+  };
+  Result<std::unique_ptr<store::BatchGroup>> BeginIngestGroup() {
+    std::unique_lock lock(ledger_mu);
+    GPULEDGER_ASSIGN_OR_RETURN(auto group, ledger.store().BeginBatchGroup());
+    return std::unique_ptr<store::BatchGroup>(new LedgerGroup(std::move(lock), std::move(group)));
   }
 
   // The principal of a request, or a reply refusing it (401 without a valid token,
@@ -140,6 +163,8 @@ struct Server::Impl {
       return std::nullopt;
     }
     std::string body;
+    // One allocation for a body of announced length (its limit was checked above).
+    if (!length.empty()) body.reserve(static_cast<size_t>(std::stoull(length)));
     bool too_big = false;
     bool ok = reader([&](const char* data, size_t n) {
       if (body.size() + n > options.limits.max_body_bytes) {
@@ -246,8 +271,27 @@ struct Server::Impl {
     auto who = Authorize(req, res, roles);
     if (!who) return;
     std::lock_guard lock(ledger_mu);
-    QueryContext q{ledger, *who, clock.NowMs(), options.staleness_override_ms};
+    QueryContext q{ledger, *who, clock.NowMs(), options.staleness_override_ms, &options.goals,
+                   options.dashboard_refresh_ms};
     Send(res, fn(q));
+  }
+
+  // Answers with the embedded dashboard file `name` (304 when the client has it).
+  void ServeAsset(const httplib::Request& req, httplib::Response& res, const std::string& name) {
+    const dashboard::Asset* a = dashboard::FindAsset(name);
+    if (a == nullptr) {
+      return Send(res, ErrorReply(404, "not_found", fmt::format("no such dashboard file: {}", name)));
+    }
+    res.set_header("ETag", std::string(a->etag));
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("Content-Security-Policy", std::string(dashboard::kContentSecurityPolicy));
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_header("Referrer-Policy", "no-referrer");
+    if (req.get_header_value("If-None-Match") == a->etag) {
+      res.status = 304;
+      return;
+    }
+    res.set_content(a->body.data(), a->body.size(), std::string(a->content_type).c_str());
   }
 
   // Recomputes the store and fleet figures of /metrics when they are older than the
@@ -349,12 +393,13 @@ struct Server::Impl {
     http.Get("/api/v1/jobs", route("jobs", [this](const auto& req, auto& res) {
                Query(req, res, kReaders, [&](const QueryContext& q) { return JobsReply(q); });
              }));
-    // The more specific job routes first: /jobs/(.+) would take them too.
-    http.Get(R"(/api/v1/jobs/([^/]+)/mfu)", route("job_mfu", [this](const auto& req, auto& res) {
+    // The more specific job routes first: /jobs/(.+) would take them too. Job ids may hold
+    // "/" (k8s/ns/pod), so the id is everything before the last /mfu or /serving.
+    http.Get(R"(/api/v1/jobs/(.+)/mfu)", route("job_mfu", [this](const auto& req, auto& res) {
                std::string id = req.matches[1];
                Query(req, res, kReaders, [&](const QueryContext& q) { return JobMfuReply(q, id, Params(req)); });
              }));
-    http.Get(R"(/api/v1/jobs/([^/]+)/serving)", route("job_serving", [this](const auto& req, auto& res) {
+    http.Get(R"(/api/v1/jobs/(.+)/serving)", route("job_serving", [this](const auto& req, auto& res) {
                std::string id = req.matches[1];
                Query(req, res, kReaders, [&](const QueryContext& q) { return JobServingReply(q, id, Params(req)); });
              }));
@@ -367,6 +412,23 @@ struct Server::Impl {
     http.Get(R"(/api/v1/jobs/(.+))", route("job", [this](const auto& req, auto& res) {
                std::string id = req.matches[1];
                Query(req, res, kReaders, [&](const QueryContext& q) { return JobReply(q, id); });
+             }));
+    // The dashboard's files: no data in them, so no token; the page asks the API with one.
+    http.Get("/", route("dashboard", [this](const auto& req, auto& res) { ServeAsset(req, res, "index.html"); }));
+    http.Get(R"(/assets/([A-Za-z0-9._-]+))", route("dashboard", [this](const auto& req, auto& res) {
+               ServeAsset(req, res, req.matches[1].str());
+             }));
+    http.Get("/api/v1/info", route("info", [this](const auto& req, auto& res) {
+               Query(req, res, kReaders, [&](const QueryContext& q) { return InfoReply(q); });
+             }));
+    http.Get("/api/v1/series", route("series", [this](const auto& req, auto& res) {
+               Query(req, res, kReaders, [&](const QueryContext& q) { return SeriesReply(q, Params(req)); });
+             }));
+    http.Get("/api/v1/heatmap", route("heatmap", [this](const auto& req, auto& res) {
+               Query(req, res, kReaders, [&](const QueryContext& q) { return HeatmapReply(q, Params(req)); });
+             }));
+    http.Get("/api/v1/budgets", route("budgets", [this](const auto& req, auto& res) {
+               Query(req, res, kReaders, [&](const QueryContext& q) { return BudgetsReply(q, Params(req)); });
              }));
     http.Get("/api/v1/waste", route("waste", [this](const auto& req, auto& res) {
                Query(req, res, kAdmins, [&](const QueryContext& q) { return WasteReply(q, Params(req)); });
@@ -421,15 +483,19 @@ Result<std::unique_ptr<Server>> Server::Create(ledger::Ledger& ledger, const Clo
   impl->host = addr.first;
   impl->port = addr.second;
   Impl* raw = impl.get();
+  raw->committer = std::make_unique<GroupCommitter>([raw] { return raw->BeginIngestGroup(); },
+                                                    [raw](const Batch& b) { return raw->Validate(b); });
   GPULEDGER_ASSIGN_OR_RETURN(
       raw->ingestor,
-      DcgmIngestor::Create(raw->options.prometheus, [raw](const Batch& b) { return raw->Ingest(b); },
+      DcgmIngestor::Create(raw->options.prometheus, *raw->committer,
                            &raw->metrics));
   {
     std::lock_guard lock(raw->ledger_mu);
     GPULEDGER_RETURN_IF_ERROR(raw->ingestor->Recover(ledger.store(), clock.NowMs()));
   }
-  raw->scraper = std::make_unique<Scraper>(raw->options.scrape_targets, *raw->ingestor, clock, &raw->metrics);
+  // Serving and progress targets apply their batches through the same locked ingest.
+  raw->scraper = std::make_unique<Scraper>(raw->options.scrape_targets, *raw->ingestor, clock, &raw->metrics,
+                                           [raw](const Batch& b) { return raw->Ingest(b); });
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 

@@ -3,9 +3,11 @@
 // (POST /api/v1/write) and a scraper of listed endpoints. Queries: JSON under /api/v1/
 // (docs/openapi.yaml). Its own metrics: GET /metrics. Bearer-token roles (auth.h).
 //
-// Consistency: each batch is applied in one store transaction before it is
-// acknowledged; queries and rollup refreshes run under one lock that ingest also takes
-// around ApplyBatch, so a query never sees half of anything.
+// Consistency: each batch is validated on its request's thread, then applied with the
+// batches waiting beside it in one group commit (each under its own savepoint, one
+// durable commit for all) before it is acknowledged; queries and rollup refreshes run
+// under one lock that a group commit also holds, so a query never sees half of anything.
+// The dashboard (docs/dashboard.md) is served at /.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/goals.h"
 #include "core/status.h"
 #include "core/time.h"
 #include "ledger/ledger.h"
@@ -43,10 +46,17 @@ struct ServerOptions {
   // Log one structured line per request (spdlog, info level).
   bool access_log = true;
   // The ledger's settings (cli::Config's [ledger]): the staleness limit that decides
-  // whether /fleet calls a device monitored, and how far in the future a remote-write
-  // timestamp may lie.
+  // whether /fleet calls a device monitored, and how far in the future a sample may lie
+  // (remote-write timestamps, and every batch: the server validates batches itself,
+  // outside its locks, before their group commit, as Ledger::Ingest would with the
+  // same setting).
   int64_t staleness_override_ms = 0;
   int64_t max_future_skew_ms = 10 * kMsPerMinute;
+  // Utilization targets and team budgets (the config's [targets] and [budgets]): shown by
+  // /api/v1/info, /api/v1/series, /api/v1/budgets, the usage API and the dashboard.
+  Goals goals;
+  // How often the dashboard refreshes itself.
+  int64_t dashboard_refresh_ms = 30'000;
 };
 
 // "127.0.0.1:8080" -> {"127.0.0.1", 8080}; "[::1]:0" -> {"::1", 0}.

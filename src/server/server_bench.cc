@@ -1,7 +1,12 @@
 // End-to-end benchmarks of the server, printed side by side in one run (release build):
-//   build/<release dir>/src/server/server_bench [--quick]
+//   taskset -c 1 build/<release dir>/src/server/server_bench [--quick]
+//       [--only=native,remote_write,usage]
+// Each ingest figure comes with its wall time and the CPU time (user + system) the
+// process spent meanwhile, server and clients together: on a shared machine the wall
+// time moves with the load, the CPU time much less.
 // 1. Native ingest over HTTP: batches of 10,000 samples (100 GPUs x 100 samples) POSTed by
-//    4 clients to a server on a durable store (synchronous=FULL): samples/s.
+//    4 clients to a server on a durable store (synchronous=FULL): samples/s. Again with
+//    16 clients (6 batches each), where more requests wait for each group commit.
 // 2. Remote-write ingest: the same stream of remote-write requests (100 GPUs x 8 DCGM
 //    series x 10 instants each, 4 senders) sent to gpuledger and to VictoriaMetrics
 //    (Debian's victoria-metrics, started here on loopback): points/s of each and the ratio.
@@ -10,6 +15,7 @@
 //    260M raw samples would take too long to set up).
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,6 +36,19 @@ namespace {
 
 using Steady = std::chrono::steady_clock;
 double Seconds(Steady::time_point t0) { return std::chrono::duration<double>(Steady::now() - t0).count(); }
+
+// CPU seconds (user + system) used so far by this process (who == RUSAGE_SELF) or by
+// its waited-for children (RUSAGE_CHILDREN). The machine is shared, so the benchmark
+// reports CPU time beside wall time: the wall time moves with the load, the CPU time
+// much less.
+double CpuSeconds(int who = RUSAGE_SELF) {
+  rusage u{};
+  getrusage(who, &u);
+  auto s = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec);
+  };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
 
 // Runs `senders` threads, each POSTing its bodies in order; returns the wall time, or a
 // negative value when any request failed.
@@ -59,16 +78,16 @@ double PostAll(const std::string& url, const std::string& path, const std::vecto
   return failures ? -1 : s;
 }
 
-void NativeIngest(int batches_per_client) {
+void NativeIngest(int clients, int batches_per_client) {
   testing::TempDir dir;
   SystemClock clock;
   testing::Harness h(dir.File("native.db"), clock);
   if (!h.error.empty()) return (void)std::fprintf(stderr, "%s\n", h.error.c_str());
   // 100 minutes per batch: the stream ends well before now.
   int64_t t0 = FloorTo(clock.NowMs(), kMsPerHour) - (batches_per_client + 2) * 100 * kMsPerMinute;
-  std::vector<std::vector<std::string>> bodies(4);
+  std::vector<std::vector<std::string>> bodies(static_cast<size_t>(clients));
   size_t samples = 0;
-  for (int c = 0; c < 4; ++c) {
+  for (int c = 0; c < clients; ++c) {
     for (int i = 0; i < batches_per_client; ++i) {
       Batch b = testing::MakeBatch(fmt::format("c{}-{}", c, i), fmt::format("bench{}", c), 100,
                                    t0 + i * 100 * kMsPerMinute, 100, "team", true);
@@ -78,10 +97,22 @@ void NativeIngest(int batches_per_client) {
       bodies[static_cast<size_t>(c)].push_back(wire::WriteBatch(b));
     }
   }
+  double cpu0 = CpuSeconds();
   double s = PostAll(h.url(), "/api/v1/batches", bodies, "application/json", {}, 200);
+  double cpu = CpuSeconds() - cpu0;
   if (s < 0) return;
-  std::printf("%-58s %12.0f samples/s  (%zu samples, %.2f s)\n",
-              "native ingest, HTTP, 10k-sample batches, 4 clients", static_cast<double>(samples) / s, samples, s);
+  // The rollups of what was ingested are rebuilt in the background every 2 s, so a run
+  // pays for some of them or not depending on when it ends: the second figure counts
+  // the rest too (Stop() brings the rollups up to date).
+  auto t1 = Steady::now();
+  double cpu1 = CpuSeconds();
+  h.server->Stop();
+  double rollups = Seconds(t1), rollups_cpu = CpuSeconds() - cpu1;
+  std::printf("%-58s %12.0f samples/s  (%zu samples, %.2f s wall, %.2f s CPU server+clients)\n",
+              fmt::format("native ingest, HTTP, 10k-sample batches, {} clients", clients).c_str(),
+              static_cast<double>(samples) / s, samples, s, cpu);
+  std::printf("%-58s %12.0f samples/s  (+%.2f s wall, +%.2f s CPU)\n", "  the same until the rollups are current",
+              static_cast<double>(samples) / (s + rollups), rollups, rollups_cpu);
 }
 
 // Remote-write requests: sender `c`'s 100 GPUs, 8 DCGM series each, 10 instants 10 s apart.
@@ -130,11 +161,13 @@ void RemoteWrite(int requests_per_sender) {
                                                                     {"X-Prometheus-Remote-Write-Version", "0.1.0"}};
   testing::Harness h(dir.File("rw.db"), clock);
   if (!h.error.empty()) return (void)std::fprintf(stderr, "%s\n", h.error.c_str());
+  double cpu0 = CpuSeconds();
   double ours = PostAll(h.url(), "/api/v1/write", stream, "application/x-protobuf", headers, 204);
+  double cpu_ours = CpuSeconds() - cpu0;
   if (ours < 0) return;
   double p_ours = static_cast<double>(points) / ours;
-  std::printf("%-58s %12.0f points/s   (%zu points, %.2f s)\n", "remote-write, gpuledger (durable, FULL sync)", p_ours,
-              points, ours);
+  std::printf("%-58s %12.0f points/s   (%zu points, %.2f s wall, %.2f s CPU server+senders)\n",
+              "remote-write, gpuledger (durable, FULL sync)", p_ours, points, ours, cpu_ours);
 
   if (access("/usr/bin/victoria-metrics", X_OK) != 0) {
     std::printf("%-58s %s\n", "remote-write, VictoriaMetrics", "skipped: /usr/bin/victoria-metrics not installed");
@@ -159,13 +192,21 @@ void RemoteWrite(int requests_per_sender) {
     if (r.ok() && r->status == 200) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  // VictoriaMetrics's CPU time is read after it exits: it includes its start-up and
+  // shutdown, so it is an upper bound of what the stream cost it.
+  double senders0 = CpuSeconds(), vm0 = CpuSeconds(RUSAGE_CHILDREN);
   double theirs = PostAll(vm, "/api/v1/write", stream, "application/x-protobuf", headers, 204);
+  double senders = CpuSeconds() - senders0;
   kill(pid, SIGTERM);
   waitpid(pid, nullptr, 0);
+  double vm_cpu = CpuSeconds(RUSAGE_CHILDREN) - vm0;
   if (theirs < 0) return;
   double p_theirs = static_cast<double>(points) / theirs;
-  std::printf("%-58s %12.0f points/s   (%zu points, %.2f s)\n", "remote-write, VictoriaMetrics 1.79 (same bodies)",
-              p_theirs, points, theirs);
+  std::printf(
+      "%-58s %12.0f points/s   (%zu points, %.2f s wall, %.2f s CPU server (whole life)+%.2f "
+      "senders)\n",
+      "remote-write, VictoriaMetrics 1.79 (same bodies)", p_theirs, points, theirs, vm_cpu,
+      senders);
   std::printf("%-58s %12.2f\n", "remote-write ratio gpuledger / VictoriaMetrics", p_ours / p_theirs);
 }
 
@@ -242,11 +283,30 @@ void UsageLatency(int queries) {
 }  // namespace
 }  // namespace gpuledger::server
 
+// server_bench [--quick] [--only=native,remote_write,usage]
 int main(int argc, char** argv) {
-  bool quick = argc > 1 && std::string_view(argv[1]) == "--quick";
+  bool quick = false;
+  std::string only = "native,remote_write,usage";
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--quick") {
+      quick = true;
+    } else if (a.starts_with("--only=")) {
+      only = a.substr(7);
+    } else {
+      std::fprintf(stderr, "usage: server_bench [--quick] [--only=native,remote_write,usage]\n");
+      return 2;
+    }
+  }
+  auto wanted = [&](std::string_view part) {
+    return ("," + only + ",").find(fmt::format(",{},", part)) != std::string::npos;
+  };
   std::printf("server_bench (%s)\n", quick ? "quick" : "full");
-  gpuledger::server::NativeIngest(quick ? 2 : 25);
-  gpuledger::server::RemoteWrite(quick ? 2 : 25);
-  gpuledger::server::UsageLatency(quick ? 5 : 200);
+  if (wanted("native")) {
+    gpuledger::server::NativeIngest(4, quick ? 2 : 25);
+    gpuledger::server::NativeIngest(16, quick ? 1 : 6);
+  }
+  if (wanted("remote_write")) gpuledger::server::RemoteWrite(quick ? 2 : 25);
+  if (wanted("usage")) gpuledger::server::UsageLatency(quick ? 5 : 200);
   return 0;
 }

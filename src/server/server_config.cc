@@ -5,6 +5,8 @@
 
 #include <set>
 
+#include "wire/prometheus/labels.h"
+
 namespace gpuledger::server {
 namespace {
 
@@ -158,14 +160,62 @@ Status LoadServerConfig(const std::string& path, ServerOptions& o) {
     o.tokens.push_back(std::move(e));
     return Status::Ok();
   }));
+  std::set<std::pair<ScrapeKind, std::string>> bound_jobs;
   GPULEDGER_RETURN_IF_ERROR(EachTable(path, *s, "scrape", [&](const toml::table& t, const std::string& where) {
-    GPULEDGER_RETURN_IF_ERROR(CheckKeys(path, "server.scrape", t, {"url", "interval", "timeout"}));
+    GPULEDGER_RETURN_IF_ERROR(CheckKeys(path, "server.scrape", t,
+                                        {"url", "interval", "timeout", "kind", "job", "tokens_metric",
+                                         "model_flops_metric"}));
     ScrapeTarget target;
     GPULEDGER_RETURN_IF_ERROR(Text(path, t, "url", target.url));
     auto split = SplitHttpUrl(target.url);
     if (!split.ok()) return split.status().WithContext(where);
     GPULEDGER_RETURN_IF_ERROR(Duration(path, t, "interval", target.interval_ms));
     GPULEDGER_RETURN_IF_ERROR(Duration(path, t, "timeout", target.timeout_ms));
+    std::string kind;
+    GPULEDGER_RETURN_IF_ERROR(Text(path, t, "kind", kind));
+    if (!kind.empty()) {
+      auto k = ParseScrapeKind(kind);
+      if (!k.ok()) return k.status().WithContext(Where(path, *t.get("kind")));
+      target.kind = *k;
+    }
+    GPULEDGER_RETURN_IF_ERROR(Text(path, t, "job", target.job));
+    if (target.kind == ScrapeKind::kDcgm && t.get("job") != nullptr) {
+      return InvalidArgument(fmt::format("{}: job: only for kind = \"serving\" or \"progress\" (a DCGM "
+                                         "target's jobs come from its labels)",
+                                         Where(path, *t.get("job"))));
+    }
+    if (target.kind != ScrapeKind::kDcgm && target.job.empty()) {
+      return InvalidArgument(fmt::format("{}: [[server.scrape]] of kind \"{}\" needs job = \"<job id>\"", where,
+                                         ScrapeKindName(target.kind)));
+    }
+    for (auto [key, name] : {std::pair{"tokens_metric", &target.progress_metrics.tokens},
+                             std::pair{"model_flops_metric", &target.progress_metrics.model_flops}}) {
+      const toml::node* n = t.get(key);
+      if (n == nullptr) continue;
+      if (target.kind != ScrapeKind::kProgress) {
+        return InvalidArgument(fmt::format("{}: {}: only for kind = \"progress\"", Where(path, *n), key));
+      }
+      GPULEDGER_RETURN_IF_ERROR(Text(path, t, key, *name));
+      if (!name->empty() && !prometheus::IsValidMetricName(*name)) {
+        return InvalidArgument(fmt::format("{}: {}: \"{}\" is not a metric name", Where(path, *n), key, *name));
+      }
+    }
+    if (target.kind == ScrapeKind::kProgress) {
+      if (target.progress_metrics.tokens.empty() && target.progress_metrics.model_flops.empty()) {
+        return InvalidArgument(
+            fmt::format("{}: [[server.scrape]] of kind \"progress\" needs tokens_metric or model_flops_metric",
+                        where));
+      }
+    }
+    // One target per job and kind: two progress targets would count the same work twice,
+    // and two replicas' snapshots of one model would interleave into one series.
+    if (target.kind != ScrapeKind::kDcgm && !bound_jobs.insert({target.kind, target.job}).second) {
+      return InvalidArgument(fmt::format("{}: job \"{}\" has a {} target already (one per job: {})",
+                                         Where(path, *t.get("job")), target.job, ScrapeKindName(target.kind),
+                                         target.kind == ScrapeKind::kProgress
+                                             ? "export the job's total from one endpoint"
+                                             : "give each replica its own job"));
+    }
     o.scrape_targets.push_back(std::move(target));
     return Status::Ok();
   }));

@@ -82,5 +82,75 @@ TEST(ServerConfigTest, ErrorsNameTheLineAndKey) {
   EXPECT_EQ(o.listen, "127.0.0.1:8080");
 }
 
+TEST(ServerConfigTest, ReadsJobBoundScrapeTargets) {
+  ServerOptions o;
+  Status st = Load(R"toml([server]
+[[server.scrape]]
+url = "http://10.0.0.7:9400/metrics"
+[[server.scrape]]
+url = "http://10.0.0.8:8000/metrics"
+kind = "vllm"
+job = "chat-1"
+[[server.scrape]]
+url = "http://10.0.0.9:8002/metrics"
+kind = "triton"
+job = "rank-2"
+interval = "30s"
+[[server.scrape]]
+url = "http://10.0.0.9:9090"
+kind = "progress"
+job = "train-1"
+tokens_metric = "trainer_tokens_seen_total"
+model_flops_metric = ""
+)toml",
+                   o);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(o.scrape_targets.size(), 4u);
+  EXPECT_EQ(o.scrape_targets[0].kind, ScrapeKind::kDcgm);
+  EXPECT_EQ(o.scrape_targets[0].job, "");
+  EXPECT_EQ(o.scrape_targets[1].kind, ScrapeKind::kServing);
+  EXPECT_EQ(o.scrape_targets[1].job, "chat-1");
+  EXPECT_EQ(o.scrape_targets[2].kind, ScrapeKind::kServing);
+  EXPECT_EQ(o.scrape_targets[2].interval_ms, 30 * kMsPerSecond);
+  const ScrapeTarget& p = o.scrape_targets[3];
+  EXPECT_EQ(p.kind, ScrapeKind::kProgress);
+  EXPECT_EQ(p.job, "train-1");
+  EXPECT_EQ(p.progress_metrics.tokens, "trainer_tokens_seen_total");
+  EXPECT_EQ(p.progress_metrics.model_flops, "");
+  EXPECT_EQ(o.scrape_targets[1].progress_metrics.tokens, "gpuledger_job_tokens_total");
+}
+
+TEST(ServerConfigTest, BadScrapeTargetsNameTheLineAndKey) {
+  struct Case {
+    std::string toml, want;
+  };
+  const std::string head = "[server]\n[[server.scrape]]\nurl = \"http://h:1/metrics\"\n";
+  for (const Case& c : std::vector<Case>{
+           {head + "kind = \"prometheus\"\n", ":4: kind \"prometheus\": want dcgm, serving"},
+           {head + "kind = 3\n", ":4: kind: want a string"},
+           {head + "kind = \"serving\"\n", ":2: [[server.scrape]] of kind \"serving\" needs job"},
+           {head + "kind = \"progress\"\njob = \"\"\n", ":2: [[server.scrape]] of kind \"progress\" needs job"},
+           {head + "job = \"chat-1\"\n", ":4: job: only for kind = \"serving\" or \"progress\""},
+           {head + "kind = \"vllm\"\njob = \"c\"\ntokens_metric = \"x_total\"\n",
+            ":6: tokens_metric: only for kind = \"progress\""},
+           {head + "kind = \"progress\"\njob = \"t\"\ntokens_metric = \"tokens seen\"\n",
+            ":6: tokens_metric: \"tokens seen\" is not a metric name"},
+           {head + "kind = \"progress\"\njob = \"t\"\ntokens_metric = \"\"\nmodel_flops_metric = \"\"\n",
+            ":2: [[server.scrape]] of kind \"progress\" needs tokens_metric or model_flops_metric"},
+           {head + "kind = \"progress\"\njob = \"t\"\n[[server.scrape]]\nurl = \"http://h:2/\"\n"
+                   "kind = \"progress\"\njob = \"t\"\n",
+            ":9: job \"t\" has a progress target already"},
+           {head + "kind = \"vllm\"\njob = \"c\"\n[[server.scrape]]\nurl = \"http://h:2/\"\n"
+                   "kind = \"triton\"\njob = \"c\"\n",
+            ":9: job \"c\" has a serving target already (one per job: give each replica its own job)"},
+           {head + "jobs = \"t\"\n", ":4: server.scrape.jobs: unknown key"},
+       }) {
+    ServerOptions o;
+    Status st = Load(c.toml, o);
+    ASSERT_FALSE(st.ok()) << c.toml;
+    EXPECT_NE(st.message().find(c.want), std::string::npos) << st.ToString();
+  }
+}
+
 }  // namespace
 }  // namespace gpuledger::server

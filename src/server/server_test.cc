@@ -8,6 +8,11 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
 #include <thread>
 
 #include "server/client.h"
@@ -175,6 +180,11 @@ TEST(ServerTest, RolesSeeExactlyWhatTheyShould) {
       "/api/v1/jobs/bravonode-job/serving?from=2026-11-23T08:00:00Z&to=2026-11-23T09:00:00Z",
       "/api/v1/jobs/alphanode-job/serving?from=2026-11-23T08:00:00Z&to=2026-11-23T09:00:00Z",
       "/api/v1/recommendations?from=2026-11-23T08:00:00Z&to=2026-11-23T09:00:00Z",
+      "/api/v1/info",
+      "/api/v1/series?from=2026-11-23T08:00:00Z&to=2026-11-23T09:00:00Z&by=team,project",
+      "/api/v1/series?from=2026-11-23T08:00:00Z&to=2026-11-23T09:00:00Z&by=node",
+      "/api/v1/heatmap?from=2026-11-23T08:00:00Z&to=2026-11-23T09:00:00Z",
+      "/api/v1/budgets",
       "/metrics"};
   for (const std::string& path : reads) {
     SCOPED_TRACE(path);
@@ -523,6 +533,101 @@ TEST(ServerTest, ConcurrentWritersAndReaders) {
   EXPECT_EQ(stats->samples, kWriters * kBatchesEach * 2 * 15);
 }
 
+// Group commit, as a property: writers sending at once, each batch sent one to three
+// times (a retry after its answer), some batches sent by two writers racing, some bad
+// (refused by validation or by the store inside a group). Every good batch is applied
+// exactly once (one "applied" answer, the others "duplicate"), every bad one is refused
+// with its own error every time, and the store holds exactly the good batches.
+TEST(ServerTest, ConcurrentWritersBatchesLandExactlyOnce) {
+  TempDir dir;
+  ManualClock clock(kNow);
+  Harness h(dir.File("ledger.db"), clock);
+  ASSERT_EQ(h.error, "");
+  constexpr int kWriters = 8, kBatchesEach = 10;
+  const unsigned seed = 20261123;
+  SCOPED_TRACE(fmt::format("seed {}", seed));
+  std::mt19937 rng(seed);
+  struct Send {
+    std::string id, body;
+    bool good = true;
+    int times = 1;
+  };
+  std::vector<std::vector<Send>> plan(kWriters);
+  int64_t expected_samples = 0;
+  std::set<std::string> good_ids;
+  for (int w = 0; w < kWriters; ++w) {
+    for (int i = 0; i < kBatchesEach; ++i) {
+      // The node's first batch declares its 3 GPUs; the later ones use 1 to 3 of them.
+      int gpus = i == 0 ? 3 : 1 + static_cast<int>(rng() % 3), minutes = 5 + static_cast<int>(rng() % 10);
+      Batch b = MakeBatch(fmt::format("w{}-{}", w, i), fmt::format("node{}", w), gpus, kStart + i * 15 * kMsPerMinute,
+                          minutes, fmt::format("team{}", w % 3), i == 0);
+      Send s{b.batch_id, wire::WriteBatch(b), true, 1 + static_cast<int>(rng() % 3)};
+      plan[static_cast<size_t>(w)].push_back(s);
+      expected_samples += static_cast<int64_t>(b.samples.size());
+      good_ids.insert(b.batch_id);
+      if (i > 0 && rng() % 4 == 0) {
+        Batch bad = MakeBatch(fmt::format("bad-w{}-{}", w, i), fmt::format("badnode{}", w), 1, kStart, 5, "t");
+        if (rng() % 2) {
+          bad.samples.back().sm_active = 3;  // refused by validation, before any group
+        } else {
+          bad.samples.back().device_uuid = "GPU-nowhere";  // refused by the store, in its group
+          bad.samples.back().t_ms += kMsPerHour;
+        }
+        plan[static_cast<size_t>(w)].push_back({bad.batch_id, wire::WriteBatch(bad), false, 1 + static_cast<int>(rng() % 2)});
+      }
+      if (i % 3 == 1) {  // writers w and w+1 race to send the same batch
+        Batch shared = MakeBatch(fmt::format("shared-{}-{}", w, i), fmt::format("shared{}-{}", w, i), 1, kStart, 4, "s");
+        Send sh{shared.batch_id, wire::WriteBatch(shared), true, 1};
+        plan[static_cast<size_t>(w)].push_back(sh);
+        plan[static_cast<size_t>((w + 1) % kWriters)].push_back(sh);
+        expected_samples += static_cast<int64_t>(shared.samples.size());
+        good_ids.insert(shared.batch_id);
+      }
+    }
+  }
+
+  std::mutex mu;
+  std::map<std::string, std::vector<std::string>> answers;  // id -> outcomes ("applied", "duplicate", "400 ...")
+  std::atomic<int> transport_errors{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      for (const Send& s : plan[static_cast<size_t>(w)]) {
+        for (int k = 0; k < s.times; ++k) {
+          auto r = HttpPost(h.url(), "/api/v1/batches", s.body, "application/json");
+          if (!r.ok()) {
+            ++transport_errors;
+            continue;
+          }
+          std::string outcome = r->status == 200 ? json::parse(r->body)["outcome"].get<std::string>()
+                                                 : fmt::format("{} {}", r->status, ErrorMessageOf(*r));
+          std::lock_guard lock(mu);
+          answers[s.id].push_back(outcome);
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(transport_errors.load(), 0);
+  for (const auto& [id, outs] : answers) {
+    SCOPED_TRACE(id);
+    if (good_ids.count(id)) {
+      EXPECT_EQ(std::count(outs.begin(), outs.end(), "applied"), 1);
+      EXPECT_EQ(std::count(outs.begin(), outs.end(), "duplicate"), static_cast<long>(outs.size()) - 1);
+    } else {
+      for (const std::string& o : outs) {
+        EXPECT_TRUE(o.starts_with("400 ")) << o;
+        EXPECT_NE(o.find("batch " + id), std::string::npos) << o;
+      }
+    }
+  }
+  EXPECT_GE(answers.size(), good_ids.size());
+  EXPECT_EQ(StoredBatches(*h.ledger), static_cast<int64_t>(good_ids.size()));
+  auto stats = h.ledger->store().Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->samples, expected_samples);
+}
+
 // Stop() lets requests in flight finish: every batch acknowledged is stored, and every
 // batch stored was acknowledged (nothing half-done, nothing lost).
 TEST(ServerTest, StopFinishesRequestsInFlight) {
@@ -557,7 +662,8 @@ TEST(ServerTest, OpenApiDescribesEveryRoute) {
                            "/api/v1/chargeback:", "/api/v1/jobs:", "/api/v1/jobs/{id}:", "/api/v1/waste:",
                            "/api/v1/jobs/{id}/mfu:", "/api/v1/jobs/{id}/serving:",
                            "/api/v1/recommendations:", "/api/v1/reports/weekly:",
-                           "/metrics:", "/healthz:"}) {
+                           "/api/v1/info:", "/api/v1/series:", "/api/v1/heatmap:", "/api/v1/budgets:",
+                           "/:", "/assets/{name}:", "/metrics:", "/healthz:"}) {
     EXPECT_NE(spec.find(std::string("  ") + path), std::string::npos) << path;
   }
 }

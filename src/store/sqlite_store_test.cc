@@ -138,6 +138,156 @@ TEST_F(SqliteStoreTest, ASampleStoredByAnotherBatchIsADuplicate) {
   EXPECT_THAT(r.status().message(), HasSubstr("batch b2: samples[0]: a sample of device GPU-a"));
 }
 
+// A batch on its own node: device GPU-<node>, job j-<node>, `n` samples a minute apart
+// from `t0`.
+Batch OnNode(const std::string& id, const std::string& node, int64_t t0, int n = 3) {
+  Batch b;
+  b.batch_id = id;
+  b.source = node;
+  b.devices.push_back(
+      Device{.uuid = "GPU-" + node, .node = node, .model = "NVIDIA H100", .pool = "p"});
+  b.jobs.push_back(Job{.id = "j-" + node, .team = "t"});
+  b.allocations.push_back(Allocation{"GPU-" + node, "j-" + node, t0, std::nullopt});
+  for (int i = 0; i < n; ++i) {
+    Sample s;
+    s.device_uuid = "GPU-" + node;
+    s.t_ms = t0 + i * kMsPerMinute;
+    s.sm_active = 0.25;
+    b.samples.push_back(s);
+  }
+  return b;
+}
+
+// Group commit: one transaction, a savepoint per batch. The bad batch is refused with
+// its own error and leaves nothing behind; the batches before and after it commit.
+TEST_F(SqliteStoreTest, AGroupRefusesItsBadBatchAloneAndCommitsTheOthers) {
+  Batch a = OnNode("a", "na", kT0);
+  Batch bad = OnNode("bad", "nbad", kT0);
+  Sample orphan = bad.samples.back();
+  orphan.device_uuid = "GPU-ghost";
+  orphan.t_ms += kMsPerMinute;
+  bad.samples.push_back(orphan);  // after the batch's device, job and samples were written
+  Batch c = OnNode("c", "nc", kT0, 5);
+  // The last batch uses a device the first declared: what a group's batches learn is
+  // visible to the batches after them.
+  Batch d;
+  d.batch_id = "d";
+  Sample later = a.samples.back();
+  later.t_ms += kMsPerMinute;
+  d.samples.push_back(later);
+
+  std::vector<const Batch*> group = {&a, &bad, &c, &d};
+  auto out = store_->ApplyBatches(group);
+  ASSERT_EQ(out.size(), 4u);
+  ASSERT_TRUE(out[0].ok()) << out[0].status().ToString();
+  EXPECT_EQ(*out[0], ApplyOutcome::kApplied);
+  ASSERT_FALSE(out[1].ok());
+  EXPECT_EQ(out[1].status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(out[1].status().message(),
+              HasSubstr("batch bad: samples[3].device: unknown device GPU-ghost"));
+  ASSERT_TRUE(out[2].ok()) << out[2].status().ToString();
+  ASSERT_TRUE(out[3].ok()) << out[3].status().ToString();
+
+  auto stats = *store_->Stats();
+  EXPECT_EQ(stats.batches, 3);
+  EXPECT_EQ(stats.samples, 3 + 5 + 1);
+  EXPECT_EQ(stats.devices, 2);
+  EXPECT_EQ(stats.jobs, 2);
+  auto devices = *store_->ListDevices();
+  for (const DeviceRecord& r : devices) {
+    EXPECT_NE(r.device.uuid, "GPU-nbad");
+    // Device times written once for the group, each device's own.
+    EXPECT_EQ(r.in_service_ms, kT0);
+    EXPECT_EQ(r.last_sample_ms,
+              r.device.uuid == "GPU-na" ? kT0 + 3 * kMsPerMinute : kT0 + 4 * kMsPerMinute);
+  }
+  // The refused batch's device is unknown to later batches too (the cache did not learn
+  // it), and its id is free: sent again, fixed, it is applied.
+  Batch uses_bad;
+  uses_bad.batch_id = "e";
+  uses_bad.samples.push_back(bad.samples.front());
+  EXPECT_THAT(store_->ApplyBatch(uses_bad).status().message(),
+              HasSubstr("unknown device GPU-nbad"));
+  bad.samples.pop_back();
+  EXPECT_EQ(*store_->ApplyBatch(bad), ApplyOutcome::kApplied);
+  // Every device-hour the group's batches reach is dirty: one mark each.
+  auto dirty = *store_->DirtyHours(1000);
+  EXPECT_EQ(dirty.size(), 3u * 4u);
+}
+
+// The same batch id twice in one group: the second is a duplicate of the first (not
+// applied again), and the id with other content is refused, as across groups.
+TEST_F(SqliteStoreTest, ABatchIdTwiceInOneGroupIsADuplicate) {
+  Batch a = OnNode("a", "na", kT0);
+  a.content_digest = 7;
+  Batch again = a;
+  Batch other = OnNode("a", "nz", kT0 + kMsPerHour);
+  other.content_digest = 8;
+  std::vector<const Batch*> group = {&a, &again, &other};
+  auto out = store_->ApplyBatches(group);
+  ASSERT_TRUE(out[0].ok());
+  EXPECT_EQ(*out[0], ApplyOutcome::kApplied);
+  ASSERT_TRUE(out[1].ok()) << out[1].status().ToString();
+  EXPECT_EQ(*out[1], ApplyOutcome::kDuplicate);
+  ASSERT_FALSE(out[2].ok());
+  EXPECT_EQ(out[2].status().code(), StatusCode::kAlreadyExists);
+  auto stats = *store_->Stats();
+  EXPECT_EQ(stats.batches, 1);
+  EXPECT_EQ(stats.samples, 3);
+  EXPECT_EQ(stats.devices, 1);
+  EXPECT_EQ(*store_->ApplyBatch(a), ApplyOutcome::kDuplicate);
+}
+
+// A group given up before its commit (or whose commit failed) leaves nothing, and the
+// store's caches learn nothing from it.
+TEST_F(SqliteStoreTest, AGroupNotCommittedLeavesNothing) {
+  {
+    auto group = store_->BeginBatchGroup();
+    ASSERT_TRUE(group.ok()) << group.status().ToString();
+    ASSERT_EQ(*(*group)->Apply(OnNode("a", "na", kT0)), ApplyOutcome::kApplied);
+    ASSERT_EQ(*(*group)->Apply(OnNode("b", "nb", kT0)), ApplyOutcome::kApplied);
+  }  // destroyed without Commit()
+  auto stats = *store_->Stats();
+  EXPECT_EQ(stats.batches, 0);
+  EXPECT_EQ(stats.samples, 0);
+  EXPECT_EQ(stats.devices, 0);
+  EXPECT_EQ(stats.dirty_hours, 0);
+  Batch uses;
+  uses.batch_id = "c";
+  uses.samples.push_back(OnNode("x", "na", kT0).samples[0]);
+  EXPECT_THAT(store_->ApplyBatch(uses).status().message(), HasSubstr("unknown device GPU-na"));
+  // The ids are free: the same batches apply in a later group, which a reopened store
+  // finds.
+  auto group = store_->BeginBatchGroup();
+  ASSERT_TRUE(group.ok());
+  ASSERT_EQ(*(*group)->Apply(OnNode("a", "na", kT0)), ApplyOutcome::kApplied);
+  ASSERT_TRUE((*group)->Commit().ok());
+  EXPECT_FALSE((*group)->Apply(OnNode("b", "nb", kT0)).ok())
+      << "a committed group takes no more batches";
+  group->reset();
+  Reopen();
+  EXPECT_EQ(store_->Stats()->batches, 1);
+  EXPECT_EQ(*store_->ApplyBatch(OnNode("a", "na", kT0)), ApplyOutcome::kDuplicate);
+}
+
+// A device declared again exactly as stored is not rewritten; a changed one is.
+TEST_F(SqliteStoreTest, ADeviceDeclaredAgainKeepsOrUpdatesItsRecord) {
+  ASSERT_TRUE(store_->ApplyBatch(OnNode("a", "na", kT0)).ok());
+  Batch same = OnNode("b", "na", kT0 + kMsPerHour);
+  ASSERT_TRUE(store_->ApplyBatch(same).ok());
+  Batch moved = OnNode("c", "na", kT0 + 2 * kMsPerHour);
+  moved.devices[0].pool = "other";
+  ASSERT_TRUE(store_->ApplyBatch(moved).ok());
+  auto devices = *store_->ListDevices();
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_EQ(devices[0].device.pool, "other");
+  EXPECT_EQ(devices[0].last_sample_ms, kT0 + 2 * kMsPerHour + 2 * kMsPerMinute);
+  Reopen();  // the record cache is loaded from the table
+  Batch back = OnNode("d", "na", kT0 + 3 * kMsPerHour);
+  ASSERT_TRUE(store_->ApplyBatch(back).ok());
+  EXPECT_EQ((*store_->ListDevices())[0].device.pool, "p");
+}
+
 TEST_F(SqliteStoreTest, AllocationsCloseOnceAndRetriesAreHarmless) {
   ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
   Batch close;

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -91,9 +92,44 @@ struct StoreStats {
 
 enum class ApplyOutcome { kApplied, kDuplicate };
 
+// Group commit: one store transaction in which several batches are applied, each under
+// its own savepoint, and made durable together by one commit (with synchronous=FULL, one
+// fsync for all of them). A batch that fails leaves nothing behind and the batches
+// applied before and after it in the group stay.
+//
+// A group holds the store's writer from Store::BeginBatchGroup until it is committed or
+// destroyed: other store calls, from any thread, wait for it. Not thread-safe itself:
+// one thread applies and commits. The destructor rolls back whatever was not committed.
+class BatchGroup {
+ public:
+  virtual ~BatchGroup() = default;
+
+  // Applies `batch` inside the group, with the outcomes and errors of Store::ApplyBatch.
+  // A batch id applied earlier in the same group counts as applied before: the same
+  // content is kDuplicate, other content kAlreadyExists. An outcome holds only once
+  // Commit() returns Ok. After an error that cost the whole transaction (the disk full,
+  // an I/O error) this and every later call fail, and so does Commit().
+  // REQUIRES: ValidateBatch(batch) passed; Commit() not called yet.
+  virtual Result<ApplyOutcome> Apply(const Batch& batch) = 0;
+
+  // Commits the group: on Ok every batch Apply() accepted is durable (as the store's
+  // synchronous setting promises); on error none of them is applied. REQUIRES: called
+  // at most once.
+  virtual Status Commit() = 0;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
+
+  // Opens a group commit (BatchGroup). Blocks while another group or store call holds
+  // the writer. Thread-safe.
+  virtual Result<std::unique_ptr<BatchGroup>> BeginBatchGroup() = 0;
+
+  // Applies `batches` in one group: one outcome per batch, in order. A batch that fails
+  // is refused with its own error and the others are applied; when the group cannot be
+  // begun or committed, every batch gets that error and none is applied. Thread-safe.
+  std::vector<Result<ApplyOutcome>> ApplyBatches(std::span<const Batch* const> batches);
 
   // Applies `batch` in one transaction: all of it or, on any error, none of it. A batch
   // whose id was applied before is not applied again and returns kDuplicate; the same
@@ -101,7 +137,8 @@ class Store {
   // allocation on an unknown device, an allocation of an unknown job, a sample already
   // stored by another batch, an allocation closed twice at different times) fail with
   // kInvalidArgument naming the batch and the field. Marks the rollup hours it changes
-  // as dirty. REQUIRES: wire::ValidateBatch(batch) passed. Thread-safe.
+  // as dirty. A group of one: durable when it returns. REQUIRES: ValidateBatch(batch)
+  // passed. Thread-safe.
   virtual Result<ApplyOutcome> ApplyBatch(const Batch& batch) = 0;
 
   virtual Result<std::vector<DeviceRecord>> ListDevices() = 0;

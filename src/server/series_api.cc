@@ -1,0 +1,417 @@
+// The query API's time series and overview endpoints, which the dashboard draws:
+// /info, /series, /heatmap, /budgets and a job's hourly series. Every figure comes from
+// Ledger::Usage grouped by hour, so the series add up to /usage for the same window.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "server/api.h"
+#include "store/store.h"
+
+namespace gpuledger::server {
+namespace {
+
+using nlohmann::json;
+using ledger::Dimension;
+
+HttpReply Json(const json& j) { return {200, "application/json", j.dump(1) + "\n"}; }
+
+constexpr int64_t kMaxSteps = 10'000;
+// Device x step cells a heatmap may hold: a thousand GPUs over a month of hours.
+constexpr int64_t kMaxHeatmapCells = 1'000'000;
+
+// The steps of a series: [t0 + i*step, t0 + (i+1)*step) for i < n, t0 the window's
+// first hour.
+struct StepAxis {
+  int64_t t0 = 0;
+  int64_t step_ms = kMsPerHour;
+  int64_t n = 0;
+
+  size_t Index(int64_t hour_ms) const { return static_cast<size_t>((hour_ms - t0) / step_ms); }
+  json Times() const {
+    json t = json::array();
+    for (int64_t i = 0; i < n; ++i) t.push_back((t0 + i * step_ms) / kMsPerSecond);
+    return t;
+  }
+};
+
+// The window (default `fallback`, e.g. 7d) and the step (default 1h, a whole number of
+// hours) of a series request.
+Result<std::pair<TimeRange, StepAxis>> WindowAndSteps(const QueryParams& params, int64_t now_ms,
+                                                      const std::string& fallback) {
+  QueryParams p = params;
+  if (!p.count("window") && !p.count("from")) p["window"] = fallback;
+  GPULEDGER_ASSIGN_OR_RETURN(TimeRange window, WindowFrom(p, now_ms));
+  auto step = ParseDuration(Param(p, "step", "1h"));
+  if (!step.ok()) return step.status().WithContext("step");
+  if (*step <= 0 || *step % kMsPerHour != 0) {
+    return InvalidArgument(fmt::format("step \"{}\": want a whole number of hours, e.g. 1h or 1d",
+                                       Param(p, "step")));
+  }
+  StepAxis axis;
+  axis.t0 = FloorTo(window.begin_ms, kMsPerHour);
+  axis.step_ms = *step;
+  axis.n = (window.end_ms - axis.t0 + *step - 1) / *step;
+  if (axis.n > kMaxSteps) {
+    return InvalidArgument(fmt::format("{} steps of {} in the window: at most {}; use a longer step",
+                                       axis.n, Param(p, "step", "1h"), kMaxSteps));
+  }
+  return std::pair{window, axis};
+}
+
+// Buckets per step of one group.
+struct Series {
+  std::vector<std::array<int64_t, kBucketCount>> ticks;
+  std::vector<std::array<Money, kBucketCount>> cost;
+  Money total_cost;
+
+  explicit Series(size_t n) : ticks(n), cost(n) {}
+  void Add(size_t i, const ledger::UsageRow& row) {
+    for (size_t b = 0; b < kBucketCount; ++b) {
+      ticks[i][b] += row.gpu_ticks_ms[b];
+      cost[i][b] += row.cost[b];
+    }
+    total_cost += row.total_cost();
+  }
+};
+
+double Hours(int64_t ticks) {
+  return static_cast<double>(ticks) / static_cast<double>(kShareScale * kMsPerHour);
+}
+
+json SeriesJson(const Series& s) {
+  json hours = json::object(), cost = json::object();
+  for (Bucket b : kAllBuckets) {
+    json h = json::array(), c = json::array();
+    for (size_t i = 0; i < s.ticks.size(); ++i) {
+      h.push_back(Hours(s.ticks[i][static_cast<size_t>(b)]));
+      c.push_back(s.cost[i][static_cast<size_t>(b)].ToString());
+    }
+    hours[std::string(BucketName(b))] = std::move(h);
+    cost[std::string(BucketName(b))] = std::move(c);
+  }
+  json eff = json::array(), alloc = json::array();
+  for (const auto& t : s.ticks) {
+    int64_t total = 0;
+    for (int64_t v : t) total += v;
+    int64_t held = t[0] + t[1];
+    eff.push_back(total ? json(static_cast<double>(t[0]) / static_cast<double>(total)) : json(nullptr));
+    alloc.push_back(held ? json(static_cast<double>(t[0]) / static_cast<double>(held)) : json(nullptr));
+  }
+  return {{"gpu_hours", std::move(hours)},
+          {"cost", std::move(cost)},
+          {"effective_utilization", std::move(eff)},
+          {"allocated_efficiency", std::move(alloc)}};
+}
+
+// Parses the hour keys of a report grouped by hour first, once per distinct hour.
+class HourKeys {
+ public:
+  Result<int64_t> Of(const std::string& key) {
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+    GPULEDGER_ASSIGN_OR_RETURN(int64_t t, ParseTime(key));
+    cache_.emplace(key, t);
+    return t;
+  }
+
+ private:
+  std::unordered_map<std::string, int64_t> cache_;
+};
+
+// The dimensions to ask Usage for: the hour first, then (for a viewer, who sees only
+// its teams) the team, then `by`. `at` receives each of `by`'s positions in the key.
+std::vector<Dimension> HourlyDimensions(const QueryContext& q, const std::vector<Dimension>& by,
+                                        std::vector<size_t>& at) {
+  std::vector<Dimension> dims = {Dimension::kHour};
+  if (q.who.role != Role::kAdmin) dims.push_back(Dimension::kTeam);
+  for (Dimension d : by) {
+    auto it = std::find(dims.begin(), dims.end(), d);
+    if (it == dims.end()) {
+      dims.push_back(d);
+      it = dims.end() - 1;
+    }
+    at.push_back(static_cast<size_t>(it - dims.begin()));
+  }
+  return dims;
+}
+
+// Whether a row of a report from HourlyDimensions is the caller's to see in detail.
+bool Visible(const QueryContext& q, const ledger::UsageRow& row) {
+  return q.who.role == Role::kAdmin || q.who.MaySeeTeam(row.key[1]);
+}
+
+json WindowJson(const TimeRange& w) { return {{"from", FormatTime(w.begin_ms)}, {"to", FormatTime(w.end_ms)}}; }
+
+}  // namespace
+
+HttpReply InfoReply(const QueryContext& q) {
+  store::Store& s = q.ledger.store();
+  auto devices = s.ListDevices();
+  if (!devices.ok()) return ErrorReply(devices.status());
+  int64_t from = 0, to = 0;
+  for (const auto& d : *devices) {
+    if (d.in_service_ms > 0 && (from == 0 || d.in_service_ms < from)) from = d.in_service_ms;
+    to = std::max(to, d.last_sample_ms);
+  }
+  std::set<std::string> teams;
+  if (q.who.role == Role::kAdmin) {
+    auto jobs = s.ListJobs();
+    if (!jobs.ok()) return ErrorReply(jobs.status());
+    for (const auto& j : *jobs) teams.insert(j.job.team);
+  } else {
+    teams.insert(q.who.teams.begin(), q.who.teams.end());
+  }
+  json budgets = json::object();
+  json pools = json::object();
+  double fleet_target = 0.6;
+  if (q.goals != nullptr) {
+    fleet_target = q.goals->fleet_target;
+    for (const auto& [pool, t] : q.goals->pool_targets) pools[pool] = t;
+    for (const auto& [team, amount] : q.goals->monthly_budgets) {
+      if (q.who.MaySeeTeam(team)) budgets[team] = amount.ToString();
+    }
+  }
+  return Json({{"now", FormatTime(q.now_ms)},
+               {"role", RoleName(q.who.role)},
+               {"name", q.who.name},
+               {"teams", teams},
+               {"data", {{"from", from ? json(FormatTime(from)) : json(nullptr)},
+                         {"to", to ? json(FormatTime(to)) : json(nullptr)}}},
+               {"targets", {{"fleet", fleet_target}, {"pools", pools}}},
+               {"budgets", budgets},
+               // Prices carry no currency: amounts are in the price book's.
+               {"currency", nullptr},
+               {"refresh_seconds", q.refresh_ms / kMsPerSecond}});
+}
+
+HttpReply SeriesReply(const QueryContext& q, const QueryParams& params) {
+  auto wa = WindowAndSteps(params, q.now_ms, "7d");
+  if (!wa.ok()) return ErrorReply(wa.status());
+  auto& [window, axis] = *wa;
+  std::vector<Dimension> by;
+  if (std::string text = Param(params, "by"); !text.empty()) {
+    auto parsed = ledger::ParseDimensions(text);
+    if (!parsed.ok()) return ErrorReply(parsed.status().WithContext("by"));
+    by = *parsed;
+    if (std::find(by.begin(), by.end(), Dimension::kHour) != by.end()) {
+      return ErrorReply(InvalidArgument("by: a series is already by time; group by anything but hour"));
+    }
+  }
+  std::vector<size_t> at;
+  auto r = q.ledger.Usage(window, HourlyDimensions(q, by, at));
+  if (!r.ok()) return ErrorReply(r.status());
+
+  size_t n = static_cast<size_t>(axis.n);
+  Series total(n);
+  std::map<std::vector<std::string>, Series> groups;
+  HourKeys hours;
+  for (const ledger::UsageRow& row : r->rows) {
+    auto h = hours.Of(row.key[0]);
+    if (!h.ok()) return ErrorReply(h.status());
+    size_t i = axis.Index(*h);
+    total.Add(i, row);  // the fleet's, whoever asks
+    if (by.empty() || !Visible(q, row)) continue;
+    std::vector<std::string> key;
+    for (size_t k : at) key.push_back(row.key[k]);
+    groups.try_emplace(key, n).first->second.Add(i, row);
+  }
+  std::vector<const std::pair<const std::vector<std::string>, Series>*> order;
+  for (const auto& g : groups) order.push_back(&g);
+  std::stable_sort(order.begin(), order.end(),
+                   [](auto* a, auto* b) { return a->second.total_cost > b->second.total_cost; });
+
+  bool by_pool = by.size() == 1 && by[0] == Dimension::kPool;
+  double fleet_target = q.goals ? q.goals->fleet_target : 0.6;
+  json list = json::array();
+  for (const auto* g : order) {
+    json o = SeriesJson(g->second);
+    o["key"] = g->first;
+    o["target"] = by_pool && q.goals ? json(q.goals->TargetFor(g->first[0])) : json(nullptr);
+    list.push_back(std::move(o));
+  }
+  json t = SeriesJson(total);
+  t["key"] = std::vector<std::string>(by.size(), "(total)");
+  t["target"] = fleet_target;
+  json names = json::array();
+  for (Dimension d : by) names.push_back(ledger::DimensionName(d));
+  json out = WindowJson(window);
+  out["step_seconds"] = axis.step_ms / kMsPerSecond;
+  out["by"] = names;
+  out["times"] = axis.Times();
+  out["currency_unit"] = "1e-6";
+  out["total"] = std::move(t);
+  out["groups"] = std::move(list);
+  return Json(out);
+}
+
+HttpReply HeatmapReply(const QueryContext& q, const QueryParams& params) {
+  auto wa = WindowAndSteps(params, q.now_ms, "7d");
+  if (!wa.ok()) return ErrorReply(wa.status());
+  auto& [window, axis] = *wa;
+  store::Store& s = q.ledger.store();
+  auto devices = s.ListDevices();
+  if (!devices.ok()) return ErrorReply(devices.status());
+  if (static_cast<int64_t>(devices->size()) * axis.n > kMaxHeatmapCells) {
+    return ErrorReply(InvalidArgument(fmt::format(
+        "{} devices x {} steps is more than a heatmap holds ({} cells); use a longer step",
+        devices->size(), axis.n, kMaxHeatmapCells)));
+  }
+  std::vector<size_t> at;
+  auto r = q.ledger.Usage(window, HourlyDimensions(q, {Dimension::kDevice}, at));
+  if (!r.ok()) return ErrorReply(r.status());
+
+  // Per device and step: active time, and the time it is measured against (an admin:
+  // all time in service; a viewer: its jobs' time on the device), and what of it was
+  // monitored at all.
+  struct Cell {
+    int64_t active = 0, base = 0, monitored = 0;
+  };
+  size_t n = static_cast<size_t>(axis.n);
+  std::unordered_map<std::string, std::vector<Cell>> cells;
+  HourKeys hours;
+  bool admin = q.who.role == Role::kAdmin;
+  for (const ledger::UsageRow& row : r->rows) {
+    if (!Visible(q, row)) continue;
+    auto h = hours.Of(row.key[0]);
+    if (!h.ok()) return ErrorReply(h.status());
+    auto& v = cells[row.key[at[0]]];
+    if (v.empty()) v.resize(n);
+    Cell& c = v[axis.Index(*h)];
+    const auto& t = row.gpu_ticks_ms;
+    c.active += t[static_cast<size_t>(Bucket::kActive)];
+    int64_t idle = t[static_cast<size_t>(Bucket::kAllocatedIdle)];
+    if (admin) {
+      int64_t all = 0;
+      for (int64_t x : t) all += x;
+      c.base += all;
+      c.monitored += all - t[static_cast<size_t>(Bucket::kUnmonitored)];
+    } else {
+      c.base += t[static_cast<size_t>(Bucket::kActive)] + idle;
+      c.monitored = c.base;
+    }
+  }
+
+  auto allocs = s.AllocationsOverlapping({q.now_ms, q.now_ms + 1});
+  if (!allocs.ok()) return ErrorReply(allocs.status());
+  auto jobs = s.ListJobs();
+  if (!jobs.ok()) return ErrorReply(jobs.status());
+  std::unordered_map<int64_t, const Job*> job_by_id;
+  for (const auto& j : *jobs) job_by_id[j.id] = &j.job;
+  std::unordered_map<int64_t, std::vector<const Job*>> holders;
+  for (const auto& a : *allocs) {
+    if (auto it = job_by_id.find(a.job_id); it != job_by_id.end()) holders[a.device_id].push_back(it->second);
+  }
+
+  // Node, then each GPU followed by its slices.
+  std::unordered_map<int64_t, const store::DeviceRecord*> by_id;
+  for (const auto& d : *devices) by_id[d.id] = &d;
+  std::vector<const store::DeviceRecord*> order;
+  for (const auto& d : *devices) order.push_back(&d);
+  auto sort_key = [&](const store::DeviceRecord* d) {
+    const store::DeviceRecord* gpu = d->parent_id && by_id.count(d->parent_id) ? by_id[d->parent_id] : d;
+    return std::tuple(d->device.node, gpu->device.uuid, d->parent_id != 0, d->device.uuid);
+  };
+  std::stable_sort(order.begin(), order.end(), [&](auto* a, auto* b) { return sort_key(a) < sort_key(b); });
+
+  json list = json::array();
+  for (const store::DeviceRecord* d : order) {
+    auto it = cells.find(d->device.uuid);
+    if (!admin && it == cells.end()) continue;  // a viewer sees the devices its teams held
+    json values = json::array();
+    for (size_t i = 0; i < n; ++i) {
+      const Cell* c = it == cells.end() ? nullptr : &it->second[i];
+      if (c == nullptr || c->monitored == 0 || c->base == 0) {
+        values.push_back(nullptr);
+      } else {
+        values.push_back((200 * c->active + c->base) / (2 * c->base));  // percent, half up
+      }
+    }
+    json held = json::array();
+    int64_t others = 0;
+    for (const Job* j : holders[d->id]) {
+      if (q.who.MaySeeTeam(j->team)) {
+        held.push_back(j->id);
+      } else {
+        ++others;
+      }
+    }
+    json o = {{"uuid", d->device.uuid}, {"node", d->device.node},  {"model", d->device.model},
+              {"pool", d->device.pool}, {"values", std::move(values)}, {"holders", std::move(held)}};
+    o["mig_profile"] = d->device.is_mig() ? json(d->device.mig_profile) : json(nullptr);
+    o["parent"] = d->device.is_mig() ? json(d->device.parent_uuid) : json(nullptr);
+    if (others) o["held_by_other_teams"] = others;
+    list.push_back(std::move(o));
+  }
+  json out = WindowJson(window);
+  out["step_seconds"] = axis.step_ms / kMsPerSecond;
+  out["times"] = axis.Times();
+  out["value"] = admin ? "effective utilization, percent of time in service"
+                       : "your jobs' allocated efficiency on the device, percent";
+  out["devices"] = std::move(list);
+  return Json(out);
+}
+
+HttpReply BudgetsReply(const QueryContext& q, const QueryParams& params) {
+  std::string period_text = Param(params, "period", FormatTime(q.now_ms).substr(0, 7));
+  auto month = ParseMonth(period_text);
+  if (!month.ok()) return ErrorReply(month.status().WithContext("period"));
+  TimeRange to_date{month->begin_ms, std::clamp(q.now_ms, month->begin_ms, month->end_ms)};
+  std::map<std::string, Money> spent;
+  if (!to_date.empty()) {
+    auto cb = q.ledger.Chargeback(to_date, /*share_idle=*/false);
+    if (!cb.ok()) return ErrorReply(cb.status());
+    for (const auto& line : cb->lines) spent[line.team] += line.direct_cost;
+  }
+  int64_t length = month->length_ms(), elapsed = to_date.length_ms();
+  json teams = json::array();
+  if (q.goals != nullptr) {
+    for (const auto& [team, budget] : q.goals->monthly_budgets) {
+      if (!q.who.MaySeeTeam(team)) continue;
+      Money used = spent[team];
+      json o = {{"team", team},
+                {"budget", budget.ToString()},
+                {"spent", used.ToString()},
+                {"burn", static_cast<double>(used.micros()) / static_cast<double>(budget.micros())}};
+      if (elapsed > 0) {
+        // At the month's pace so far, exactly, rounded half up to the micro-unit.
+        CostNumerator num = static_cast<CostNumerator>(used.micros()) * length;
+        o["projected"] = Money::FromMicros(static_cast<int64_t>((2 * num + elapsed) / (2 * elapsed))).ToString();
+      } else {
+        o["projected"] = nullptr;
+      }
+      teams.push_back(std::move(o));
+    }
+  }
+  return Json({{"period", period_text},
+               {"from", FormatTime(to_date.begin_ms)},
+               {"to", FormatTime(to_date.end_ms)},
+               {"elapsed", static_cast<double>(elapsed) / static_cast<double>(length)},
+               {"teams", std::move(teams)}});
+}
+
+Result<std::string> JobSeriesJson(const QueryContext& q, const std::string& job_id, const TimeRange& span) {
+  TimeRange window = span.Intersect({FloorTo(span.end_ms, kMsPerHour) - 30 * kMsPerDay, span.end_ms});
+  StepAxis axis{FloorTo(window.begin_ms, kMsPerHour), kMsPerHour, 0};
+  axis.n = (window.end_ms - axis.t0 + kMsPerHour - 1) / kMsPerHour;
+  GPULEDGER_ASSIGN_OR_RETURN(ledger::UsageReport r, q.ledger.Usage(window, {Dimension::kHour, Dimension::kJob}));
+  Series s(static_cast<size_t>(axis.n));
+  HourKeys hours;
+  for (const ledger::UsageRow& row : r.rows) {
+    if (row.key[1] != job_id) continue;
+    GPULEDGER_ASSIGN_OR_RETURN(int64_t h, hours.Of(row.key[0]));
+    s.Add(axis.Index(h), row);
+  }
+  json o = SeriesJson(s);
+  o["from"] = FormatTime(window.begin_ms);
+  o["to"] = FormatTime(window.end_ms);
+  o["step_seconds"] = 3600;
+  o["times"] = axis.Times();
+  return o.dump();
+}
+
+}  // namespace gpuledger::server

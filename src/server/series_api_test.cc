@@ -1,0 +1,295 @@
+// The endpoints the dashboard draws (/info, /series, /heatmap, /budgets, a job's series)
+// and the dashboard's own files: their figures agree with /usage and /chargeback, a
+// viewer sees only its teams, and the page is served without a token.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+#include "core/money.h"
+#include "dashboard/dashboard.h"
+#include "server/client.h"
+#include "server/server.h"
+#include "server/test_support.h"
+#include "wire/batch.h"
+
+namespace gpuledger::server {
+namespace {
+
+using nlohmann::json;
+using testing::Harness;
+using testing::MakeBatch;
+using testing::TempDir;
+
+const int64_t kNow = 1795435200000;            // 2026-11-23T12:00:00Z
+const int64_t kStart = kNow - 4 * kMsPerHour;  // 08:00
+const std::string kWindow = "from=2026-11-23T08:00:00Z&to=2026-11-23T12:00:00Z";
+
+TokenEntry Entry(const std::string& token, const std::string& name, Role role, std::vector<std::string> teams) {
+  TokenEntry e;
+  e.name = name;
+  e.role = role;
+  e.teams = std::move(teams);
+  EXPECT_TRUE(ParseTokenHash(HashToken(token), e).ok());
+  return e;
+}
+
+// Two teams on three H100s for the four hours before now, 2.00 per GPU-hour, with
+// targets and budgets; an admin and a viewer of team alpha.
+class SeriesApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ServerOptions o;
+    o.tokens = {Entry(admin_, "admin", Role::kAdmin, {}), Entry(viewer_, "viewer", Role::kViewer, {"alpha"})};
+    o.goals.fleet_target = 0.6;
+    o.goals.pool_targets = {{"training", 0.7}};
+    o.goals.monthly_budgets = {{"alpha", *Money::Parse("100.00")}, {"bravo", *Money::Parse("5.00")}};
+    h_ = std::make_unique<Harness>(dir_.File("ledger.db"), clock_, o);
+    ASSERT_EQ(h_->error, "");
+    auto book = PriceBook::Create({{"*", "*", CapacityType::kOnDemand, *Money::Parse("2.00"), {0, kForever}}});
+    ASSERT_TRUE(h_->ledger->store().SavePriceBook(*book).ok());
+    for (const Batch& b : {MakeBatch("a-1", "anode", 2, kStart, 240, "alpha"),
+                           MakeBatch("b-1", "bnode", 1, kStart, 240, "bravo")}) {
+      ASSERT_TRUE(h_->ledger->Ingest(b).ok());
+    }
+  }
+
+  json GetJson(const std::string& path, const std::string& token) {
+    HttpRequestOptions o;
+    o.token = token;
+    auto r = HttpGet(h_->url(), path, o);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (!r.ok()) return nullptr;
+    EXPECT_EQ(r->status, 200) << path << ": " << r->body;
+    return json::parse(r->body, nullptr, false);
+  }
+  HttpResponse GetRaw(const std::string& path, const std::string& token) {
+    HttpRequestOptions o;
+    o.token = token;
+    auto r = HttpGet(h_->url(), path, o);
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? *r : HttpResponse{};
+  }
+
+  TempDir dir_;
+  ManualClock clock_{kNow};
+  std::string admin_ = NewToken(), viewer_ = NewToken();
+  std::unique_ptr<Harness> h_;
+};
+
+Money Sum(const json& costs) {
+  Money m;
+  for (const auto& c : costs) m += *Money::Parse(c.get<std::string>());
+  return m;
+}
+
+TEST_F(SeriesApiTest, SeriesAddUpToUsageForTheSameWindowAndGrouping) {
+  json s = GetJson("/api/v1/series?" + kWindow + "&by=team", admin_);
+  json u = GetJson("/api/v1/usage?" + kWindow + "&by=team", admin_);
+  ASSERT_EQ(s["times"].size(), 4u);
+  EXPECT_EQ(s["times"][0], kStart / 1000);
+  EXPECT_EQ(s["step_seconds"], 3600);
+  // alpha, bravo, and "(no job)": the minute after the last samples is unmonitored.
+  ASSERT_EQ(s["groups"].size(), 3u) << s["groups"].dump();
+  size_t hours = s["times"].size();
+  for (const json& row : u["rows"]) {
+    std::string team = row["group"]["team"];
+    const json* g = nullptr;
+    for (const json& x : s["groups"]) {
+      if (x["key"][0] == team) g = &x;
+    }
+    ASSERT_NE(g, nullptr) << team;
+    for (const char* b : {"active", "allocated_idle", "unallocated", "unavailable", "unmonitored"}) {
+      double h = 0;
+      for (const auto& v : (*g)["gpu_hours"][b]) h += v.get<double>();
+      EXPECT_NEAR(h, row["buckets"][b]["gpu_hours"].get<double>(), 1e-9) << team << " " << b;
+      // Money is rounded once per report: each hour's row may differ by a micro-unit.
+      Money diff = Sum((*g)["cost"][b]) - *Money::Parse(row["buckets"][b]["cost"].get<std::string>());
+      EXPECT_LE(std::abs(diff.micros()), static_cast<int64_t>(hours)) << team << " " << b;
+    }
+  }
+  // The fleet's total adds up exactly.
+  Money total;
+  for (const auto& [bucket, costs] : s["total"]["cost"].items()) total += Sum(costs);
+  EXPECT_EQ(total.ToString(), u["total"]["cost"]);
+  EXPECT_EQ(total.ToString(), "24.000000");  // 3 GPUs x 4 h x 2.00
+  // Each hour's effective utilization is that hour's usage.
+  json first = GetJson("/api/v1/usage?from=2026-11-23T08:00:00Z&to=2026-11-23T09:00:00Z&by=team", admin_);
+  EXPECT_NEAR(s["total"]["effective_utilization"][0].get<double>(),
+              first["total"]["effective_utilization"].get<double>(), 1e-12);
+
+  // Two-hour steps hold the same figures.
+  json two = GetJson("/api/v1/series?" + kWindow + "&by=team&step=2h", admin_);
+  ASSERT_EQ(two["times"].size(), 2u);
+  Money two_total;
+  for (const auto& [bucket, costs] : two["total"]["cost"].items()) two_total += Sum(costs);
+  EXPECT_EQ(two_total, total);
+}
+
+TEST_F(SeriesApiTest, PoolsCarryTheirOwnTargetAndTheFleetItsOwn) {
+  json s = GetJson("/api/v1/series?" + kWindow + "&by=pool", admin_);
+  ASSERT_EQ(s["groups"].size(), 1u);
+  EXPECT_EQ(s["groups"][0]["key"][0], "training");
+  EXPECT_DOUBLE_EQ(s["groups"][0]["target"].get<double>(), 0.7);
+  EXPECT_DOUBLE_EQ(s["total"]["target"].get<double>(), 0.6);
+  json u = GetJson("/api/v1/usage?" + kWindow + "&by=pool", admin_);
+  EXPECT_DOUBLE_EQ(u["rows"][0]["target"].get<double>(), 0.7);
+  EXPECT_DOUBLE_EQ(u["total"]["target"].get<double>(), 0.6);
+  // Without a grouping: the fleet's series alone.
+  json fleet = GetJson("/api/v1/series?" + kWindow, admin_);
+  EXPECT_TRUE(fleet["groups"].empty());
+  EXPECT_EQ(fleet["total"]["cost"], s["total"]["cost"]);
+}
+
+TEST_F(SeriesApiTest, ABadSeriesRequestNamesTheParameter) {
+  struct Case {
+    std::string query, expected;
+  } cases[] = {
+      {"window=7d&step=90m", "step \"90m\": want a whole number of hours"},
+      {"window=7d&step=soon", "step"},
+      {"window=7d&by=hour", "by: a series is already by time"},
+      {"window=7d&by=colour", "cannot group by \"colour\""},
+      {"from=2000-01-01T00:00:00Z&step=1h", "steps of 1h in the window: at most 10000"},
+      {"window=7d&from=2026-11-01T00:00:00Z", "give either window or from/to"},
+  };
+  for (const Case& c : cases) {
+    auto r = GetRaw("/api/v1/series?" + c.query, admin_);
+    EXPECT_EQ(r.status, 400) << c.query;
+    EXPECT_NE(ErrorMessageOf(r).find(c.expected), std::string::npos) << c.query << ": " << r.body;
+  }
+  EXPECT_EQ(GetRaw("/api/v1/heatmap?from=2000-01-01T00:00:00Z", admin_).status, 400);
+}
+
+TEST_F(SeriesApiTest, AViewerSeesItsTeamsGroupsAndTheFleetTotal) {
+  json mine = GetJson("/api/v1/series?" + kWindow + "&by=team,project", viewer_);
+  json all = GetJson("/api/v1/series?" + kWindow + "&by=team,project", admin_);
+  ASSERT_EQ(mine["groups"].size(), 1u);
+  EXPECT_EQ(mine["groups"][0]["key"], json({"alpha", "alpha-project"}));
+  EXPECT_EQ(mine["total"], all["total"]);
+  EXPECT_EQ(mine.dump().find("bravo"), std::string::npos);
+  // Grouped by something other than team, a viewer's groups count its teams' time only.
+  json pool = GetJson("/api/v1/series?" + kWindow + "&by=pool", viewer_);
+  double held = 0;
+  for (const auto& v : pool["groups"][0]["gpu_hours"]["active"]) held += v.get<double>();
+  for (const auto& v : pool["groups"][0]["gpu_hours"]["allocated_idle"]) held += v.get<double>();
+  // alpha's two GPUs from 08:00 to 11:59, the last sample's end (the minute after it is
+  // unmonitored, and so no job's).
+  EXPECT_NEAR(held, 2 * 239 / 60.0, 1e-9);
+}
+
+TEST_F(SeriesApiTest, TheHeatmapHasEveryDeviceHourAsUsageHasIt) {
+  clock_.Set(kStart + 2 * kMsPerHour);
+  json m = GetJson("/api/v1/heatmap?" + kWindow, admin_);
+  ASSERT_EQ(m["times"].size(), 4u);
+  ASSERT_EQ(m["devices"].size(), 3u);
+  EXPECT_EQ(m["devices"][0]["node"], "anode");
+  EXPECT_EQ(m["devices"][2]["node"], "bnode");
+  EXPECT_EQ(m["devices"][0]["holders"], json({"anode-job"}));
+  for (int h = 0; h < 4; ++h) {
+    std::string from = FormatTime(kStart + h * kMsPerHour), to = FormatTime(kStart + (h + 1) * kMsPerHour);
+    json u = GetJson("/api/v1/usage?from=" + from + "&to=" + to + "&by=device", admin_);
+    for (const json& row : u["rows"]) {
+      for (const json& d : m["devices"]) {
+        if (d["uuid"] != row["group"]["device"]) continue;
+        double expected = std::floor(100 * row["effective_utilization"].get<double>() + 0.5);
+        EXPECT_EQ(d["values"][h].get<double>(), expected) << d["uuid"] << " hour " << h;
+      }
+    }
+  }
+  // A viewer sees the devices its team held, and none of the other team's.
+  json v = GetJson("/api/v1/heatmap?" + kWindow, viewer_);
+  ASSERT_EQ(v["devices"].size(), 2u);
+  EXPECT_EQ(v.dump().find("bnode"), std::string::npos);
+  EXPECT_EQ(v.dump().find("bravo"), std::string::npos);
+}
+
+TEST_F(SeriesApiTest, BudgetsBurnAndProjectAtTheMonthsPace) {
+  // 2026-11-23T12:00Z is 22.5 of November's 30 days.
+  json b = GetJson("/api/v1/budgets", admin_);
+  EXPECT_EQ(b["period"], "2026-11");
+  EXPECT_DOUBLE_EQ(b["elapsed"].get<double>(), 0.75);
+  ASSERT_EQ(b["teams"].size(), 2u);
+  json cb = GetJson("/api/v1/chargeback?period=2026-11", admin_);
+  for (const json& t : b["teams"]) {
+    Money direct;
+    for (const json& l : cb["lines"]) {
+      if (l["team"] == t["team"]) direct += *Money::Parse(l["direct_cost"].get<std::string>());
+    }
+    EXPECT_EQ(t["spent"], direct.ToString()) << t["team"];
+  }
+  EXPECT_EQ(b["teams"][0]["team"], "alpha");
+  EXPECT_EQ(b["teams"][0]["spent"], "15.933333");      // 2 GPUs x 239 min x 2.00 / 60
+  EXPECT_EQ(b["teams"][0]["projected"], "21.244444");  // 15.933333 / 0.75, half up
+  EXPECT_DOUBLE_EQ(b["teams"][0]["burn"].get<double>(), 0.15933333);
+  EXPECT_EQ(b["teams"][1]["spent"], "7.966667");       // 1 GPU (largest remainder takes the micro-unit)
+  EXPECT_DOUBLE_EQ(b["teams"][1]["burn"].get<double>(), 7.966667 / 5);  // over budget
+  // A viewer sees its team's budget only.
+  json v = GetJson("/api/v1/budgets", viewer_);
+  ASSERT_EQ(v["teams"].size(), 1u);
+  EXPECT_EQ(v["teams"][0]["team"], "alpha");
+  // A month not begun has spent nothing and projects nothing.
+  json dec = GetJson("/api/v1/budgets?period=2026-12", admin_);
+  EXPECT_EQ(dec["teams"][0]["spent"], "0.000000");
+  EXPECT_TRUE(dec["teams"][0]["projected"].is_null());
+  EXPECT_EQ(GetRaw("/api/v1/budgets?period=November", admin_).status, 400);
+}
+
+TEST_F(SeriesApiTest, InfoTellsRoleTeamsDataSpanTargetsAndBudgets) {
+  json a = GetJson("/api/v1/info", admin_);
+  EXPECT_EQ(a["role"], "admin");
+  EXPECT_EQ(a["teams"], json({"alpha", "bravo"}));
+  EXPECT_EQ(a["data"]["from"], FormatTime(kStart - kMsPerMinute));  // the allocations' start
+  EXPECT_EQ(a["data"]["to"], FormatTime(kStart + 239 * kMsPerMinute));
+  EXPECT_DOUBLE_EQ(a["targets"]["pools"]["training"].get<double>(), 0.7);
+  EXPECT_EQ(a["budgets"]["bravo"], "5.000000");
+  json v = GetJson("/api/v1/info", viewer_);
+  EXPECT_EQ(v["role"], "viewer");
+  EXPECT_EQ(v["teams"], json({"alpha"}));
+  EXPECT_FALSE(v["budgets"].contains("bravo"));
+  EXPECT_EQ(GetRaw("/api/v1/info", "").status, 401);
+}
+
+TEST_F(SeriesApiTest, AJobCarriesItsHourlySeriesAndIdleCauses) {
+  json j = GetJson("/api/v1/jobs/anode-job", viewer_);
+  ASSERT_TRUE(j.contains("series")) << j.dump();
+  double active = 0;
+  for (const auto& v : j["series"]["gpu_hours"]["active"]) active += v.get<double>();
+  EXPECT_NEAR(active, j["gpu_hours"]["active"].get<double>(), 1e-9);
+  double causes = 0;
+  for (const auto& [cause, v] : j["idle_causes"].items()) causes += v["gpu_hours"].get<double>();
+  EXPECT_NEAR(causes, j["gpu_hours"]["allocated_idle"].get<double>(), 1e-9);
+}
+
+TEST_F(SeriesApiTest, TheDashboardIsServedWithoutATokenAndCachedByValidator) {
+  auto [host, port] = *ParseListenAddress(h_->url().substr(7));
+  httplib::Client c(host, port);
+  auto page = c.Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_EQ(page->body, dashboard::FindAsset("index.html")->body);
+  EXPECT_NE(page->get_header_value("Content-Security-Policy").find("script-src 'self'"), std::string::npos);
+  auto js = c.Get("/assets/uPlot.iife.min.js");
+  ASSERT_TRUE(js);
+  EXPECT_EQ(js->status, 200);
+  std::string etag = js->get_header_value("ETag");
+  EXPECT_EQ(etag, dashboard::FindAsset("uPlot.iife.min.js")->etag);
+  auto again = c.Get("/assets/uPlot.iife.min.js", {{"If-None-Match", etag}});
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 304);
+  EXPECT_TRUE(again->body.empty());
+  auto missing = c.Get("/assets/nothing.js");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  auto outside = c.Get("/assets/..%2F..%2Fetc%2Fpasswd");
+  ASSERT_TRUE(outside);
+  EXPECT_EQ(outside->status, 404);
+  // The data behind it still needs a token.
+  auto api = c.Get("/api/v1/fleet");
+  ASSERT_TRUE(api);
+  EXPECT_EQ(api->status, 401);
+}
+
+}  // namespace
+}  // namespace gpuledger::server
