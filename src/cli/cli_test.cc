@@ -2,9 +2,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <array>
@@ -14,6 +11,7 @@
 #include <fstream>
 
 #include "core/time.h"
+#include "server/test_support.h"
 #include "wire/batch.h"
 
 namespace gpuledger::cli {
@@ -115,22 +113,6 @@ TEST_F(CliTest, ImportsAndReportsUsage) {
   EXPECT_THAT(table.output, HasSubstr("60.0%"));
 }
 
-// A loopback port free now, for a server the test starts.
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 TEST_F(CliTest, UsageAndChargebackFromAServerEqualTheLocalStore) {
   auto prices = File("prices.toml", "[[price]]\nper_gpu_hour = \"3.60\"\n");
   ASSERT_EQ(Gpuledger("prices --db " + db_ + " --set " + prices).exit_code, 0);
@@ -149,7 +131,7 @@ TEST_F(CliTest, UsageAndChargebackFromAServerEqualTheLocalStore) {
     ASSERT_EQ(local.back().exit_code, 0) << q << ": " << local.back().output;
   }
 
-  int port = FreePort();
+  int port = server::testing::FreeLoopbackPort();
   ASSERT_GT(port, 0);
   std::string url = "http://127.0.0.1:" + std::to_string(port);
   std::string pid_file = (dir_ / "serve.pid").string();

@@ -350,7 +350,7 @@ HttpReply JobReply(const QueryContext& q, const std::string& job_id) {
     out["idle_causes"] = causes;
     auto series = JobSeriesJson(q, job_id, {begin, end});
     if (!series.ok()) return ErrorReply(series.status());
-    out["series"] = json::parse(*series);
+    out["series"] = std::move(*series);
   }
   return JsonReply(out);
 }

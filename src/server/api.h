@@ -3,6 +3,8 @@
 // them with the ledger's query lock held. Internal to the server library.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <map>
 #include <string>
 
@@ -76,9 +78,9 @@ HttpReply HeatmapReply(const QueryContext& q, const QueryParams& params);
 // GET /api/v1/budgets?period=YYYY-MM (default: this month): each budgeted team's spend
 // to date, burn and projection.
 HttpReply BudgetsReply(const QueryContext& q, const QueryParams& params);
-// A job's hourly series over `span` (its life, clipped to its last 30 days), as JSON:
+// A job's hourly series over `span` (its life, clipped to its last 30 days):
 // {"from","to","step_seconds","times","gpu_hours","cost","effective_utilization",...}.
-Result<std::string> JobSeriesJson(const QueryContext& q, const std::string& job_id, const TimeRange& span);
+Result<nlohmann::json> JobSeriesJson(const QueryContext& q, const std::string& job_id, const TimeRange& span);
 // GET /api/v1/waste?window=7d&limit=10 (admin): the largest sources of waste.
 HttpReply WasteReply(const QueryContext& q, const QueryParams& params);
 

@@ -394,7 +394,7 @@ HttpReply BudgetsReply(const QueryContext& q, const QueryParams& params) {
                {"teams", std::move(teams)}});
 }
 
-Result<std::string> JobSeriesJson(const QueryContext& q, const std::string& job_id, const TimeRange& span) {
+Result<json> JobSeriesJson(const QueryContext& q, const std::string& job_id, const TimeRange& span) {
   TimeRange window = span.Intersect({FloorTo(span.end_ms, kMsPerHour) - 30 * kMsPerDay, span.end_ms});
   StepAxis axis{FloorTo(window.begin_ms, kMsPerHour), kMsPerHour, 0};
   axis.n = (window.end_ms - axis.t0 + kMsPerHour - 1) / kMsPerHour;
@@ -411,7 +411,7 @@ Result<std::string> JobSeriesJson(const QueryContext& q, const std::string& job_
   o["to"] = FormatTime(window.end_ms);
   o["step_seconds"] = 3600;
   o["times"] = axis.Times();
-  return o.dump();
+  return o;
 }
 
 }  // namespace gpuledger::server
