@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 
+#include "store/sample_chunk.h"
 #include "store/store.h"
 
 namespace gpuledger::store {
@@ -90,8 +92,19 @@ std::vector<std::string> Migrations() {
       "  requests REAL, executions REAL, queue_seconds REAL, compute_seconds REAL,"
       "  prefill TEXT NOT NULL, decode TEXT NOT NULL, iteration_tokens TEXT NOT NULL,"
       "  PRIMARY KEY(job_id, engine, model, t_ms))" + wr + ";",
+      // 5: raw samples packed per device, hour and batch (store/sample_chunk.h). The rows
+      // of `samples` are moved into chunks by ConvertSamplesToChunks, which also drops it.
+      // A rowid table, appended to in arrival order, so its pages fill up (a table keyed
+      // by device would leave them half empty as devices interleave); the index finds a
+      // device's chunks.
+      "CREATE TABLE sample_chunks(device_id INTEGER NOT NULL, first_ms INTEGER NOT NULL,"
+      "  last_ms INTEGER NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL);"
+      "CREATE UNIQUE INDEX sample_chunks_by_device ON sample_chunks(device_id, first_ms);",
   };
 }
+
+// The schema version whose migration also runs ConvertSamplesToChunks.
+constexpr size_t kChunkedSamplesVersion = 5;
 
 class Stmt {
  public:
@@ -162,6 +175,12 @@ class Stmt {
     if (sqlite3_column_type(s_, col) == SQLITE_NULL) return std::nullopt;
     return sqlite3_column_double(s_, col);
   }
+  // Valid until the next step or reset.
+  std::string_view Blob(int col) {
+    const void* b = sqlite3_column_blob(s_, col);
+    return b ? std::string_view(static_cast<const char*>(b), static_cast<size_t>(sqlite3_column_bytes(s_, col)))
+             : std::string_view();
+  }
   std::string Text(int col) {
     const unsigned char* t = sqlite3_column_text(s_, col);
     return t ? std::string(reinterpret_cast<const char*>(t),
@@ -173,15 +192,10 @@ class Stmt {
   sqlite3_stmt* s_ = nullptr;
 };
 
-// Ratios are kept to 1e-4 (an activity error of at most 0.005% of a sample's span),
-// memory to the MiB and power to the tenth of a watt: small integers that SQLite
-// stores in one to three bytes.
+// The old samples table kept ratios to 1e-4, memory to the MiB and power to the tenth
+// of a watt (as chunks do): read when migrating to chunks.
 constexpr double kRatioScale = 10'000;
 
-std::optional<int64_t> ToScaled(const std::optional<double>& v, double scale) {
-  if (!v) return std::nullopt;
-  return static_cast<int64_t>(std::llround(*v * scale));
-}
 std::optional<double> FromScaled(const std::optional<int64_t>& v, double scale) {
   if (!v) return std::nullopt;
   return static_cast<double>(*v) / scale;
@@ -371,24 +385,20 @@ class SqliteStore final : public Store {
   Result<std::vector<Sample>> Samples(int64_t device_id, const TimeRange& range) override {
     std::lock_guard lock(mu_);
     Stmt& q = S(kSamplesOfDevice).Reset();
-    q.Bind(1, device_id).Bind(2, range.begin_ms).Bind(3, range.end_ms);
+    q.Bind(1, device_id).Bind(2, FloorTo(range.begin_ms, kMsPerHour)).Bind(3, range.end_ms);
     std::vector<Sample> out;
+    bool ordered = true;
     while (q.Step() == SQLITE_ROW) {
-      Sample s;
-      s.t_ms = q.Int(0);
-      s.sm_active = FromScaled(q.OptInt(1), kRatioScale);
-      s.sm_occupancy = FromScaled(q.OptInt(2), kRatioScale);
-      s.tensor_active = FromScaled(q.OptInt(3), kRatioScale);
-      s.dram_active = FromScaled(q.OptInt(4), kRatioScale);
-      s.gpu_util = FromScaled(q.OptInt(5), kRatioScale);
-      s.fb_used_mib = FromScaled(q.OptInt(6), 1);
-      s.power_watts = FromScaled(q.OptInt(7), 10);
-      s.health = static_cast<Health>(q.Int(8));
-      if (auto n = q.OptInt(9)) s.process_count = static_cast<int32_t>(*n);
-      if (auto interval = q.OptInt(10)) {
-        s.gaps = IdleGaps{*interval, q.OptInt(11).value_or(0), q.OptInt(12).value_or(0)};
+      int64_t first = q.Int(0);
+      size_t before = out.size();
+      if (!DecodeChunk(q.Blob(1), first, range.begin_ms, range.end_ms, out)) {
+        return Internal(fmt::format("sample chunk of device {} at {} is corrupt", device_id, FormatTime(first)));
       }
-      out.push_back(std::move(s));
+      // Chunks come by first time; two batches' chunks of one hour may interleave.
+      if (before > 0 && out.size() > before && out[before].t_ms < out[before - 1].t_ms) ordered = false;
+    }
+    if (!ordered) {
+      std::stable_sort(out.begin(), out.end(), [](const Sample& a, const Sample& b) { return a.t_ms < b.t_ms; });
     }
     Stmt& p = S(kProcessesOfDevice).Reset();
     p.Bind(1, device_id).Bind(2, range.begin_ms).Bind(3, range.end_ms);
@@ -572,9 +582,15 @@ class SqliteStore final : public Store {
   Result<int64_t> PruneSamples(int64_t before_ms) override {
     std::lock_guard lock(mu_);
     GPULEDGER_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
-    Status st = Done(S(kPruneSamples).Reset().Bind(1, before_ms));
-    int64_t n = sqlite3_changes64(db_);
-    if (st.ok()) st = Done(S(kPruneProcesses).Reset().Bind(1, before_ms));
+    // Samples are kept in chunks of an hour: retention prunes whole hours, those before
+    // the hour that holds `before_ms`.
+    int64_t hour = FloorTo(before_ms, kMsPerHour);
+    Stmt& q = S(kPruneSamples).Reset().Bind(1, hour);
+    int64_t n = 0;
+    int rc;
+    while ((rc = q.Step()) == SQLITE_ROW) n += q.Int(0);
+    Status st = rc == SQLITE_DONE ? Status::Ok() : Internal(fmt::format("sqlite: pruning samples: {}", sqlite3_errmsg(db_)));
+    if (st.ok()) st = Done(S(kPruneProcesses).Reset().Bind(1, hour));
     if (!st.ok()) {
       (void)Exec("ROLLBACK");
       return st;
@@ -594,7 +610,7 @@ class SqliteStore final : public Store {
     s.batches = count("SELECT count(*) FROM batches");
     s.devices = count("SELECT count(*) FROM devices");
     s.jobs = count("SELECT count(*) FROM jobs");
-    s.samples = count("SELECT count(*) FROM samples");
+    s.samples = count("SELECT coalesce(sum(n), 0) FROM sample_chunks");
     s.dirty_hours = count("SELECT count(*) FROM dirty_hours");
     s.bytes = count("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()");
     return s;
@@ -720,7 +736,7 @@ class SqliteStore final : public Store {
 
   enum StmtId {
     kFindBatch, kInsertBatch, kInsertDevice, kUpdateDevice, kUpdateDeviceTimes, kUpsertJob,
-    kFindAllocation, kInsertAllocation, kCloseAllocation, kInsertSample, kInsertProcess,
+    kFindAllocation, kInsertAllocation, kCloseAllocation, kInsertChunk, kChunksOverlapping, kInsertProcess,
     kMarkDirty, kListDevices, kListJobs, kAllocationsOfDevice, kAllocationsOverlapping,
     kSamplesOfDevice, kProcessesOfDevice, kDirtyHours, kDeleteHourRollup, kDeleteMinuteRollup,
     kInsertHourRollup, kInsertMinuteRollup, kClearDirty, kSumHourRollups, kScanMinuteRollups,
@@ -767,10 +783,12 @@ class SqliteStore final : public Store {
          "INSERT INTO allocations(device_id, job_id, from_ms, to_ms) VALUES(?1,?2,?3,?4)"},
         {kCloseAllocation,
          "UPDATE allocations SET to_ms=?4 WHERE device_id=?1 AND job_id=?2 AND from_ms=?3"},
-        {kInsertSample,
-         "INSERT INTO samples(device_id, t_ms, sm_active, sm_occupancy, tensor_active,"
-         " dram_active, gpu_util, fb_used_mib, power_dw, health, process_count, gap_interval_ms,"
-         " gap_idle_ms, gap_short_idle_ms) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)"},
+        {kInsertChunk,
+         "INSERT INTO sample_chunks(device_id, first_ms, last_ms, n, data) VALUES(?1,?2,?3,?4,?5)"},
+        // Chunks of a device in one hour that overlap [?4, ?5]: a new chunk's neighbours.
+        {kChunksOverlapping,
+         "SELECT first_ms, data FROM sample_chunks WHERE device_id=?1 AND first_ms >= ?2"
+         " AND first_ms < ?3 AND last_ms >= ?4 AND first_ms <= ?5"},
         {kInsertProcess,
          "INSERT INTO process_samples(device_id, t_ms, pid, job_key, fb_used_mib, sm_share)"
          " VALUES(?1,?2,?3,?4,?5,?6)"},
@@ -806,11 +824,10 @@ class SqliteStore final : public Store {
         {kAllocationsOverlapping,
          "SELECT device_id, job_id, from_ms, to_ms FROM allocations WHERE from_ms < ?1"
          " AND (to_ms IS NULL OR to_ms > ?2) ORDER BY device_id, from_ms, job_id"},
+        // A chunk lies within one hour: those starting from the hour of ?2 on.
         {kSamplesOfDevice,
-         "SELECT t_ms, sm_active, sm_occupancy, tensor_active, dram_active, gpu_util,"
-         " fb_used_mib, power_dw, health, process_count, gap_interval_ms, gap_idle_ms,"
-         " gap_short_idle_ms FROM samples"
-         " WHERE device_id=?1 AND t_ms >= ?2 AND t_ms <= ?3 ORDER BY t_ms"},
+         "SELECT first_ms, data FROM sample_chunks WHERE device_id=?1 AND first_ms >= ?2"
+         " AND first_ms <= ?3 ORDER BY first_ms"},
         {kProcessesOfDevice,
          "SELECT t_ms, pid, job_key, fb_used_mib, sm_share FROM process_samples"
          " WHERE device_id=?1 AND t_ms >= ?2 AND t_ms <= ?3 ORDER BY t_ms, pid"},
@@ -838,7 +855,7 @@ class SqliteStore final : public Store {
         {kInsertPrice,
          "INSERT INTO prices(model, pool, capacity_type, micros_per_hour, begin_ms, end_ms)"
          " VALUES(?1,?2,?3,?4,?5,?6)"},
-        {kPruneSamples, "DELETE FROM samples WHERE t_ms < ?1"},
+        {kPruneSamples, "DELETE FROM sample_chunks WHERE first_ms < ?1 RETURNING n"},
         {kPruneProcesses, "DELETE FROM process_samples WHERE t_ms < ?1"},
     };
     stmts_.resize(kStmtCount);
@@ -874,6 +891,7 @@ class SqliteStore final : public Store {
     Stmt q;
     GPULEDGER_RETURN_IF_ERROR(q.Prepare(db_, "SELECT value FROM meta WHERE key='schema_version'"));
     size_t version = q.Step() == SQLITE_ROW ? static_cast<size_t>(std::stoll(q.Text(0))) : 0;
+    q.Reset();  // no statement may be active while a migration drops a table
     auto migrations = Migrations();
     if (version > migrations.size()) {
       return FailedPrecondition(fmt::format(
@@ -883,6 +901,7 @@ class SqliteStore final : public Store {
     for (size_t v = version; v < migrations.size(); ++v) {
       GPULEDGER_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
       Status st = Exec(migrations[v]);
+      if (st.ok() && v + 1 == kChunkedSamplesVersion) st = ConvertSamplesToChunks();
       if (st.ok()) {
         st = Exec(fmt::format(
             "INSERT INTO meta(key, value) VALUES('schema_version', '{}')"
@@ -896,6 +915,61 @@ class SqliteStore final : public Store {
       GPULEDGER_RETURN_IF_ERROR(Exec("COMMIT"));
     }
     return Status::Ok();
+  }
+
+  // Schema version 5: moves the rows of the old `samples` table (one per sample) into
+  // chunks, one per device and hour, and drops the table.
+  Status ConvertSamplesToChunks() {
+    Stmt q;
+    GPULEDGER_RETURN_IF_ERROR(q.Prepare(
+        db_, "SELECT device_id, t_ms, sm_active, sm_occupancy, tensor_active, dram_active, gpu_util,"
+             " fb_used_mib, power_dw, health, process_count, gap_interval_ms, gap_idle_ms,"
+             " gap_short_idle_ms FROM samples ORDER BY device_id, t_ms"));
+    Stmt ins;
+    GPULEDGER_RETURN_IF_ERROR(ins.Prepare(
+        db_, "INSERT INTO sample_chunks(device_id, first_ms, last_ms, n, data) VALUES(?1,?2,?3,?4,?5)"));
+    int64_t device = -1, hour = 0, first = 0, last = 0, n = 0;
+    std::string data;
+    auto flush = [&]() -> Status {
+      if (n == 0) return Status::Ok();
+      ins.Reset().Bind(1, device).Bind(2, first).Bind(3, last).Bind(4, n);
+      sqlite3_bind_blob(ins.get(), 5, data.data(), static_cast<int>(data.size()), SQLITE_STATIC);
+      GPULEDGER_RETURN_IF_ERROR(Done(ins));
+      data.clear();
+      n = 0;
+      return Status::Ok();
+    };
+    int rc;
+    while ((rc = q.Step()) == SQLITE_ROW) {
+      Sample s;
+      s.t_ms = q.Int(1);
+      s.sm_active = FromScaled(q.OptInt(2), kRatioScale);
+      s.sm_occupancy = FromScaled(q.OptInt(3), kRatioScale);
+      s.tensor_active = FromScaled(q.OptInt(4), kRatioScale);
+      s.dram_active = FromScaled(q.OptInt(5), kRatioScale);
+      s.gpu_util = FromScaled(q.OptInt(6), kRatioScale);
+      s.fb_used_mib = FromScaled(q.OptInt(7), 1);
+      s.power_watts = FromScaled(q.OptInt(8), 10);
+      s.health = static_cast<Health>(q.Int(9));
+      if (auto c = q.OptInt(10)) s.process_count = static_cast<int32_t>(*c);
+      if (auto interval = q.OptInt(11)) {
+        s.gaps = IdleGaps{*interval, q.OptInt(12).value_or(0), q.OptInt(13).value_or(0)};
+      }
+      if (q.Int(0) != device || FloorTo(s.t_ms, kMsPerHour) != hour) {
+        GPULEDGER_RETURN_IF_ERROR(flush());
+        device = q.Int(0);
+        hour = FloorTo(s.t_ms, kMsPerHour);
+        first = s.t_ms;
+      }
+      AppendChunkSample(data, s, n == 0 ? s.t_ms : last);
+      last = s.t_ms;
+      ++n;
+    }
+    if (rc != SQLITE_DONE) return Internal(fmt::format("sqlite: reading samples: {}", sqlite3_errmsg(db_)));
+    GPULEDGER_RETURN_IF_ERROR(flush());
+    q.Reset();  // a table being read cannot be dropped
+    ins.Reset();
+    return Exec("DROP TABLE samples");
   }
 
   Status LoadCaches() {
@@ -1056,7 +1130,14 @@ class SqliteStore final : public Store {
     int64_t run_id = 0;
     Run* run = nullptr;
     constexpr int64_t kReachMs = kMaxStalenessMs + kIdleContextMs;
-    Stmt& insert_sample = S(kInsertSample);
+    // The batch's samples of each device-hour become one chunk (store/sample_chunk.h).
+    struct Chunk {
+      int64_t first_ms = 0, last_ms = 0;
+      std::string data;
+      std::vector<size_t> index;  // each sample's place in the batch, for errors
+      bool with_processes = false;
+    };
+    std::map<std::pair<int64_t, int64_t>, Chunk> chunks;  // (device, hour)
     for (size_t i = 0; i < b.samples.size(); ++i) {
       const Sample& smp = b.samples[i];
       if (run_uuid == nullptr || smp.device_uuid != *run_uuid) {
@@ -1071,38 +1152,13 @@ class SqliteStore final : public Store {
         run = &runs[*id];
         if (!run->state) run->state = &DeviceState(*id, pending);
       }
-      // Every parameter is bound for every row: no clearing needed.
-      Stmt& s = insert_sample.Rewind();
-      s.Bind(1, run_id).Bind(2, smp.t_ms);
-      s.Bind(3, ToScaled(smp.sm_active, kRatioScale)).Bind(4, ToScaled(smp.sm_occupancy, kRatioScale));
-      s.Bind(5, ToScaled(smp.tensor_active, kRatioScale)).Bind(6, ToScaled(smp.dram_active, kRatioScale));
-      s.Bind(7, ToScaled(smp.gpu_util, kRatioScale)).Bind(8, ToScaled(smp.fb_used_mib, 1));
-      s.Bind(9, ToScaled(smp.power_watts, 10)).Bind(10, static_cast<int64_t>(smp.health));
-      if (smp.process_count) {
-        s.Bind(11, int64_t{*smp.process_count});
-      } else {
-        s.BindNull(11);
-      }
-      if (smp.gaps) {
-        s.Bind(12, smp.gaps->interval_ms).Bind(13, smp.gaps->idle_ms).Bind(14, smp.gaps->short_idle_ms);
-      } else {
-        s.BindNull(12).BindNull(13).BindNull(14);
-      }
-      if (int rc = s.Step(); rc != SQLITE_DONE) {
-        if (rc == SQLITE_CONSTRAINT) {
-          return bad(fmt::format("samples[{}]", i),
-                     fmt::format("a sample of device {} at {} is already stored (by another batch)",
-                                 smp.device_uuid, FormatTime(smp.t_ms)));
-        }
-        return Internal(fmt::format("sqlite: inserting samples[{}]: {}", i, sqlite3_errmsg(db_)));
-      }
-      for (size_t k = 0; k < smp.processes.size(); ++k) {
-        const ProcessSample& p = smp.processes[k];
-        Stmt& ps = S(kInsertProcess).Reset();
-        ps.Bind(1, run_id).Bind(2, smp.t_ms).Bind(3, p.pid).Bind(4, p.job_id);
-        ps.Bind(5, std::optional<double>(p.fb_used_mib)).Bind(6, p.sm_share);
-        GPULEDGER_RETURN_IF_ERROR(Done(ps));
-      }
+      // A device's times increase within a batch (ValidateBatch): appended in order.
+      Chunk& c = chunks[{run_id, FloorTo(smp.t_ms, kMsPerHour)}];
+      if (c.index.empty()) c.first_ms = smp.t_ms;
+      AppendChunkSample(c.data, smp, c.index.empty() ? smp.t_ms : c.last_ms);
+      c.last_ms = smp.t_ms;
+      c.index.push_back(i);
+      if (!smp.processes.empty()) c.with_processes = true;
       auto& [in_service, last] = *run->state;
       in_service = in_service == 0 ? smp.t_ms : std::min(in_service, smp.t_ms);
       last = std::max(last, smp.t_ms);
@@ -1121,6 +1177,50 @@ class SqliteStore final : public Store {
       for (int64_t h = from; h <= to_ms; h += kMsPerHour) {
         dirty.emplace_back(run_id, h);
         run->marked_last = h;
+      }
+    }
+    std::vector<int64_t> stored;
+    for (const auto& [key, c] : chunks) {
+      const auto& [device, hour] = key;
+      // A sample at an instant another batch already stored for the device is refused:
+      // look at that hour's chunks that overlap this one.
+      Stmt& o = S(kChunksOverlapping).Reset();
+      o.Bind(1, device).Bind(2, hour).Bind(3, hour + kMsPerHour).Bind(4, c.first_ms).Bind(5, c.last_ms);
+      std::vector<int64_t> mine;
+      while (o.Step() == SQLITE_ROW) {
+        stored.clear();
+        if (!ChunkTimes(o.Blob(1), o.Int(0), stored)) {
+          return Internal(fmt::format("sample chunk of device {} at {} is corrupt", device, FormatTime(o.Int(0))));
+        }
+        if (mine.empty()) (void)ChunkTimes(c.data, c.first_ms, mine);
+        auto a = mine.begin();
+        for (int64_t t : stored) {
+          a = std::lower_bound(a, mine.end(), t);
+          if (a != mine.end() && *a == t) {
+            size_t i = c.index[static_cast<size_t>(a - mine.begin())];
+            return bad(fmt::format("samples[{}]", i),
+                       fmt::format("a sample of device {} at {} is already stored (by another batch)",
+                                   b.samples[i].device_uuid, FormatTime(t)));
+          }
+        }
+      }
+      Stmt& ins = S(kInsertChunk).Reset();
+      ins.Bind(1, device).Bind(2, c.first_ms).Bind(3, c.last_ms).Bind(4, static_cast<int64_t>(c.index.size()));
+      sqlite3_bind_blob(ins.get(), 5, c.data.data(), static_cast<int>(c.data.size()), SQLITE_STATIC);
+      if (int rc = ins.Step(); rc != SQLITE_DONE) {
+        return Internal(fmt::format("sqlite: inserting samples of device {} at {}: {}", device,
+                                    FormatTime(c.first_ms), sqlite3_errmsg(db_)));
+      }
+      // The processes each sample saw, once its instant is known to be new.
+      if (!c.with_processes) continue;
+      for (size_t i : c.index) {
+        const Sample& smp = b.samples[i];
+        for (const ProcessSample& p : smp.processes) {
+          Stmt& ps = S(kInsertProcess).Reset();
+          ps.Bind(1, device).Bind(2, smp.t_ms).Bind(3, p.pid).Bind(4, p.job_id);
+          ps.Bind(5, std::optional<double>(p.fb_used_mib)).Bind(6, p.sm_share);
+          GPULEDGER_RETURN_IF_ERROR(Done(ps));
+        }
       }
     }
 

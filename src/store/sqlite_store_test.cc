@@ -1,6 +1,8 @@
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "store/store.h"
@@ -383,10 +385,84 @@ TEST_F(SqliteStoreTest, PriceBookAndDataSurviveReopening) {
   EXPECT_EQ(store_->Stats()->samples, 3);
 }
 
-TEST_F(SqliteStoreTest, PrunesRawSamplesOnly) {
+// Raw samples are kept in hourly chunks: retention prunes the whole hours before the
+// hour that holds its limit, and leaves rollups alone.
+TEST_F(SqliteStoreTest, PrunesRawSamplesOnlyInWholeHours) {
+  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());  // three samples at 08:00:00..08:00:20
+  Batch later = Basic("b2");
+  later.devices.clear();
+  later.jobs.clear();
+  later.allocations.clear();
+  for (Sample& smp : later.samples) smp.t_ms += kMsPerHour;  // 09:00:00..09:00:20
+  ASSERT_TRUE(store_->ApplyBatch(later).ok());
+  EXPECT_EQ(*store_->PruneSamples(kT0 + 15'000), 0);  // within the 08:00 hour: kept
+  EXPECT_EQ(store_->Stats()->samples, 6);
+  EXPECT_EQ(*store_->PruneSamples(kT0 + kMsPerHour + 15'000), 3);  // the 08:00 hour goes
+  EXPECT_EQ(store_->Stats()->samples, 3);
+  auto devices = *store_->ListDevices();
+  EXPECT_EQ(store_->Samples(devices[0].id, {kT0, kT0 + 2 * kMsPerHour})->size(), 3u);
+}
+
+// Two batches may bring samples of one device-hour in interleaved times: both stored,
+// read back in time order; an instant stored already is refused by name.
+TEST_F(SqliteStoreTest, InterleavedBatchesOfOneHourReadBackInOrder) {
+  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());  // 08:00:00, :10, :20
+  Batch between = Basic("b2");
+  between.devices.clear();
+  between.jobs.clear();
+  between.allocations.clear();
+  between.samples.resize(2);
+  between.samples[0].t_ms = kT0 + 5'000;
+  between.samples[1].t_ms = kT0 + 25'000;
+  ASSERT_TRUE(store_->ApplyBatch(between).ok());
+  auto devices = *store_->ListDevices();
+  auto read = *store_->Samples(devices[0].id, {kT0, kT0 + kMsPerHour});
+  ASSERT_EQ(read.size(), 5u);
+  for (size_t i = 1; i < read.size(); ++i) EXPECT_LT(read[i - 1].t_ms, read[i].t_ms);
+  // Only the range asked for.
+  EXPECT_EQ(store_->Samples(devices[0].id, {kT0 + 5'000, kT0 + 10'000})->size(), 2u);
+
+  Batch again = between;
+  again.batch_id = "b3";
+  again.samples = {between.samples[1]};
+  again.samples[0].t_ms = kT0 + 20'000;  // b1's third sample
+  auto r = store_->ApplyBatch(again);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("batch b3: samples[0]: a sample of device GPU-a at 2026-11-23T08:00:20Z is already stored"));
+  EXPECT_EQ(store_->Stats()->samples, 5);
+}
+
+// A store of schema version 4 kept one row per sample; opening it moves them into chunks.
+TEST_F(SqliteStoreTest, MigratesOneRowPerSampleIntoChunks) {
   ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
-  EXPECT_EQ(*store_->PruneSamples(kT0 + 15'000), 1);
-  EXPECT_EQ(store_->Stats()->samples, 2);
+  auto before = *store_->Samples(store_->ListDevices()->at(0).id, {kT0, kT0 + kMsPerHour});
+  store_.reset();
+  // Turn the store back into version 4: the samples table as it was, holding the same
+  // figures (scaled as it kept them), and no chunks.
+  std::string sql =
+      "CREATE TABLE samples(device_id INTEGER NOT NULL, t_ms INTEGER NOT NULL, sm_active INTEGER,"
+      " sm_occupancy INTEGER, tensor_active INTEGER, dram_active INTEGER, gpu_util INTEGER,"
+      " fb_used_mib INTEGER, power_dw INTEGER, health INTEGER NOT NULL, process_count INTEGER,"
+      " gap_interval_ms INTEGER, gap_idle_ms INTEGER, gap_short_idle_ms INTEGER,"
+      " PRIMARY KEY(device_id, t_ms)) WITHOUT ROWID;";
+  for (const Sample& smp : before) {
+    sql += fmt::format("INSERT INTO samples VALUES(1,{},{},NULL,NULL,NULL,NULL,{},NULL,0,NULL,NULL,NULL,NULL);",
+                       smp.t_ms, std::llround(*smp.sm_active * 10'000),
+                       smp.fb_used_mib ? std::to_string(std::llround(*smp.fb_used_mib)) : "NULL");
+  }
+  sql += "DROP TABLE sample_chunks; UPDATE meta SET value='4' WHERE key='schema_version';";
+  std::string cmd = "sqlite3 " + (dir_ / "ledger.db").string() + " \"" + sql + "\" 2>&1";
+  if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "sqlite3 shell not installed";
+  Reopen();
+  auto after = *store_->Samples(store_->ListDevices()->at(0).id, {kT0, kT0 + kMsPerHour});
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t i = 0; i < after.size(); ++i) {
+    EXPECT_EQ(after[i].t_ms, before[i].t_ms);
+    EXPECT_EQ(after[i].sm_active, before[i].sm_active);
+    EXPECT_EQ(after[i].fb_used_mib, before[i].fb_used_mib);
+  }
+  EXPECT_EQ(store_->Stats()->samples, static_cast<int64_t>(before.size()));
 }
 
 TEST_F(SqliteStoreTest, RefusesAStoreFromANewerBuild) {
