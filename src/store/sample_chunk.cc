@@ -1,6 +1,7 @@
 #include "store/sample_chunk.h"
 
 #include <cmath>
+#include <limits>
 #include <optional>
 
 namespace gpuledger::store {
@@ -134,15 +135,12 @@ bool DecodeChunk(std::string_view data, int64_t first_ms, int64_t from_ms, int64
 }
 
 bool ChunkTimes(std::string_view data, int64_t first_ms, std::vector<int64_t>& out) {
-  Reader r(data);
-  int64_t prev = first_ms;
-  while (!r.done()) {
-    Sample s;
-    if (!ReadSample(r, prev, s)) return false;
-    prev = s.t_ms;
-    out.push_back(s.t_ms);
-  }
-  return true;
+  // Only for the rare chunk that overlaps another: decoding it whole is cheap enough.
+  std::vector<Sample> samples;
+  bool ok = DecodeChunk(data, first_ms, std::numeric_limits<int64_t>::min(),
+                        std::numeric_limits<int64_t>::max(), samples);
+  for (const Sample& smp : samples) out.push_back(smp.t_ms);
+  return ok;
 }
 
 }  // namespace gpuledger::store
