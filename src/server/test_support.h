@@ -71,8 +71,12 @@ inline int FreeLoopbackPort() {
 
 // A ledger on a fresh durable store and a server in front of it.
 struct Harness {
-  explicit Harness(const std::string& db_path, const Clock& clock, ServerOptions options = {}) {
-    auto store = store::OpenSqliteStore(db_path, {.synchronous_full = true});
+  // `durable`: synchronous=FULL, as `gpuledger serve` runs (every acknowledged batch
+  // survives power loss); false: NORMAL (survives a crash of the process, not of the
+  // machine), for comparisons with servers that acknowledge before they sync.
+  explicit Harness(const std::string& db_path, const Clock& clock, ServerOptions options = {},
+                   bool durable = true) {
+    auto store = store::OpenSqliteStore(db_path, {.synchronous_full = durable});
     if (!store.ok()) {
       error = store.status().ToString();
       return;
