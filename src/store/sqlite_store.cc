@@ -1152,8 +1152,14 @@ class SqliteStore final : public Store {
         run = &runs[*id];
         if (!run->state) run->state = &DeviceState(*id, pending);
       }
-      // A device's times increase within a batch (ValidateBatch): appended in order.
+      // A device's times increase within a batch (ValidateBatch): appended in order. The
+      // chunk format depends on it, so it is checked here too.
       Chunk& c = chunks[{run_id, FloorTo(smp.t_ms, kMsPerHour)}];
+      if (!c.index.empty() && smp.t_ms <= c.last_ms) {
+        return bad(fmt::format("samples[{}].t", i),
+                   fmt::format("{} is not after device {}'s previous sample in the batch ({})",
+                               FormatTime(smp.t_ms), smp.device_uuid, FormatTime(c.last_ms)));
+      }
       if (c.index.empty()) c.first_ms = smp.t_ms;
       AppendChunkSample(c.data, smp, c.index.empty() ? smp.t_ms : c.last_ms);
       c.last_ms = smp.t_ms;

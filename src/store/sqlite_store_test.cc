@@ -431,6 +431,17 @@ TEST_F(SqliteStoreTest, InterleavedBatchesOfOneHourReadBackInOrder) {
   EXPECT_THAT(r.status().message(),
               HasSubstr("batch b3: samples[0]: a sample of device GPU-a at 2026-11-23T08:00:20Z is already stored"));
   EXPECT_EQ(store_->Stats()->samples, 5);
+
+  // The store does not rely on the batch having been validated: a device's samples out of
+  // order within one batch are refused, not packed.
+  Batch unordered = between;
+  unordered.batch_id = "b4";
+  unordered.samples[0].t_ms = kT0 + 50'000;
+  unordered.samples[1].t_ms = kT0 + 45'000;
+  auto u = store_->ApplyBatch(unordered);
+  ASSERT_FALSE(u.ok());
+  EXPECT_THAT(u.status().message(), HasSubstr("batch b4: samples[1].t: 2026-11-23T08:00:45Z is not after device GPU-a's"));
+  EXPECT_EQ(store_->Stats()->samples, 5);
 }
 
 // A store of schema version 4 kept one row per sample; opening it moves them into chunks.
