@@ -22,6 +22,7 @@
 #include "agent/test_util.h"
 #include "ledger/ledger.h"
 #include "nvml/test_support.h"
+#include "ledger/store_access.h"
 
 namespace gpuledger::agent {
 namespace {
@@ -151,7 +152,7 @@ void ExpectHourTruth(ledger::Ledger& l) {
   auto by_job = l.Usage(hour, {ledger::Dimension::kJob});
   ASSERT_TRUE(by_job.ok()) << by_job.status().ToString();
   ExpectRows(*by_job, truth.by_job, 3600);
-  auto jobs = l.store().ListJobs();
+  auto jobs = ledger::internal_StoreOf(l).ListJobs();
   ASSERT_TRUE(jobs.ok());
   std::map<std::string, Job> job_by_id;
   for (const auto& j : *jobs) job_by_id[j.job.id] = j.job;

@@ -22,6 +22,7 @@
 #include "agent/test_server.h"
 #include "agent/test_util.h"
 #include "nvml/test_support.h"
+#include "ledger/store_access.h"
 
 namespace gpuledger::agent {
 namespace {
@@ -146,7 +147,7 @@ TEST(SlurmRealTest, SbatchJobIsAttributedAndEnrichedFromSlurm) {
 
   ledger::Ledger& l = server.ledger();
   ASSERT_TRUE(l.RefreshRollups().ok());
-  auto jobs = l.store().ListJobs();
+  auto jobs = ledger::internal_StoreOf(l).ListJobs();
   ASSERT_TRUE(jobs.ok());
   std::map<int64_t, Job> by_id;
   for (const auto& j : *jobs) by_id[j.id] = j.job;
@@ -157,7 +158,7 @@ TEST(SlurmRealTest, SbatchJobIsAttributedAndEnrichedFromSlurm) {
   EXPECT_EQ(job.pool, "gpu-a");       // the partition
   EXPECT_EQ(job.experiment, "bert-ft");
   EXPECT_EQ(job.user, "root");
-  auto allocations = l.store().AllocationsOverlapping({kScenarioEpochMs, kScenarioEpochMs + 60'000});
+  auto allocations = ledger::internal_StoreOf(l).AllocationsOverlapping({kScenarioEpochMs, kScenarioEpochMs + 60'000});
   ASSERT_TRUE(allocations.ok());
   EXPECT_EQ(allocations->size(), 2u);  // both GPUs
   // From the first sample on (before it, nothing was monitored).

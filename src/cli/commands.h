@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/config.h"
+#include "ledger/ledger.h"
 
 namespace gpuledger::cli {
 
@@ -33,8 +34,18 @@ void AddServingCommand(CLI::App& app, CommonOptions& common, Commands& out);
 // `simulate` runs in its CLI11 callback (src/sim); --from-ledger reads `common`'s store.
 void AddSimulateCommand(CLI::App& app, CommonOptions& common);
 
-// `--window 7d`: the last whole hours up to the current hour's start, by `clock`.
-Result<TimeRange> LastWholeHours(const std::string& window, const Clock& clock);
+// The window a command reports on: --window D (trailing), or --from T [--to T].
+struct WindowOptions {
+  std::string window, from, to;
+  std::string now;       // hidden --now: pretend the time is this (reproducible reports)
+  std::string fallback;  // the trailing window when none of the above is given; "" = required
+};
+// Adds --window, --from, --to and the hidden --now to `sub`; `fallback` as above.
+void AddWindowOptions(CLI::App& sub, WindowOptions& w, const std::string& fallback);
+// The window the options name. A trailing window is whole hours ending where `ledger`'s
+// data ends (ledger::TrailingWindow; with no ledger, at the current hour). An explicit
+// --to defaults to now. Every report then cuts its window where the data ends.
+Result<TimeRange> ResolveWindow(const WindowOptions& w, ledger::Ledger* ledger, const Clock& clock);
 
 // Prints a failed status to stderr as "gpuledger: <message>" and returns exit code 1.
 int Fail(const Status& status);

@@ -13,9 +13,46 @@ void AddCommonOptions(CLI::App& sub, CommonOptions& common) {
                  "the embedded store (default: $GPULEDGER_DB or ~/.local/share/gpuledger/ledger.db)");
 }
 
-Result<TimeRange> LastWholeHours(const std::string& window, const Clock& clock) {
-  GPULEDGER_ASSIGN_OR_RETURN(int64_t length, ParseDuration(window));
-  return ledger::TrailingWindow(clock.NowMs(), length);
+void AddWindowOptions(CLI::App& sub, WindowOptions& w, const std::string& fallback) {
+  w.fallback = fallback;
+  sub.add_option("--window", w.window,
+                 "the last whole hours up to where the data ends, e.g. 7d, 30d, 12h" +
+                     (fallback.empty() ? std::string() : " (default " + fallback + ")"));
+  sub.add_option("--from", w.from, "start (RFC 3339), instead of --window");
+  sub.add_option("--to", w.to, "end (RFC 3339), with --from; default now");
+  sub.add_option("--now", w.now, "pretend the time is this (for reproducible reports)")->group("");
+}
+
+Result<TimeRange> ResolveWindow(const WindowOptions& w, ledger::Ledger* ledger, const Clock& clock) {
+  int64_t now = clock.NowMs();
+  if (!w.now.empty()) {
+    GPULEDGER_ASSIGN_OR_RETURN(now, ParseTime(w.now));
+  }
+  if (!w.window.empty() && (!w.from.empty() || !w.to.empty())) {
+    return InvalidArgument("give either --window or --from/--to, not both");
+  }
+  std::string trailing = w.window.empty() && w.from.empty() && w.to.empty() ? w.fallback : w.window;
+  if (!trailing.empty()) {
+    auto length = ParseDuration(trailing);
+    if (!length.ok()) return length.status().WithContext("--window");
+    int64_t data_end = 0;
+    if (ledger != nullptr) {
+      GPULEDGER_ASSIGN_OR_RETURN(ledger::DataSpan data, ledger->Data());
+      data_end = data.end_ms;
+    }
+    return ledger::TrailingWindow(now, data_end, *length);
+  }
+  if (w.from.empty()) return InvalidArgument("give --window (e.g. 7d) or --from and --to");
+  auto from = ParseTime(w.from);
+  if (!from.ok()) return from.status().WithContext("--from");
+  int64_t to = now;
+  if (!w.to.empty()) {
+    auto parsed = ParseTime(w.to);
+    if (!parsed.ok()) return parsed.status().WithContext("--to");
+    to = *parsed;
+  }
+  if (to <= *from) return InvalidArgument("--to must be after --from");
+  return TimeRange{*from, to};
 }
 
 int Fail(const Status& status) {

@@ -32,7 +32,7 @@ int RunLive(const demo::DemoOptions& d, const std::string& db_path, const std::s
   auto ledger = OpenLedger(mine, sim_clock);
   if (!ledger.ok()) return Fail(ledger.status());
   demo::DemoFleet fleet(d);
-  Status st = (*ledger)->store().SavePriceBook(fleet.Prices());
+  Status st = (*ledger)->SetPrices(fleet.Prices());
   if (!st.ok()) return Fail(st);
   std::string token = server::NewToken();
   server::TokenEntry admin;
@@ -184,7 +184,7 @@ void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    if (!ledger.ok()) return Fail(ledger.status());
                    auto t0 = std::chrono::steady_clock::now();
                    demo::DemoFleet fleet(d);
-                   Status st = (*ledger)->store().SavePriceBook(fleet.Prices());
+                   Status st = (*ledger)->SetPrices(fleet.Prices());
                    if (!st.ok()) return Fail(st);
                    int64_t samples = 0, batches = 0;
                    for (int64_t day = d.start_ms; day < fleet.end_ms(); day += kMsPerDay) {

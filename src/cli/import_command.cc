@@ -110,7 +110,7 @@ void AddImportCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    if (!rebuilt.ok()) return Fail(rebuilt.status());
                    if (config.raw_retention_ms > 0) {
                      auto pruned =
-                         (*ledger)->store().PruneSamples(clock.NowMs() - config.raw_retention_ms);
+                         (*ledger)->PruneSamples(clock.NowMs() - config.raw_retention_ms);
                      if (!pruned.ok()) return Fail(pruned.status());
                    }
                    std::printf(

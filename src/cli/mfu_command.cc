@@ -8,12 +8,12 @@ namespace gpuledger::cli {
 namespace {
 
 // `gpuledger mfu --job ID`: a recorded job's MFU from its own progress reports.
-int JobMode(const CommonOptions& common, const std::string& job, const std::string& window_text) {
+int JobMode(const CommonOptions& common, const std::string& job, const WindowOptions& w) {
   SystemClock clock;
-  auto window = LastWholeHours(window_text, clock);
-  if (!window.ok()) return Fail(window.status());
   auto ledger = OpenLedger(common, clock);
   if (!ledger.ok()) return Fail(ledger.status());
+  auto window = ResolveWindow(w, ledger->get(), clock);
+  if (!window.ok()) return Fail(window.status());
   auto e = ledger::JobMfu(**ledger, job, *window);
   if (!e.ok()) return Fail(e.status());
   std::printf("job %s, %s .. %s\n", job.c_str(), FormatTime(window->begin_ms).c_str(),
@@ -41,7 +41,8 @@ void AddMfuCommand(CLI::App& app, CommonOptions& common, Commands& out) {
     double parameters = 0, tokens_per_s = 0, step_s = 0, batch = 0;
     int64_t layers = 0, hidden = 0, vocab = 0, seq = 0, gpus = 0;
     std::string gpu = "NVIDIA H100 80GB HBM3", dtype = "bf16";
-    std::string job, window = "7d";
+    std::string job;
+    WindowOptions window;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand(
@@ -57,8 +58,7 @@ void AddMfuCommand(CLI::App& app, CommonOptions& common, Commands& out) {
   sub->add_option("--batch", o->batch, "global batch, in sequences (with --step-time)");
   sub->add_option("--gpus", o->gpus, "GPUs the job holds");
   sub->add_option("--job", o->job, "instead: a recorded job's MFU from its progress reports");
-  sub->add_option("--window", o->window, "with --job: the last whole hours up to now")
-      ->capture_default_str();
+  AddWindowOptions(*sub, o->window, "7d");  // with --job
   AddCommonOptions(*sub, common);
   sub->add_option("--gpu", o->gpu, "GPU model (NVML name or short: H100, A100, L40S, ...)")
       ->capture_default_str();

@@ -19,10 +19,10 @@ void AddPricesCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                      if (!entries.ok()) return Fail(entries.status());
                      auto book = PriceBook::Create(*entries);
                      if (!book.ok()) return Fail(book.status());
-                     Status st = (*ledger)->store().SavePriceBook(*book);
+                     Status st = (*ledger)->SetPrices(*book);
                      if (!st.ok()) return Fail(st);
                    }
-                   auto book = (*ledger)->store().LoadPriceBook();
+                   auto book = (*ledger)->Prices();
                    if (!book.ok()) return Fail(book.status());
                    std::printf("%-28s %-12s %-10s %14s  %-22s %s\n", "model", "pool", "type",
                                "per GPU-hour", "from", "to");

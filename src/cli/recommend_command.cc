@@ -50,7 +50,8 @@ int RecommendForTrace(const std::string& path, const std::string& gpu_model, Mon
 
 void AddRecommendCommand(CLI::App& app, CommonOptions& common, Commands& out) {
   struct Opts {
-    std::string team, window = "30d", format = "table";
+    std::string team, format = "table";
+    WindowOptions window;
     std::string trace, gpu_model = "NVIDIA A100-SXM4-80GB", price = "2.00";
   };
   auto o = std::make_shared<Opts>();
@@ -59,7 +60,7 @@ void AddRecommendCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    "evidence and the saving");
   AddCommonOptions(*sub, common);
   sub->add_option("--team", o->team, "only this team's jobs");
-  sub->add_option("--window", o->window, "the last whole hours up to now")->capture_default_str();
+  AddWindowOptions(*sub, o->window, "30d");
   sub->add_option("--format", o->format, "table or json")->capture_default_str();
   sub->add_option("--trace", o->trace,
                   "instead of the ledger: a pod list (e.g. alibaba2023 openb_pod_list_*.csv) whose "
@@ -74,30 +75,36 @@ void AddRecommendCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                      return RecommendForTrace(o->trace, o->gpu_model, *price);
                    }
                    SystemClock clock;
-                   auto window = LastWholeHours(o->window, clock);
-                   if (!window.ok()) return Fail(window.status());
+
                    if (o->format != "table" && o->format != "json") {
                      return Fail(InvalidArgument("--format: want table or json"));
                    }
                    auto ledger = OpenLedger(common, clock);
                    if (!ledger.ok()) return Fail(ledger.status());
+                   auto window = ResolveWindow(o->window, ledger->get(), clock);
+                   if (!window.ok()) return Fail(window.status());
                    auto recs = ledger::Recommend(**ledger, *window, o->team);
                    if (!recs.ok()) return Fail(recs.status());
                    if (o->format == "json") {
                      std::fputs(report::RecommendationsJson(*recs, *window).c_str(), stdout);
                      return 0;
                    }
-                   std::printf("Recommendations %s .. %s (savings of one job's advice overlap)\n\n",
+                   std::printf("Recommendations %s .. %s\n\n",
                                FormatTime(window->begin_ms).c_str(), FormatTime(window->end_ms).c_str());
                    for (const auto& r : *recs) {
-                     std::printf("%-13s %-10s %-8s job %s (%s / %s)\n  %s\n  evidence: %s\n  saving %s of %s, %s confidence\n\n",
+                     std::printf("%-13s %-10s %-8s job %s (%s / %s)\n  %s\n  evidence: %s\n  saving %s alone, %s net, of %s; %s confidence\n\n",
                                  std::string(ledger::RecommendationKindName(r.kind)).c_str(),
                                  r.team.c_str(), std::string(JobKindName(r.job_kind)).c_str(),
                                  r.job_id.c_str(), r.team.c_str(), r.project.c_str(), r.action.c_str(),
                                  r.evidence.c_str(), r.saving.ToDisplay().c_str(),
-                                 r.cost.ToDisplay().c_str(), r.confidence.c_str());
+                                 r.net_saving.ToDisplay().c_str(), r.cost.ToDisplay().c_str(),
+                                 r.confidence.c_str());
                    }
-                   std::printf("%zu recommendations\n", recs->size());
+                   std::printf("%zu recommendation%s, saving %s net: a job's advice compounds "
+                               "(each applies to what the larger ones leave), so no job saves more "
+                               "than it cost\n",
+                               recs->size(), recs->size() == 1 ? "" : "s",
+                               ledger::TotalNetSaving(*recs).ToDisplay().c_str());
                    return 0;
                  }});
 }

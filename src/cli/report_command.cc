@@ -78,9 +78,8 @@ void AddReportCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    auto ledger = OpenLedger(common, clock, &config);
                    if (!ledger.ok()) return Fail(ledger.status());
                    // The config's targets, which the flags override.
-                   report::WeeklyOptions options{.target = o->target.value_or(config.goals.fleet_target),
-                                                 .pool_targets = config.goals.pool_targets,
-                                                 .monthly_budgets = config.goals.monthly_budgets};
+                   report::WeeklyOptions options{.goals = config.goals};
+                   if (o->target) options.goals.fleet_target = *o->target;
                    for (const std::string& pt : o->pool_targets) {
                      auto eq = pt.find('=');
                      double v = -1;
@@ -95,7 +94,7 @@ void AddReportCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                        return Fail(InvalidArgument(fmt::format(
                            "--pool-target \"{}\": want POOL=RATIO with RATIO in 0..1", pt)));
                      }
-                     options.pool_targets[pt.substr(0, eq)] = v;
+                     options.goals.pool_targets[pt.substr(0, eq)] = v;
                    }
                    auto html = report::RenderWeeklyReport(**ledger, *week, options);
                    if (!html.ok()) return Fail(html.status());

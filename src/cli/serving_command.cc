@@ -17,7 +17,8 @@ std::string OptText(const std::optional<double>& v, const char* spec) {
 
 void AddServingCommand(CLI::App& app, CommonOptions& common, Commands& out) {
   struct Opts {
-    std::string job, window = "24h", format = "table";
+    std::string job, format = "table";
+    WindowOptions window;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand(
@@ -25,17 +26,18 @@ void AddServingCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                  "sizes, tokens per second, cost per million tokens");
   AddCommonOptions(*sub, common);
   sub->add_option("--job", o->job, "the serving job")->required();
-  sub->add_option("--window", o->window, "the last whole hours up to now")->capture_default_str();
+  AddWindowOptions(*sub, o->window, "24h");
   sub->add_option("--format", o->format, "table or json")->capture_default_str();
   out.push_back({sub, [o, &common]() -> int {
                    SystemClock clock;
-                   auto window = LastWholeHours(o->window, clock);
-                   if (!window.ok()) return Fail(window.status());
+
                    if (o->format != "table" && o->format != "json") {
                      return Fail(InvalidArgument("--format: want table or json"));
                    }
                    auto ledger = OpenLedger(common, clock);
                    if (!ledger.ok()) return Fail(ledger.status());
+                   auto window = ResolveWindow(o->window, ledger->get(), clock);
+                   if (!window.ok()) return Fail(window.status());
                    auto reports = ledger::JobServing(**ledger, o->job, *window);
                    if (!reports.ok()) return Fail(reports.status());
                    if (o->format == "json") {

@@ -2,6 +2,7 @@
 #include <map>
 
 #include "cli/commands.h"
+#include "ledger/store_access.h"  // until the ledger builds the workload (issue 16)
 #include "sim/simulate_command.h"
 
 namespace gpuledger::cli {
@@ -13,8 +14,8 @@ Result<std::vector<Job>> RecordedJobs(const CommonOptions& common, int64_t windo
   SystemClock clock;
   GPULEDGER_ASSIGN_OR_RETURN(auto ledger, OpenLedger(common, clock));
   TimeRange window{clock.NowMs() - window_ms, clock.NowMs()};
-  GPULEDGER_ASSIGN_OR_RETURN(auto jobs, ledger->store().ListJobs());
-  GPULEDGER_ASSIGN_OR_RETURN(auto allocations, ledger->store().AllocationsOverlapping(window));
+  GPULEDGER_ASSIGN_OR_RETURN(auto jobs, ledger::internal_StoreOf(*ledger).ListJobs());
+  GPULEDGER_ASSIGN_OR_RETURN(auto allocations, ledger::internal_StoreOf(*ledger).AllocationsOverlapping(window));
   struct Held {
     int64_t from = INT64_MAX, to = 0;
     std::map<int64_t, bool> devices;

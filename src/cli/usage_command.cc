@@ -9,32 +9,6 @@
 namespace gpuledger::cli {
 namespace {
 
-struct WindowOptions {
-  std::string window, from, to, now;
-};
-
-// --window D (the last whole hours up to now) or --from T --to T.
-Result<TimeRange> ResolveWindow(const WindowOptions& o, const Clock& clock) {
-  int64_t now = clock.NowMs();
-  if (!o.now.empty()) {
-    GPULEDGER_ASSIGN_OR_RETURN(now, ParseTime(o.now));
-  }
-  if (!o.window.empty()) {
-    if (!o.from.empty() || !o.to.empty()) {
-      return InvalidArgument("give either --window or --from/--to, not both");
-    }
-    return LastWholeHours(o.window, ManualClock(now));
-  }
-  if (o.from.empty()) return InvalidArgument("give --window (e.g. 7d) or --from and --to");
-  GPULEDGER_ASSIGN_OR_RETURN(int64_t from, ParseTime(o.from));
-  int64_t to = now;
-  if (!o.to.empty()) {
-    GPULEDGER_ASSIGN_OR_RETURN(to, ParseTime(o.to));
-  }
-  if (to <= from) return InvalidArgument("--to must be after --from");
-  return TimeRange{from, to};
-}
-
 // --server URL [--token T]: asks a running server instead of opening the store.
 struct RemoteOptions {
   std::string server;
@@ -74,35 +48,37 @@ void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out) {
       "usage", "GPU-hours and cost in each bucket, effective utilization and allocated "
                "efficiency per group, and the fleet's total");
   AddCommonOptions(*usage, common);
-  usage->add_option("--window", u->w.window, "the last whole hours up to now, e.g. 7d, 30d, 12h");
-  usage->add_option("--from", u->w.from, "start (RFC 3339), with --to");
-  usage->add_option("--to", u->w.to, "end (RFC 3339); default now");
+  AddWindowOptions(*usage, u->w, "");
   usage->add_option("--by", u->by,
-                    "team, project, experiment, user, kind, job, pool, node, model or device; "
+                    "team, project, experiment, user, kind, job, pool, node, model, device or hour; "
                     "several separated by commas")
       ->capture_default_str();
   usage->add_option("--format", u->format, "table, json or csv")->capture_default_str();
-  usage->add_option("--now", u->w.now, "pretend the time is this (for reproducible reports)")
-      ->group("");
   AddRemoteOptions(*usage, u->remote);
   out.push_back({usage, [u, &common]() -> int {
                    SystemClock clock;
-                   auto window = ResolveWindow(u->w, clock);
-                   if (!window.ok()) return Fail(window.status());
                    auto by = ledger::ParseDimensions(u->by);
                    if (!by.ok()) return Fail(by.status());
                    auto format = report::ParseFormat(u->format);
                    if (!format.ok()) return Fail(format.status());
                    if (!u->remote.server.empty()) {
-                     return PrintFromServer(
-                         u->remote, fmt::format("/api/v1/usage?from={}&to={}&by={}&format={}",
-                                                server::UrlEncode(FormatTime(window->begin_ms)),
-                                                server::UrlEncode(FormatTime(window->end_ms)),
-                                                server::UrlEncode(u->by), server::UrlEncode(u->format)));
+                     // The server resolves the window by the same rule, against its data.
+                     auto window = ResolveWindow(u->w, nullptr, clock);  // checks the options
+                     if (!window.ok()) return Fail(window.status());
+                     std::string span =
+                         !u->w.window.empty()
+                             ? "window=" + server::UrlEncode(u->w.window)
+                             : fmt::format("from={}&to={}", server::UrlEncode(FormatTime(window->begin_ms)),
+                                           server::UrlEncode(FormatTime(window->end_ms)));
+                     return PrintFromServer(u->remote, fmt::format("/api/v1/usage?{}&by={}&format={}", span,
+                                                                   server::UrlEncode(u->by),
+                                                                   server::UrlEncode(u->format)));
                    }
                    Config config;
                    auto ledger = OpenLedger(common, clock, &config);
                    if (!ledger.ok()) return Fail(ledger.status());
+                   auto window = ResolveWindow(u->w, ledger->get(), clock);
+                   if (!window.ok()) return Fail(window.status());
                    auto r = (*ledger)->Usage(*window, *by);
                    if (!r.ok()) return Fail(r.status());
                    // Grouped by pool, each row shows the target it is held to.

@@ -115,16 +115,18 @@ std::vector<int64_t> ApportionInteger(int64_t total, const std::vector<double>& 
   return out;
 }
 
-std::vector<Money> SplitMoney(Money total, const std::vector<Money>& weights) {
+namespace {
+
+// Largest-remainder split of `total` by exact weights (ties to the earlier weight).
+std::vector<Money> SplitByWeights(Money total, const std::vector<CostNumerator>& weights) {
   std::vector<Money> out(weights.size());
-  __extension__ using Wide = __int128;
-  Wide wsum = 0;
-  for (Money w : weights) wsum += w.micros();
+  CostNumerator wsum = 0;
+  for (CostNumerator w : weights) wsum += w;
   if (wsum == 0) return out;
-  std::vector<Wide> rem(weights.size());
+  std::vector<CostNumerator> rem(weights.size());
   int64_t assigned = 0;
   for (size_t i = 0; i < weights.size(); ++i) {
-    Wide num = static_cast<Wide>(total.micros()) * weights[i].micros();
+    CostNumerator num = static_cast<CostNumerator>(total.micros()) * weights[i];
     out[i] = Money::FromMicros(static_cast<int64_t>(num / wsum));
     rem[i] = num % wsum;
     assigned += out[i].micros();
@@ -136,6 +138,19 @@ std::vector<Money> SplitMoney(Money total, const std::vector<Money>& weights) {
     out[order[k]] += Money::FromMicros(1);
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<Money> SplitMoney(Money total, const std::vector<Money>& weights) {
+  std::vector<CostNumerator> exact;
+  exact.reserve(weights.size());
+  for (Money w : weights) exact.push_back(w.micros());
+  return SplitByWeights(total, exact);
+}
+
+std::vector<Money> SplitMoney(Money total, const std::vector<CostNumerator>& weights) {
+  return SplitByWeights(total, weights);
 }
 
 }  // namespace gpuledger

@@ -84,5 +84,9 @@ std::vector<int64_t> ApportionInteger(int64_t total, const std::vector<double>& 
 // except that nothing can be split: callers check for that case. REQUIRES: total >= 0,
 // weights >= 0.
 std::vector<Money> SplitMoney(Money total, const std::vector<Money>& weights);
+// The same with exact costs as weights: a rounded cost split over the exact costs it was
+// rounded from (an idle cost over its causes priced at their own GPUs' prices).
+// REQUIRES: total >= 0, weights >= 0, total x each weight < 2^126.
+std::vector<Money> SplitMoney(Money total, const std::vector<CostNumerator>& weights);
 
 }  // namespace gpuledger

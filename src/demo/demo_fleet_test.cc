@@ -67,7 +67,7 @@ TEST(DemoFleetTest, FeedsTheLedgerAndShowsEveryKindOfWaste) {
     auto store = store::OpenSqliteStore(path.string());
     ASSERT_TRUE(store.ok());
     ledger::Ledger ledger(std::move(*store), clock);
-    ASSERT_TRUE(ledger.store().SavePriceBook(fleet.Prices()).ok());
+    ASSERT_TRUE(ledger.SetPrices(fleet.Prices()).ok());
     for (const Batch& b : fleet.Advance(fleet.end_ms())) {
       auto r = ledger.Ingest(b);
       ASSERT_TRUE(r.ok()) << r.status().ToString();

@@ -234,7 +234,7 @@ TEST_P(GoldenTest, MatchesHandComputedBuckets) {
   testing::TempLedger t;
   auto book = PriceBook::Create(sc.prices);
   ASSERT_TRUE(book.ok()) << book.status().ToString();
-  ASSERT_TRUE(t.ledger().store().SavePriceBook(*book).ok());
+  ASSERT_TRUE(t.ledger().SetPrices(*book).ok());
   auto applied = t.ledger().Ingest(sc.batch);
   ASSERT_TRUE(applied.ok()) << applied.status().ToString();
   for (const auto& q : sc.queries) {

@@ -69,7 +69,7 @@ TEST(IngestTest, ABadBatchIsRefusedWholeAndChangesNothing) {
   ASSERT_TRUE(good.ok());
   ASSERT_TRUE(t.ledger().Ingest(*good).ok());
   TimeRange window{testing::kBaseMs, testing::kBaseMs + kMsPerHour};
-  auto before_stats = *t.ledger().store().Stats();
+  auto before_stats = *t.ledger().Stats();
   auto before = *t.ledger().Usage(window, {Dimension::kJob});
 
   for (const BadBatch& bad : kBad) {
@@ -79,7 +79,7 @@ TEST(IngestTest, ABadBatchIsRefusedWholeAndChangesNothing) {
     EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << bad.name;
     EXPECT_THAT(st.message(), HasSubstr(bad.error)) << bad.name;
 
-    auto stats = *t.ledger().store().Stats();
+    auto stats = *t.ledger().Stats();
     EXPECT_EQ(stats.batches, before_stats.batches) << bad.name;
     EXPECT_EQ(stats.samples, before_stats.samples) << bad.name;
     EXPECT_EQ(stats.devices, before_stats.devices) << bad.name;
@@ -95,7 +95,7 @@ TEST(IngestTest, ABadBatchIsRefusedWholeAndChangesNothing) {
 
 TEST(IngestTest, ARetryIsAcknowledgedAndNotChargedTwice) {
   testing::TempLedger t;
-  ASSERT_TRUE(t.ledger().store().SavePriceBook(*PriceBook::Create(
+  ASSERT_TRUE(t.ledger().SetPrices(*PriceBook::Create(
       {PriceEntry{"*", "*", CapacityType::kOnDemand, Money::FromUnits(3), {0, kForever}}})).ok());
   auto good = wire::ParseBatch(kGood);
   ASSERT_EQ(*t.ledger().Ingest(*good), store::ApplyOutcome::kApplied);

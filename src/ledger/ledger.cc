@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include "ledger/attribution.h"
@@ -31,6 +32,9 @@ struct Cell {
   std::array<int64_t, kBucketCount> ticks_ms{};
   std::array<int64_t, kIdleCauseCount> idle_cause_ticks_ms{};
   std::array<CostNumerator, kBucketCount> cost{};
+  // allocated_idle's exact cost by cause, each cause at its own GPUs' prices: the weights
+  // its rounded cost is split by (a split by GPU-hours would mix prices).
+  std::array<CostNumerator, kIdleCauseCount> idle_cause_cost{};
   int64_t coarse_ticks_ms = 0;
   int64_t unpriced_ticks_ms = 0;
 };
@@ -38,7 +42,8 @@ struct Cell {
 // Everything a report needs to know about the fleet, loaded once per query.
 class FleetIndex {
  public:
-  Status Load(store::Store& s) {
+  // `now_ms` and `retire_after_ms` set the service spans (see ServiceSpan).
+  Status Load(store::StoreReads& s, int64_t now_ms = kForever, int64_t retire_after_ms = kForever) {
     GPULEDGER_ASSIGN_OR_RETURN(devices_, s.ListDevices());
     GPULEDGER_ASSIGN_OR_RETURN(auto jobs, s.ListJobs());
     GPULEDGER_ASSIGN_OR_RETURN(book_, s.LoadPriceBook());
@@ -58,8 +63,32 @@ class FleetIndex {
       job_key_to_id_[j.job.id] = j.id;
       jobs_.emplace(j.id, std::move(j.job));
     }
+    // The data ends at the fleet's latest sample (never after now); a store with no sample
+    // yet has no end but now.
+    data_end_ms_ = 0;
+    for (const auto& d : devices_) data_end_ms_ = std::max(data_end_ms_, d.last_sample_ms);
+    data_end_ms_ = data_end_ms_ == 0 ? now_ms : std::min(data_end_ms_, now_ms);
+    service_.resize(devices_.size());
+    for (size_t i = 0; i < devices_.size(); ++i) {
+      const auto& d = devices_[i];
+      int64_t end = kForever;
+      // Silent for good: retired at the end of the hour of its last sample.
+      if (d.last_sample_ms > 0 && retire_after_ms < kForever &&
+          d.last_sample_ms + retire_after_ms <= data_end_ms_) {
+        end = FloorTo(d.last_sample_ms, kMsPerHour) + kMsPerHour;
+      }
+      service_[i] = d.in_service_ms > 0 ? TimeRange{d.in_service_ms, std::max(d.in_service_ms, end)}
+                                        : TimeRange{0, 0};
+    }
     return Status::Ok();
   }
+
+  // When `dev` was capacity the fleet had monitored: from its first sample or allocation
+  // until it retired (docs/ARCHITECTURE.md, "Windows end where the data ends"). Empty for
+  // a device never in service.
+  TimeRange ServiceSpan(const store::DeviceRecord& dev) const { return service_[device_index_.at(dev.id)]; }
+  // The fleet's latest sample, or now when it is earlier (or nothing was sampled yet).
+  int64_t data_end_ms() const { return data_end_ms_; }
 
   const std::vector<store::DeviceRecord>& devices() const { return devices_; }
   const store::DeviceRecord* device(int64_t id) const {
@@ -88,6 +117,8 @@ class FleetIndex {
   std::unordered_map<int64_t, Job> jobs_;
   std::unordered_map<std::string, int64_t> job_key_to_id_;
   PriceBook book_;
+  std::vector<TimeRange> service_;
+  int64_t data_end_ms_ = kForever;
 };
 
 std::string ValueOr(const std::string& v) { return v.empty() ? std::string(kUnset) : v; }
@@ -114,10 +145,26 @@ std::string KeyPart(Dimension d, const store::DeviceRecord& dev, const Job* job,
   }
 }
 
-// Collects one report's cells, keyed by group, with a per-device conservation check.
+// The order of a report's rows: by descending cost, then time, then key.
+bool RowBefore(const UsageRow& a, const UsageRow& b) {
+  if (a.total_cost() != b.total_cost()) return a.total_cost() > b.total_cost();
+  if (a.total_ticks_ms() != b.total_ticks_ms()) return a.total_ticks_ms() > b.total_ticks_ms();
+  return a.key < b.key;
+}
+
+// Collects one report's figures per atom, with a per-device conservation check.
+//
+// The rounding rule (core/money.h) is applied to atoms, not to groups: an atom is one
+// device's time held by one job (or by none) over the window, or over one hour of it when
+// the report is grouped by hour. Atoms are rounded once, together, by largest remainder,
+// and every row is the sum of its atoms. So any two groupings of the same window (usage
+// by team, chargeback by team and project, the waste by team, project and kind, a
+// report's tables) are sums of the same rounded atoms: a part never exceeds its whole and
+// a group costs the same in every table, to the micro-unit.
 class Accumulator {
  public:
-  Accumulator(const FleetIndex& fleet, const std::vector<Dimension>& by) : fleet_(fleet), by_(by) {}
+  Accumulator(const FleetIndex& fleet, const std::vector<Dimension>& by)
+      : fleet_(fleet), by_(by), hourly_(std::find(by.begin(), by.end(), Dimension::kHour) != by.end()) {}
 
   // Adds `ms` of device time in bucket `b`, of which `coarse_ms` had its activity from
   // gpu_util.
@@ -133,20 +180,24 @@ class Accumulator {
       c.cost[static_cast<size_t>(b)] += CostOf(ms, ticks, *price);
     } else {
       c.unpriced_ticks_ms += ms * ticks;
+      unpriced_[{dev.device.model, dev.device.pool, dev.device.capacity_type}] += ms * ticks;
     }
   }
 
-  // Adds the causes of allocated_idle time already added with Add.
+  // Adds the causes of allocated_idle time already added with Add, at the same price.
   void AddIdleCauses(const store::DeviceRecord& dev, int64_t job_id,
-                     const std::array<int64_t, kIdleCauseCount>& ms) {
+                     const std::array<int64_t, kIdleCauseCount>& ms, const std::optional<Money>& price) {
     Cell& c = CellFor(dev, job_id);
     int64_t ticks = fleet_.ticks(dev.id);
-    for (size_t k = 0; k < kIdleCauseCount; ++k) c.idle_cause_ticks_ms[k] += ms[k] * ticks;
+    for (size_t k = 0; k < kIdleCauseCount; ++k) {
+      c.idle_cause_ticks_ms[k] += ms[k] * ticks;
+      if (price) c.idle_cause_cost[k] += CostOf(ms[k], ticks, *price);
+    }
   }
 
-  // The hour the time added next falls in (for Dimension::kHour).
+  // The hour the time added next falls in (an atom of its own when grouping by hour).
   void set_hour(int64_t hour_ms) {
-    hour_key_ = FormatTime(hour_ms);
+    hour_ms_ = hourly_ ? hour_ms : 0;
     last_cell_ = nullptr;
   }
 
@@ -160,53 +211,68 @@ class Accumulator {
     report.window = window;
     report.by = by_;
     std::vector<CostNumerator> exact;
-    exact.reserve(cells_.size() * kBucketCount);
-    for (auto& [key, cell] : cells_) {
+    exact.reserve(atoms_.size() * kBucketCount);
+    for (const auto& [atom, cell] : atoms_) {
       for (size_t b = 0; b < kBucketCount; ++b) exact.push_back(cell.cost[b]);
     }
     std::vector<Money> rounded = ApportionCosts(exact);
+    std::map<std::vector<std::string>, UsageRow> rows;
+    std::vector<std::string> key;
+    std::string hour_key;
+    int64_t hour_of_key = -1;
     size_t k = 0;
-    for (auto& [key, cell] : cells_) {
-      UsageRow row;
-      row.key = key;
-      row.gpu_ticks_ms = cell.ticks_ms;
-      row.coarse_ticks_ms = cell.coarse_ticks_ms;
-      row.unpriced_ticks_ms = cell.unpriced_ticks_ms;
-      for (size_t b = 0; b < kBucketCount; ++b) row.cost[b] = rounded[k++];
-      row.idle_cause_ticks_ms = cell.idle_cause_ticks_ms;
-      std::vector<Money> weights;
-      for (int64_t t : cell.idle_cause_ticks_ms) weights.push_back(Money::FromMicros(t));
-      std::vector<Money> split = SplitMoney(row.cost[static_cast<size_t>(Bucket::kAllocatedIdle)], weights);
-      for (size_t c = 0; c < kIdleCauseCount; ++c) {
-        row.idle_cause_cost[c] = split[c];
-        report.total.idle_cause_ticks_ms[c] += row.idle_cause_ticks_ms[c];
-        report.total.idle_cause_cost[c] += split[c];
+    for (const auto& [atom, cell] : atoms_) {
+      const store::DeviceRecord* dev = fleet_.device(atom.device_id);
+      const Job* job = atom.job_id ? fleet_.job(atom.job_id) : nullptr;
+      if (atom.hour_ms != hour_of_key) {
+        hour_key = FormatTime(atom.hour_ms);
+        hour_of_key = atom.hour_ms;
       }
-      for (size_t b = 0; b < kBucketCount; ++b) {
-        report.total.gpu_ticks_ms[b] += row.gpu_ticks_ms[b];
-        report.total.cost[b] += row.cost[b];
+      key.clear();
+      for (Dimension d : by_) key.push_back(KeyPart(d, *dev, job, hour_key));
+      UsageRow& row = rows[key];
+      std::array<Money, kBucketCount> cost{};
+      for (size_t b = 0; b < kBucketCount; ++b) cost[b] = rounded[k++];
+      std::vector<CostNumerator> weights(cell.idle_cause_cost.begin(), cell.idle_cause_cost.end());
+      std::vector<Money> split = SplitMoney(cost[static_cast<size_t>(Bucket::kAllocatedIdle)], weights);
+      for (UsageRow* r : {&row, &report.total}) {
+        for (size_t b = 0; b < kBucketCount; ++b) {
+          r->gpu_ticks_ms[b] += cell.ticks_ms[b];
+          r->cost[b] += cost[b];
+        }
+        for (size_t c = 0; c < kIdleCauseCount; ++c) {
+          r->idle_cause_ticks_ms[c] += cell.idle_cause_ticks_ms[c];
+          r->idle_cause_cost[c] += split[c];
+        }
+        r->coarse_ticks_ms += cell.coarse_ticks_ms;
+        r->unpriced_ticks_ms += cell.unpriced_ticks_ms;
       }
-      report.total.coarse_ticks_ms += row.coarse_ticks_ms;
-      report.total.unpriced_ticks_ms += row.unpriced_ticks_ms;
+    }
+    report.rows.reserve(rows.size());
+    for (auto& [row_key, row] : rows) {
+      row.key = row_key;
       report.rows.push_back(std::move(row));
     }
-    std::stable_sort(report.rows.begin(), report.rows.end(), [](const UsageRow& a, const UsageRow& b) {
-      if (a.total_cost() != b.total_cost()) return a.total_cost() > b.total_cost();
-      if (a.total_ticks_ms() != b.total_ticks_ms()) return a.total_ticks_ms() > b.total_ticks_ms();
-      return a.key < b.key;
-    });
+    std::stable_sort(report.rows.begin(), report.rows.end(), RowBefore);
     report.total.key.assign(by_.size(), "(total)");
+    for (const auto& [what, ticks] : unpriced_) {
+      report.unpriced.push_back({std::get<0>(what), std::get<1>(what), std::get<2>(what), ticks});
+    }
     return report;
   }
 
  private:
+  struct Atom {
+    int64_t device_id = 0;
+    int64_t job_id = 0;
+    int64_t hour_ms = 0;  // 0 unless grouping by hour
+    auto operator<=>(const Atom&) const = default;
+  };
+
   Cell& CellFor(const store::DeviceRecord& dev, int64_t job_id) {
     // A rollup row adds each bucket and its idle causes in turn: look its cell up once.
     if (last_cell_ != nullptr && last_device_ == dev.id && last_job_ == job_id) return *last_cell_;
-    const Job* job = job_id ? fleet_.job(job_id) : nullptr;
-    key_.clear();
-    for (Dimension d : by_) key_.push_back(KeyPart(d, dev, job, hour_key_));
-    last_cell_ = &cells_[key_];  // std::map: the reference stays valid
+    last_cell_ = &atoms_[Atom{dev.id, job_id, hour_ms_}];  // std::map: the reference stays valid
     last_device_ = dev.id;
     last_job_ = job_id;
     return *last_cell_;
@@ -214,15 +280,32 @@ class Accumulator {
 
   const FleetIndex& fleet_;
   const std::vector<Dimension>& by_;
-  std::map<std::vector<std::string>, Cell> cells_;
-  std::vector<std::string> key_;
+  bool hourly_;
+  // Ordered, so that the largest-remainder ties (to the earlier atom) are deterministic.
+  std::map<Atom, Cell> atoms_;
   std::unordered_map<int64_t, int64_t> device_ms_;
-  std::string hour_key_;  // the RFC 3339 start of the hour being added
+  std::map<std::tuple<std::string, std::string, CapacityType>, int64_t> unpriced_;
+  int64_t hour_ms_ = 0;
   Cell* last_cell_ = nullptr;
   int64_t last_device_ = 0, last_job_ = 0;
 };
 
 int64_t CeilTo(int64_t t, int64_t step) { return -FloorTo(-t, step); }
+
+// Attributes `span` (within one hour, in `dev`'s service) from the device's samples, as the
+// rollup refresh does, calling `fn` with each piece and the price of its hour.
+template <class Fn>
+Status AttributeFromSamples(store::StoreReads& reads, const FleetIndex& fleet, const store::DeviceRecord& dev,
+                            const TimeRange& span, int64_t staleness_override_ms, Fn&& fn) {
+  int64_t limit = StalenessLimitMs(dev.device, staleness_override_ms);
+  GPULEDGER_ASSIGN_OR_RETURN(auto samples, reads.Samples(dev.id, {span.begin_ms - limit - store::kIdleContextMs,
+                                                                  span.end_ms + limit + store::kIdleContextMs}));
+  GPULEDGER_ASSIGN_OR_RETURN(auto allocs, reads.Allocations(dev.id, span));
+  auto price = fleet.PriceAt(dev, span.begin_ms);
+  DeviceTimeline t{span, limit, samples, allocs, [&](const std::string& key) { return fleet.JobIdOf(key); }};
+  Attribute(t, [&](const Piece& p) { fn(p, price); });
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -259,6 +342,19 @@ Result<std::vector<Dimension>> ParseDimensions(std::string_view text) {
   return out;
 }
 
+void UsageRow::Add(const UsageRow& row) {
+  for (size_t b = 0; b < kBucketCount; ++b) {
+    gpu_ticks_ms[b] += row.gpu_ticks_ms[b];
+    cost[b] += row.cost[b];
+  }
+  for (size_t c = 0; c < kIdleCauseCount; ++c) {
+    idle_cause_ticks_ms[c] += row.idle_cause_ticks_ms[c];
+    idle_cause_cost[c] += row.idle_cause_cost[c];
+  }
+  coarse_ticks_ms += row.coarse_ticks_ms;
+  unpriced_ticks_ms += row.unpriced_ticks_ms;
+}
+
 int64_t UsageRow::total_ticks_ms() const {
   int64_t t = 0;
   for (int64_t v : gpu_ticks_ms) t += v;
@@ -267,6 +363,9 @@ int64_t UsageRow::total_ticks_ms() const {
 double UsageRow::gpu_hours(Bucket b) const {
   return static_cast<double>(gpu_ticks_ms[static_cast<size_t>(b)]) /
          static_cast<double>(kShareScale * kMsPerHour);
+}
+double UnpricedCapacity::gpu_hours() const {
+  return static_cast<double>(gpu_ticks_ms) / static_cast<double>(kShareScale * kMsPerHour);
 }
 double UsageRow::idle_cause_gpu_hours(IdleCause c) const {
   return static_cast<double>(idle_cause_ticks_ms[static_cast<size_t>(c)]) /
@@ -295,9 +394,131 @@ std::string_view UsageRow::activity_source() const {
   return "mixed";
 }
 
-TimeRange TrailingWindow(int64_t now_ms, int64_t length_ms) {
+TimeRange TrailingWindow(int64_t now_ms, int64_t data_end_ms, int64_t length_ms) {
   int64_t end = FloorTo(now_ms, kMsPerHour);
+  if (data_end_ms > 0) end = std::min(end, CeilTo(data_end_ms, kMsPerHour));
   return {end - length_ms, end};
+}
+
+store::Store& internal_StoreOf(Ledger& ledger) { return *ledger.store_; }
+
+std::string_view DeviceStateName(DeviceState s) {
+  switch (s) {
+    case DeviceState::kActive: return "active";
+    case DeviceState::kAllocatedIdle: return "allocated_idle";
+    case DeviceState::kUnallocated: return "unallocated";
+    case DeviceState::kUnavailable: return "unavailable";
+    case DeviceState::kUnmonitored: return "unmonitored";
+  }
+  return "?";
+}
+
+Status Ledger::Validate(const Batch& batch) const {
+  return ValidateBatch(batch, clock_.NowMs(), options_.max_future_skew_ms);
+}
+
+Result<std::unique_ptr<store::BatchGroup>> Ledger::BeginIngestGroup() { return store_->BeginBatchGroup(); }
+
+Result<std::vector<store::DeviceRecord>> Ledger::Devices() {
+  GPULEDGER_ASSIGN_OR_RETURN(auto snap, store_->Snapshot());
+  return snap->ListDevices();
+}
+
+Result<std::vector<Job>> Ledger::Jobs() {
+  GPULEDGER_ASSIGN_OR_RETURN(auto snap, store_->Snapshot());
+  GPULEDGER_ASSIGN_OR_RETURN(auto jobs, snap->ListJobs());
+  std::vector<Job> out;
+  out.reserve(jobs.size());
+  for (auto& j : jobs) out.push_back(std::move(j.job));
+  return out;
+}
+
+Result<std::vector<JobAllocation>> Ledger::AllocationsOf(const std::string& job_id) {
+  GPULEDGER_ASSIGN_OR_RETURN(auto snap, store_->Snapshot());
+  GPULEDGER_ASSIGN_OR_RETURN(auto jobs, snap->ListJobs());
+  auto job = std::find_if(jobs.begin(), jobs.end(), [&](const store::JobRecord& j) { return j.job.id == job_id; });
+  if (job == jobs.end()) return std::vector<JobAllocation>{};
+  GPULEDGER_ASSIGN_OR_RETURN(auto devices, snap->ListDevices());
+  std::unordered_map<int64_t, std::string> uuid_of;
+  for (const auto& d : devices) uuid_of[d.id] = d.device.uuid;
+  GPULEDGER_ASSIGN_OR_RETURN(auto allocs, snap->AllocationsOverlapping({0, kForever}));
+  std::vector<JobAllocation> out;
+  for (const auto& a : allocs) {
+    if (a.job_id == job->id) out.push_back({uuid_of[a.device_id], a.from_ms, a.to_ms});
+  }
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.from_ms < b.from_ms; });
+  return out;
+}
+
+Result<std::vector<std::pair<JobAllocation, std::string>>> Ledger::OpenAllocations(int64_t at_ms) {
+  GPULEDGER_ASSIGN_OR_RETURN(auto snap, store_->Snapshot());
+  GPULEDGER_ASSIGN_OR_RETURN(auto devices, snap->ListDevices());
+  GPULEDGER_ASSIGN_OR_RETURN(auto jobs, snap->ListJobs());
+  std::unordered_map<int64_t, std::string> uuid_of, key_of;
+  for (const auto& d : devices) uuid_of[d.id] = d.device.uuid;
+  for (const auto& j : jobs) key_of[j.id] = j.job.id;
+  GPULEDGER_ASSIGN_OR_RETURN(auto allocs, snap->AllocationsOverlapping({at_ms, kForever}));
+  std::vector<std::pair<JobAllocation, std::string>> out;
+  for (const auto& a : allocs) {
+    if (a.to_ms) continue;
+    out.push_back({{uuid_of[a.device_id], a.from_ms, a.to_ms}, key_of[a.job_id]});
+  }
+  return out;
+}
+
+Result<std::vector<DeviceNow>> Ledger::FleetNow(int64_t now_ms) {
+  GPULEDGER_ASSIGN_OR_RETURN(auto snap, store_->Snapshot());
+  GPULEDGER_ASSIGN_OR_RETURN(auto devices, snap->ListDevices());
+  GPULEDGER_ASSIGN_OR_RETURN(auto jobs, snap->ListJobs());
+  GPULEDGER_ASSIGN_OR_RETURN(auto allocs, snap->AllocationsOverlapping({now_ms, now_ms + 1}));
+  GPULEDGER_ASSIGN_OR_RETURN(auto latest, snap->LatestSamples());
+  std::unordered_map<int64_t, const Job*> job_of;
+  for (const auto& j : jobs) job_of[j.id] = &j.job;
+  std::unordered_map<int64_t, std::vector<Holder>> holders;
+  for (const auto& a : allocs) {
+    if (auto j = job_of.find(a.job_id); j != job_of.end()) holders[a.device_id].push_back({*j->second, a.from_ms});
+  }
+  std::vector<DeviceNow> out;
+  out.reserve(devices.size());
+  for (store::DeviceRecord& d : devices) {
+    DeviceNow n;
+    if (auto it = latest.find(d.id); it != latest.end()) n.last = std::move(it->second);
+    n.holders = std::move(holders[d.id]);
+    std::stable_sort(n.holders.begin(), n.holders.end(), [](const Holder& a, const Holder& b) { return a.since_ms < b.since_ms; });
+    n.staleness_limit_ms = StalenessLimitMs(d.device, options_.staleness_override_ms);
+    if (!n.last || now_ms - n.last->t_ms > n.staleness_limit_ms) {
+      n.state = DeviceState::kUnmonitored;
+    } else if (!IsAvailable(n.last->health)) {
+      n.state = DeviceState::kUnavailable;
+    } else if (n.holders.empty()) {
+      n.state = DeviceState::kUnallocated;
+    } else {
+      n.state = n.last->ActivityRatio().value_or(0) > 0 ? DeviceState::kActive : DeviceState::kAllocatedIdle;
+    }
+    n.record = std::move(d);
+    out.push_back(std::move(n));
+  }
+  return out;
+}
+
+Result<PriceBook> Ledger::Prices() { return store_->LoadPriceBook(); }
+Status Ledger::SetPrices(const PriceBook& book) { return store_->SavePriceBook(book); }
+Result<int64_t> Ledger::PruneSamples(int64_t before_ms) { return store_->PruneSamples(before_ms); }
+Result<store::StoreStats> Ledger::Stats() {
+  GPULEDGER_ASSIGN_OR_RETURN(auto snap, store_->Snapshot());
+  return snap->Stats();
+}
+
+Result<DataSpan> Ledger::Data() {
+  GPULEDGER_ASSIGN_OR_RETURN(auto snap, store_->Snapshot());
+  GPULEDGER_ASSIGN_OR_RETURN(auto devices, snap->ListDevices());
+  DataSpan span;
+  for (const auto& d : devices) {
+    if (d.in_service_ms > 0 && (span.first_ms == 0 || d.in_service_ms < span.first_ms)) span.first_ms = d.in_service_ms;
+    span.end_ms = std::max(span.end_ms, d.last_sample_ms);
+  }
+  if (span.end_ms > 0) span.end_ms = std::min(span.end_ms, clock_.NowMs());
+  return span;
 }
 
 Ledger::Ledger(std::unique_ptr<store::Store> store, const Clock& clock, LedgerOptions options)
@@ -310,6 +531,7 @@ Result<store::ApplyOutcome> Ledger::Ingest(const Batch& batch) {
 }
 
 Result<int64_t> Ledger::RefreshRollups() {
+  std::lock_guard refreshing(refresh_mu_);
   FleetIndex fleet;
   bool loaded = false;
   int64_t rebuilt = 0;
@@ -378,22 +600,38 @@ Result<int64_t> Ledger::RefreshRollups() {
   }
 }
 
-Result<UsageReport> Ledger::Usage(const TimeRange& window, const std::vector<Dimension>& by) {
-  if (window.empty()) {
-    return InvalidArgument(fmt::format("window [{}, {}) is empty", FormatTime(window.begin_ms),
-                                       FormatTime(window.end_ms)));
+Result<UsageReport> Ledger::Usage(const TimeRange& asked, const std::vector<Dimension>& by) {
+  if (asked.empty()) {
+    return InvalidArgument(fmt::format("window [{}, {}) is empty", FormatTime(asked.begin_ms),
+                                       FormatTime(asked.end_ms)));
   }
   if (by.empty()) return InvalidArgument("usage needs at least one dimension to group by");
-  GPULEDGER_RETURN_IF_ERROR(RefreshRollups().status());
+  // One snapshot for the whole report: it never waits for ingest, and ingest committed
+  // meanwhile changes nothing in it.
+  GPULEDGER_ASSIGN_OR_RETURN(auto snap, store_->Snapshot());
   FleetIndex fleet;
-  GPULEDGER_RETURN_IF_ERROR(fleet.Load(*store_));
+  GPULEDGER_RETURN_IF_ERROR(fleet.Load(*snap, clock_.NowMs(), options_.retire_after_ms));
   Accumulator acc(fleet, by);
+  // The window ends where the data ends: time after the fleet's latest sample (or after
+  // now) is no capacity anyone has measured yet.
+  const TimeRange window{asked.begin_ms, std::max(asked.begin_ms, std::min(asked.end_ms, fleet.data_end_ms()))};
+  if (window.empty()) {
+    UsageReport empty = acc.Finish(window);
+    empty.requested = asked;
+    return empty;
+  }
 
-  // Whole hours from the rollups, one price epoch at a time (prices change on hours).
+  // Whole hours from the rollups, one price epoch at a time (prices change on hours),
+  // but for the device-hours still dirty in the snapshot: those are attributed from the
+  // samples below, as the rollup refresh would, so no report waits for the refresh.
   int64_t first_hour = CeilTo(window.begin_ms, kMsPerHour);
   int64_t last_hour = FloorTo(window.end_ms, kMsPerHour);
   bool hourly = std::find(by.begin(), by.end(), Dimension::kHour) != by.end();
+  std::vector<store::DirtyHour> dirty;
   if (first_hour < last_hour) {
+    GPULEDGER_ASSIGN_OR_RETURN(dirty, snap->DirtyHoursIn({first_hour, last_hour}));
+    std::unordered_map<int64_t, std::vector<int64_t>> dirty_of;  // device -> hours, ascending
+    for (const store::DirtyHour& d : dirty) dirty_of[d.device_id].push_back(d.hour_ms);
     std::vector<int64_t> epochs = {first_hour, last_hour};
     if (hourly) {
       for (int64_t h = first_hour + kMsPerHour; h < last_hour; h += kMsPerHour) epochs.push_back(h);
@@ -403,16 +641,23 @@ Result<UsageReport> Ledger::Usage(const TimeRange& window, const std::vector<Dim
         if (t > first_hour && t < last_hour) epochs.push_back(t);
       }
     }
+    // A retired device's end (on an hour) splits the hours too: after it, its rollups hold
+    // only the unmonitored time that is not capacity any more.
+    for (const store::DeviceRecord& dev : fleet.devices()) {
+      int64_t end = fleet.ServiceSpan(dev).end_ms;
+      if (end > first_hour && end < last_hour) epochs.push_back(end);
+    }
     std::sort(epochs.begin(), epochs.end());
     epochs.erase(std::unique(epochs.begin(), epochs.end()), epochs.end());
     for (size_t i = 0; i + 1 < epochs.size(); ++i) {
       TimeRange hours{epochs[i], epochs[i + 1]};
       acc.set_hour(hours.begin_ms);
-      GPULEDGER_ASSIGN_OR_RETURN(auto sums, store_->SumHourRollups(hours));
+      GPULEDGER_ASSIGN_OR_RETURN(auto sums, snap->SumSettledHourRollups(hours));
       std::unordered_map<int64_t, int64_t> covered;
       for (const store::RollupSum& s : sums) {
         const store::DeviceRecord* dev = fleet.device(s.device_id);
         if (dev == nullptr) return Internal(fmt::format("rollup of unknown device {}", s.device_id));
+        if (hours.Intersect(fleet.ServiceSpan(*dev)).empty()) continue;  // retired by then
         auto price = fleet.PriceAt(*dev, hours.begin_ms);
         for (Bucket b : kAllBuckets) {
           int64_t ms = s.ms[static_cast<size_t>(b)];
@@ -420,12 +665,17 @@ Result<UsageReport> Ledger::Usage(const TimeRange& window, const std::vector<Dim
           acc.Add(*dev, s.job_id, b, ms, b == Bucket::kActive ? s.coarse_ms : 0, price);
           covered[s.device_id] += ms;
         }
-        acc.AddIdleCauses(*dev, s.job_id, s.idle_causes);
+        acc.AddIdleCauses(*dev, s.job_id, s.idle_causes, price);
       }
-      // Time in service that no rollup covers (no data at all) is unmonitored.
+      // Time in service that no settled rollup covers, nor a dirty hour, had no data at
+      // all: unmonitored.
       for (const store::DeviceRecord& dev : fleet.devices()) {
         if (dev.in_service_ms == 0) continue;
-        int64_t capacity = hours.Intersect({dev.in_service_ms, kForever}).length_ms();
+        TimeRange service = hours.Intersect(fleet.ServiceSpan(dev));
+        int64_t capacity = service.length_ms();
+        if (auto d = dirty_of.find(dev.id); d != dirty_of.end()) {
+          for (int64_t h : d->second) capacity -= service.Intersect({h, h + kMsPerHour}).length_ms();
+        }
         int64_t gap = capacity - covered[dev.id];
         if (gap < 0) {
           return Internal(fmt::format("rollups of device {} cover more than its time in service",
@@ -436,57 +686,85 @@ Result<UsageReport> Ledger::Usage(const TimeRange& window, const std::vector<Dim
     }
   }
 
-  // Partial hours at the window's edges, attributed from raw samples.
-  std::vector<TimeRange> edges;
+  // From raw samples: the partial hours at the window's edges, and the dirty hours.
+  std::vector<std::pair<int64_t, TimeRange>> spans;  // device (0: every device), span
   TimeRange head{window.begin_ms, std::min(first_hour, window.end_ms)};
   TimeRange tail{std::max(last_hour, first_hour), window.end_ms};
-  if (!head.empty()) edges.push_back(head);
-  if (!tail.empty()) edges.push_back(tail);
-  for (const TimeRange& edge : edges) {
-    acc.set_hour(FloorTo(edge.begin_ms, kMsPerHour));  // an edge lies within one hour
+  if (!head.empty()) spans.push_back({0, head});
+  if (!tail.empty()) spans.push_back({0, tail});
+  for (const store::DirtyHour& d : dirty) spans.push_back({d.device_id, {d.hour_ms, d.hour_ms + kMsPerHour}});
+  for (const auto& [device_id, hour_span] : spans) {
+    acc.set_hour(FloorTo(hour_span.begin_ms, kMsPerHour));  // each span lies within one hour
     for (const store::DeviceRecord& dev : fleet.devices()) {
-      if (dev.in_service_ms == 0) continue;
-      TimeRange span = edge.Intersect({dev.in_service_ms, kForever});
+      if (dev.in_service_ms == 0 || (device_id != 0 && dev.id != device_id)) continue;
+      TimeRange span = hour_span.Intersect(fleet.ServiceSpan(dev));
       if (span.empty()) continue;
-      int64_t limit = StalenessLimitMs(dev.device, options_.staleness_override_ms);
-      GPULEDGER_ASSIGN_OR_RETURN(
-          auto samples, store_->Samples(dev.id, {span.begin_ms - limit - store::kIdleContextMs,
-                                                 span.end_ms + limit + store::kIdleContextMs}));
-      GPULEDGER_ASSIGN_OR_RETURN(auto allocs, store_->Allocations(dev.id, span));
-      auto price = fleet.PriceAt(dev, span.begin_ms);
-      DeviceTimeline t{span, limit, samples, allocs,
-                       [&](const std::string& key) { return fleet.JobIdOf(key); }};
-      Attribute(t, [&](const Piece& p) {
+      GPULEDGER_RETURN_IF_ERROR(AttributeFromSamples(*snap, fleet, dev, span, options_.staleness_override_ms,
+                                                     [&](const Piece& p, const std::optional<Money>& price) {
         acc.Add(dev, p.job_id, p.bucket, p.ms, p.coarse ? p.ms : 0, price);
         if (p.bucket == Bucket::kAllocatedIdle) {
           std::array<int64_t, kIdleCauseCount> causes{};
           causes[static_cast<size_t>(p.cause)] = p.ms;
-          acc.AddIdleCauses(dev, p.job_id, causes);
+          acc.AddIdleCauses(dev, p.job_id, causes, price);
         }
-      });
+      }));
     }
   }
 
   // The conservation law, device by device: every millisecond in service, once.
   for (const store::DeviceRecord& dev : fleet.devices()) {
-    int64_t expected =
-        dev.in_service_ms ? window.Intersect({dev.in_service_ms, kForever}).length_ms() : 0;
+    int64_t expected = window.Intersect(fleet.ServiceSpan(dev)).length_ms();
     if (acc.device_ms(dev.id) != expected) {
       return Internal(fmt::format("conservation violated for device {}: {} ms attributed, {} ms "
                                   "in service in the window",
                                   dev.device.uuid, acc.device_ms(dev.id), expected));
     }
   }
-  return acc.Finish(window);
+  UsageReport report = acc.Finish(window);
+  report.requested = asked;
+  return report;
+}
+
+Result<UsageReport> Ledger::ScopedUsage(const TimeRange& window, const std::vector<Dimension>& by,
+                                        const Scope& scope) {
+  if (scope.all_teams) return Usage(window, by);
+  std::vector<Dimension> with_team = {Dimension::kTeam};
+  for (Dimension d : by) {
+    if (d != Dimension::kTeam) with_team.push_back(d);
+  }
+  GPULEDGER_ASSIGN_OR_RETURN(UsageReport full, Usage(window, with_team));
+  UsageReport out;
+  out.window = full.window;
+  out.requested = full.requested;
+  out.by = by;
+  out.total = full.total;
+  out.total.key.assign(by.size(), "(total)");
+  out.unpriced = full.unpriced;
+  std::map<std::vector<std::string>, UsageRow> rows;
+  for (const UsageRow& row : full.rows) {
+    if (row.key[0] == kNoJob || !scope.MaySee(row.key[0])) continue;
+    std::vector<std::string> key;
+    for (Dimension d : by) {
+      auto it = std::find(with_team.begin(), with_team.end(), d);
+      key.push_back(row.key[static_cast<size_t>(it - with_team.begin())]);
+    }
+    UsageRow& r = rows[key];
+    r.key = key;
+    r.Add(row);
+  }
+  for (auto& [key, row] : rows) out.rows.push_back(std::move(row));
+  std::stable_sort(out.rows.begin(), out.rows.end(), RowBefore);
+  return out;
 }
 
 Result<ChargebackReport> Ledger::Chargeback(const TimeRange& period, bool share_idle) {
   GPULEDGER_ASSIGN_OR_RETURN(UsageReport usage,
                              Usage(period, {Dimension::kTeam, Dimension::kProject}));
   ChargebackReport report;
-  report.period = period;
+  report.period = usage.window;  // ends where the data ends
   report.share_idle = share_idle;
   report.total = usage.total.total_cost();
+  report.unpriced = usage.unpriced;
   std::array<Money, kBucketCount> unused{};
   std::array<double, kBucketCount> unused_hours{};
   for (const UsageRow& row : usage.rows) {
@@ -505,6 +783,8 @@ Result<ChargebackReport> Ledger::Chargeback(const TimeRange& period, bool share_
     line.gpu_hours = line.active_gpu_hours + line.idle_gpu_hours;
     line.direct_cost = row.cost[0] + row.cost[1];
     line.idle_cost_by_cause = row.idle_cause_cost;
+    line.unpriced_gpu_hours = static_cast<double>(row.unpriced_ticks_ms) /
+                              static_cast<double>(kShareScale * kMsPerHour);
     report.lines.push_back(std::move(line));
   }
   std::sort(report.lines.begin(), report.lines.end(), [](const auto& a, const auto& b) {
@@ -541,30 +821,48 @@ Result<std::vector<TimelinePoint>> Ledger::Timeline(const TimeRange& window, int
       window.begin_ms % kMsPerMinute != 0 || window.end_ms % kMsPerMinute != 0) {
     return InvalidArgument("a timeline needs a non-empty window and a step of whole minutes");
   }
-  GPULEDGER_RETURN_IF_ERROR(RefreshRollups().status());
+  GPULEDGER_ASSIGN_OR_RETURN(auto snap, store_->Snapshot());
   FleetIndex fleet;
-  GPULEDGER_RETURN_IF_ERROR(fleet.Load(*store_));
+  GPULEDGER_RETURN_IF_ERROR(fleet.Load(*snap, clock_.NowMs(), options_.retire_after_ms));
+  // As in Usage, capacity ends where the data ends (here at the end of its minute, the
+  // resolution of the minute rollups): the points after it are empty.
+  const TimeRange measured{window.begin_ms, CeilTo(fleet.data_end_ms(), kMsPerMinute)};
+  auto in_service = [&](const store::DeviceRecord& d) { return fleet.ServiceSpan(d).Intersect(measured); };
   size_t n = static_cast<size_t>((window.length_ms() + step_ms - 1) / step_ms);
   std::vector<TimelinePoint> points(n);
   std::vector<int64_t> covered(n, 0);
   for (size_t i = 0; i < n; ++i) points[i].begin_ms = window.begin_ms + static_cast<int64_t>(i) * step_ms;
   auto wanted = [&](const store::DeviceRecord& d) { return pool.empty() || d.device.pool == pool; };
-  GPULEDGER_RETURN_IF_ERROR(store_->ScanMinuteRollups(window, [&](const store::RollupRow& r) {
+  auto add = [&](const store::DeviceRecord& dev, int64_t minute_ms, Bucket b, int64_t ms) {
+    size_t i = static_cast<size_t>((minute_ms - window.begin_ms) / step_ms);
+    int64_t ticks = fleet.ticks(dev.id);
+    points[i].gpu_ticks_ms[static_cast<size_t>(b)] += ms * ticks;
+    covered[i] += ms * ticks;
+  };
+  GPULEDGER_RETURN_IF_ERROR(snap->ScanMinuteRollups(window, [&](const store::RollupRow& r) {
     const store::DeviceRecord* dev = fleet.device(r.device_id);
     if (dev == nullptr || !wanted(*dev)) return;
-    size_t i = static_cast<size_t>((r.period_ms - window.begin_ms) / step_ms);
-    int64_t ticks = fleet.ticks(r.device_id);
-    for (size_t b = 0; b < kBucketCount; ++b) {
-      points[i].gpu_ticks_ms[b] += r.ms[b] * ticks;
-      covered[i] += r.ms[b] * ticks;
-    }
-  }));
+    if (!in_service(*dev).Contains(r.period_ms)) return;
+    for (Bucket b : kAllBuckets) add(*dev, r.period_ms, b, r.ms[static_cast<size_t>(b)]);
+  }, /*settled_only=*/true));
+  // The device-hours still dirty in the snapshot, from their samples (as in Usage).
+  GPULEDGER_ASSIGN_OR_RETURN(auto dirty, snap->DirtyHoursIn({FloorTo(window.begin_ms, kMsPerHour), window.end_ms}));
+  for (const store::DirtyHour& d : dirty) {
+    const store::DeviceRecord* dev = fleet.device(d.device_id);
+    if (dev == nullptr || !wanted(*dev)) continue;
+    TimeRange span = window.Intersect({d.hour_ms, d.hour_ms + kMsPerHour}).Intersect(in_service(*dev));
+    if (span.empty()) continue;
+    GPULEDGER_RETURN_IF_ERROR(AttributeFromSamples(*snap, fleet, *dev, span, options_.staleness_override_ms,
+                                                   [&](const Piece& p, const std::optional<Money>&) {
+                                                     add(*dev, p.minute_ms, p.bucket, p.ms);
+                                                   }));
+  }
   for (size_t i = 0; i < n; ++i) {
     TimeRange step{points[i].begin_ms, std::min(points[i].begin_ms + step_ms, window.end_ms)};
     int64_t capacity = 0;
     for (const store::DeviceRecord& d : fleet.devices()) {
       if (d.in_service_ms == 0 || !wanted(d)) continue;
-      capacity += step.Intersect({d.in_service_ms, kForever}).length_ms() * fleet.ticks(d.id);
+      capacity += step.Intersect(in_service(d)).length_ms() * fleet.ticks(d.id);
     }
     points[i].gpu_ticks_ms[static_cast<size_t>(Bucket::kUnmonitored)] +=
         std::max<int64_t>(0, capacity - covered[i]);

@@ -5,6 +5,9 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +25,10 @@ struct LedgerOptions {
   int64_t staleness_override_ms = 0;
   // Samples later than now + this are refused (a sender's clock is wrong).
   int64_t max_future_skew_ms = 10 * kMsPerMinute;
+  // A device whose latest sample is this much older than the fleet's latest is retired:
+  // its time after the hour of its last sample is no capacity (neither unmonitored nor
+  // anything else). A shorter silence is unmonitored time, an outage to see.
+  int64_t retire_after_ms = 7 * kMsPerDay;
 };
 
 // What a usage table is grouped by.
@@ -50,6 +57,9 @@ struct UsageRow {
   std::array<Money, kIdleCauseCount> idle_cause_cost{};
   double idle_cause_gpu_hours(IdleCause c) const;
 
+  // Adds `row`'s figures (not its key): a group of rows summed, to the micro-unit.
+  void Add(const UsageRow& row);
+
   int64_t total_ticks_ms() const;
   double gpu_hours(Bucket b) const;
   double total_gpu_hours() const;
@@ -62,11 +72,25 @@ struct UsageRow {
   std::string_view activity_source() const;
 };
 
+// Capacity that had no price in the price book: it costs 0 in every figure, and every
+// output says so, naming what lacks a price.
+struct UnpricedCapacity {
+  std::string model;
+  std::string pool;
+  CapacityType capacity_type = CapacityType::kOnDemand;
+  int64_t gpu_ticks_ms = 0;  // GPU-milliseconds x kShareScale, all buckets
+  double gpu_hours() const;
+};
+
 struct UsageReport {
+  // The window the figures cover: the one asked for, ending where the data ends (the
+  // fleet's latest sample, and never after now). Empty when the data ends before it.
   TimeRange window;
+  TimeRange requested;  // the window asked for
   std::vector<Dimension> by;
   std::vector<UsageRow> rows;  // by descending total cost, then key
   UsageRow total;              // the fleet: the sum of the rows, to the micro-unit
+  std::vector<UnpricedCapacity> unpriced;  // by model, pool and capacity type; empty if all priced
   // Per-device conservation: every device's buckets sum to its time in service in the
   // window. Checked on every report; a failure is a bug and is reported as kInternal.
 };
@@ -80,6 +104,7 @@ struct ChargebackLine {
   Money direct_cost;       // active + allocated_idle
   Money shared_idle_cost;  // with --share-idle: this line's share of unused capacity
   std::array<Money, kIdleCauseCount> idle_cost_by_cause{};  // allocated_idle, by cause
+  double unpriced_gpu_hours = 0;  // of gpu_hours, those with no price (costing 0)
   Money total_cost() const { return direct_cost + shared_idle_cost; }
 };
 
@@ -88,6 +113,7 @@ struct ChargebackReport {
   bool share_idle = false;
   std::vector<ChargebackLine> lines;  // teams' lines, then capacity lines "(unallocated)" ...
   Money total;                        // the fleet's cost for the period
+  std::vector<UnpricedCapacity> unpriced;  // what had no price (and so cost 0)
 };
 
 // One source of waste, in money: a job's idle time, a pool's unallocated capacity, a
@@ -108,12 +134,80 @@ struct TimelinePoint {
   std::array<int64_t, kBucketCount> gpu_ticks_ms{};
 };
 
+// What the store holds: from the first device's entry into service to the data's end.
+struct DataSpan {
+  int64_t first_ms = 0;  // 0: nothing in service yet
+  int64_t end_ms = 0;    // the fleet's latest sample, never after now; 0: no sample yet
+};
+
+// Whose figures a caller may see: every team's, or only some teams' (a viewer's token).
+// Time held by no job is nobody's team: only the fleet's total shows it to a viewer.
+struct Scope {
+  bool all_teams = true;
+  std::set<std::string> teams;  // when !all_teams
+
+  static Scope All() { return {}; }
+  static Scope Teams(std::set<std::string> t) { return {false, std::move(t)}; }
+  bool MaySee(const std::string& team) const { return all_teams || teams.count(team) > 0; }
+};
+
+// What holds a device now, and how it is doing: the answer to "which GPUs are idle right
+// now, and who holds them?".
+enum class DeviceState { kActive, kAllocatedIdle, kUnallocated, kUnavailable, kUnmonitored };
+std::string_view DeviceStateName(DeviceState s);  // "active", "allocated_idle", ...
+
+struct Holder {
+  Job job;
+  int64_t since_ms = 0;
+};
+
+struct DeviceNow {
+  store::DeviceRecord record;
+  std::optional<Sample> last;   // the device's latest sample, if any
+  std::vector<Holder> holders;  // the jobs holding it now, by allocation start
+  DeviceState state = DeviceState::kUnmonitored;
+  int64_t staleness_limit_ms = 0;  // a latest sample older than this is unmonitored
+};
+
+// One allocation of a job, with the device's uuid.
+struct JobAllocation {
+  std::string device_uuid;
+  int64_t from_ms = 0;
+  std::optional<int64_t> to_ms;
+};
+
+// The ledger: the only front door to the data.
+//
+// Thread-safety contract. Every method may be called from any thread, concurrently:
+//  - Queries (Usage, Chargeback, TopWaste, Timeline, FleetNow, Jobs, Devices, ...,
+//    and the analyses in mfu.h, serving.h and rightsizing.h) each read one store
+//    snapshot (store::StoreSnapshot): they lock nothing of the ledger, never wait for a
+//    group commit or a rollup refresh, and see the state of one committed moment. Rollup
+//    hours still dirty in that snapshot are attributed from its samples, so an answer
+//    never depends on whether the refresh has run.
+//  - The writer path (Ingest, BeginIngestGroup, RefreshRollups, SetPrices, PruneSamples)
+//    is serialized by the store's writer lock; RefreshRollups also holds refresh_mu_, so
+//    one refresh runs at a time, and a batch committed while it runs leaves its hours
+//    dirty for the next one (the store's generation check).
+// The ledger has no other mutable state.
 class Ledger {
  public:
   Ledger(std::unique_ptr<store::Store> store, const Clock& clock, LedgerOptions options = {});
 
   // Validates and applies one batch, whole or not at all (see Store::ApplyBatch).
   Result<store::ApplyOutcome> Ingest(const Batch& batch);
+
+  // The checks Ingest makes of a batch alone (ValidateBatch with the ledger's clock and
+  // skew limit): for callers that validate on their own thread, outside any group.
+  Status Validate(const Batch& batch) const;
+
+  // A group commit (store::BatchGroup) of the ledger's store: batches applied in it are
+  // durable together when it commits. REQUIRES of each batch: Validate passed. Holds the
+  // store's writer until committed or destroyed; queries go on meanwhile.
+  Result<std::unique_ptr<store::BatchGroup>> BeginIngestGroup();
+
+  // Where the data begins and ends (see UsageReport::window).
+  Result<DataSpan> Data();
 
   // Recomputes every dirty rollup hour. Returns how many device-hours it rebuilt.
   Result<int64_t> RefreshRollups();
@@ -128,6 +222,10 @@ class Ledger {
   // the teams' lines in proportion to their direct cost.
   Result<ChargebackReport> Chargeback(const TimeRange& period, bool share_idle);
 
+  // Usage as `scope` may see it: the rows of its teams only (grouped by `by`, ordered as
+  // Usage orders them), and the fleet's total. With Scope::All(), Usage itself.
+  Result<UsageReport> ScopedUsage(const TimeRange& window, const std::vector<Dimension>& by, const Scope& scope);
+
   // The `limit` largest sources of waste over `window`, by money: per team, project
   // and kind of job their allocated_idle time, per pool its unallocated, per device its
   // unavailable and per node its unmonitored time.
@@ -139,15 +237,40 @@ class Ledger {
   Result<std::vector<TimelinePoint>> Timeline(const TimeRange& window, int64_t step_ms,
                                               const std::string& pool = "");
 
-  store::Store& store() { return *store_; }
+  // Every device and slice at `now_ms`: its latest sample, its holders and its state (a
+  // latest sample older than the device's staleness limit is unmonitored). One read of
+  // the fleet, not one per device.
+  Result<std::vector<DeviceNow>> FleetNow(int64_t now_ms);
+
+  // The inventory and the jobs, as stored.
+  Result<std::vector<store::DeviceRecord>> Devices();
+  Result<std::vector<Job>> Jobs();
+  // The allocations of the job `job_id` (its key), by start; empty for an unknown job.
+  Result<std::vector<JobAllocation>> AllocationsOf(const std::string& job_id);
+  // The allocations open at `at_ms`, as (device uuid, job key, from), for a restarted
+  // ingestor to continue from.
+  Result<std::vector<std::pair<JobAllocation, std::string>>> OpenAllocations(int64_t at_ms);
+
+  Result<PriceBook> Prices();
+  // Replaces the price book. Prices are read at query time, so no rollup changes.
+  Status SetPrices(const PriceBook& book);
+  // Deletes raw samples older than `before_ms` (rollups stay). Returns chunks deleted.
+  Result<int64_t> PruneSamples(int64_t before_ms);
+  Result<store::StoreStats> Stats();
+
+  const LedgerOptions& options() const { return options_; }
 
  private:
+  friend store::Store& internal_StoreOf(Ledger&);  // ledger/store_access.h
   std::unique_ptr<store::Store> store_;
   const Clock& clock_;
   LedgerOptions options_;
+  std::mutex refresh_mu_;
 };
 
-// "--window 30d": the last whole hours up to the current hour's start.
-TimeRange TrailingWindow(int64_t now_ms, int64_t length_ms);
+// "--window 30d": `length_ms` of whole hours ending where the data ends: at the current
+// hour's start, or at the end of the hour of the fleet's latest sample when the data
+// ended earlier (Usage then cuts the window at that sample). data_end_ms 0: no data, now.
+TimeRange TrailingWindow(int64_t now_ms, int64_t data_end_ms, int64_t length_ms);
 
 }  // namespace gpuledger::ledger

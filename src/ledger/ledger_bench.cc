@@ -13,6 +13,7 @@
 
 #include "ledger/ledger.h"
 #include "wire/batch.h"
+#include "ledger/store_access.h"
 
 namespace gpuledger::ledger {
 namespace {
@@ -118,7 +119,7 @@ class UsageFixture {
     db_ = FreshDb("usage");
     auto store = store::OpenSqliteStore(db_.string());
     ledger_ = std::make_unique<Ledger>(std::move(*store), clock_);
-    (void)ledger_->store().SavePriceBook(*PriceBook::Create(
+    (void)ledger_->SetPrices(*PriceBook::Create(
         {PriceEntry{"*", "*", CapacityType::kOnDemand, Money::FromMicros(2'490'000), {0, kForever}}}));
     // Devices and jobs through the normal ingest path; one sample puts each in service.
     for (int node = 0; node < 125; ++node) {
@@ -136,8 +137,8 @@ class UsageFixture {
       (void)ledger_->Ingest(b);
     }
     (void)ledger_->RefreshRollups();
-    auto devices = *ledger_->store().ListDevices();
-    auto jobs = *ledger_->store().ListJobs();
+    auto devices = *ledger::internal_StoreOf(*ledger_).ListDevices();
+    auto jobs = *ledger::internal_StoreOf(*ledger_).ListJobs();
     std::map<std::string, int64_t> job_id;
     for (const auto& j : jobs) job_id[j.job.id] = j.id;
     std::vector<store::RollupUpdate> updates;
@@ -158,12 +159,12 @@ class UsageFixture {
         }
         updates.push_back(std::move(u));
         if (updates.size() >= 20'000) {
-          (void)ledger_->store().WriteRollups(updates);
+          (void)ledger::internal_StoreOf(*ledger_).WriteRollups(updates);
           updates.clear();
         }
       }
     }
-    (void)ledger_->store().WriteRollups(updates);
+    (void)ledger::internal_StoreOf(*ledger_).WriteRollups(updates);
   }
   ~UsageFixture() {
     ledger_.reset();

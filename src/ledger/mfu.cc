@@ -1,4 +1,5 @@
 #include "ledger/mfu.h"
+#include "ledger/store_access.h"
 
 #include "ledger/ledger.h"
 
@@ -147,7 +148,8 @@ double HardwareFlopsEstimate(double tensor_active_ratio, double peak_flops) {
 }
 
 Result<JobEfficiency> JobMfu(Ledger& ledger, const std::string& job_id, const TimeRange& window) {
-  store::Store& store = ledger.store();
+  GPULEDGER_ASSIGN_OR_RETURN(auto snap, internal_StoreOf(ledger).Snapshot());
+  store::StoreSnapshot& store = *snap;
   GPULEDGER_ASSIGN_OR_RETURN(auto jobs, store.ListJobs());
   const store::JobRecord* job = nullptr;
   for (const auto& j : jobs) {

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "ledger/test_fixture.h"
+#include "ledger/store_access.h"
 
 namespace gpuledger::ledger {
 namespace {
@@ -116,8 +117,8 @@ RandomFleet MakeFleet(uint64_t seed) {
 // The exact cost of all capacity in service during `window`, rounded once: what the
 // fleet cost, independent of how it was used.
 Money FleetCost(Ledger& ledger, const TimeRange& window) {
-  auto devices = *ledger.store().ListDevices();
-  auto book = *ledger.store().LoadPriceBook();
+  auto devices = *ledger::internal_StoreOf(ledger).ListDevices();
+  auto book = *ledger.Prices();
   std::map<int64_t, int64_t> child_ticks;
   for (const auto& d : devices) {
     if (d.parent_id) child_ticks[d.parent_id] += d.device.share.ticks();
@@ -138,7 +139,7 @@ Money FleetCost(Ledger& ledger, const TimeRange& window) {
 }
 
 int64_t InServiceTicks(Ledger& ledger, const TimeRange& window) {
-  auto devices = *ledger.store().ListDevices();
+  auto devices = *ledger::internal_StoreOf(ledger).ListDevices();
   std::map<int64_t, int64_t> child_ticks;
   for (const auto& d : devices) {
     if (d.parent_id) child_ticks[d.parent_id] += d.device.share.ticks();
@@ -157,7 +158,7 @@ class ConservationTest : public ::testing::TestWithParam<uint64_t> {};
 TEST_P(ConservationTest, BucketsAndCostsAddUpForAnyWindow) {
   RandomFleet fleet = MakeFleet(GetParam());
   testing::TempLedger t;
-  ASSERT_TRUE(t.ledger().store().SavePriceBook(*PriceBook::Create(fleet.prices)).ok());
+  ASSERT_TRUE(t.ledger().SetPrices(*PriceBook::Create(fleet.prices)).ok());
   for (const Batch& b : fleet.batches) {
     auto r = t.ledger().Ingest(b);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -170,6 +171,13 @@ TEST_P(ConservationTest, BucketsAndCostsAddUpForAnyWindow) {
     TimeRange window{a, b};
     auto report = t.ledger().Usage(window, {Dimension::kTeam, Dimension::kPool});
     ASSERT_TRUE(report.ok()) << report.status().ToString();  // includes the per-device check
+    // The report covers the window up to where the data ends (the latest sample).
+    int64_t data_end = 0;
+    auto devices = ledger::internal_StoreOf(t.ledger()).ListDevices();
+    ASSERT_TRUE(devices.ok());
+    for (const auto& d : *devices) data_end = std::max(data_end, d.last_sample_ms);
+    ASSERT_EQ(report->window, (TimeRange{a, std::max(a, std::min(b, data_end))}));
+    window = report->window;
     // Time: every GPU-millisecond in service lands in exactly one bucket.
     EXPECT_EQ(report->total.total_ticks_ms(), InServiceTicks(t.ledger(), window));
     // Money: the rows add up to the total, and the total is the fleet's cost.
@@ -199,7 +207,7 @@ TEST_P(ConservationTest, BucketsAndCostsAddUpForAnyWindow) {
 TEST_P(ConservationTest, HourlySeriesAddsUpToTheWindow) {
   RandomFleet fleet = MakeFleet(GetParam());
   testing::TempLedger t;
-  ASSERT_TRUE(t.ledger().store().SavePriceBook(*PriceBook::Create(fleet.prices)).ok());
+  ASSERT_TRUE(t.ledger().SetPrices(*PriceBook::Create(fleet.prices)).ok());
   for (const Batch& b : fleet.batches) ASSERT_TRUE(t.ledger().Ingest(b).ok());
   std::mt19937_64 rng(GetParam() * 17 + 3);
   int64_t a = kBaseMs - kMsPerHour + static_cast<int64_t>(rng() % (3 * 3600'000));
@@ -221,12 +229,14 @@ TEST_P(ConservationTest, HourlySeriesAddsUpToTheWindow) {
     cost_by_team[row.key[1]] += row.total_cost();
   }
   int64_t hours = static_cast<int64_t>(by_hour.size());
+  int64_t devices = static_cast<int64_t>(ledger::internal_StoreOf(t.ledger()).ListDevices()->size());
   for (const auto& row : whole->rows) {
     EXPECT_EQ(by_team[row.key[0]], row.gpu_ticks_ms) << "team " << row.key[0];
-    // Money is rounded once per report, so the hourly rows of a team may differ from
-    // the team's row by at most a micro-unit per hour.
+    // Money is rounded per atom (a device's time held by one job, over the window or,
+    // grouped by hour, over each hour), so a team's hourly rows may differ from its row
+    // by less than a micro-unit per device-hour.
     Money diff = cost_by_team[row.key[0]] - row.total_cost();
-    EXPECT_LE(std::abs(diff.micros()), hours) << "team " << row.key[0];
+    EXPECT_LE(std::abs(diff.micros()), devices * (hours + 1)) << "team " << row.key[0];
   }
   for (const auto& [hour, teams] : by_hour) {
     int64_t h = *ParseTime(hour);
@@ -243,7 +253,7 @@ TEST_P(ConservationTest, HourlySeriesAddsUpToTheWindow) {
 TEST_P(ConservationTest, ImportingTheSameBatchesTwiceChangesNothing) {
   RandomFleet fleet = MakeFleet(GetParam());
   testing::TempLedger t;
-  ASSERT_TRUE(t.ledger().store().SavePriceBook(*PriceBook::Create(fleet.prices)).ok());
+  ASSERT_TRUE(t.ledger().SetPrices(*PriceBook::Create(fleet.prices)).ok());
   for (const Batch& b : fleet.batches) ASSERT_TRUE(t.ledger().Ingest(b).ok());
   TimeRange window{kBaseMs - kMsPerHour, kBaseMs + 8 * kMsPerHour};
   auto once = *t.ledger().Usage(window, {Dimension::kJob});
@@ -265,8 +275,8 @@ TEST_P(ConservationTest, ArrivalOrderDoesNotMatter) {
   RandomFleet fleet = MakeFleet(GetParam());
   testing::TempLedger in_order, reversed;
   auto book = *PriceBook::Create(fleet.prices);
-  ASSERT_TRUE(in_order.ledger().store().SavePriceBook(book).ok());
-  ASSERT_TRUE(reversed.ledger().store().SavePriceBook(book).ok());
+  ASSERT_TRUE(in_order.ledger().SetPrices(book).ok());
+  ASSERT_TRUE(reversed.ledger().SetPrices(book).ok());
   for (const Batch& b : fleet.batches) ASSERT_TRUE(in_order.ledger().Ingest(b).ok());
   // The inventory first (it declares devices and jobs), then samples newest first;
   // rollups are refreshed between arrivals so that late data must rebuild them.

@@ -1,4 +1,5 @@
 #include "ledger/rightsizing.h"
+#include "ledger/store_access.h"
 
 #include <fmt/format.h>
 
@@ -24,6 +25,13 @@ Money Scale(Money m, int64_t num, int64_t den) {
   if (den <= 0) return Money();
   __extension__ using Wide = __int128;
   return Money::FromMicros(static_cast<int64_t>(static_cast<Wide>(m.micros()) * num / den));
+}
+
+// The saving of `r` alone: num / den of its job's cost.
+void SetSaving(Recommendation& r, int64_t num, int64_t den) {
+  r.saving_share_num = num;
+  r.saving_share_den = den;
+  r.saving = Scale(r.cost, num, den);
 }
 
 }  // namespace
@@ -77,7 +85,8 @@ Result<std::vector<Recommendation>> Recommend(Ledger& ledger, const TimeRange& w
   GPULEDGER_ASSIGN_OR_RETURN(UsageReport usage, ledger.Usage(window, {Dimension::kJob}));
   std::map<std::string, const UsageRow*> usage_of;
   for (const auto& row : usage.rows) usage_of[row.key[0]] = &row;
-  store::Store& store = ledger.store();
+  GPULEDGER_ASSIGN_OR_RETURN(auto snap, internal_StoreOf(ledger).Snapshot());
+  store::StoreSnapshot& store = *snap;
   GPULEDGER_ASSIGN_OR_RETURN(auto devices, store.ListDevices());
   GPULEDGER_ASSIGN_OR_RETURN(auto jobs, store.ListJobs());
   GPULEDGER_ASSIGN_OR_RETURN(auto allocations, store.AllocationsOverlapping(window));
@@ -160,7 +169,7 @@ Result<std::vector<Recommendation>> Recommend(Ledger& ledger, const TimeRange& w
         Recommendation r = base(RecommendationKind::kMigProfile);
         r.action = fmt::format("run on a {} MIG slice ({}/{} of the GPU)", p->name, p->compute.num,
                                p->compute.den);
-        r.saving = Scale(cost, p->compute.den - p->compute.num, p->compute.den);
+        SetSaving(r, p->compute.den - p->compute.num, p->compute.den);
         out.push_back(std::move(r));
       }
     }
@@ -176,7 +185,7 @@ Result<std::vector<Recommendation>> Recommend(Ledger& ledger, const TimeRange& w
         if (m < n) {
           Recommendation r = base(RecommendationKind::kFewerGpus);
           r.action = fmt::format("use {} GPUs instead of {}", m, n);
-          r.saving = Scale(cost, n - m, n);
+          SetSaving(r, n - m, n);
           out.push_back(std::move(r));
         }
       }
@@ -186,13 +195,26 @@ Result<std::vector<Recommendation>> Recommend(Ledger& ledger, const TimeRange& w
       r.action = fmt::format("stop after {} min without activity (idle for {:.1f} h beyond that)",
                              options.idle_stretch_ms / kMsPerMinute,
                              static_cast<double>(idle_stretch_total) / kMsPerHour);
-      r.saving = Scale(cost, idle_stretch_total, std::max(sampled_ms, idle_stretch_total));
+      SetSaving(r, idle_stretch_total, std::max(sampled_ms, idle_stretch_total));
       out.push_back(std::move(r));
     }
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const Recommendation& a, const Recommendation& b) { return a.saving > b.saving; });
+  // Each job's advice compounds, largest saving first (the order `out` is in now).
+  std::map<std::string, Money> remaining;
+  for (Recommendation& r : out) {
+    auto [it, first] = remaining.try_emplace(r.job_id, r.cost);
+    r.net_saving = Scale(it->second, r.saving_share_num, r.saving_share_den);
+    it->second -= r.net_saving;
+  }
   return out;
+}
+
+Money TotalNetSaving(const std::vector<Recommendation>& recs) {
+  Money total;
+  for (const Recommendation& r : recs) total += r.net_saving;
+  return total;
 }
 
 }  // namespace gpuledger::ledger

@@ -46,8 +46,21 @@ struct Recommendation {
   std::string confidence;  // high | medium | low
   double gpu_hours = 0;    // held in the window
   Money cost;              // of the job in the window
-  Money saving;            // estimated, over the same window
+  Money saving;            // estimated, over the same window, if this advice alone is taken
+  // This advice's part of its job's net saving when all of the job's advice is taken:
+  // the job's pieces of advice apply one after another, largest saving first, each to
+  // what the earlier ones leave (idle shutdown stops 40% of the hours, a MIG slice then
+  // saves 4/7 of the remaining 60%). A job's net savings add up to at most its cost, so
+  // totals add these, never `saving`.
+  Money net_saving;
+  // The saving alone as a share of the job's cost, saving_share_num / saving_share_den.
+  int64_t saving_share_num = 0;
+  int64_t saving_share_den = 1;
 };
+
+// The net saving of `recs` (the sum of their net_saving): what following all of them
+// would save, each job counted once and never above its cost.
+Money TotalNetSaving(const std::vector<Recommendation>& recs);
 
 struct RightSizingOptions {
   // Activity a training GPU should reach; fewer GPUs are advised when the fleet of the
@@ -58,7 +71,7 @@ struct RightSizingOptions {
 };
 
 // Recommendations for the jobs that held GPUs in `window` (optionally one team's), from
-// their raw samples, by descending saving.
+// their raw samples, by descending saving, with each job's net saving apportioned.
 Result<std::vector<Recommendation>> Recommend(Ledger& ledger, const TimeRange& window,
                                               const std::string& team = "",
                                               const RightSizingOptions& options = {});

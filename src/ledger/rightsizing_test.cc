@@ -30,7 +30,7 @@ TEST(RightSizingTest, ProfileTablesAndTheSmallestFit) {
 class RecommendTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(t_.ledger().store().SavePriceBook(*PriceBook::Create(
+    ASSERT_TRUE(t_.ledger().SetPrices(*PriceBook::Create(
         {PriceEntry{"*", "*", CapacityType::kOnDemand, Money::FromUnits(7), {0, kForever}}})).ok());
     Batch b;
     b.batch_id = "fleet";
@@ -98,6 +98,46 @@ TEST_F(RecommendTest, FindsEachKindWithEvidenceAndSaving) {
   EXPECT_TRUE(by.count("mig-profile:nb"));
   // Sorted by saving.
   for (size_t i = 1; i < recs->size(); ++i) EXPECT_GE((*recs)[i - 1].saving, (*recs)[i].saving);
+}
+
+// A job with several pieces of advice saves each alone, but together they compound: the
+// notebook's idle shutdown stops 4.5 of its 6 hours, and a MIG slice then saves a share of
+// the 1.5 hours left, never the whole cost twice.
+TEST_F(RecommendTest, OneNetSavingPerJobNeverAboveItsCost) {
+  auto recs = Recommend(t_.ledger(), window_);
+  ASSERT_TRUE(recs.ok()) << recs.status().ToString();
+  std::map<std::string, Money> net, alone, cost;
+  for (const auto& r : *recs) {
+    net[r.job_id] += r.net_saving;
+    alone[r.job_id] += r.saving;
+    cost[r.job_id] = r.cost;
+  }
+  for (const auto& [job, m] : net) EXPECT_LE(m, cost[job]) << job;
+  // The notebook (6 h at 7.00 = 42): idle shutdown saves the most alone, so it applies
+  // first and its net saving is its saving alone; its MIG slice then saves its share of
+  // what the shutdown leaves.
+  const Recommendation* idle = nullptr;
+  const Recommendation* mig = nullptr;
+  for (const auto& r : *recs) {
+    if (r.job_id != "nb") continue;
+    (r.kind == RecommendationKind::kIdleShutdown ? idle : mig) = &r;
+  }
+  ASSERT_NE(idle, nullptr);
+  ASSERT_NE(mig, nullptr);
+  EXPECT_EQ(idle->cost, Money::FromUnits(42));
+  ASSERT_GT(idle->saving, mig->saving);
+  EXPECT_EQ(idle->net_saving, idle->saving);
+  EXPECT_EQ(mig->saving, Money::FromUnits(24));  // a 3g slice: 4/7 of 42
+  __extension__ using Wide = __int128;
+  Money left = idle->cost - idle->saving;
+  EXPECT_EQ(mig->net_saving.micros(), static_cast<int64_t>(static_cast<Wide>(left.micros()) * 4 / 7));
+  EXPECT_GT(alone["nb"], cost["nb"]);  // the plain sum the totals used to show
+  EXPECT_LT(net["nb"], cost["nb"]);
+  // The total is the net savings' sum; a job with one piece of advice saves it whole.
+  Money total;
+  for (const auto& [job, m] : net) total += m;
+  EXPECT_EQ(TotalNetSaving(*recs), total);
+  EXPECT_EQ(net["serve"], alone["serve"]);
 }
 
 TEST_F(RecommendTest, FiltersByTeam) {

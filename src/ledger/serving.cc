@@ -1,4 +1,5 @@
 #include "ledger/serving.h"
+#include "ledger/store_access.h"
 
 #include "ledger/ledger.h"
 
@@ -132,13 +133,14 @@ Result<ServingReport> AnalyzeServing(const std::vector<ServingSnapshot>& s,
 
 Result<std::vector<JobServingReport>> JobServing(Ledger& ledger, const std::string& job_id,
                                                  const TimeRange& window) {
-  GPULEDGER_ASSIGN_OR_RETURN(auto jobs, ledger.store().ListJobs());
+  GPULEDGER_ASSIGN_OR_RETURN(auto snap, internal_StoreOf(ledger).Snapshot());
+  GPULEDGER_ASSIGN_OR_RETURN(auto jobs, snap->ListJobs());
   int64_t id = 0;
   for (const auto& j : jobs) {
     if (j.job.id == job_id) id = j.id;
   }
   if (id == 0) return NotFound(fmt::format("no job {}", job_id));
-  GPULEDGER_ASSIGN_OR_RETURN(auto snapshots, ledger.store().ServingOf(id, window));
+  GPULEDGER_ASSIGN_OR_RETURN(auto snapshots, snap->ServingOf(id, window));
   std::vector<std::vector<ServingSnapshot>> series;
   for (ServingSnapshot& s : snapshots) {
     if (series.empty() || series.back().front().engine != s.engine ||

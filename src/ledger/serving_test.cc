@@ -160,7 +160,7 @@ namespace {
 // and sent the snapshots in its batches, through the v1 text format.
 TEST(JobServingTest, FromTheBatchesToTheReport) {
   testing::TempLedger t;
-  ASSERT_TRUE(t.ledger().store().SavePriceBook(*PriceBook::Create(
+  ASSERT_TRUE(t.ledger().SetPrices(*PriceBook::Create(
       {PriceEntry{"*", "*", CapacityType::kOnDemand, Money::FromUnits(3), {0, kForever}}})).ok());
   Batch b;
   b.batch_id = "srv";

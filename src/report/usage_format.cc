@@ -96,6 +96,44 @@ std::vector<std::string> UsageCells(const UsageRow& r) {
 
 }  // namespace
 
+namespace {
+
+// "" when everything had a price; else a line that says what had none.
+std::string UnpricedNote(const std::vector<ledger::UnpricedCapacity>& unpriced) {
+  if (unpriced.empty()) return "";
+  double hours = 0;
+  std::string what;
+  for (const auto& u : unpriced) {
+    hours += u.gpu_hours();
+    what += fmt::format("{}{} in pool {} ({}) {:.1f} h", what.empty() ? "" : "; ",
+                        u.model.empty() ? "(no model)" : u.model, u.pool.empty() ? "(none)" : u.pool,
+                        CapacityTypeName(u.capacity_type), u.gpu_hours());
+  }
+  return fmt::format(
+      "UNPRICED: {:.1f} GPU-hours had no price and cost 0 in these figures: {}. Set prices with "
+      "`gpuledger prices --set FILE`.\n",
+      hours, what);
+}
+
+nlohmann::json UnpricedJson(const std::vector<ledger::UnpricedCapacity>& unpriced) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& u : unpriced) {
+    list.push_back({{"model", u.model},
+                    {"pool", u.pool},
+                    {"capacity_type", CapacityTypeName(u.capacity_type)},
+                    {"gpu_hours", u.gpu_hours()}});
+  }
+  return list;
+}
+
+// " (asked until X; the data ends at Y)" when the window was cut at the data's end.
+std::string WindowNote(const TimeRange& window, const TimeRange& requested) {
+  if (requested.empty() || requested.end_ms == window.end_ms) return "";
+  return fmt::format(" (asked until {}; the data ends there)", FormatTime(requested.end_ms));
+}
+
+}  // namespace
+
 Result<Format> ParseFormat(std::string_view text) {
   if (text == "table") return Format::kTable;
   if (text == "json") return Format::kJson;
@@ -123,6 +161,8 @@ std::string RenderUsage(const ledger::UsageReport& r, Format f, const Goals* goa
     }
     j["total"] = RowJson(r.total, r.by);
     if (goals) j["total"]["target"] = target_of(r.total);
+    j["requested"] = {{"from", FormatTime(r.requested.begin_ms)}, {"to", FormatTime(r.requested.end_ms)}};
+    j["unpriced"] = UnpricedJson(r.unpriced);
     return j.dump(2) + "\n";
   }
   if (f == Format::kCsv) {
@@ -132,7 +172,7 @@ std::string RenderUsage(const ledger::UsageReport& r, Format f, const Goals* goa
     for (Bucket b : kAllBuckets) out += fmt::format(",{}_gpu_hours", BucketName(b));
     for (Bucket b : kAllBuckets) out += fmt::format(",{}_cost", BucketName(b));
     for (IdleCause c : kAllIdleCauses) out += fmt::format(",{}_gpu_hours,{}_cost", IdleCauseName(c), IdleCauseName(c));
-    out += ",cost,effective_utilization,allocated_efficiency,activity_source\n";
+    out += ",cost,effective_utilization,allocated_efficiency,activity_source,unpriced_gpu_hours\n";
     auto line = [&](const UsageRow& row) {
       for (const auto& k : row.key) out += CsvField(k) + ",";
       out += fmt::format("{:.6f}", row.total_gpu_hours());
@@ -142,9 +182,11 @@ std::string RenderUsage(const ledger::UsageReport& r, Format f, const Goals* goa
         out += fmt::format(",{:.6f},{}", row.idle_cause_gpu_hours(c),
                            row.idle_cause_cost[static_cast<size_t>(c)].ToString());
       }
-      out += fmt::format(",{},{:.6f},{:.6f},{}\n", row.total_cost().ToString(),
+      out += fmt::format(",{},{:.6f},{:.6f},{},{:.6f}\n", row.total_cost().ToString(),
                          row.effective_utilization(), row.allocated_efficiency(),
-                         row.activity_source());
+                         row.activity_source(),
+                         static_cast<double>(row.unpriced_ticks_ms) /
+                             static_cast<double>(kShareScale * kMsPerHour));
     };
     for (const auto& row : r.rows) line(row);
     line(r.total);
@@ -166,9 +208,9 @@ std::string RenderUsage(const ledger::UsageReport& r, Format f, const Goals* goa
   };
   for (const auto& row : r.rows) rows.push_back(cells(row));
   rows.push_back(cells(r.total));
-  return fmt::format("Usage {} .. {} (GPU-hours; cost)\n", FormatTime(r.window.begin_ms),
-                     FormatTime(r.window.end_ms)) +
-         Table(rows, r.by.size());
+  return fmt::format("Usage {} .. {}{} (GPU-hours; cost)\n", FormatTime(r.window.begin_ms),
+                     FormatTime(r.window.end_ms), WindowNote(r.window, r.requested)) +
+         Table(rows, r.by.size()) + UnpricedNote(r.unpriced);
 }
 
 std::string RenderChargeback(const ledger::ChargebackReport& r, Format f) {
@@ -194,20 +236,21 @@ std::string RenderChargeback(const ledger::ChargebackReport& r, Format f) {
                             {"total_cost", l.total_cost().ToString()}});
     }
     j["total"] = r.total.ToString();
+    j["unpriced"] = UnpricedJson(r.unpriced);
     return j.dump(2) + "\n";
   }
   if (f == Format::kCsv) {
     std::string out =
         "period_start,period_end,team,project,gpu_hours,active_gpu_hours,idle_gpu_hours,"
         "direct_cost,shared_idle_cost,total_cost,input_stall_cost,checkpoint_stall_cost,"
-        "held_idle_cost,other_idle_cost\n";
+        "held_idle_cost,other_idle_cost,unpriced_gpu_hours\n";
     for (const auto& l : r.lines) {
-      out += fmt::format("{},{},{},{},{:.6f},{:.6f},{:.6f},{},{},{},{},{},{},{}\n", from, to,
+      out += fmt::format("{},{},{},{},{:.6f},{:.6f},{:.6f},{},{},{},{},{},{},{},{:.6f}\n", from, to,
                          CsvField(l.team), CsvField(l.project), l.gpu_hours, l.active_gpu_hours,
                          l.idle_gpu_hours, l.direct_cost.ToString(), l.shared_idle_cost.ToString(),
                          l.total_cost().ToString(), l.idle_cost_by_cause[0].ToString(),
                          l.idle_cost_by_cause[1].ToString(), l.idle_cost_by_cause[2].ToString(),
-                         l.idle_cost_by_cause[3].ToString());
+                         l.idle_cost_by_cause[3].ToString(), l.unpriced_gpu_hours);
     }
     return out;
   }
@@ -221,7 +264,7 @@ std::string RenderChargeback(const ledger::ChargebackReport& r, Format f) {
   rows.push_back({"(total)", "", "", "", "", "", "", r.total.ToDisplay()});
   return fmt::format("Chargeback {} .. {}{}\n", from, to,
                      r.share_idle ? " (unused capacity shared in proportion to use)" : "") +
-         Table(rows, 2);
+         Table(rows, 2) + UnpricedNote(r.unpriced);
 }
 
 std::string RenderFleetSummary(const ledger::UsageReport& by_pool,
@@ -236,6 +279,7 @@ std::string RenderFleetSummary(const ledger::UsageReport& by_pool,
                      Percent(t.allocated_efficiency()));
   out += fmt::format("  capacity               {} GPU-hours, {}\n\n", Hours(t.total_gpu_hours()),
                      t.total_cost().ToDisplay());
+  out += UnpricedNote(by_pool.unpriced);
   std::vector<std::vector<std::string>> buckets = {{"bucket", "GPU-h", "share", "cost"}};
   for (Bucket b : kAllBuckets) {
     double share = t.total_ticks_ms() ? static_cast<double>(t.gpu_ticks_ms[static_cast<size_t>(b)]) /
@@ -272,10 +316,13 @@ std::string RecommendationsJson(const std::vector<ledger::Recommendation>& recs,
                     {"confidence", r.confidence},
                     {"gpu_hours", r.gpu_hours},
                     {"cost", r.cost.ToString()},
-                    {"saving", r.saving.ToString()}});
+                    {"saving", r.saving.ToString()},
+                    {"net_saving", r.net_saving.ToString()}});
   }
   nlohmann::json out = {{"window", {{"from", FormatTime(window.begin_ms)}, {"to", FormatTime(window.end_ms)}}},
-                        {"recommendations", list}};
+                        {"recommendations", list},
+                        {"total_net_saving", ledger::TotalNetSaving(recs).ToString()},
+                        {"combined", "each job's advice compounds, largest saving first; the total adds net savings, at most each job's cost"}};
   return out.dump(2) + "\n";
 }
 

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "ledger/rightsizing.h"
+#include "ledger/targets.h"
 
 namespace gpuledger::report {
 namespace {
@@ -219,10 +220,29 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
                       Esc(options.title), IsoWeekOf(week.begin_ms), FormatTime(week.begin_ms).substr(0, 10),
                       FormatTime(week.end_ms - 1).substr(0, 10), t.total_gpu_hours());
 
+  if (by_team.window.end_ms < week.end_ms) {
+    html += fmt::format("<p class=\"note\" data-note=\"data-end\">The data ends at {}: the figures cover the "
+                        "week up to then.</p>",
+                        FormatTime(by_team.window.end_ms));
+  }
+  if (!by_team.unpriced.empty()) {
+    std::string what;
+    double hours = 0;
+    for (const auto& u : by_team.unpriced) {
+      hours += u.gpu_hours();
+      what += fmt::format("{}{} in pool {} ({:.1f} h)", what.empty() ? "" : "; ", u.model, u.pool, u.gpu_hours());
+    }
+    html += fmt::format("<p class=\"note bad\" data-note=\"unpriced\">{:.1f} GPU-hours had no price and cost 0 "
+                        "here: {}.</p>",
+                        hours, Esc(what));
+  }
   html += "<div class=\"kpis\">";
-  bool on_target = t.effective_utilization() >= options.target;
+  const Goals& goals = options.goals;
+  const std::vector<ledger::TargetStatus> targets = ledger::JudgeTargets(goals, by_pool);
+  const ledger::TargetStatus& fleet_target = targets.front();
+  bool on_target = fleet_target.met;
   html += Kpi("Effective utilization", Pct(t.effective_utilization()),
-              fmt::format("target {}{}", Pct(options.target),
+              fmt::format("target {}{}", Pct(fleet_target.target),
                           has_previous ? " · " + DeltaPoints(t.effective_utilization(), p.effective_utilization()) + " w/w" : ""),
               on_target ? "good" : "bad");
   html += Kpi("Spend", Esc(t.total_cost().ToDisplay()),
@@ -244,7 +264,7 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
                         BucketName(kAllBuckets[b]));
   }
   html += "</div>" + StackedAreaSvg(hourly, kMsPerHour);
-  html += "<h2>Effective utilization by day</h2>" + DailyUtilizationSvg(daily, options.target);
+  html += "<h2>Effective utilization by day</h2>" + DailyUtilizationSvg(daily, fleet_target.target);
 
   // SLOs: the fleet and each pool against its utilization target, each budgeted team's
   // week against its budget's share of the week.
@@ -255,23 +275,14 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
     html += fmt::format("<tr data-slo=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td class=\"l {}\">{}</td></tr>",
                         Esc(key), Esc(what), target, actual, met ? "met" : "missed", met ? "met" : "missed");
   };
-  slo("fleet", "fleet effective utilization", Pct(options.target), Pct(t.effective_utilization()),
-      t.effective_utilization() >= options.target);
-  for (const auto& row : by_pool.rows) {
-    auto own = options.pool_targets.find(row.key[0]);
-    double target = own != options.pool_targets.end() ? own->second : options.target;
-    slo("pool/" + row.key[0], "pool " + row.key[0] + " effective utilization", Pct(target),
-        Pct(row.effective_utilization()), row.effective_utilization() >= target);
+  for (const ledger::TargetStatus& st : targets) {
+    std::string what = st.scope == "fleet" ? "fleet effective utilization"
+                                           : "pool " + st.scope.substr(5) + " effective utilization";
+    slo(st.scope == "fleet" ? "fleet" : "pool/" + st.scope.substr(5), what, Pct(st.target), Pct(st.actual), st.met);
   }
-  for (const auto& [team, budget] : options.monthly_budgets) {
-    // The budget of the month the week starts in, spread evenly over its days.
-    auto month = ParseMonth(FormatTime(week.begin_ms).substr(0, 7));
-    int64_t days = month.ok() ? month->length_ms() / kMsPerDay : 30;
-    Money share = Money::FromMicros(budget.micros() * 7 / days);
-    const UsageRow* row = FindRow(by_team, team);
-    Money spent = row ? row->total_cost() : Money();
-    slo("budget/" + team, "team " + team + " spend within budget", Esc(share.ToDisplay()),
-        Esc(spent.ToDisplay()), spent <= share);
+  for (const ledger::BudgetStatus& b : ledger::JudgeWeeklyBudgets(goals, by_team, week)) {
+    slo("budget/" + b.team, "team " + b.team + " spend within budget", Esc(b.budget.ToDisplay()),
+        Esc(b.spent.ToDisplay()), b.within);
   }
   html += "</table>";
 
@@ -322,13 +333,13 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
   html += fmt::format(
       "<h2>Pools and kinds of work</h2><p>Idle serving headroom is expected; idle training "
       "capacity is waste. Each pool is held to its own target ({} where none is set).</p>",
-      Pct(options.target));
+      Pct(goals.fleet_target));
   html += "<table><tr><th class=\"l\">pool</th><th>GPU-hours</th><th>effective util.</th>"
           "<th>allocated eff.</th><th>unallocated</th><th>cost</th><th>target</th></tr>";
-  for (const auto& row : by_pool.rows) {
-    auto own = options.pool_targets.find(row.key[0]);
-    double target = own != options.pool_targets.end() ? own->second : options.target;
-    bool met = row.effective_utilization() >= target;
+  for (size_t i = 0; i < by_pool.rows.size(); ++i) {
+    const UsageRow& row = by_pool.rows[i];
+    double target = targets[i + 1].target;  // JudgeTargets keeps by_pool's order
+    bool met = targets[i + 1].met;
     html += fmt::format(
         "<tr data-pool=\"{}\"><td>{}</td><td>{:.1f}</td><td>{}</td><td>{}</td><td>{:.1f} h</td><td>{}</td>"
         "<td class=\"{}\">{} {}</td></tr>",
@@ -356,22 +367,21 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
   }
   html += "</table>";
 
-  Money saving;
-  for (const auto& r : recs) saving += r.saving;
   html += fmt::format(
       "<h2>Recommendations</h2><p>Right-sizing advice from the week's samples "
       "(<code>gpuledger recommend</code>): {} in all, saving an estimated {} over a week like "
-      "this one.</p>",
-      recs.size(), Esc(saving.ToDisplay()));
+      "this one, net: a job's pieces of advice compound (each applies to what the larger ones "
+      "leave), so no job saves more than it cost.</p>",
+      recs.size(), Esc(ledger::TotalNetSaving(recs).ToDisplay()));
   html += "<table><tr><th class=\"l\">job</th><th class=\"l\">team</th><th class=\"l\">advice</th>"
-          "<th class=\"l\">evidence</th><th class=\"l\">confidence</th><th>saving</th></tr>";
+          "<th class=\"l\">evidence</th><th class=\"l\">confidence</th><th>saving alone</th><th>net saving</th></tr>";
   for (size_t i = 0; i < recs.size() && i < options.recommendations; ++i) {
     const auto& r = recs[i];
     html += fmt::format(
         "<tr data-recommendation=\"{}\"><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>"
-        "<td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td></tr>",
+        "<td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td></tr>",
         Esc(r.job_id), Esc(r.job_id), Esc(r.team), Esc(r.action), Esc(r.evidence), Esc(r.confidence),
-        Esc(r.saving.ToDisplay()));
+        Esc(r.saving.ToDisplay()), Esc(r.net_saving.ToDisplay()));
   }
   html += "</table>";
   html += fmt::format(

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "core/goals.h"
 #include "core/money.h"
 #include "core/status.h"
 #include "core/time.h"
@@ -14,14 +15,10 @@
 namespace gpuledger::report {
 
 struct WeeklyOptions {
-  // The effective-utilization target the fleet is held to (0..1).
-  double target = 0.6;
-  // Each pool's own target where it differs: serving keeps headroom on purpose, so its
-  // target is lower than training's.
-  std::map<std::string, double> pool_targets;
-  // Each team's budget per calendar month (the config's [budgets]): the SLO section
-  // holds the team's week to the budget's share of the week.
-  std::map<std::string, Money> monthly_budgets;
+  // What the fleet is held to: the fleet's and each pool's utilization target, each
+  // team's monthly budget (the config's [targets] and [budgets]). The SLO section shows
+  // what ledger::JudgeTargets and ledger::JudgeWeeklyBudgets make of them.
+  Goals goals;
   // How many right-sizing recommendations to list, largest saving first.
   size_t recommendations = 8;
   std::string title = "GPU utilization";

@@ -28,7 +28,7 @@ class WeeklyTest : public ::testing::Test {
     auto store = store::OpenSqliteStore(path_.string());
     ASSERT_TRUE(store.ok());
     ledger_ = std::make_unique<ledger::Ledger>(std::move(*store), clock_);
-    ASSERT_TRUE(ledger_->store().SavePriceBook(*PriceBook::Create(
+    ASSERT_TRUE(ledger_->SetPrices(*PriceBook::Create(
         {PriceEntry{"*", "*", CapacityType::kOnDemand, *Money::Parse("2.17"), {0, kForever}}})).ok());
     Batch b;
     b.batch_id = "two-weeks";
@@ -66,7 +66,7 @@ class WeeklyTest : public ::testing::Test {
 
 TEST_F(WeeklyTest, FiguresEqualUsageAndChargeback) {
   TimeRange week = *ParseIsoWeek("2026-W48");
-  auto html = RenderWeeklyReport(*ledger_, week, {.target = 0.5});
+  auto html = RenderWeeklyReport(*ledger_, week, {.goals = {.fleet_target = 0.5}});
   ASSERT_TRUE(html.ok()) << html.status().ToString();
   auto usage = *ledger_->Usage(week, {ledger::Dimension::kTeam});
   for (const auto& row : usage.rows) {
@@ -97,7 +97,7 @@ TEST_F(WeeklyTest, FiguresEqualUsageAndChargeback) {
 
 TEST_F(WeeklyTest, EachPoolHasItsOwnTarget) {
   auto html = *RenderWeeklyReport(*ledger_, *ParseIsoWeek("2026-W48"),
-                                   {.target = 0.99, .pool_targets = {{"serving", 0.01}}});
+                                   {.goals = {.fleet_target = 0.99, .pool_targets = {{"serving", 0.01}}}});
   EXPECT_THAT(html, HasSubstr("<tr data-pool=\"serving\">"));
   EXPECT_THAT(html, HasSubstr("1.0% met"));
   EXPECT_THAT(html, HasSubstr("99.0% missed"));
@@ -106,9 +106,9 @@ TEST_F(WeeklyTest, EachPoolHasItsOwnTarget) {
 
 TEST_F(WeeklyTest, SloStatusWasteCausesAndRecommendations) {
   TimeRange week = *ParseIsoWeek("2026-W48");
-  WeeklyOptions o{.target = 0.99, .pool_targets = {{"serving", 0.01}}};
+  WeeklyOptions o{.goals = {.fleet_target = 0.99, .pool_targets = {{"serving", 0.01}}}};
   // November has 30 days: a week's share of 3,000.00 is 700.00; of 30.00, 7.00.
-  o.monthly_budgets = {{"vision", *Money::Parse("3000.00")}, {"<script>alert(1)</script>", *Money::Parse("30.00")}};
+  o.goals.monthly_budgets = {{"vision", *Money::Parse("3000.00")}, {"<script>alert(1)</script>", *Money::Parse("30.00")}};
   auto html = *RenderWeeklyReport(*ledger_, week, o);
   EXPECT_THAT(html, HasSubstr("<h2>SLO status</h2>"));
   EXPECT_THAT(html, HasSubstr("<tr data-slo=\"fleet\"><td>fleet effective utilization</td><td>99.0%</td>"));

@@ -34,52 +34,14 @@ std::string ContentType(report::Format f) {
   return "text/plain";
 }
 
-void AddRow(ledger::UsageRow& into, const ledger::UsageRow& row) {
-  for (size_t b = 0; b < kBucketCount; ++b) {
-    into.gpu_ticks_ms[b] += row.gpu_ticks_ms[b];
-    into.cost[b] += row.cost[b];
-  }
-  for (size_t c = 0; c < kIdleCauseCount; ++c) {
-    into.idle_cause_ticks_ms[c] += row.idle_cause_ticks_ms[c];
-    into.idle_cause_cost[c] += row.idle_cause_cost[c];
-  }
-  into.coarse_ticks_ms += row.coarse_ticks_ms;
-  into.unpriced_ticks_ms += row.unpriced_ticks_ms;
+}  // namespace
+
+ledger::Scope ScopeOf(const Principal& who) {
+  if (who.role == Role::kAdmin) return ledger::Scope::All();
+  return ledger::Scope::Teams({who.teams.begin(), who.teams.end()});
 }
 
-// A viewer's usage: its teams' rows only, grouped as asked, and the fleet's total.
-Result<ledger::UsageReport> ScopedUsage(const QueryContext& q, const TimeRange& window,
-                                        const std::vector<ledger::Dimension>& by) {
-  if (q.who.role == Role::kAdmin) return q.ledger.Usage(window, by);
-  std::vector<ledger::Dimension> with_team = {ledger::Dimension::kTeam};
-  for (auto d : by) {
-    if (d != ledger::Dimension::kTeam) with_team.push_back(d);
-  }
-  GPULEDGER_ASSIGN_OR_RETURN(ledger::UsageReport full, q.ledger.Usage(window, with_team));
-  ledger::UsageReport out;
-  out.window = full.window;
-  out.by = by;
-  out.total = full.total;
-  out.total.key.assign(by.size(), "(total)");
-  std::map<std::vector<std::string>, ledger::UsageRow> rows;
-  for (const ledger::UsageRow& row : full.rows) {
-    if (!q.who.MaySeeTeam(row.key[0])) continue;
-    std::vector<std::string> key;
-    for (auto d : by) {
-      auto it = std::find(with_team.begin(), with_team.end(), d);
-      key.push_back(row.key[static_cast<size_t>(it - with_team.begin())]);
-    }
-    ledger::UsageRow& r = rows[key];
-    r.key = key;
-    AddRow(r, row);
-  }
-  for (auto& [key, row] : rows) out.rows.push_back(std::move(row));
-  std::stable_sort(out.rows.begin(), out.rows.end(), [](const ledger::UsageRow& a, const ledger::UsageRow& b) {
-    if (a.total_cost() != b.total_cost()) return a.total_cost() > b.total_cost();
-    return a.key < b.key;
-  });
-  return out;
-}
+namespace {
 
 json JobJson(const Job& j) {
   json o = {{"id", j.id},           {"team", j.team}, {"project", j.project},
@@ -101,12 +63,12 @@ std::string Param(const QueryParams& p, const std::string& key, std::string fall
   return it == p.end() ? fallback : it->second;
 }
 
-Result<TimeRange> WindowFrom(const QueryParams& p, int64_t now_ms) {
+Result<TimeRange> WindowFrom(const QueryParams& p, int64_t now_ms, int64_t data_end_ms) {
   std::string window = Param(p, "window"), from = Param(p, "from"), to = Param(p, "to");
   if (!window.empty()) {
     if (!from.empty() || !to.empty()) return InvalidArgument("give either window or from/to, not both");
     GPULEDGER_ASSIGN_OR_RETURN(int64_t length, ParseDuration(window));
-    return ledger::TrailingWindow(now_ms, length);
+    return ledger::TrailingWindow(now_ms, data_end_ms, length);
   }
   if (from.empty()) return InvalidArgument("give window (e.g. 7d) or from and to (RFC 3339)");
   GPULEDGER_ASSIGN_OR_RETURN(int64_t begin, ParseTime(from));
@@ -148,86 +110,57 @@ HttpReply ErrorReply(const Status& status) {
 }
 
 HttpReply FleetReply(const QueryContext& q) {
-  store::Store& s = q.ledger.store();
-  auto devices = s.ListDevices();
-  if (!devices.ok()) return ErrorReply(devices.status());
-  auto jobs = s.ListJobs();
-  if (!jobs.ok()) return ErrorReply(jobs.status());
-  auto allocs = s.AllocationsOverlapping({q.now_ms, q.now_ms + 1});
-  if (!allocs.ok()) return ErrorReply(allocs.status());
-  std::unordered_map<int64_t, const Job*> job_by_id;
-  for (const auto& j : *jobs) job_by_id[j.id] = &j.job;
-  std::unordered_map<int64_t, std::vector<const store::AllocationRecord*>> holders;
-  for (const auto& a : *allocs) holders[a.device_id].push_back(&a);
-  std::unordered_map<int64_t, std::string> uuid_by_id;
-  for (const auto& d : *devices) uuid_by_id[d.id] = d.device.uuid;
-
+  auto fleet = q.ledger.FleetNow(q.now_ms);
+  if (!fleet.ok()) return ErrorReply(fleet.status());
   json out = json::object();
   out["now"] = FormatTime(q.now_ms);
   json list = json::array();
   std::map<std::string, int64_t> by_state;
   int64_t gpus = 0, slices = 0;
-  for (const store::DeviceRecord& d : *devices) {
-    (d.device.is_mig() ? slices : gpus) += 1;
-    json o = {{"uuid", d.device.uuid},
-              {"node", d.device.node},
-              {"model", d.device.model},
-              {"memory_mib", d.device.memory_mib},
-              {"pool", d.device.pool},
-              {"capacity_type", CapacityTypeName(d.device.capacity_type)}};
-    if (d.device.is_mig()) {
-      o["parent"] = d.device.parent_uuid;
-      o["mig_profile"] = d.device.mig_profile;
-      o["share"] = fmt::format("{}/{}", d.device.share.num, d.device.share.den);
+  for (const ledger::DeviceNow& n : *fleet) {
+    const Device& d = n.record.device;
+    (d.is_mig() ? slices : gpus) += 1;
+    json o = {{"uuid", d.uuid},
+              {"node", d.node},
+              {"model", d.model},
+              {"memory_mib", d.memory_mib},
+              {"pool", d.pool},
+              {"capacity_type", CapacityTypeName(d.capacity_type)}};
+    if (d.is_mig()) {
+      o["parent"] = d.parent_uuid;
+      o["mig_profile"] = d.mig_profile;
+      o["share"] = fmt::format("{}/{}", d.share.num, d.share.den);
     }
-    std::optional<Sample> last;
-    if (d.last_sample_ms > 0) {
-      o["last_sample"] = FormatTime(d.last_sample_ms);
-      auto samples = s.Samples(d.id, {d.last_sample_ms, d.last_sample_ms});
-      if (!samples.ok()) return ErrorReply(samples.status());
-      if (!samples->empty()) last = samples->back();
-    }
-    int64_t limit = ledger::StalenessLimitMs(d.device, q.staleness_override_ms);
-    bool monitored = last && q.now_ms - last->t_ms <= limit;
+    if (n.record.last_sample_ms > 0) o["last_sample"] = FormatTime(n.record.last_sample_ms);
     json holder_list = json::array();
-    for (const store::AllocationRecord* a : holders[d.id]) {
-      auto j = job_by_id.find(a->job_id);
-      if (j == job_by_id.end()) continue;
-      if (q.who.MaySeeTeam(j->second->team)) {
-        holder_list.push_back({{"job", j->second->id},
-                               {"team", j->second->team},
-                               {"project", j->second->project},
-                               {"user", j->second->user},
-                               {"kind", JobKindName(j->second->kind)},
-                               {"since", FormatTime(a->from_ms)}});
+    for (const ledger::Holder& h : n.holders) {
+      if (q.who.MaySeeTeam(h.job.team)) {
+        holder_list.push_back({{"job", h.job.id},
+                               {"team", h.job.team},
+                               {"project", h.job.project},
+                               {"user", h.job.user},
+                               {"kind", JobKindName(h.job.kind)},
+                               {"since", FormatTime(h.since_ms)}});
       } else {
         holder_list.push_back({{"job", nullptr}, {"team", nullptr}, {"hidden", true}});
       }
     }
     o["holders"] = holder_list;
-    std::string state;
-    if (!monitored) {
-      state = "unmonitored";
-    } else if (!IsAvailable(last->health)) {
-      state = "unavailable";
-    } else if (holder_list.empty()) {
-      state = "unallocated";
-    } else {
-      state = last->ActivityRatio().value_or(0) > 0 ? "active" : "allocated_idle";
-    }
+    std::string state(ledger::DeviceStateName(n.state));
     o["state"] = state;
     ++by_state[state];
-    if (last) {
-      o["health"] = HealthName(last->health);
-      o["activity"] = {{"ratio", OptionalNumber(last->ActivityRatio())},
-                       {"source", last->activity_source() == ActivitySource::kSmActive ? "sm_active" : "gpu_util"},
-                       {"sm_active", OptionalNumber(last->sm_active)},
-                       {"sm_occupancy", OptionalNumber(last->sm_occupancy)},
-                       {"tensor_active", OptionalNumber(last->tensor_active)},
-                       {"dram_active", OptionalNumber(last->dram_active)},
-                       {"gpu_util", OptionalNumber(last->gpu_util)},
-                       {"fb_used_mib", OptionalNumber(last->fb_used_mib)},
-                       {"power_watts", OptionalNumber(last->power_watts)}};
+    if (n.last) {
+      const Sample& last = *n.last;
+      o["health"] = HealthName(last.health);
+      o["activity"] = {{"ratio", OptionalNumber(last.ActivityRatio())},
+                       {"source", last.activity_source() == ActivitySource::kSmActive ? "sm_active" : "gpu_util"},
+                       {"sm_active", OptionalNumber(last.sm_active)},
+                       {"sm_occupancy", OptionalNumber(last.sm_occupancy)},
+                       {"tensor_active", OptionalNumber(last.tensor_active)},
+                       {"dram_active", OptionalNumber(last.dram_active)},
+                       {"gpu_util", OptionalNumber(last.gpu_util)},
+                       {"fb_used_mib", OptionalNumber(last.fb_used_mib)},
+                       {"power_watts", OptionalNumber(last.power_watts)}};
     } else {
       o["health"] = nullptr;
       o["activity"] = nullptr;
@@ -240,13 +173,13 @@ HttpReply FleetReply(const QueryContext& q) {
 }
 
 HttpReply UsageReply(const QueryContext& q, const QueryParams& params) {
-  auto window = WindowFrom(params, q.now_ms);
+  auto window = WindowFrom(params, q.now_ms, q.data_end_ms);
   if (!window.ok()) return ErrorReply(window.status());
   auto by = ledger::ParseDimensions(Param(params, "by", "team"));
   if (!by.ok()) return ErrorReply(by.status());
   auto format = FormatFrom(params);
   if (!format.ok()) return ErrorReply(format.status());
-  auto r = ScopedUsage(q, *window, *by);
+  auto r = q.ledger.ScopedUsage(*window, *by, ScopeOf(q.who));
   if (!r.ok()) return ErrorReply(r.status());
   // Grouped by pool, each row carries the target it is held to.
   bool by_pool = std::find(by->begin(), by->end(), ledger::Dimension::kPool) != by->end();
@@ -274,47 +207,40 @@ HttpReply ChargebackReply(const QueryContext& q, const QueryParams& params) {
 }
 
 HttpReply JobsReply(const QueryContext& q) {
-  auto jobs = q.ledger.store().ListJobs();
+  auto jobs = q.ledger.Jobs();
   if (!jobs.ok()) return ErrorReply(jobs.status());
   json list = json::array();
   for (const auto& j : *jobs) {
-    if (q.who.MaySeeTeam(j.job.team)) list.push_back(JobJson(j.job));
+    if (q.who.MaySeeTeam(j.team)) list.push_back(JobJson(j));
   }
   return JsonReply({{"jobs", list}});
 }
 
 // The job `job_id` if the principal may see it. Another team's job answers exactly as
 // an unknown one: its existence is not told.
-Result<store::JobRecord> VisibleJob(const QueryContext& q, const std::string& job_id) {
-  GPULEDGER_ASSIGN_OR_RETURN(auto jobs, q.ledger.store().ListJobs());
+Result<Job> VisibleJob(const QueryContext& q, const std::string& job_id) {
+  GPULEDGER_ASSIGN_OR_RETURN(auto jobs, q.ledger.Jobs());
   for (auto& j : jobs) {
-    if (j.job.id == job_id && q.who.MaySeeTeam(j.job.team)) return std::move(j);
+    if (j.id == job_id && q.who.MaySeeTeam(j.team)) return std::move(j);
   }
   return NotFound("no such job (or not one this token may see)");
 }
 
 HttpReply JobReply(const QueryContext& q, const std::string& job_id) {
-  store::Store& s = q.ledger.store();
   auto found = VisibleJob(q, job_id);
   if (!found.ok()) return ErrorReply(found.status());
-  const store::JobRecord* rec = &*found;
-  auto devices = s.ListDevices();
-  if (!devices.ok()) return ErrorReply(devices.status());
-  std::unordered_map<int64_t, std::string> uuid_by_id;
-  for (const auto& d : *devices) uuid_by_id[d.id] = d.device.uuid;
-  auto allocs = s.AllocationsOverlapping({0, kForever});
+  auto allocs = q.ledger.AllocationsOf(job_id);
   if (!allocs.ok()) return ErrorReply(allocs.status());
   json timeline = json::array();
   int64_t begin = kForever, end = 0;
   for (const auto& a : *allocs) {
-    if (a.job_id != rec->id) continue;
-    json o = {{"device", uuid_by_id[a.device_id]}, {"from", FormatTime(a.from_ms)}};
+    json o = {{"device", a.device_uuid}, {"from", FormatTime(a.from_ms)}};
     o["to"] = a.to_ms ? json(FormatTime(*a.to_ms)) : json(nullptr);
     timeline.push_back(std::move(o));
     begin = std::min(begin, a.from_ms);
     end = std::max(end, a.to_ms.value_or(q.now_ms));
   }
-  json out = {{"job", JobJson(rec->job)}, {"allocations", timeline}, {"currency_unit", "1e-6"}};
+  json out = {{"job", JobJson(*found)}, {"allocations", timeline}, {"currency_unit", "1e-6"}};
   if (begin < end) {
     auto r = q.ledger.Usage({begin, end}, {ledger::Dimension::kJob, ledger::Dimension::kDevice});
     if (!r.ok()) return ErrorReply(r.status());
@@ -329,7 +255,7 @@ HttpReply JobReply(const QueryContext& q, const std::string& job_id) {
         cost[std::string(BucketName(b))] = row.cost[static_cast<size_t>(b)].ToString();
       }
       per_device.push_back({{"device", row.key[1]}, {"gpu_hours", buckets}, {"cost", cost}});
-      AddRow(total, row);
+      total.Add(row);
     }
     json buckets = json::object(), cost = json::object();
     for (Bucket b : kAllBuckets) {
@@ -358,7 +284,7 @@ HttpReply JobReply(const QueryContext& q, const std::string& job_id) {
 HttpReply WasteReply(const QueryContext& q, const QueryParams& params) {
   QueryParams p = params;
   if (p.find("window") == p.end() && p.find("from") == p.end()) p["window"] = "7d";
-  auto window = WindowFrom(p, q.now_ms);
+  auto window = WindowFrom(p, q.now_ms, q.data_end_ms);
   if (!window.ok()) return ErrorReply(window.status());
   size_t limit = 10;
   if (auto it = p.find("limit"); it != p.end()) {
@@ -389,7 +315,7 @@ HttpReply WasteReply(const QueryContext& q, const QueryParams& params) {
 HttpReply RecommendationsReply(const QueryContext& q, const QueryParams& params) {
   QueryParams with_default = params;
   if (!params.count("window") && !params.count("from")) with_default["window"] = "30d";
-  auto window = WindowFrom(with_default, q.now_ms);
+  auto window = WindowFrom(with_default, q.now_ms, q.data_end_ms);
   if (!window.ok()) return ErrorReply(window.status());
   std::string team = Param(params, "team");
   if (!team.empty() && !q.who.MaySeeTeam(team)) {
@@ -406,7 +332,7 @@ HttpReply JobMfuReply(const QueryContext& q, const std::string& job_id, const Qu
   if (!found.ok()) return ErrorReply(found.status());
   QueryParams with_default = params;
   if (!params.count("window") && !params.count("from")) with_default["window"] = "7d";
-  auto window = WindowFrom(with_default, q.now_ms);
+  auto window = WindowFrom(with_default, q.now_ms, q.data_end_ms);
   if (!window.ok()) return ErrorReply(window.status());
   auto e = ledger::JobMfu(q.ledger, job_id, *window);
   if (!e.ok()) return ErrorReply(e.status());
@@ -427,7 +353,7 @@ HttpReply JobServingReply(const QueryContext& q, const std::string& job_id,
   if (!found.ok()) return ErrorReply(found.status());
   QueryParams with_default = params;
   if (!params.count("window") && !params.count("from")) with_default["window"] = "24h";
-  auto window = WindowFrom(with_default, q.now_ms);
+  auto window = WindowFrom(with_default, q.now_ms, q.data_end_ms);
   if (!window.ok()) return ErrorReply(window.status());
   auto reports = ledger::JobServing(q.ledger, job_id, *window);
   if (!reports.ok()) return ErrorReply(reports.status());
@@ -439,11 +365,7 @@ HttpReply WeeklyReportReply(const QueryContext& q, const QueryParams& params) {
   auto week = ParseIsoWeek(week_name);
   if (!week.ok()) return ErrorReply(week.status().WithContext("week"));
   report::WeeklyOptions options;
-  if (q.goals != nullptr) {
-    options.target = q.goals->fleet_target;
-    options.pool_targets = q.goals->pool_targets;
-    options.monthly_budgets = q.goals->monthly_budgets;
-  }
+  if (q.goals != nullptr) options.goals = *q.goals;
   std::string target = Param(params, "target");
   if (!target.empty()) {
     char* end = nullptr;
@@ -451,7 +373,7 @@ HttpReply WeeklyReportReply(const QueryContext& q, const QueryParams& params) {
     if (end == target.c_str() || *end != '\0' || !(v >= 0 && v <= 1)) {
       return ErrorReply(InvalidArgument(fmt::format("target \"{}\": want a ratio in 0..1", target)));
     }
-    options.target = v;
+    options.goals.fleet_target = v;
   }
   auto html = report::RenderWeeklyReport(q.ledger, *week, options);
   if (!html.ok()) return ErrorReply(html.status());

@@ -31,9 +31,13 @@ HttpReply ErrorReply(int http_status, std::string_view code, std::string_view me
 
 // The query parameter `key`, or `fallback` when absent.
 std::string Param(const QueryParams& p, const std::string& key, std::string fallback = {});
-// The window a query names: window=7d (the last whole hours up to now), or from= and
-// to= (RFC 3339; to defaults to now).
-Result<TimeRange> WindowFrom(const QueryParams& p, int64_t now_ms);
+// The window a query names: window=7d (whole hours ending where the data ends:
+// ledger::TrailingWindow), or from= and to= (RFC 3339; to defaults to now). The ledger
+// then cuts every window where the data ends.
+Result<TimeRange> WindowFrom(const QueryParams& p, int64_t now_ms, int64_t data_end_ms);
+
+// What a principal may see, as the ledger scopes it: an admin every team, a viewer its own.
+ledger::Scope ScopeOf(const Principal& who);
 
 struct QueryContext {
   ledger::Ledger& ledger;
@@ -42,6 +46,7 @@ struct QueryContext {
   int64_t staleness_override_ms = 0;
   const Goals* goals = nullptr;  // never null when routed by the server
   int64_t refresh_ms = 30'000;   // the dashboard's refresh interval
+  int64_t data_end_ms = 0;       // Ledger::Data().end_ms when the request began; 0: none
 };
 
 // GET /api/v1/fleet: every GPU and slice, its holders, last activity and health.

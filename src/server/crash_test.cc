@@ -80,7 +80,7 @@ ledger::UsageReport Totals(const std::string& db) {
   auto store = store::OpenSqliteStore(db);
   EXPECT_TRUE(store.ok());
   ledger::Ledger l(std::move(*store), clock);
-  EXPECT_TRUE(l.store().SavePriceBook(Prices()).ok());
+  EXPECT_TRUE(l.SetPrices(Prices()).ok());
   auto r = l.Usage({kStart, kNow}, {ledger::Dimension::kTeam, ledger::Dimension::kDevice});
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   return r.ok() ? *r : ledger::UsageReport{};

@@ -272,27 +272,21 @@ Result<DcgmIngestor::Plan> DcgmIngestor::Run(const BuildFn& build) {
   return plan;
 }
 
-Status DcgmIngestor::Recover(store::Store& store, int64_t now_ms) {
-  GPULEDGER_ASSIGN_OR_RETURN(auto devices, store.ListDevices());
-  GPULEDGER_ASSIGN_OR_RETURN(auto jobs, store.ListJobs());
-  GPULEDGER_ASSIGN_OR_RETURN(auto allocs, store.AllocationsOverlapping({now_ms, kForever}));
-  std::unordered_map<int64_t, const store::DeviceRecord*> dev_by_id;
-  std::unordered_map<int64_t, const Job*> job_by_id;
-  for (const auto& d : devices) dev_by_id[d.id] = &d;
-  for (const auto& j : jobs) job_by_id[j.id] = &j.job;
+Status DcgmIngestor::Recover(ledger::Ledger& ledger, int64_t now_ms) {
+  GPULEDGER_ASSIGN_OR_RETURN(auto devices, ledger.Devices());
+  GPULEDGER_ASSIGN_OR_RETURN(auto open, ledger.OpenAllocations(now_ms));
+  std::unordered_map<std::string, int64_t> last_sample_of;
+  for (const auto& d : devices) last_sample_of[d.device.uuid] = d.last_sample_ms;
   std::lock_guard lock(mu_);
   for (const auto& d : devices) {
     state_.last_sample_ms[d.device.uuid] = d.last_sample_ms;
     if (d.device.sample_interval_ms > 0) state_.interval_ms[d.device.uuid] = d.device.sample_interval_ms;
   }
-  for (const auto& a : allocs) {
-    if (a.to_ms) continue;
-    auto d = dev_by_id.find(a.device_id);
-    auto j = job_by_id.find(a.job_id);
-    if (d == dev_by_id.end() || j == job_by_id.end() || !IsMappedJobId(j->second->id)) continue;
-    Hold& h = state_.open[{d->second->device.uuid, j->second->id}];
+  for (const auto& [a, job] : open) {
+    if (!IsMappedJobId(job)) continue;
+    Hold& h = state_.open[{a.device_uuid, job}];
     h.from_ms = a.from_ms;
-    h.last_seen_ms = std::max(a.from_ms, d->second->last_sample_ms);
+    h.last_seen_ms = std::max(a.from_ms, last_sample_of[a.device_uuid]);
   }
   return Status::Ok();
 }

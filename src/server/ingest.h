@@ -20,6 +20,7 @@
 #include "core/model.h"
 #include "core/status.h"
 #include "core/time.h"
+#include "ledger/ledger.h"
 #include "store/store.h"
 #include "wire/prometheus/dcgm_mapping.h"
 
@@ -187,9 +188,9 @@ class DcgmIngestor {
                                                       GroupCommitter& committer,
                                                       MetricsRegistry* metrics);
 
-  // Loads the open allocations and the devices' last sample times from `store`, so that
-  // a restarted server continues where it stopped. REQUIRES: before any Apply.
-  Status Recover(store::Store& store, int64_t now_ms);
+  // Loads the open allocations and the devices' last sample times from the ledger, so
+  // that a restarted server continues where it stopped. REQUIRES: before any Apply.
+  Status Recover(ledger::Ledger& ledger, int64_t now_ms);
 
   // Builds the batch `batch_id` (content digest `digest`) from `mapped` and applies it.
   // The batch is applied whole or not at all; on failure nothing of this ingestor's state

@@ -16,6 +16,7 @@
 #include "server/scrape.h"
 #include "server/test_support.h"
 #include "wire/prometheus/prom_text.h"
+#include "ledger/store_access.h"
 
 namespace gpuledger::server {
 namespace {
@@ -63,11 +64,11 @@ struct DeviceView {
 
 std::map<std::string, DeviceView> View(ledger::Ledger& l) {
   std::map<std::string, DeviceView> out;
-  auto devices = l.store().ListDevices();
+  auto devices = ledger::internal_StoreOf(l).ListDevices();
   if (!devices.ok()) return out;
   for (const auto& d : *devices) {
     if (d.last_sample_ms == 0) continue;
-    auto s = l.store().Samples(d.id, {d.last_sample_ms, d.last_sample_ms});
+    auto s = ledger::internal_StoreOf(l).Samples(d.id, {d.last_sample_ms, d.last_sample_ms});
     if (!s.ok() || s->empty()) continue;
     const Sample& x = s->back();
     out[d.device.uuid] = {d.device.node, d.device.model, x.gpu_util, x.fb_used_mib, x.power_watts, x.dram_active};

@@ -21,6 +21,7 @@
 #include "wire/batch.h"
 #include "wire/prometheus/prom_text.h"
 #include "wire/prometheus/serving_metrics.h"
+#include "ledger/store_access.h"
 
 namespace gpuledger::server {
 namespace {
@@ -135,7 +136,7 @@ class ScrapeTest : public ::testing::Test {
   }
 
   int64_t JobId(const std::string& job) {
-    auto jobs = ledger_->store().ListJobs();
+    auto jobs = ledger::internal_StoreOf(*ledger_).ListJobs();
     EXPECT_TRUE(jobs.ok());
     for (const auto& j : *jobs) {
       if (j.job.id == job) return j.id;
@@ -145,13 +146,13 @@ class ScrapeTest : public ::testing::Test {
   }
 
   std::vector<ServingSnapshot> Serving(int64_t from, int64_t to) {
-    auto s = ledger_->store().ServingOf(JobId(kServingJob), {from, to});
+    auto s = ledger::internal_StoreOf(*ledger_).ServingOf(JobId(kServingJob), {from, to});
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     return s.ok() ? *s : std::vector<ServingSnapshot>{};
   }
 
   std::vector<Progress> ProgressReports() {
-    auto p = ledger_->store().ProgressOf(JobId(kTrainingJob), {kT0 - kMsPerDay, kT0 + kMsPerDay});
+    auto p = ledger::internal_StoreOf(*ledger_).ProgressOf(JobId(kTrainingJob), {kT0 - kMsPerDay, kT0 + kMsPerDay});
     EXPECT_TRUE(p.ok()) << p.status().ToString();
     return p.ok() ? *p : std::vector<Progress>{};
   }
@@ -451,7 +452,7 @@ TEST_F(ScrapeTest, AFailedApplyKeepsTheBaseline) {
   endpoint_.Serve(TokensText("2e6"));
   ScrapeResult ok = ScrapeAt(target, kT0 + 2 * kStep);
   EXPECT_TRUE(ok.applied);
-  auto p = ledger_->store().ProgressOf(JobId("not-declared-yet"), {kT0, kT0 + kMsPerHour});
+  auto p = ledger::internal_StoreOf(*ledger_).ProgressOf(JobId("not-declared-yet"), {kT0, kT0 + kMsPerHour});
   ASSERT_TRUE(p.ok());
   ASSERT_EQ(p->size(), 1u);
   EXPECT_EQ((*p)[0].interval_ms, 2 * kStep);

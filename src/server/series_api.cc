@@ -9,6 +9,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "ledger/targets.h"
 #include "server/api.h"
 #include "store/store.h"
 
@@ -41,11 +42,11 @@ struct StepAxis {
 
 // The window (default `fallback`, e.g. 7d) and the step (default 1h, a whole number of
 // hours) of a series request.
-Result<std::pair<TimeRange, StepAxis>> WindowAndSteps(const QueryParams& params, int64_t now_ms,
+Result<std::pair<TimeRange, StepAxis>> WindowAndSteps(const QueryParams& params, const QueryContext& q,
                                                       const std::string& fallback) {
   QueryParams p = params;
   if (!p.count("window") && !p.count("from")) p["window"] = fallback;
-  GPULEDGER_ASSIGN_OR_RETURN(TimeRange window, WindowFrom(p, now_ms));
+  GPULEDGER_ASSIGN_OR_RETURN(TimeRange window, WindowFrom(p, q.now_ms, q.data_end_ms));
   auto step = ParseDuration(Param(p, "step", "1h"));
   if (!step.ok()) return step.status().WithContext("step");
   if (*step <= 0 || *step % kMsPerHour != 0) {
@@ -150,19 +151,14 @@ json WindowJson(const TimeRange& w) { return {{"from", FormatTime(w.begin_ms)}, 
 }  // namespace
 
 HttpReply InfoReply(const QueryContext& q) {
-  store::Store& s = q.ledger.store();
-  auto devices = s.ListDevices();
-  if (!devices.ok()) return ErrorReply(devices.status());
-  int64_t from = 0, to = 0;
-  for (const auto& d : *devices) {
-    if (d.in_service_ms > 0 && (from == 0 || d.in_service_ms < from)) from = d.in_service_ms;
-    to = std::max(to, d.last_sample_ms);
-  }
+  auto data = q.ledger.Data();
+  if (!data.ok()) return ErrorReply(data.status());
+  int64_t from = data->first_ms, to = data->end_ms;
   std::set<std::string> teams;
   if (q.who.role == Role::kAdmin) {
-    auto jobs = s.ListJobs();
+    auto jobs = q.ledger.Jobs();
     if (!jobs.ok()) return ErrorReply(jobs.status());
-    for (const auto& j : *jobs) teams.insert(j.job.team);
+    for (const auto& j : *jobs) teams.insert(j.team);
   } else {
     teams.insert(q.who.teams.begin(), q.who.teams.end());
   }
@@ -190,7 +186,7 @@ HttpReply InfoReply(const QueryContext& q) {
 }
 
 HttpReply SeriesReply(const QueryContext& q, const QueryParams& params) {
-  auto wa = WindowAndSteps(params, q.now_ms, "7d");
+  auto wa = WindowAndSteps(params, q, "7d");
   if (!wa.ok()) return ErrorReply(wa.status());
   auto& [window, axis] = *wa;
   std::vector<Dimension> by;
@@ -250,16 +246,15 @@ HttpReply SeriesReply(const QueryContext& q, const QueryParams& params) {
 }
 
 HttpReply HeatmapReply(const QueryContext& q, const QueryParams& params) {
-  auto wa = WindowAndSteps(params, q.now_ms, "7d");
+  auto wa = WindowAndSteps(params, q, "7d");
   if (!wa.ok()) return ErrorReply(wa.status());
   auto& [window, axis] = *wa;
-  store::Store& s = q.ledger.store();
-  auto devices = s.ListDevices();
-  if (!devices.ok()) return ErrorReply(devices.status());
-  if (static_cast<int64_t>(devices->size()) * axis.n > kMaxHeatmapCells) {
+  auto fleet = q.ledger.FleetNow(q.now_ms);
+  if (!fleet.ok()) return ErrorReply(fleet.status());
+  if (static_cast<int64_t>(fleet->size()) * axis.n > kMaxHeatmapCells) {
     return ErrorReply(InvalidArgument(fmt::format(
         "{} devices x {} steps is more than a heatmap holds ({} cells); use a longer step",
-        devices->size(), axis.n, kMaxHeatmapCells)));
+        fleet->size(), axis.n, kMaxHeatmapCells)));
   }
   std::vector<size_t> at;
   auto r = q.ledger.Usage(window, HourlyDimensions(q, {Dimension::kDevice}, at));
@@ -296,30 +291,21 @@ HttpReply HeatmapReply(const QueryContext& q, const QueryParams& params) {
     }
   }
 
-  auto allocs = s.AllocationsOverlapping({q.now_ms, q.now_ms + 1});
-  if (!allocs.ok()) return ErrorReply(allocs.status());
-  auto jobs = s.ListJobs();
-  if (!jobs.ok()) return ErrorReply(jobs.status());
-  std::unordered_map<int64_t, const Job*> job_by_id;
-  for (const auto& j : *jobs) job_by_id[j.id] = &j.job;
-  std::unordered_map<int64_t, std::vector<const Job*>> holders;
-  for (const auto& a : *allocs) {
-    if (auto it = job_by_id.find(a.job_id); it != job_by_id.end()) holders[a.device_id].push_back(it->second);
-  }
-
   // Node, then each GPU followed by its slices.
-  std::unordered_map<int64_t, const store::DeviceRecord*> by_id;
-  for (const auto& d : *devices) by_id[d.id] = &d;
-  std::vector<const store::DeviceRecord*> order;
-  for (const auto& d : *devices) order.push_back(&d);
-  auto sort_key = [&](const store::DeviceRecord* d) {
-    const store::DeviceRecord* gpu = d->parent_id && by_id.count(d->parent_id) ? by_id[d->parent_id] : d;
-    return std::tuple(d->device.node, gpu->device.uuid, d->parent_id != 0, d->device.uuid);
+  std::unordered_map<int64_t, const ledger::DeviceNow*> by_id;
+  for (const auto& dn : *fleet) by_id[dn.record.id] = &dn;
+  std::vector<const ledger::DeviceNow*> order;
+  for (const auto& dn : *fleet) order.push_back(&dn);
+  auto sort_key = [&](const ledger::DeviceNow* dn) {
+    const store::DeviceRecord& d = dn->record;
+    const store::DeviceRecord& gpu = d.parent_id && by_id.count(d.parent_id) ? by_id[d.parent_id]->record : d;
+    return std::tuple(d.device.node, gpu.device.uuid, d.parent_id != 0, d.device.uuid);
   };
   std::stable_sort(order.begin(), order.end(), [&](auto* a, auto* b) { return sort_key(a) < sort_key(b); });
 
   json list = json::array();
-  for (const store::DeviceRecord* d : order) {
+  for (const ledger::DeviceNow* dn : order) {
+    const store::DeviceRecord* d = &dn->record;
     auto it = cells.find(d->device.uuid);
     if (!admin && it == cells.end()) continue;  // a viewer sees the devices its teams held
     json values = json::array();
@@ -333,7 +319,8 @@ HttpReply HeatmapReply(const QueryContext& q, const QueryParams& params) {
     }
     json held = json::array();
     int64_t others = 0;
-    for (const Job* j : holders[d->id]) {
+    for (const ledger::Holder& h : dn->holders) {
+      const Job* j = &h.job;
       if (q.who.MaySeeTeam(j->team)) {
         held.push_back(j->id);
       } else {
@@ -360,37 +347,21 @@ HttpReply BudgetsReply(const QueryContext& q, const QueryParams& params) {
   std::string period_text = Param(params, "period", FormatTime(q.now_ms).substr(0, 7));
   auto month = ParseMonth(period_text);
   if (!month.ok()) return ErrorReply(month.status().WithContext("period"));
-  TimeRange to_date{month->begin_ms, std::clamp(q.now_ms, month->begin_ms, month->end_ms)};
-  std::map<std::string, Money> spent;
-  if (!to_date.empty()) {
-    auto cb = q.ledger.Chargeback(to_date, /*share_idle=*/false);
-    if (!cb.ok()) return ErrorReply(cb.status());
-    for (const auto& line : cb->lines) spent[line.team] += line.direct_cost;
-  }
-  int64_t length = month->length_ms(), elapsed = to_date.length_ms();
+  static const Goals kNone;
+  auto r = ledger::JudgeMonthlyBudgets(q.ledger, q.goals ? *q.goals : kNone, *month, q.now_ms, ScopeOf(q.who));
+  if (!r.ok()) return ErrorReply(r.status());
   json teams = json::array();
-  if (q.goals != nullptr) {
-    for (const auto& [team, budget] : q.goals->monthly_budgets) {
-      if (!q.who.MaySeeTeam(team)) continue;
-      Money used = spent[team];
-      json o = {{"team", team},
-                {"budget", budget.ToString()},
-                {"spent", used.ToString()},
-                {"burn", static_cast<double>(used.micros()) / static_cast<double>(budget.micros())}};
-      if (elapsed > 0) {
-        // At the month's pace so far, exactly, rounded half up to the micro-unit.
-        CostNumerator num = static_cast<CostNumerator>(used.micros()) * length;
-        o["projected"] = Money::FromMicros(static_cast<int64_t>((2 * num + elapsed) / (2 * elapsed))).ToString();
-      } else {
-        o["projected"] = nullptr;
-      }
-      teams.push_back(std::move(o));
-    }
+  for (const ledger::BudgetStatus& s : r->teams) {
+    teams.push_back({{"team", s.team},
+                     {"budget", s.budget.ToString()},
+                     {"spent", s.spent.ToString()},
+                     {"burn", s.burn},
+                     {"projected", s.projected ? json(s.projected->ToString()) : json(nullptr)}});
   }
   return Json({{"period", period_text},
-               {"from", FormatTime(to_date.begin_ms)},
-               {"to", FormatTime(to_date.end_ms)},
-               {"elapsed", static_cast<double>(elapsed) / static_cast<double>(length)},
+               {"from", FormatTime(r->to_date.begin_ms)},
+               {"to", FormatTime(r->to_date.end_ms)},
+               {"elapsed", r->elapsed},
                {"teams", std::move(teams)}});
 }
 

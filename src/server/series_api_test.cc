@@ -48,7 +48,7 @@ class SeriesApiTest : public ::testing::Test {
     h_ = std::make_unique<Harness>(dir_.File("ledger.db"), clock_, o);
     ASSERT_EQ(h_->error, "");
     auto book = PriceBook::Create({{"*", "*", CapacityType::kOnDemand, *Money::Parse("2.00"), {0, kForever}}});
-    ASSERT_TRUE(h_->ledger->store().SavePriceBook(*book).ok());
+    ASSERT_TRUE(h_->ledger->SetPrices(*book).ok());
     for (const Batch& b : {MakeBatch("a-1", "anode", 2, kStart, 240, "alpha"),
                            MakeBatch("b-1", "bnode", 1, kStart, 240, "bravo")}) {
       ASSERT_TRUE(h_->ledger->Ingest(b).ok());
@@ -90,8 +90,11 @@ TEST_F(SeriesApiTest, SeriesAddUpToUsageForTheSameWindowAndGrouping) {
   ASSERT_EQ(s["times"].size(), 4u);
   EXPECT_EQ(s["times"][0], kStart / 1000);
   EXPECT_EQ(s["step_seconds"], 3600);
-  // alpha, bravo, and "(no job)": the minute after the last samples is unmonitored.
-  ASSERT_EQ(s["groups"].size(), 3u) << s["groups"].dump();
+  // alpha and bravo: the window ends where the data ends (the last samples at 11:59), so
+  // no unmonitored minute after them is billed to "(no job)".
+  ASSERT_EQ(s["groups"].size(), 2u) << s["groups"].dump();
+  EXPECT_EQ(u["window"]["to"], "2026-11-23T11:59:00Z");
+  EXPECT_EQ(u["requested"]["to"], "2026-11-23T12:00:00Z");
   size_t hours = s["times"].size();
   for (const json& row : u["rows"]) {
     std::string team = row["group"]["team"];
@@ -113,7 +116,7 @@ TEST_F(SeriesApiTest, SeriesAddUpToUsageForTheSameWindowAndGrouping) {
   Money total;
   for (const auto& [bucket, costs] : s["total"]["cost"].items()) total += Sum(costs);
   EXPECT_EQ(total.ToString(), u["total"]["cost"]);
-  EXPECT_EQ(total.ToString(), "24.000000");  // 3 GPUs x 4 h x 2.00
+  EXPECT_EQ(total.ToString(), "23.900000");  // 3 GPUs x 3 h 59 min x 2.00
   // Each hour's effective utilization is that hour's usage.
   json first = GetJson("/api/v1/usage?from=2026-11-23T08:00:00Z&to=2026-11-23T09:00:00Z&by=team", admin_);
   EXPECT_NEAR(s["total"]["effective_utilization"][0].get<double>(),
@@ -205,10 +208,13 @@ TEST_F(SeriesApiTest, TheHeatmapHasEveryDeviceHourAsUsageHasIt) {
 }
 
 TEST_F(SeriesApiTest, BudgetsBurnAndProjectAtTheMonthsPace) {
-  // 2026-11-23T12:00Z is 22.5 of November's 30 days.
+  // 2026-11-23T12:00Z is 22.5 of November's 30 days; the data ends a minute earlier, at
+  // 11:59, and the pace is the pace up to there.
   json b = GetJson("/api/v1/budgets", admin_);
   EXPECT_EQ(b["period"], "2026-11");
-  EXPECT_DOUBLE_EQ(b["elapsed"].get<double>(), 0.75);
+  EXPECT_EQ(b["to"], "2026-11-23T11:59:00Z");
+  const double elapsed = (22.5 * kMsPerDay - kMsPerMinute) / (30.0 * kMsPerDay);
+  EXPECT_DOUBLE_EQ(b["elapsed"].get<double>(), elapsed);
   ASSERT_EQ(b["teams"].size(), 2u);
   json cb = GetJson("/api/v1/chargeback?period=2026-11", admin_);
   for (const json& t : b["teams"]) {
@@ -220,7 +226,7 @@ TEST_F(SeriesApiTest, BudgetsBurnAndProjectAtTheMonthsPace) {
   }
   EXPECT_EQ(b["teams"][0]["team"], "alpha");
   EXPECT_EQ(b["teams"][0]["spent"], "15.933333");      // 2 GPUs x 239 min x 2.00 / 60
-  EXPECT_EQ(b["teams"][0]["projected"], "21.244444");  // 15.933333 / 0.75, half up
+  EXPECT_EQ(b["teams"][0]["projected"], "21.245100");  // 15.933333 / elapsed, half up
   EXPECT_DOUBLE_EQ(b["teams"][0]["burn"].get<double>(), 0.15933333);
   EXPECT_EQ(b["teams"][1]["spent"], "7.966667");       // 1 GPU (largest remainder takes the micro-unit)
   EXPECT_DOUBLE_EQ(b["teams"][1]["burn"].get<double>(), 7.966667 / 5);  // over budget

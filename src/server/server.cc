@@ -86,39 +86,12 @@ struct Server::Impl {
   std::condition_variable stop_cv;
   bool stopping = false;  // GUARDED_BY(stop_mu)
   bool started = false;
-  // One lock for the ledger: ingest holds it around a group commit (applying the
-  // group's batches and the commit), queries and rollup refreshes for their whole
-  // duration (see server.h). A plain mutex, not a reader-writer lock: glibc's prefers
-  // readers, and a stream of ingests could starve a query forever.
-  std::mutex ledger_mu;
   std::mutex metrics_mu;
   std::optional<int64_t> fleet_metrics_at_ms;  // GUARDED_BY(metrics_mu), steady clock
 
   // Ledger::Ingest's work split in two: the batch is validated on the request's thread
   // (no lock held), then applied in the next group commit. Returns once durable.
   Result<store::ApplyOutcome> Ingest(const Batch& batch) { return committer->Apply(batch); }
-
-  Status Validate(const Batch& batch) { return ValidateBatch(batch, clock.NowMs(), options.max_future_skew_ms); }
-
-  // A group commit of the store that also holds the ledger lock: no query or rollup
-  // refresh sees part of a group.
-  class LedgerGroup final : public store::BatchGroup {
-   public:
-    LedgerGroup(std::unique_lock<std::mutex> lock, std::unique_ptr<store::BatchGroup> group)
-        : lock_(std::move(lock)), group_(std::move(group)) {}
-    ~LedgerGroup() override { group_.reset(); }  // the store's transaction ends first
-    Result<store::ApplyOutcome> Apply(const Batch& batch) override { return group_->Apply(batch); }
-    Status Commit() override { return group_->Commit(); }
-
-   private:
-    std::unique_lock<std::mutex> lock_;
-    std::unique_ptr<store::BatchGroup> group_;
-  };
-  Result<std::unique_ptr<store::BatchGroup>> BeginIngestGroup() {
-    std::unique_lock lock(ledger_mu);
-    GPULEDGER_ASSIGN_OR_RETURN(auto group, ledger.store().BeginBatchGroup());
-    return std::unique_ptr<store::BatchGroup>(new LedgerGroup(std::move(lock), std::move(group)));
-  }
 
   // The principal of a request, or a reply refusing it (401 without a valid token,
   // 403 for a role not in `allowed`).
@@ -265,14 +238,14 @@ struct Server::Impl {
     return p;
   }
 
-  // Runs a query handler under the ledger lock for a viewer or an admin.
+  // Runs a query handler for a viewer or an admin (the ledger is thread-safe: no lock).
   void Query(const httplib::Request& req, httplib::Response& res, std::span<const Role> roles,
              const std::function<HttpReply(const QueryContext&)>& fn) {
     auto who = Authorize(req, res, roles);
     if (!who) return;
-    std::lock_guard lock(ledger_mu);
     QueryContext q{ledger, *who, clock.NowMs(), options.staleness_override_ms, &options.goals,
                    options.dashboard_refresh_ms};
+    if (auto data = ledger.Data(); data.ok()) q.data_end_ms = data->end_ms;
     Send(res, fn(q));
   }
 
@@ -302,19 +275,16 @@ struct Server::Impl {
                              Clock_::now().time_since_epoch()).count();
     if (fleet_metrics_at_ms && now_steady - *fleet_metrics_at_ms < options.metrics_cache_ms) return;
     fleet_metrics_at_ms = now_steady;
-    std::lock_guard lock(ledger_mu);
-    if (auto st = ledger.store().Stats(); st.ok()) {
+    if (auto st = ledger.Stats(); st.ok()) {
       metrics.Set(MetricId::kStoreBytes, {}, static_cast<double>(st->bytes));
       metrics.Set(MetricId::kStoreSamples, {}, static_cast<double>(st->samples));
       metrics.Set(MetricId::kStoreDevices, {}, static_cast<double>(st->devices));
     }
-    auto devices = ledger.store().ListDevices();
-    if (!devices.ok()) return;
-    int64_t first = kForever;
-    for (const auto& d : *devices) {
-      if (d.in_service_ms > 0) first = std::min(first, d.in_service_ms);
-    }
-    int64_t now = clock.NowMs();
+    auto data = ledger.Data();
+    if (!data.ok() || data->first_ms == 0) return;
+    int64_t first = data->first_ms;
+    // The figures end where the data ends (the fleet's latest sample, never after now).
+    int64_t now = data->end_ms > 0 ? std::min(clock.NowMs(), data->end_ms) : clock.NowMs();
     int64_t settled = now - 5 * kMsPerMinute;
     metrics.Clear(MetricId::kFleetUtilization);
     if (first >= settled) return;
@@ -343,10 +313,10 @@ struct Server::Impl {
           return;
         }
       }
-      {
-        std::lock_guard lock(ledger_mu);
-        auto r = ledger.RefreshRollups();
-        if (!r.ok()) spdlog::warn("event=rollup_refresh_failed error={:?}", r.status().message());
+      // The writer path, beside ingest: queries never wait for it (they attribute the
+      // hours still dirty themselves).
+      if (auto r = ledger.RefreshRollups(); !r.ok()) {
+        spdlog::warn("event=rollup_refresh_failed error={:?}", r.status().message());
       }
       auto swept = ingestor->Sweep(clock.NowMs());
       if (!swept.ok()) spdlog::warn("event=hold_sweep_failed error={:?}", swept.status().message());
@@ -483,16 +453,13 @@ Result<std::unique_ptr<Server>> Server::Create(ledger::Ledger& ledger, const Clo
   impl->host = addr.first;
   impl->port = addr.second;
   Impl* raw = impl.get();
-  raw->committer = std::make_unique<GroupCommitter>([raw] { return raw->BeginIngestGroup(); },
-                                                    [raw](const Batch& b) { return raw->Validate(b); });
+  raw->committer = std::make_unique<GroupCommitter>([raw] { return raw->ledger.BeginIngestGroup(); },
+                                                    [raw](const Batch& b) { return raw->ledger.Validate(b); });
   GPULEDGER_ASSIGN_OR_RETURN(
       raw->ingestor,
       DcgmIngestor::Create(raw->options.prometheus, *raw->committer,
                            &raw->metrics));
-  {
-    std::lock_guard lock(raw->ledger_mu);
-    GPULEDGER_RETURN_IF_ERROR(raw->ingestor->Recover(ledger.store(), clock.NowMs()));
-  }
+  GPULEDGER_RETURN_IF_ERROR(raw->ingestor->Recover(ledger, clock.NowMs()));
   // Serving and progress targets apply their batches through the same locked ingest.
   raw->scraper = std::make_unique<Scraper>(raw->options.scrape_targets, *raw->ingestor, clock, &raw->metrics,
                                            [raw](const Batch& b) { return raw->Ingest(b); });
@@ -545,7 +512,6 @@ void Server::Stop() {
   }
   s.stop_cv.notify_all();
   if (s.maintenance_thread.joinable()) s.maintenance_thread.join();
-  std::lock_guard lock(s.ledger_mu);
   auto r = s.ledger.RefreshRollups();
   if (!r.ok()) spdlog::warn("event=rollup_refresh_failed error={:?}", r.status().message());
   spdlog::info("event=server_stopped");

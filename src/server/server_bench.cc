@@ -30,6 +30,7 @@
 #include "server/test_support.h"
 #include "wire/batch.h"
 #include "wire/prometheus/remote_write.h"
+#include "ledger/store_access.h"
 
 namespace gpuledger::server {
 namespace {
@@ -241,7 +242,7 @@ void UsageLatency(int queries) {
   testing::Harness h(dir.File("usage.db"), clock);
   if (!h.error.empty()) return (void)std::fprintf(stderr, "%s\n", h.error.c_str());
   ledger::Ledger& l = *h.ledger;
-  (void)l.store().SavePriceBook(*PriceBook::Create(
+  (void)l.SetPrices(*PriceBook::Create(
       {PriceEntry{"*", "*", CapacityType::kOnDemand, Money::FromMicros(2'490'000), {0, kForever}}}));
   // 125 nodes x 8 GPUs; per GPU a job a day for one of 20 teams, idle the last 2 hours.
   for (int node = 0; node < 125; ++node) {
@@ -259,8 +260,8 @@ void UsageLatency(int queries) {
   }
   (void)l.RefreshRollups();
   std::map<std::string, int64_t> job_id;
-  auto jobs = l.store().ListJobs();
-  auto devices = l.store().ListDevices();
+  auto jobs = ledger::internal_StoreOf(l).ListJobs();
+  auto devices = ledger::internal_StoreOf(l).ListDevices();
   if (!jobs.ok() || !devices.ok()) return (void)std::fprintf(stderr, "setup listing failed\n");
   for (const auto& j : *jobs) job_id[j.job.id] = j.id;
   std::vector<store::RollupUpdate> updates;
@@ -283,11 +284,11 @@ void UsageLatency(int queries) {
       updates.push_back(std::move(u));
     }
     if (updates.size() >= 20'000) {
-      (void)l.store().WriteRollups(updates);
+      (void)ledger::internal_StoreOf(l).WriteRollups(updates);
       updates.clear();
     }
   }
-  (void)l.store().WriteRollups(updates);
+  (void)ledger::internal_StoreOf(l).WriteRollups(updates);
   std::string path = fmt::format("/api/v1/usage?from={}&to={}&by=team", UrlEncode(FormatTime(base)),
                                  UrlEncode(FormatTime(base + 30 * kMsPerDay)));
   std::vector<double> ms;

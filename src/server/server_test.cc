@@ -20,6 +20,7 @@
 #include "server/test_support.h"
 #include "wire/batch.h"
 #include "wire/prometheus/remote_write.h"
+#include "ledger/store_access.h"
 
 namespace gpuledger::server {
 namespace {
@@ -66,7 +67,7 @@ HttpResponse Get(const std::string& url, const std::string& path, const std::str
 }
 
 int64_t StoredBatches(ledger::Ledger& l) {
-  auto s = l.store().Stats();
+  auto s = l.Stats();
   return s.ok() ? s->batches : -1;
 }
 
@@ -265,7 +266,7 @@ TEST(ServerTest, HostileInputIsRefusedAndChangesNothing) {
   Harness h(dir.File("ledger.db"), clock, o);
   ASSERT_EQ(h.error, "");
   ASSERT_EQ(Post(h.url(), "/api/v1/batches", wire::WriteBatch(MakeBatch("ok", "n0", 1, kStart, 5, "t"))).status, 200);
-  auto stats0 = h.ledger->store().Stats();
+  auto stats0 = h.ledger->Stats();
   ASSERT_TRUE(stats0.ok());
 
   struct Case {
@@ -337,7 +338,7 @@ TEST(ServerTest, HostileInputIsRefusedAndChangesNothing) {
       std::transform(want.begin(), want.end(), want.begin(), [](unsigned char ch) { return std::tolower(ch); });
       EXPECT_NE(msg.find(want), std::string::npos) << r.body;
     }
-    auto stats = h.ledger->store().Stats();
+    auto stats = h.ledger->Stats();
     ASSERT_TRUE(stats.ok());
     EXPECT_EQ(stats->batches, stats0->batches);
     EXPECT_EQ(stats->samples, stats0->samples);
@@ -406,19 +407,19 @@ TEST(ServerTest, RemoteWriteMapsDevicesJobsAndAllocations) {
   }
   EXPECT_EQ(h.server->metrics().Value(MetricId::kIngestRequests, {"remote_write", "duplicate"}), 1);
   EXPECT_EQ(h.server->metrics().Value(MetricId::kIgnoredPoints, {"DCGM_FI_DEV_GPU_TEMP"}), 10);
-  auto devices = h.ledger->store().ListDevices();
+  auto devices = ledger::internal_StoreOf(*h.ledger).ListDevices();
   ASSERT_TRUE(devices.ok());
   ASSERT_EQ(devices->size(), 2u);
   const auto& mig = (*devices)[0].device.is_mig() ? (*devices)[0].device : (*devices)[1].device;
   EXPECT_EQ(mig.share, (Share{3, 7}));
   EXPECT_EQ(mig.mig_profile, "3g.71gb");
   EXPECT_EQ(mig.model, "NVIDIA H200");
-  auto jobs = h.ledger->store().ListJobs();
+  auto jobs = ledger::internal_StoreOf(*h.ledger).ListJobs();
   ASSERT_TRUE(jobs.ok());
   ASSERT_EQ(jobs->size(), 1u);
   EXPECT_EQ((*jobs)[0].job.id, "k8s/team-vision/trainer-0");
   EXPECT_EQ((*jobs)[0].job.team, "vision");
-  auto allocs = h.ledger->store().AllocationsOverlapping({0, kForever});
+  auto allocs = ledger::internal_StoreOf(*h.ledger).AllocationsOverlapping({0, kForever});
   ASSERT_TRUE(allocs.ok());
   ASSERT_EQ(allocs->size(), 2u);  // the GPU and its MIG instance
   for (const auto& a : *allocs) {
@@ -528,7 +529,7 @@ TEST(ServerTest, ConcurrentWritersAndReaders) {
   EXPECT_EQ(errors.load(), 0);
   EXPECT_GT(reads.load(), 0);
   EXPECT_EQ(StoredBatches(*h.ledger), kWriters * kBatchesEach);
-  auto stats = h.ledger->store().Stats();
+  auto stats = h.ledger->Stats();
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->samples, kWriters * kBatchesEach * 2 * 15);
 }
@@ -623,7 +624,7 @@ TEST(ServerTest, ConcurrentWritersBatchesLandExactlyOnce) {
   }
   EXPECT_GE(answers.size(), good_ids.size());
   EXPECT_EQ(StoredBatches(*h.ledger), static_cast<int64_t>(good_ids.size()));
-  auto stats = h.ledger->store().Stats();
+  auto stats = h.ledger->Stats();
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->samples, expected_samples);
 }

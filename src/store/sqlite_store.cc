@@ -7,19 +7,24 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <map>
 #include <mutex>
 #include <unordered_map>
 
 #include "store/sample_chunk.h"
+#include "store/sqlite_reads.h"
+#include "store/sqlite_util.h"
 #include "store/store.h"
 
 namespace gpuledger::store {
 namespace {
 
+using sqlite::kMinuteBlobBytes;
+using sqlite::Stmt;
+
 constexpr const char* kSqliteTableSuffix = " WITHOUT ROWID";
-constexpr int kMinuteBlobBytes = 60 * static_cast<int>(kBucketCount) * 4;
 
 // Schema migrations, applied in order; meta.schema_version records how many ran.
 std::vector<std::string> Migrations() {
@@ -106,92 +111,6 @@ std::vector<std::string> Migrations() {
 // The schema version whose migration also runs ConvertSamplesToChunks.
 constexpr size_t kChunkedSamplesVersion = 5;
 
-class Stmt {
- public:
-  Stmt() = default;
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
-  ~Stmt() { sqlite3_finalize(s_); }
-
-  Status Prepare(sqlite3* db, const std::string& sql) {
-    if (sqlite3_prepare_v3(db, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &s_, nullptr) !=
-        SQLITE_OK) {
-      return Internal(fmt::format("sqlite: preparing \"{}\": {}", sql, sqlite3_errmsg(db)));
-    }
-    return Status::Ok();
-  }
-  sqlite3_stmt* get() { return s_; }
-  Stmt& Reset() {
-    sqlite3_reset(s_);
-    sqlite3_clear_bindings(s_);
-    return *this;
-  }
-  // Resets without clearing the bindings: for hot statements whose every parameter is
-  // bound again before each step.
-  Stmt& Rewind() {
-    sqlite3_reset(s_);
-    return *this;
-  }
-  Stmt& Bind(int i, int64_t v) {
-    sqlite3_bind_int64(s_, i, v);
-    return *this;
-  }
-  Stmt& Bind(int i, const std::string& v) {
-    sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
-    return *this;
-  }
-  Stmt& Bind(int i, std::string_view v) {
-    sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
-    return *this;
-  }
-  Stmt& Bind(int i, const std::optional<double>& v) {
-    if (v) {
-      sqlite3_bind_double(s_, i, *v);
-    } else {
-      sqlite3_bind_null(s_, i);
-    }
-    return *this;
-  }
-  Stmt& Bind(int i, const std::optional<int64_t>& v) {
-    if (v) {
-      sqlite3_bind_int64(s_, i, *v);
-    } else {
-      sqlite3_bind_null(s_, i);
-    }
-    return *this;
-  }
-  Stmt& BindNull(int i) {
-    sqlite3_bind_null(s_, i);
-    return *this;
-  }
-  // Steps once: SQLITE_ROW, SQLITE_DONE or an error code.
-  int Step() { return sqlite3_step(s_); }
-  int64_t Int(int col) { return sqlite3_column_int64(s_, col); }
-  std::optional<int64_t> OptInt(int col) {
-    if (sqlite3_column_type(s_, col) == SQLITE_NULL) return std::nullopt;
-    return sqlite3_column_int64(s_, col);
-  }
-  std::optional<double> OptDouble(int col) {
-    if (sqlite3_column_type(s_, col) == SQLITE_NULL) return std::nullopt;
-    return sqlite3_column_double(s_, col);
-  }
-  // Valid until the next step or reset.
-  std::string_view Blob(int col) {
-    const void* b = sqlite3_column_blob(s_, col);
-    return b ? std::string_view(static_cast<const char*>(b), static_cast<size_t>(sqlite3_column_bytes(s_, col)))
-             : std::string_view();
-  }
-  std::string Text(int col) {
-    const unsigned char* t = sqlite3_column_text(s_, col);
-    return t ? std::string(reinterpret_cast<const char*>(t),
-                           static_cast<size_t>(sqlite3_column_bytes(s_, col)))
-             : std::string();
-  }
-
- private:
-  sqlite3_stmt* s_ = nullptr;
-};
-
 // The old samples table kept ratios to 1e-4, memory to the MiB and power to the tenth
 // of a watt (as chunks do): read when migrating to chunks.
 constexpr double kRatioScale = 10'000;
@@ -200,12 +119,6 @@ std::optional<double> FromScaled(const std::optional<int64_t>& v, double scale) 
   if (!v) return std::nullopt;
   return static_cast<double>(*v) / scale;
 }
-
-struct PairHash {
-  size_t operator()(const std::pair<int64_t, int64_t>& p) const {
-    return std::hash<int64_t>()(p.first * 1'000'003 + p.second);
-  }
-};
 
 std::string DigestText(uint64_t d) { return fmt::format("{:016x}", d); }
 
@@ -220,6 +133,8 @@ struct DeviceRow {
 class SqliteStore final : public Store {
  public:
   ~SqliteStore() override {
+    idle_readers_.clear();
+    reads_.reset();
     stmts_.clear();
     sqlite3_close_v2(db_);
   }
@@ -245,6 +160,8 @@ class SqliteStore final : public Store {
     GPULEDGER_RETURN_IF_ERROR(Exec("PRAGMA wal_autocheckpoint=4000"));
     GPULEDGER_RETURN_IF_ERROR(Migrate(path));
     GPULEDGER_RETURN_IF_ERROR(PrepareAll());
+    GPULEDGER_ASSIGN_OR_RETURN(reads_, sqlite::Reads::Create(db_));
+    path_ = path;
     return LoadCaches();
   }
 
@@ -262,181 +179,57 @@ class SqliteStore final : public Store {
     return std::unique_ptr<BatchGroup>(std::move(group));
   }
 
-  Result<std::vector<DeviceRecord>> ListDevices() override {
-    std::lock_guard lock(mu_);
-    Stmt& q = S(kListDevices).Reset();
-    std::vector<DeviceRecord> out;
-    std::unordered_map<int64_t, std::string> uuid_of;
-    while (q.Step() == SQLITE_ROW) {
-      DeviceRecord r;
-      r.id = q.Int(0);
-      r.device.uuid = q.Text(1);
-      r.device.node = q.Text(2);
-      r.device.model = q.Text(3);
-      r.device.memory_mib = q.Int(4);
-      r.device.pool = q.Text(5);
-      r.device.capacity_type = ParseCapacityType(q.Text(6)).value();
-      r.parent_id = q.Int(7);
-      r.device.share = Share{static_cast<int32_t>(q.Int(8)), static_cast<int32_t>(q.Int(9))};
-      r.device.mig_profile = q.Text(10);
-      r.device.sample_interval_ms = q.Int(11);
-      r.in_service_ms = q.Int(12);
-      r.last_sample_ms = q.Int(13);
-      uuid_of[r.id] = r.device.uuid;
-      out.push_back(std::move(r));
-    }
-    for (DeviceRecord& r : out) {
-      if (r.parent_id) r.device.parent_uuid = uuid_of[r.parent_id];
-    }
-    return out;
+  // Reads on the writer's connection, under the writer's lock: they see what it committed
+  // and wait for a group being applied (readers that must not wait take a Snapshot).
+  Result<std::vector<DeviceRecord>> ListDevices() override { return Locked([&] { return reads_->ListDevices(); }); }
+  Result<std::vector<JobRecord>> ListJobs() override { return Locked([&] { return reads_->ListJobs(); }); }
+  Result<std::vector<AllocationRecord>> Allocations(int64_t device_id, const TimeRange& range) override {
+    return Locked([&] { return reads_->Allocations(device_id, range); });
   }
-
-  Result<std::vector<JobRecord>> ListJobs() override {
-    std::lock_guard lock(mu_);
-    Stmt& q = S(kListJobs).Reset();
-    std::vector<JobRecord> out;
-    while (q.Step() == SQLITE_ROW) {
-      JobRecord r;
-      r.id = q.Int(0);
-      Job& j = r.job;
-      j.id = q.Text(1);
-      j.team = q.Text(2);
-      j.project = q.Text(3);
-      j.experiment = q.Text(4);
-      j.user = q.Text(5);
-      j.kind = ParseJobKind(q.Text(6)).value();
-      j.pool = q.Text(7);
-      j.priority = static_cast<int32_t>(q.Int(8));
-      j.requested_gpus = static_cast<int32_t>(q.Int(9));
-      j.requested_mig_profile = q.Text(10);
-      j.submit_ms = q.OptInt(11);
-      j.start_ms = q.OptInt(12);
-      j.end_ms = q.OptInt(13);
-      j.model_parameters = q.OptDouble(14);
-      j.model_layers = q.Int(15);
-      j.model_hidden = q.Int(16);
-      j.model_sequence = q.Int(17);
-      j.model_dtype = q.Text(18);
-      out.push_back(std::move(r));
-    }
-    return out;
-  }
-
-  Result<std::vector<AllocationRecord>> Allocations(int64_t device_id,
-                                                    const TimeRange& range) override {
-    std::lock_guard lock(mu_);
-    Stmt& q = S(kAllocationsOfDevice).Reset();
-    q.Bind(1, device_id).Bind(2, range.end_ms).Bind(3, range.begin_ms);
-    return ReadAllocations(q);
-  }
-
   Result<std::vector<AllocationRecord>> AllocationsOverlapping(const TimeRange& range) override {
-    std::lock_guard lock(mu_);
-    Stmt& q = S(kAllocationsOverlapping).Reset();
-    q.Bind(1, range.end_ms).Bind(2, range.begin_ms);
-    return ReadAllocations(q);
+    return Locked([&] { return reads_->AllocationsOverlapping(range); });
   }
-
   Result<std::vector<ServingSnapshot>> ServingOf(int64_t job_id, const TimeRange& range) override {
-    std::lock_guard lock(mu_);
-    Stmt& q = S(kServingOf).Reset();
-    q.Bind(1, job_id).Bind(2, range.begin_ms).Bind(3, range.end_ms);
-    std::vector<ServingSnapshot> out;
-    while (q.Step() == SQLITE_ROW) {
-      ServingSnapshot v;
-      v.engine = q.Text(0);
-      v.model = q.Text(1);
-      v.t_ms = q.Int(2);
-      v.requests_waiting = q.OptDouble(3);
-      v.requests_running = q.OptDouble(4);
-      v.kv_cache_usage_ratio = q.OptDouble(5);
-      v.prompt_tokens_total = q.OptDouble(6);
-      v.generation_tokens_total = q.OptDouble(7);
-      v.preemptions_total = q.OptDouble(8);
-      v.requests_total = q.OptDouble(9);
-      v.executions_total = q.OptDouble(10);
-      v.queue_seconds_total = q.OptDouble(11);
-      v.compute_seconds_total = q.OptDouble(12);
-      if (!DecodeHistogram(q.Text(13), v.prefill_seconds) || !DecodeHistogram(q.Text(14), v.decode_seconds) ||
-          !DecodeHistogram(q.Text(15), v.iteration_tokens)) {
-        return Internal(fmt::format("serving histogram of job {} at {} is corrupt", job_id, FormatTime(v.t_ms)));
-      }
-      out.push_back(std::move(v));
-    }
-    return out;
+    return Locked([&] { return reads_->ServingOf(job_id, range); });
   }
-
   Result<std::vector<Progress>> ProgressOf(int64_t job_id, const TimeRange& range) override {
-    std::lock_guard lock(mu_);
-    Stmt& q = S(kProgressOf).Reset();
-    q.Bind(1, job_id).Bind(2, range.begin_ms).Bind(3, range.end_ms);
-    std::vector<Progress> out;
-    while (q.Step() == SQLITE_ROW) {
-      Progress p;
-      p.t_ms = q.Int(0);
-      p.interval_ms = q.Int(1);
-      p.tokens = q.OptDouble(2);
-      p.model_flops = q.OptDouble(3);
-      out.push_back(p);
-    }
-    return out;
+    return Locked([&] { return reads_->ProgressOf(job_id, range); });
   }
-
   Result<std::vector<Sample>> Samples(int64_t device_id, const TimeRange& range) override {
-    std::lock_guard lock(mu_);
-    Stmt& q = S(kSamplesOfDevice).Reset();
-    q.Bind(1, device_id).Bind(2, FloorTo(range.begin_ms, kMsPerHour)).Bind(3, range.end_ms);
-    std::vector<Sample> out;
-    bool ordered = true;
-    while (q.Step() == SQLITE_ROW) {
-      int64_t first = q.Int(0);
-      size_t before = out.size();
-      if (!DecodeChunk(q.Blob(1), first, range.begin_ms, range.end_ms, out)) {
-        return Internal(fmt::format("sample chunk of device {} at {} is corrupt", device_id, FormatTime(first)));
-      }
-      // Chunks come by first time; two batches' chunks of one hour may interleave.
-      if (before > 0 && out.size() > before && out[before].t_ms < out[before - 1].t_ms) ordered = false;
-    }
-    if (!ordered) {
-      std::stable_sort(out.begin(), out.end(), [](const Sample& a, const Sample& b) { return a.t_ms < b.t_ms; });
-    }
-    Stmt& p = S(kProcessesOfDevice).Reset();
-    p.Bind(1, device_id).Bind(2, range.begin_ms).Bind(3, range.end_ms);
-    size_t i = 0;
-    while (p.Step() == SQLITE_ROW) {
-      int64_t t = p.Int(0);
-      while (i < out.size() && out[i].t_ms < t) ++i;
-      if (i == out.size()) break;
-      if (out[i].t_ms != t) continue;
-      out[i].processes.push_back(
-          ProcessSample{p.Int(1), p.Text(2), *p.OptDouble(3), p.OptDouble(4)});
-    }
-    return out;
+    return Locked([&] { return reads_->Samples(device_id, range); });
   }
-
+  Result<std::unordered_map<int64_t, Sample>> LatestSamples() override {
+    return Locked([&] { return reads_->LatestSamples(); });
+  }
   Result<std::vector<DirtyHour>> DirtyHours(size_t limit) override {
-    std::lock_guard lock(mu_);
-    Stmt& q = S(kDirtyHours).Reset();
-    q.Bind(1, static_cast<int64_t>(limit));
-    std::vector<DirtyHour> out;
-    while (q.Step() == SQLITE_ROW) out.push_back({q.Int(0), q.Int(1), q.Int(2)});
-    return out;
+    return Locked([&] { return reads_->DirtyHours(limit); });
   }
+  Result<std::vector<DirtyHour>> DirtyHoursIn(const TimeRange& hours) override {
+    return Locked([&] { return reads_->DirtyHoursIn(hours); });
+  }
+  Result<std::vector<RollupSum>> SumHourRollups(const TimeRange& hours) override {
+    return Locked([&] { return reads_->SumHourRollups(hours); });
+  }
+  Result<std::vector<RollupSum>> SumSettledHourRollups(const TimeRange& hours) override {
+    return Locked([&] { return reads_->SumSettledHourRollups(hours); });
+  }
+  Status ScanMinuteRollups(const TimeRange& range, const std::function<void(const RollupRow&)>& fn,
+                           bool settled_only) override {
+    return Locked([&] { return reads_->ScanMinuteRollups(range, fn, settled_only); });
+  }
+  Result<PriceBook> LoadPriceBook() override { return Locked([&] { return reads_->LoadPriceBook(); }); }
+  Result<StoreStats> Stats() override { return Locked([&] { return reads_->Stats(); }); }
+
+  Result<std::unique_ptr<StoreSnapshot>> Snapshot() override;
 
   Status WriteRollups(const std::vector<RollupUpdate>& updates) override {
     std::lock_guard lock(mu_);
-    GPULEDGER_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
-    Status st = [&]() -> Status {
-      for (const RollupUpdate& u : updates) {
-        GPULEDGER_RETURN_IF_ERROR(WriteOneRollup(u.dirty, u.hour_rows, u.minute_rows));
-      }
-      return Status::Ok();
-    }();
-    if (!st.ok()) {
-      (void)Exec("ROLLBACK");
-      return st;
+    Txn txn(*this);
+    GPULEDGER_RETURN_IF_ERROR(txn.Begin());
+    for (const RollupUpdate& u : updates) {
+      GPULEDGER_RETURN_IF_ERROR(WriteOneRollup(u.dirty, u.hour_rows, u.minute_rows));
     }
-    return Exec("COMMIT");
+    return txn.Commit();
   }
 
  private:
@@ -479,142 +272,70 @@ class SqliteStore final : public Store {
   }
 
  public:
-  Result<std::vector<RollupSum>> SumHourRollups(const TimeRange& hours) override {
-    std::lock_guard lock(mu_);
-    Stmt& q = S(kSumHourRollups).Reset();
-    q.Bind(1, hours.begin_ms).Bind(2, hours.end_ms);
-    // Summed here rather than with GROUP BY: a hash of (device, job) beats SQLite's
-    // sorter by a factor of three on a month of a thousand GPUs.
-    std::vector<RollupSum> out;
-    std::unordered_map<std::pair<int64_t, int64_t>, size_t, PairHash> index;
-    while (q.Step() == SQLITE_ROW) {
-      sqlite3_stmt* st = q.get();
-      int64_t device = sqlite3_column_int64(st, 0), job = sqlite3_column_int64(st, 1);
-      auto [it, inserted] = index.try_emplace({device, job}, out.size());
-      if (inserted) out.push_back(RollupSum{device, job, {}, 0});
-      RollupSum& r = out[it->second];
-      for (size_t b = 0; b < kBucketCount; ++b) {
-        r.ms[b] += sqlite3_column_int64(st, static_cast<int>(2 + b));
-      }
-      r.coarse_ms += sqlite3_column_int64(st, 7);
-      int64_t named = 0;
-      for (size_t c = 0; c + 1 < kIdleCauseCount; ++c) {
-        int64_t v = sqlite3_column_int64(st, static_cast<int>(8 + c));
-        r.idle_causes[c] += v;
-        named += v;
-      }
-      r.idle_causes[kIdleCauseCount - 1] += sqlite3_column_int64(st, 3) - named;
-    }
-    return out;
-  }
-
-  Status ScanMinuteRollups(const TimeRange& range,
-                           const std::function<void(const RollupRow&)>& fn) override {
-    std::lock_guard lock(mu_);
-    Stmt& q = S(kScanMinuteRollups).Reset();
-    q.Bind(1, FloorTo(range.begin_ms, kMsPerHour)).Bind(2, range.end_ms);
-    while (q.Step() == SQLITE_ROW) {
-      int64_t hour = q.Int(0);
-      const auto* blob = static_cast<const uint8_t*>(sqlite3_column_blob(q.get(), 2));
-      if (blob == nullptr || sqlite3_column_bytes(q.get(), 2) != kMinuteBlobBytes) {
-        return Internal(fmt::format("minute rollup of device {} at {} is corrupt", q.Int(1),
-                                    FormatTime(hour)));
-      }
-      for (size_t m = 0; m < 60; ++m) {
-        RollupRow r;
-        r.period_ms = hour + static_cast<int64_t>(m) * kMsPerMinute;
-        r.device_id = q.Int(1);
-        int64_t any = 0;
-        for (size_t b = 0; b < kBucketCount; ++b) {
-          size_t at = (m * kBucketCount + b) * 4;
-          uint32_t v = 0;
-          for (size_t k = 0; k < 4; ++k) v |= static_cast<uint32_t>(blob[at + k]) << (8 * k);
-          r.ms[b] = v;
-          any |= v;
-        }
-        if (any && range.Contains(r.period_ms)) fn(r);
-      }
-    }
-    return Status::Ok();
-  }
-
-  Result<PriceBook> LoadPriceBook() override {
-    std::lock_guard lock(mu_);
-    Stmt& q = S(kLoadPrices).Reset();
-    std::vector<PriceEntry> entries;
-    while (q.Step() == SQLITE_ROW) {
-      PriceEntry e;
-      e.model = q.Text(0);
-      e.pool = q.Text(1);
-      e.capacity_type = ParseCapacityType(q.Text(2)).value();
-      e.per_gpu_hour = Money::FromMicros(q.Int(3));
-      e.valid = {q.Int(4), q.Int(5)};
-      entries.push_back(std::move(e));
-    }
-    return PriceBook::Create(std::move(entries));
-  }
-
   Status SavePriceBook(const PriceBook& book) override {
     std::lock_guard lock(mu_);
-    GPULEDGER_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
-    Status st = [&]() -> Status {
-      GPULEDGER_RETURN_IF_ERROR(Exec("DELETE FROM prices"));
-      for (const PriceEntry& e : book.entries()) {
-        std::string type(CapacityTypeName(e.capacity_type));
-        GPULEDGER_RETURN_IF_ERROR(Done(S(kInsertPrice)
-                                           .Reset()
-                                           .Bind(1, e.model)
-                                           .Bind(2, e.pool)
-                                           .Bind(3, type)
-                                           .Bind(4, e.per_gpu_hour.micros())
-                                           .Bind(5, e.valid.begin_ms)
-                                           .Bind(6, e.valid.end_ms)));
-      }
-      return Status::Ok();
-    }();
-    if (!st.ok()) {
-      (void)Exec("ROLLBACK");
-      return st;
+    Txn txn(*this);
+    GPULEDGER_RETURN_IF_ERROR(txn.Begin());
+    GPULEDGER_RETURN_IF_ERROR(Exec("DELETE FROM prices"));
+    for (const PriceEntry& e : book.entries()) {
+      std::string type(CapacityTypeName(e.capacity_type));
+      GPULEDGER_RETURN_IF_ERROR(Done(S(kInsertPrice)
+                                         .Reset()
+                                         .Bind(1, e.model)
+                                         .Bind(2, e.pool)
+                                         .Bind(3, type)
+                                         .Bind(4, e.per_gpu_hour.micros())
+                                         .Bind(5, e.valid.begin_ms)
+                                         .Bind(6, e.valid.end_ms)));
     }
-    return Exec("COMMIT");
+    return txn.Commit();
   }
 
   Result<int64_t> PruneSamples(int64_t before_ms) override {
     std::lock_guard lock(mu_);
-    GPULEDGER_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+    Txn txn(*this);
+    GPULEDGER_RETURN_IF_ERROR(txn.Begin());
     // Samples are kept in chunks of an hour: retention prunes whole hours, those before
     // the hour that holds `before_ms`.
     int64_t hour = FloorTo(before_ms, kMsPerHour);
     Stmt& q = S(kPruneSamples).Reset().Bind(1, hour);
     int64_t n = 0;
-    int rc;
-    while ((rc = q.Step()) == SQLITE_ROW) n += q.Int(0);
-    Status st = rc == SQLITE_DONE ? Status::Ok() : Internal(fmt::format("sqlite: pruning samples: {}", sqlite3_errmsg(db_)));
-    if (st.ok()) st = Done(S(kPruneProcesses).Reset().Bind(1, hour));
-    if (!st.ok()) {
-      (void)Exec("ROLLBACK");
-      return st;
-    }
-    GPULEDGER_RETURN_IF_ERROR(Exec("COMMIT"));
+    GPULEDGER_RETURN_IF_ERROR(sqlite::ForEach(db_, q, "sample_chunks (pruning)", [&] {
+      n += q.Int(0);
+      return Status::Ok();
+    }));
+    GPULEDGER_RETURN_IF_ERROR(Done(S(kPruneProcesses).Reset().Bind(1, hour)));
+    GPULEDGER_RETURN_IF_ERROR(txn.Commit());
     return n;
   }
 
-  Result<StoreStats> Stats() override {
-    std::lock_guard lock(mu_);
-    StoreStats s;
-    auto count = [&](const char* sql) -> int64_t {
-      Stmt q;
-      if (!q.Prepare(db_, sql).ok() || q.Step() != SQLITE_ROW) return -1;
-      return q.Int(0);
-    };
-    s.batches = count("SELECT count(*) FROM batches");
-    s.devices = count("SELECT count(*) FROM devices");
-    s.jobs = count("SELECT count(*) FROM jobs");
-    s.samples = count("SELECT coalesce(sum(n), 0) FROM sample_chunks");
-    s.dirty_hours = count("SELECT count(*) FROM dirty_hours");
-    s.bytes = count("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()");
-    return s;
-  }
+ private:
+  // A write transaction on db_ that is rolled back unless committed. REQUIRES: mu_ held
+  // for its whole life.
+  class Txn {
+   public:
+    explicit Txn(SqliteStore& s) : s_(s) {}
+    Txn(const Txn&) = delete;
+    Txn& operator=(const Txn&) = delete;
+    ~Txn() {
+      if (open_ && !sqlite3_get_autocommit(s_.db_)) (void)s_.Exec("ROLLBACK");
+    }
+    Status Begin() {
+      GPULEDGER_RETURN_IF_ERROR(s_.Exec("BEGIN IMMEDIATE"));
+      open_ = true;
+      return Status::Ok();
+    }
+    // On error the transaction is rolled back (by SQLite or by the destructor).
+    Status Commit() {
+      Status st = s_.Exec("COMMIT");
+      if (st.ok()) open_ = false;
+      return st;
+    }
+
+   private:
+    SqliteStore& s_;
+    bool open_ = false;
+  };
 
  private:
   // Ids and device state learnt inside a transaction, published after COMMIT. A batch
@@ -645,7 +366,10 @@ class SqliteStore final : public Store {
       GPULEDGER_RETURN_IF_ERROR(
           Done(S(kUpdateDeviceTimes).Reset().Bind(1, id).Bind(2, st.first).Bind(3, st.second)));
     }
-    int64_t gen = ++generation_;
+    Stmt& next = S(kNextGeneration).Reset();
+    if (int rc = next.Step(); rc != SQLITE_ROW) return sqlite::Error(db_, rc, "taking a dirty-hour generation");
+    int64_t gen = next.Int(0);
+    next.Reset();
     std::vector<std::pair<int64_t, int64_t>>& dirty = learnt.dirty;
     std::sort(dirty.begin(), dirty.end());
     dirty.erase(std::unique(dirty.begin(), dirty.end()), dirty.end());
@@ -734,14 +458,13 @@ class SqliteStore final : public Store {
     Pending learnt_;  // by the batches applied so far
   };
 
+  // The writer's statements (the reads are sqlite::Reads').
   enum StmtId {
     kFindBatch, kInsertBatch, kInsertDevice, kUpdateDevice, kUpdateDeviceTimes, kUpsertJob,
     kFindAllocation, kInsertAllocation, kCloseAllocation, kInsertChunk, kChunksOverlapping, kInsertProcess,
-    kMarkDirty, kListDevices, kListJobs, kAllocationsOfDevice, kAllocationsOverlapping,
-    kSamplesOfDevice, kProcessesOfDevice, kDirtyHours, kDeleteHourRollup, kDeleteMinuteRollup,
-    kInsertHourRollup, kInsertMinuteRollup, kClearDirty, kSumHourRollups, kScanMinuteRollups,
-    kLoadPrices, kInsertPrice, kPruneSamples, kPruneProcesses, kInsertProgress, kProgressOf,
-    kInsertServing, kServingOf, kStmtCount
+    kMarkDirty, kDeleteHourRollup, kDeleteMinuteRollup, kInsertHourRollup, kInsertMinuteRollup,
+    kClearDirty, kInsertPrice, kPruneSamples, kPruneProcesses, kInsertProgress, kInsertServing,
+    kNextGeneration, kStmtCount
   };
 
   Stmt& S(StmtId id) { return *stmts_[id]; }
@@ -795,44 +518,13 @@ class SqliteStore final : public Store {
         {kMarkDirty,
          "INSERT INTO dirty_hours(device_id, hour_ms, generation) VALUES(?1,?2,?3)"
          " ON CONFLICT(device_id, hour_ms) DO UPDATE SET generation=excluded.generation"},
-        {kListDevices,
-         "SELECT id, uuid, node, model, memory_mib, pool, capacity_type, parent_id, share_num,"
-         " share_den, mig_profile, sample_interval_ms, in_service_ms, last_sample_ms"
-         " FROM devices ORDER BY id"},
-        {kListJobs,
-         "SELECT id, job_key, team, project, experiment, user_name, kind, pool, priority,"
-         " requested_gpus, requested_mig_profile, submit_ms, start_ms, end_ms, model_parameters,"
-         " model_layers, model_hidden, model_sequence, model_dtype FROM jobs ORDER BY id"},
         {kInsertServing,
          "INSERT INTO serving(job_id, engine, model, t_ms, requests_waiting, requests_running,"
          " kv_cache_usage, prompt_tokens, generation_tokens, preemptions, requests, executions,"
          " queue_seconds, compute_seconds, prefill, decode, iteration_tokens)"
          " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)"},
-        {kServingOf,
-         "SELECT engine, model, t_ms, requests_waiting, requests_running, kv_cache_usage,"
-         " prompt_tokens, generation_tokens, preemptions, requests, executions, queue_seconds,"
-         " compute_seconds, prefill, decode, iteration_tokens FROM serving WHERE job_id=?1"
-         " AND t_ms >= ?2 AND t_ms <= ?3 ORDER BY engine, model, t_ms"},
         {kInsertProgress,
          "INSERT INTO progress(job_id, t_ms, interval_ms, tokens, model_flops) VALUES(?1,?2,?3,?4,?5)"},
-        {kProgressOf,
-         "SELECT t_ms, interval_ms, tokens, model_flops FROM progress WHERE job_id=?1 AND t_ms > ?2"
-         " AND t_ms - interval_ms < ?3 ORDER BY t_ms"},
-        {kAllocationsOfDevice,
-         "SELECT device_id, job_id, from_ms, to_ms FROM allocations WHERE device_id=?1"
-         " AND from_ms < ?2 AND (to_ms IS NULL OR to_ms > ?3) ORDER BY from_ms, job_id"},
-        {kAllocationsOverlapping,
-         "SELECT device_id, job_id, from_ms, to_ms FROM allocations WHERE from_ms < ?1"
-         " AND (to_ms IS NULL OR to_ms > ?2) ORDER BY device_id, from_ms, job_id"},
-        // A chunk lies within one hour: those starting from the hour of ?2 on.
-        {kSamplesOfDevice,
-         "SELECT first_ms, data FROM sample_chunks WHERE device_id=?1 AND first_ms >= ?2"
-         " AND first_ms <= ?3 ORDER BY first_ms"},
-        {kProcessesOfDevice,
-         "SELECT t_ms, pid, job_key, fb_used_mib, sm_share FROM process_samples"
-         " WHERE device_id=?1 AND t_ms >= ?2 AND t_ms <= ?3 ORDER BY t_ms, pid"},
-        {kDirtyHours,
-         "SELECT device_id, hour_ms, generation FROM dirty_hours LIMIT ?1"},
         {kDeleteHourRollup, "DELETE FROM rollup_hour WHERE hour_ms=?1 AND device_id=?2"},
         {kDeleteMinuteRollup, "DELETE FROM rollup_minute WHERE hour_ms=?1 AND device_id=?2"},
         {kInsertHourRollup,
@@ -842,21 +534,18 @@ class SqliteStore final : public Store {
         {kInsertMinuteRollup,
          "INSERT INTO rollup_minute(hour_ms, device_id, buckets) VALUES(?1,?2,?3)"},
         {kClearDirty, "DELETE FROM dirty_hours WHERE device_id=?1 AND hour_ms=?2 AND generation=?3"},
-        {kSumHourRollups,
-         "SELECT device_id, job_id, active_ms, idle_ms, unallocated_ms, unavailable_ms,"
-         " unmonitored_ms, coarse_ms, input_stall_ms, checkpoint_stall_ms, held_idle_ms"
-         " FROM rollup_hour WHERE hour_ms >= ?1 AND hour_ms < ?2"},
-        {kScanMinuteRollups,
-         "SELECT hour_ms, device_id, buckets FROM rollup_minute WHERE hour_ms >= ?1 AND hour_ms < ?2"
-         " ORDER BY hour_ms, device_id"},
-        {kLoadPrices,
-         "SELECT model, pool, capacity_type, micros_per_hour, begin_ms, end_ms FROM prices"
-         " ORDER BY id"},
         {kInsertPrice,
          "INSERT INTO prices(model, pool, capacity_type, micros_per_hour, begin_ms, end_ms)"
          " VALUES(?1,?2,?3,?4,?5,?6)"},
         {kPruneSamples, "DELETE FROM sample_chunks WHERE first_ms < ?1 RETURNING n"},
         {kPruneProcesses, "DELETE FROM process_samples WHERE t_ms < ?1"},
+        // The dirty-hour generation is kept in the database, so that a writer in another
+        // process (or a reopened store) never reuses one. It starts above any stored.
+        {kNextGeneration,
+         "INSERT INTO meta(key, value) VALUES('dirty_generation',"
+         " (SELECT coalesce(max(generation), 0) + 1 FROM dirty_hours))"
+         " ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+         " RETURNING CAST(value AS INTEGER)"},
     };
     stmts_.resize(kStmtCount);
     for (const auto& [id, sql] : kSql) {
@@ -866,22 +555,12 @@ class SqliteStore final : public Store {
     return Status::Ok();
   }
 
-  Status Exec(const std::string& sql) {
-    char* err = nullptr;
-    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-      std::string msg = err ? err : sqlite3_errmsg(db_);
-      sqlite3_free(err);
-      return Internal(fmt::format("sqlite: {} (in \"{:.60}\")", msg, sql));
-    }
-    return Status::Ok();
-  }
+  Status Exec(const std::string& sql) { return sqlite::Exec(db_, sql); }
 
   // Steps a statement that returns no rows.
   Status Done(Stmt& s) {
     int rc = s.Step();
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
-      return Internal(fmt::format("sqlite: {}", sqlite3_errmsg(db_)));
-    }
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) return sqlite::Error(db_, rc, "writing");
     return Status::Ok();
   }
 
@@ -890,7 +569,16 @@ class SqliteStore final : public Store {
         Exec("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"));
     Stmt q;
     GPULEDGER_RETURN_IF_ERROR(q.Prepare(db_, "SELECT value FROM meta WHERE key='schema_version'"));
-    size_t version = q.Step() == SQLITE_ROW ? static_cast<size_t>(std::stoll(q.Text(0))) : 0;
+    size_t version = 0;
+    if (int rc = q.Step(); rc == SQLITE_ROW) {
+      std::string text = q.Text(0);
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), version);
+      if (ec != std::errc() || end != text.data() + text.size()) {
+        return Internal(fmt::format("store {}: meta row schema_version is corrupt: \"{}\"", path, text));
+      }
+    } else if (rc != SQLITE_DONE) {
+      return sqlite::Error(db_, rc, "reading the schema version");
+    }
     q.Reset();  // no statement may be active while a migration drops a table
     auto migrations = Migrations();
     if (version > migrations.size()) {
@@ -979,19 +667,19 @@ class SqliteStore final : public Store {
         "SELECT id, uuid, in_service_ms, last_sample_ms, node, model, pool, capacity_type,"
         " mig_profile, memory_mib, parent_id, share_num, share_den, sample_interval_ms"
         " FROM devices"));
-    while (q.Step() == SQLITE_ROW) {
+    GPULEDGER_RETURN_IF_ERROR(sqlite::ForEach(db_, q, "devices", [&] {
       device_ids_[q.Text(1)] = q.Int(0);
       device_state_[q.Int(0)] = {q.Int(2), q.Int(3)};
       device_rows_[q.Int(0)] = DeviceRow{q.Text(4), q.Text(5), q.Text(6), q.Text(7), q.Text(8),
                                          q.Int(9),  q.Int(10), q.Int(11), q.Int(12), q.Int(13)};
-    }
+      return Status::Ok();
+    }));
     Stmt j;
     GPULEDGER_RETURN_IF_ERROR(j.Prepare(db_, "SELECT id, job_key FROM jobs"));
-    while (j.Step() == SQLITE_ROW) job_ids_[j.Text(1)] = j.Int(0);
-    Stmt g;
-    GPULEDGER_RETURN_IF_ERROR(g.Prepare(db_, "SELECT coalesce(max(generation), 0) FROM dirty_hours"));
-    if (g.Step() == SQLITE_ROW) generation_ = g.Int(0);
-    return Status::Ok();
+    return sqlite::ForEach(db_, j, "jobs", [&] {
+      job_ids_[j.Text(1)] = j.Int(0);
+      return Status::Ok();
+    });
   }
 
   std::optional<int64_t> DeviceId(const std::string& uuid, const Pending& p) const {
@@ -1036,7 +724,9 @@ class SqliteStore final : public Store {
     std::string digest = DigestText(b.content_digest);
     {
       Stmt& find = S(kFindBatch).Reset().Bind(1, b.batch_id);
-      if (find.Step() == SQLITE_ROW) {
+      int rc = find.Step();
+      if (rc != SQLITE_ROW && rc != SQLITE_DONE) return sqlite::Error(db_, rc, "looking up the batch id");
+      if (rc == SQLITE_ROW) {
         std::string seen = find.Text(0);
         find.Rewind();  // no statement stays active past the group's commit
         if (b.content_digest != 0 && seen != DigestText(0) && seen != digest) {
@@ -1193,10 +883,11 @@ class SqliteStore final : public Store {
       Stmt& o = S(kChunksOverlapping).Reset();
       o.Bind(1, device).Bind(2, hour).Bind(3, hour + kMsPerHour).Bind(4, c.first_ms).Bind(5, c.last_ms);
       std::vector<int64_t> mine;
-      while (o.Step() == SQLITE_ROW) {
+      GPULEDGER_RETURN_IF_ERROR(sqlite::ForEach(db_, o, "sample_chunks", [&]() -> Status {
         stored.clear();
         if (!ChunkTimes(o.Blob(1), o.Int(0), stored)) {
-          return Internal(fmt::format("sample chunk of device {} at {} is corrupt", device, FormatTime(o.Int(0))));
+          return Internal(fmt::format("store: sample_chunks row of device {} at {} is corrupt: the chunk does not decode",
+                                      device, FormatTime(o.Int(0))));
         }
         if (mine.empty()) (void)ChunkTimes(c.data, c.first_ms, mine);
         auto a = mine.begin();
@@ -1209,7 +900,8 @@ class SqliteStore final : public Store {
                                    b.samples[i].device_uuid, FormatTime(t)));
           }
         }
-      }
+        return Status::Ok();
+      }));
       Stmt& ins = S(kInsertChunk).Reset();
       ins.Bind(1, device).Bind(2, c.first_ms).Bind(3, c.last_ms).Bind(4, static_cast<int64_t>(c.index.size()));
       sqlite3_bind_blob(ins.get(), 5, c.data.data(), static_cast<int>(c.data.size()), SQLITE_STATIC);
@@ -1243,7 +935,9 @@ class SqliteStore final : public Store {
                    fmt::format("unknown job {} (declare it in the batch's jobs)", a.job_id));
       }
       Stmt& find = S(kFindAllocation).Reset().Bind(1, *device_id).Bind(2, *job_id).Bind(3, a.from_ms);
-      if (find.Step() == SQLITE_ROW) {
+      int found = find.Step();
+      if (found != SQLITE_ROW && found != SQLITE_DONE) return sqlite::Error(db_, found, "looking up an allocation");
+      if (found == SQLITE_ROW) {
         auto stored_to = find.OptInt(0);
         find.Rewind();
         if (stored_to && a.to_ms && *stored_to != *a.to_ms) {
@@ -1329,21 +1023,127 @@ class SqliteStore final : public Store {
     return ApplyOutcome::kApplied;
   }
 
-  Result<std::vector<AllocationRecord>> ReadAllocations(Stmt& q) {
-    std::vector<AllocationRecord> out;
-    while (q.Step() == SQLITE_ROW) out.push_back({q.Int(0), q.Int(1), q.Int(2), q.OptInt(3)});
-    return out;
+  // Runs a read on the writer's connection under its lock.
+  template <class F>
+  auto Locked(F&& read) -> decltype(read()) {
+    std::lock_guard lock(mu_);
+    return read();
   }
 
-  std::mutex mu_;
+  // A reader connection, returned to the pool by the snapshot that used it.
+  struct Reader {
+    sqlite3* db = nullptr;
+    std::unique_ptr<sqlite::Reads> reads;
+    ~Reader() {
+      reads.reset();
+      sqlite3_close_v2(db);
+    }
+  };
+  class PooledSnapshot;
+  Result<std::unique_ptr<Reader>> OpenReader();
+  void ReturnReader(std::unique_ptr<Reader> r);
+
+  std::mutex mu_;  // the writer: the connection db_, its statements and the caches below
   sqlite3* db_ = nullptr;
+  std::string path_;
   std::vector<std::unique_ptr<Stmt>> stmts_;
+  std::unique_ptr<sqlite::Reads> reads_;  // on db_
   std::unordered_map<std::string, int64_t> device_ids_;
   std::unordered_map<std::string, int64_t> job_ids_;
   std::unordered_map<int64_t, std::pair<int64_t, int64_t>> device_state_;
   std::unordered_map<int64_t, DeviceRow> device_rows_;
-  int64_t generation_ = 0;
+  std::mutex pool_mu_;
+  std::vector<std::unique_ptr<Reader>> idle_readers_;  // guarded by pool_mu_
 };
+
+// A snapshot: a read transaction on a reader connection, begun and pinned at once, ended
+// (and the connection handed back) when destroyed.
+class SqliteStore::PooledSnapshot final : public StoreSnapshot {
+ public:
+  PooledSnapshot(SqliteStore& store, std::unique_ptr<Reader> r) : store_(store), r_(std::move(r)) {}
+  ~PooledSnapshot() override {
+    (void)sqlite::Exec(r_->db, "COMMIT");
+    store_.ReturnReader(std::move(r_));
+  }
+  Result<std::vector<DeviceRecord>> ListDevices() override { return r_->reads->ListDevices(); }
+  Result<std::vector<JobRecord>> ListJobs() override { return r_->reads->ListJobs(); }
+  Result<std::vector<AllocationRecord>> Allocations(int64_t device_id, const TimeRange& range) override {
+    return r_->reads->Allocations(device_id, range);
+  }
+  Result<std::vector<AllocationRecord>> AllocationsOverlapping(const TimeRange& range) override {
+    return r_->reads->AllocationsOverlapping(range);
+  }
+  Result<std::vector<ServingSnapshot>> ServingOf(int64_t job_id, const TimeRange& range) override {
+    return r_->reads->ServingOf(job_id, range);
+  }
+  Result<std::vector<Progress>> ProgressOf(int64_t job_id, const TimeRange& range) override {
+    return r_->reads->ProgressOf(job_id, range);
+  }
+  Result<std::vector<Sample>> Samples(int64_t device_id, const TimeRange& range) override {
+    return r_->reads->Samples(device_id, range);
+  }
+  Result<std::unordered_map<int64_t, Sample>> LatestSamples() override { return r_->reads->LatestSamples(); }
+  Result<std::vector<DirtyHour>> DirtyHours(size_t limit) override { return r_->reads->DirtyHours(limit); }
+  Result<std::vector<DirtyHour>> DirtyHoursIn(const TimeRange& hours) override {
+    return r_->reads->DirtyHoursIn(hours);
+  }
+  Result<std::vector<RollupSum>> SumHourRollups(const TimeRange& hours) override {
+    return r_->reads->SumHourRollups(hours);
+  }
+  Result<std::vector<RollupSum>> SumSettledHourRollups(const TimeRange& hours) override {
+    return r_->reads->SumSettledHourRollups(hours);
+  }
+  Status ScanMinuteRollups(const TimeRange& range, const std::function<void(const RollupRow&)>& fn,
+                           bool settled_only) override {
+    return r_->reads->ScanMinuteRollups(range, fn, settled_only);
+  }
+  Result<PriceBook> LoadPriceBook() override { return r_->reads->LoadPriceBook(); }
+  Result<StoreStats> Stats() override { return r_->reads->Stats(); }
+
+ private:
+  SqliteStore& store_;
+  std::unique_ptr<Reader> r_;
+};
+
+Result<std::unique_ptr<SqliteStore::Reader>> SqliteStore::OpenReader() {
+  auto r = std::make_unique<Reader>();
+  if (int rc = sqlite3_open_v2(path_.c_str(), &r->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+      rc != SQLITE_OK) {
+    return sqlite::Error(r->db, rc, fmt::format("opening a reader of {}", path_));
+  }
+  sqlite3_busy_timeout(r->db, 5000);
+  GPULEDGER_RETURN_IF_ERROR(sqlite::Exec(r->db, "PRAGMA cache_size=-32768"));
+  GPULEDGER_ASSIGN_OR_RETURN(r->reads, sqlite::Reads::Create(r->db));
+  return r;
+}
+
+void SqliteStore::ReturnReader(std::unique_ptr<Reader> r) {
+  constexpr size_t kIdleReaders = 4;  // kept open for the next snapshots; more are closed
+  std::lock_guard lock(pool_mu_);
+  if (idle_readers_.size() < kIdleReaders) idle_readers_.push_back(std::move(r));
+}
+
+Result<std::unique_ptr<StoreSnapshot>> SqliteStore::Snapshot() {
+  std::unique_ptr<Reader> r;
+  {
+    std::lock_guard lock(pool_mu_);
+    if (!idle_readers_.empty()) {
+      r = std::move(idle_readers_.back());
+      idle_readers_.pop_back();
+    }
+  }
+  if (!r) {
+    GPULEDGER_ASSIGN_OR_RETURN(r, OpenReader());
+  }
+  // WAL: a read transaction sees the database as of its first read, whatever commits
+  // later; the first read is done here, so the snapshot's moment is now.
+  GPULEDGER_RETURN_IF_ERROR(sqlite::Exec(r->db, "BEGIN"));
+  if (Status st = sqlite::Exec(r->db, "SELECT count(*) FROM meta"); !st.ok()) {
+    (void)sqlite::Exec(r->db, "ROLLBACK");
+    return st;
+  }
+  return std::unique_ptr<StoreSnapshot>(new PooledSnapshot(*this, std::move(r)));
+}
 
 }  // namespace
 

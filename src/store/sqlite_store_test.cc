@@ -2,8 +2,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <future>
+#include <map>
 #include <filesystem>
+
+#include <sqlite3.h>
 
 #include "store/store.h"
 
@@ -14,12 +20,25 @@ using ::testing::HasSubstr;
 
 constexpr int64_t kT0 = 1'795'420'800'000;  // 2026-11-23T08:00:00Z, a whole hour
 
-class SqliteStoreTest : public ::testing::Test {
+// A backend under the store contract: its name and how to open a fresh store in `dir`.
+// The PostgreSQL store joins the list below; every TEST_P here then runs on it too.
+struct Backend {
+  std::string name;
+  std::function<Result<std::unique_ptr<Store>>(const std::filesystem::path& dir)> open;
+};
+
+Backend Sqlite() {
+  return {"sqlite", [](const std::filesystem::path& dir) { return OpenSqliteStore((dir / "ledger.db").string()); }};
+}
+
+class StoreFixture : public ::testing::Test {
  protected:
+  explicit StoreFixture(Backend backend) : backend_(std::move(backend)) {}
   void SetUp() override {
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(name.begin(), name.end(), '/', '-');
     dir_ = std::filesystem::temp_directory_path() /
-           ("gpuledger-store-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+           ("gpuledger-store-" + std::to_string(::getpid()) + "-" + backend_.name + "-" + name);
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     Reopen();
@@ -30,7 +49,7 @@ class SqliteStoreTest : public ::testing::Test {
   }
   void Reopen() {
     store_.reset();
-    auto s = OpenSqliteStore((dir_ / "ledger.db").string());
+    auto s = backend_.open(dir_);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     store_ = std::move(*s);
   }
@@ -53,11 +72,26 @@ class SqliteStoreTest : public ::testing::Test {
     return b;
   }
 
+  Backend backend_;
   std::filesystem::path dir_;
   std::unique_ptr<Store> store_;
 };
 
-TEST_F(SqliteStoreTest, AppliesABatchAndReadsItBack) {
+// The contract every backend keeps.
+class StoreContractTest : public StoreFixture, public ::testing::WithParamInterface<Backend> {
+ protected:
+  StoreContractTest() : StoreFixture(GetParam()) {}
+};
+INSTANTIATE_TEST_SUITE_P(Backends, StoreContractTest, ::testing::Values(Sqlite()),
+                         [](const ::testing::TestParamInfo<Backend>& p) { return p.param.name; });
+
+// What only the SQLite store does (its file, its migrations).
+class SqliteStoreTest : public StoreFixture {
+ protected:
+  SqliteStoreTest() : StoreFixture(Sqlite()) {}
+};
+
+TEST_P(StoreContractTest, AppliesABatchAndReadsItBack) {
   auto r = store_->ApplyBatch(Basic("b1"));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(*r, ApplyOutcome::kApplied);
@@ -81,14 +115,14 @@ TEST_F(SqliteStoreTest, AppliesABatchAndReadsItBack) {
   EXPECT_EQ(dirty.back().hour_ms, kT0 + kMsPerHour);
 }
 
-TEST_F(SqliteStoreTest, ARetriedBatchIsNotAppliedTwice) {
+TEST_P(StoreContractTest, ARetriedBatchIsNotAppliedTwice) {
   ASSERT_EQ(*store_->ApplyBatch(Basic("b1")), ApplyOutcome::kApplied);
   ASSERT_EQ(*store_->ApplyBatch(Basic("b1")), ApplyOutcome::kDuplicate);
   EXPECT_EQ(store_->Stats()->samples, 3);
   EXPECT_EQ(store_->Stats()->batches, 1);
 }
 
-TEST_F(SqliteStoreTest, ABatchIdReusedForOtherContentIsRefused) {
+TEST_P(StoreContractTest, ABatchIdReusedForOtherContentIsRefused) {
   Batch a = Basic("b1");
   a.content_digest = 1;
   ASSERT_TRUE(store_->ApplyBatch(a).ok());
@@ -99,7 +133,7 @@ TEST_F(SqliteStoreTest, ABatchIdReusedForOtherContentIsRefused) {
   EXPECT_EQ(r.status().code(), StatusCode::kAlreadyExists);
 }
 
-TEST_F(SqliteStoreTest, AFailingBatchLeavesTheStoreUnchanged) {
+TEST_P(StoreContractTest, AFailingBatchLeavesTheStoreUnchanged) {
   ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
   auto before = *store_->Stats();
 
@@ -132,7 +166,7 @@ TEST_F(SqliteStoreTest, AFailingBatchLeavesTheStoreUnchanged) {
   EXPECT_THAT(store_->ApplyBatch(c).status().message(), HasSubstr("unknown device GPU-new"));
 }
 
-TEST_F(SqliteStoreTest, ASampleStoredByAnotherBatchIsADuplicate) {
+TEST_P(StoreContractTest, ASampleStoredByAnotherBatchIsADuplicate) {
   ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
   Batch b = Basic("b2");
   auto r = store_->ApplyBatch(b);
@@ -162,7 +196,7 @@ Batch OnNode(const std::string& id, const std::string& node, int64_t t0, int n =
 
 // Group commit: one transaction, a savepoint per batch. The bad batch is refused with
 // its own error and leaves nothing behind; the batches before and after it commit.
-TEST_F(SqliteStoreTest, AGroupRefusesItsBadBatchAloneAndCommitsTheOthers) {
+TEST_P(StoreContractTest, AGroupRefusesItsBadBatchAloneAndCommitsTheOthers) {
   Batch a = OnNode("a", "na", kT0);
   Batch bad = OnNode("bad", "nbad", kT0);
   Sample orphan = bad.samples.back();
@@ -219,7 +253,7 @@ TEST_F(SqliteStoreTest, AGroupRefusesItsBadBatchAloneAndCommitsTheOthers) {
 
 // The same batch id twice in one group: the second is a duplicate of the first (not
 // applied again), and the id with other content is refused, as across groups.
-TEST_F(SqliteStoreTest, ABatchIdTwiceInOneGroupIsADuplicate) {
+TEST_P(StoreContractTest, ABatchIdTwiceInOneGroupIsADuplicate) {
   Batch a = OnNode("a", "na", kT0);
   a.content_digest = 7;
   Batch again = a;
@@ -242,7 +276,7 @@ TEST_F(SqliteStoreTest, ABatchIdTwiceInOneGroupIsADuplicate) {
 
 // A group given up before its commit (or whose commit failed) leaves nothing, and the
 // store's caches learn nothing from it.
-TEST_F(SqliteStoreTest, AGroupNotCommittedLeavesNothing) {
+TEST_P(StoreContractTest, AGroupNotCommittedLeavesNothing) {
   {
     auto group = store_->BeginBatchGroup();
     ASSERT_TRUE(group.ok()) << group.status().ToString();
@@ -273,7 +307,7 @@ TEST_F(SqliteStoreTest, AGroupNotCommittedLeavesNothing) {
 }
 
 // A device declared again exactly as stored is not rewritten; a changed one is.
-TEST_F(SqliteStoreTest, ADeviceDeclaredAgainKeepsOrUpdatesItsRecord) {
+TEST_P(StoreContractTest, ADeviceDeclaredAgainKeepsOrUpdatesItsRecord) {
   ASSERT_TRUE(store_->ApplyBatch(OnNode("a", "na", kT0)).ok());
   Batch same = OnNode("b", "na", kT0 + kMsPerHour);
   ASSERT_TRUE(store_->ApplyBatch(same).ok());
@@ -290,7 +324,7 @@ TEST_F(SqliteStoreTest, ADeviceDeclaredAgainKeepsOrUpdatesItsRecord) {
   EXPECT_EQ((*store_->ListDevices())[0].device.pool, "p");
 }
 
-TEST_F(SqliteStoreTest, AllocationsCloseOnceAndRetriesAreHarmless) {
+TEST_P(StoreContractTest, AllocationsCloseOnceAndRetriesAreHarmless) {
   ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
   Batch close;
   close.batch_id = "b2";
@@ -316,7 +350,7 @@ TEST_F(SqliteStoreTest, AllocationsCloseOnceAndRetriesAreHarmless) {
               HasSubstr("allocations[0].job: unknown job nope"));
 }
 
-TEST_F(SqliteStoreTest, MigSlicesNameTheirParent) {
+TEST_P(StoreContractTest, MigSlicesNameTheirParent) {
   Batch b;
   b.batch_id = "mig";
   // The slice is listed before its parent: the store orders them.
@@ -342,7 +376,7 @@ DirtyHour HourOfSamples(Store& s) {
   return {};
 }
 
-TEST_F(SqliteStoreTest, RollupsReplaceAndSum) {
+TEST_P(StoreContractTest, RollupsReplaceAndSum) {
   ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
   DirtyHour own = HourOfSamples(*store_);
   RollupRow row{kT0, 1, 1, {100, 200, 0, 0, 50}, 0};
@@ -356,7 +390,7 @@ TEST_F(SqliteStoreTest, RollupsReplaceAndSum) {
   EXPECT_EQ(store_->DirtyHours(100)->size(), 3u);  // the others are still dirty
 }
 
-TEST_F(SqliteStoreTest, ADirtyMarkNewerThanTheRollupSurvivesIt) {
+TEST_P(StoreContractTest, ADirtyMarkNewerThanTheRollupSurvivesIt) {
   ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
   DirtyHour own = HourOfSamples(*store_);
   Batch more;
@@ -372,7 +406,7 @@ TEST_F(SqliteStoreTest, ADirtyMarkNewerThanTheRollupSurvivesIt) {
   EXPECT_EQ(still.size(), 4u);
 }
 
-TEST_F(SqliteStoreTest, PriceBookAndDataSurviveReopening) {
+TEST_P(StoreContractTest, PriceBookAndDataSurviveReopening) {
   auto book = *PriceBook::Create({PriceEntry{"NVIDIA H200", "*", CapacityType::kReserved,
                                              *Money::Parse("2.75"), {0, kForever}}});
   ASSERT_TRUE(store_->SavePriceBook(book).ok());
@@ -387,7 +421,7 @@ TEST_F(SqliteStoreTest, PriceBookAndDataSurviveReopening) {
 
 // Raw samples are kept in hourly chunks: retention prunes the whole hours before the
 // hour that holds its limit, and leaves rollups alone.
-TEST_F(SqliteStoreTest, PrunesRawSamplesOnlyInWholeHours) {
+TEST_P(StoreContractTest, PrunesRawSamplesOnlyInWholeHours) {
   ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());  // three samples at 08:00:00..08:00:20
   Batch later = Basic("b2");
   later.devices.clear();
@@ -405,7 +439,7 @@ TEST_F(SqliteStoreTest, PrunesRawSamplesOnlyInWholeHours) {
 
 // Two batches may bring samples of one device-hour in interleaved times: both stored,
 // read back in time order; an instant stored already is refused by name.
-TEST_F(SqliteStoreTest, InterleavedBatchesOfOneHourReadBackInOrder) {
+TEST_P(StoreContractTest, InterleavedBatchesOfOneHourReadBackInOrder) {
   ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());  // 08:00:00, :10, :20
   Batch between = Basic("b2");
   between.devices.clear();
@@ -497,7 +531,7 @@ TEST_F(SqliteStoreTest, RefusesAStoreFromANewerBuild) {
 namespace gpuledger::store {
 namespace {
 
-TEST_F(SqliteStoreTest, MinuteRollupsRoundTripPerMinute) {
+TEST_P(StoreContractTest, MinuteRollupsRoundTripPerMinute) {
   ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
   RollupRow m0{kT0, 1, 0, {60'000, 0, 0, 0, 0}, 0};
   RollupRow m7{kT0 + 7 * kMsPerMinute, 1, 0, {1, 2, 3, 4, 59'990}, 0};
@@ -509,6 +543,146 @@ TEST_F(SqliteStoreTest, MinuteRollupsRoundTripPerMinute) {
   ASSERT_EQ(seen.size(), 1u);  // minute 0 is outside the range; empty minutes are skipped
   EXPECT_EQ(seen[0].period_ms, m7.period_ms);
   EXPECT_EQ(seen[0].ms, m7.ms);
+}
+
+}  // namespace
+}  // namespace gpuledger::store
+
+namespace gpuledger::store {
+namespace {
+
+Batch SamplesAt(std::string id, int64_t from_ms, int n) {
+  Batch b;
+  b.batch_id = std::move(id);
+  for (int i = 0; i < n; ++i) {
+    Sample s;
+    s.device_uuid = "GPU-a";
+    s.t_ms = from_ms + i * 10'000;
+    s.sm_active = 0.25;
+    b.samples.push_back(s);
+  }
+  return b;
+}
+
+// A snapshot sees the store as it was when taken, whatever is committed later.
+TEST_P(StoreContractTest, ASnapshotSeesOneCommittedMoment) {
+  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+  auto snap = store_->Snapshot();
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  ASSERT_TRUE(store_->ApplyBatch(SamplesAt("b2", kT0 + 60'000, 3)).ok());
+  int64_t id = store_->ListDevices()->at(0).id;
+  EXPECT_EQ((*snap)->Samples(id, {kT0, kT0 + kMsPerHour})->size(), 3u);
+  EXPECT_EQ((*snap)->Stats()->batches, 1);
+  EXPECT_EQ((*snap)->ListDevices()->at(0).last_sample_ms, kT0 + 30'000);
+  auto later = store_->Snapshot();
+  ASSERT_TRUE(later.ok());
+  EXPECT_EQ((*later)->Samples(id, {kT0, kT0 + kMsPerHour})->size(), 6u);
+  EXPECT_EQ((*later)->Stats()->batches, 2);
+}
+
+// A group holds the writer; a snapshot is taken and read meanwhile, on another thread.
+TEST_P(StoreContractTest, ASnapshotNeverWaitsForAGroup) {
+  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+  auto group = store_->BeginBatchGroup();
+  ASSERT_TRUE(group.ok());
+  ASSERT_TRUE((*group)->Apply(SamplesAt("b2", kT0 + 60'000, 3)).ok());
+  auto read = std::async(std::launch::async, [&]() -> Result<size_t> {
+    GPULEDGER_ASSIGN_OR_RETURN(auto snap, store_->Snapshot());
+    GPULEDGER_ASSIGN_OR_RETURN(auto devices, snap->ListDevices());
+    GPULEDGER_ASSIGN_OR_RETURN(auto samples, snap->Samples(devices.at(0).id, {kT0, kT0 + kMsPerHour}));
+    return samples.size();
+  });
+  ASSERT_EQ(read.wait_for(std::chrono::seconds(20)), std::future_status::ready) << "the snapshot waited for the group";
+  auto n = read.get();
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(*n, 3u);  // none of the open group
+  ASSERT_TRUE((*group)->Commit().ok());
+}
+
+// Dirty device-hours are told apart: a reader sums only the settled rollups and
+// attributes the dirty hours itself.
+TEST_P(StoreContractTest, SettledRollupsLeaveOutTheDirtyHours) {
+  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+  int64_t id = store_->ListDevices()->at(0).id;
+  // A sample can change the hours around it (staleness, idle-cause context): 08:00's is one.
+  auto dirty = *store_->DirtyHoursIn({kT0, kT0 + kMsPerHour});
+  ASSERT_EQ(dirty.size(), 1u);
+  RollupRow row{kT0, id, 0, {1000, 0, 0, 0, 0}, 0};
+  ASSERT_TRUE(store_->WriteRollups({{dirty[0], {row}, {}}}).ok());
+  EXPECT_EQ(store_->SumSettledHourRollups({kT0, kT0 + kMsPerHour})->size(), 1u);
+  EXPECT_TRUE(store_->DirtyHoursIn({kT0, kT0 + kMsPerHour})->empty());
+  ASSERT_TRUE(store_->ApplyBatch(SamplesAt("b2", kT0 + 60'000, 3)).ok());  // the hour is dirty again
+  EXPECT_EQ(store_->SumHourRollups({kT0, kT0 + kMsPerHour})->size(), 1u);
+  EXPECT_TRUE(store_->SumSettledHourRollups({kT0, kT0 + kMsPerHour})->empty());
+  auto in = *store_->DirtyHoursIn({kT0, kT0 + kMsPerHour});
+  ASSERT_EQ(in.size(), 1u);
+  EXPECT_EQ(in[0].device_id, id);
+  EXPECT_EQ(in[0].hour_ms, kT0);
+  std::vector<RollupRow> minutes;
+  ASSERT_TRUE(store_->ScanMinuteRollups({kT0, kT0 + kMsPerHour}, [&](const RollupRow& r) { minutes.push_back(r); },
+                                        /*settled_only=*/true)
+                  .ok());
+  EXPECT_TRUE(minutes.empty());
+}
+
+// The generation that tells a newer dirty mark from an older one lives in the database:
+// a reopened store (or another writer) never reuses one.
+TEST_P(StoreContractTest, DirtyGenerationsOutliveTheProcess) {
+  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+  const TimeRange hour{kT0, kT0 + kMsPerHour};
+  int64_t first = store_->DirtyHoursIn(hour)->at(0).generation;
+  Reopen();
+  ASSERT_TRUE(store_->ApplyBatch(SamplesAt("b2", kT0 + 60'000, 3)).ok());
+  int64_t second = store_->DirtyHoursIn(hour)->at(0).generation;
+  EXPECT_GT(second, first);
+  // A refresh that read the first generation leaves the newer mark alone.
+  RollupRow row{kT0, store_->ListDevices()->at(0).id, 0, {1000, 0, 0, 0, 0}, 0};
+  ASSERT_TRUE(store_->WriteRollups({{{row.device_id, kT0, first}, {row}, {}}}).ok());
+  EXPECT_EQ(store_->DirtyHoursIn(hour)->size(), 1u);
+}
+
+TEST_P(StoreContractTest, LatestSamplesAreOneReadForTheFleet) {
+  Batch b = Basic("b1");
+  b.devices.push_back(Device{.uuid = "GPU-b", .node = "node-a", .model = "NVIDIA H200", .memory_mib = 143771});
+  Sample s;
+  s.device_uuid = "GPU-b";
+  s.t_ms = kT0 + 2 * kMsPerHour + 5'000;
+  s.sm_active = 0.75;
+  b.samples.push_back(s);
+  ASSERT_TRUE(store_->ApplyBatch(b).ok());
+  ASSERT_TRUE(store_->ApplyBatch(SamplesAt("b2", kT0 + 60'000, 2)).ok());  // GPU-a's latest: 08:01:10
+  auto latest = store_->LatestSamples();
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  ASSERT_EQ(latest->size(), 2u);
+  std::map<std::string, int64_t> id;
+  auto devices = store_->ListDevices();
+  ASSERT_TRUE(devices.ok());
+  for (const auto& d : *devices) id[d.device.uuid] = d.id;
+  EXPECT_EQ(latest->at(id["GPU-a"]).t_ms, kT0 + 70'000);
+  EXPECT_EQ(latest->at(id["GPU-a"]).sm_active, 0.25);
+  EXPECT_EQ(latest->at(id["GPU-b"]).t_ms, kT0 + 2 * kMsPerHour + 5'000);
+}
+
+// A stored row that does not read back is an error naming its table and key, never an
+// assert or a row quietly dropped.
+TEST_F(SqliteStoreTest, ACorruptRowIsAnErrorNamingItsTableAndKey) {
+  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+  store_.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ / "ledger.db").string().c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE devices SET capacity_type='borrowed'", nullptr, nullptr, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE sample_chunks SET data=x'ff'", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  Reopen();
+  auto devices = store_->ListDevices();
+  ASSERT_FALSE(devices.ok());
+  EXPECT_THAT(devices.status().message(), HasSubstr("devices row GPU-a is corrupt"));
+  auto snap = store_->Snapshot();
+  ASSERT_TRUE(snap.ok());
+  EXPECT_FALSE((*snap)->ListDevices().ok());
+  auto samples = store_->Samples(1, {kT0, kT0 + kMsPerHour});
+  ASSERT_FALSE(samples.ok());
+  EXPECT_THAT(samples.status().message(), HasSubstr("sample_chunks row of device 1 at 2026-11-23T08:00:10Z is corrupt"));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/batch.h"
@@ -118,10 +119,63 @@ class BatchGroup {
   virtual Status Commit() = 0;
 };
 
-class Store {
+// What a store can be asked. Every read returns a Status that is not Ok when the database
+// failed (an I/O error, a corrupt row named by its table and key), never a truncated list.
+class StoreReads {
  public:
-  virtual ~Store() = default;
+  virtual ~StoreReads() = default;
 
+  virtual Result<std::vector<DeviceRecord>> ListDevices() = 0;
+  virtual Result<std::vector<JobRecord>> ListJobs() = 0;
+  // Allocations of `device_id` that overlap `range`, by from_ms.
+  virtual Result<std::vector<AllocationRecord>> Allocations(int64_t device_id,
+                                                            const TimeRange& range) = 0;
+  // All allocations overlapping `range`, by device and from_ms.
+  virtual Result<std::vector<AllocationRecord>> AllocationsOverlapping(const TimeRange& range) = 0;
+  // Serving snapshots of `job_id` with t in [range.begin, range.end], by engine, model
+  // and time.
+  virtual Result<std::vector<ServingSnapshot>> ServingOf(int64_t job_id, const TimeRange& range) = 0;
+  // Progress reports of `job_id` whose interval overlaps `range`, by time.
+  virtual Result<std::vector<Progress>> ProgressOf(int64_t job_id, const TimeRange& range) = 0;
+  // Samples of `device_id` with t in [range.begin, range.end], by time, with their
+  // per-process figures. The returned samples' device_uuid is left empty.
+  virtual Result<std::vector<Sample>> Samples(int64_t device_id, const TimeRange& range) = 0;
+
+  // The latest sample of every device that has one (without its processes), by device
+  // id: one read for the fleet.
+  virtual Result<std::unordered_map<int64_t, Sample>> LatestSamples() = 0;
+
+  // Up to `limit` dirty (device, hour) pairs, oldest hour first.
+  virtual Result<std::vector<DirtyHour>> DirtyHours(size_t limit) = 0;
+  // The dirty (device, hour) pairs with hour in [hours.begin, hours.end), by device and hour.
+  virtual Result<std::vector<DirtyHour>> DirtyHoursIn(const TimeRange& hours) = 0;
+  // Hour rollups with hour in [hours.begin, hours.end), summed per device and job.
+  virtual Result<std::vector<RollupSum>> SumHourRollups(const TimeRange& hours) = 0;
+  // The same, leaving out the device-hours marked dirty (whose rollups are stale or
+  // missing: a reader attributes those from the samples itself).
+  virtual Result<std::vector<RollupSum>> SumSettledHourRollups(const TimeRange& hours) = 0;
+  // Minute rollups (job_id 0, all jobs together) in `range`, per device and minute;
+  // with `settled_only` none of a dirty device-hour.
+  virtual Status ScanMinuteRollups(const TimeRange& range,
+                                   const std::function<void(const RollupRow&)>& fn,
+                                   bool settled_only = false) = 0;
+
+  virtual Result<PriceBook> LoadPriceBook() = 0;
+  virtual Result<StoreStats> Stats() = 0;
+};
+
+// A consistent view of the store: every read sees the state of one committed moment
+// (the one when the snapshot was taken), whatever is committed meanwhile, and never waits
+// for a writer. Not thread-safe: one thread reads through it. Cheap to take; hold it for
+// one query, not longer (SQLite cannot checkpoint past the oldest open snapshot).
+class StoreSnapshot : public StoreReads {};
+
+// The store: reads (on the writer's connection, seeing what it committed), snapshots for
+// concurrent readers, and the writer path. Thread-safe: writes are serialized by the
+// store (a BatchGroup holds the writer until committed or destroyed); snapshots are taken
+// and used from any thread.
+class Store : public StoreReads {
+ public:
   // Opens a group commit (BatchGroup). Blocks while another group or store call holds
   // the writer. Thread-safe.
   virtual Result<std::unique_ptr<BatchGroup>> BeginBatchGroup() = 0;
@@ -141,42 +195,19 @@ class Store {
   // passed. Thread-safe.
   virtual Result<ApplyOutcome> ApplyBatch(const Batch& batch) = 0;
 
-  virtual Result<std::vector<DeviceRecord>> ListDevices() = 0;
-  virtual Result<std::vector<JobRecord>> ListJobs() = 0;
-  // Allocations of `device_id` that overlap `range`, by from_ms.
-  virtual Result<std::vector<AllocationRecord>> Allocations(int64_t device_id,
-                                                            const TimeRange& range) = 0;
-  // All allocations overlapping `range`.
-  virtual Result<std::vector<AllocationRecord>> AllocationsOverlapping(const TimeRange& range) = 0;
-  // Serving snapshots of `job_id` with t in [range.begin, range.end], by engine, model
-  // and time.
-  virtual Result<std::vector<ServingSnapshot>> ServingOf(int64_t job_id, const TimeRange& range) = 0;
-  // Progress reports of `job_id` whose interval overlaps `range`, by time.
-  virtual Result<std::vector<Progress>> ProgressOf(int64_t job_id, const TimeRange& range) = 0;
-  // Samples of `device_id` with t in [range.begin, range.end], by time, with their
-  // per-process figures. The returned samples' device_uuid is left empty.
-  virtual Result<std::vector<Sample>> Samples(int64_t device_id, const TimeRange& range) = 0;
+  // A snapshot for a reader (see StoreSnapshot). Thread-safe; never waits for a group.
+  virtual Result<std::unique_ptr<StoreSnapshot>> Snapshot() = 0;
 
-  // Up to `limit` dirty (device, hour) pairs, oldest hour first.
-  virtual Result<std::vector<DirtyHour>> DirtyHours(size_t limit) = 0;
   // Replaces the rollups of each device-hour in `updates` (hour rows and minute rows)
   // and clears its dirty mark, unless it was marked again after its generation was
   // read; all in one transaction.
   virtual Status WriteRollups(const std::vector<RollupUpdate>& updates) = 0;
-  // Hour rollups with hour in [hours.begin, hours.end), summed per device and job.
-  virtual Result<std::vector<RollupSum>> SumHourRollups(const TimeRange& hours) = 0;
-  // Minute rollups (job_id 0, all jobs together) in `range`, per device and minute.
-  virtual Status ScanMinuteRollups(const TimeRange& range,
-                                   const std::function<void(const RollupRow&)>& fn) = 0;
 
-  virtual Result<PriceBook> LoadPriceBook() = 0;
   // Replaces the price book. Prices are read at query time, so no rollup changes.
   virtual Status SavePriceBook(const PriceBook& book) = 0;
 
   // Deletes raw samples older than `before_ms` (rollups stay). Returns rows deleted.
   virtual Result<int64_t> PruneSamples(int64_t before_ms) = 0;
-
-  virtual Result<StoreStats> Stats() = 0;
 };
 
 struct SqliteOptions {

@@ -506,11 +506,20 @@ async function adminChecks(browser, base, token, call, outDir, viewerTeam) {
   where = 'recommendations';
   await page.click('[data-testid="nav-recommendations"]');
   await waitReady(page, '#/recommendations');
-  const recs = (await call('/api/v1/recommendations', {from: w.from, to: w.to})).json.recommendations;
-  await expectFigure(page, where, 'rec-total-saving', addMoney(recs.map((r) => r.saving)), formatMoney);
+  const recReply = (await call('/api/v1/recommendations', {from: w.from, to: w.to})).json;
+  const recs = recReply.recommendations;
+  // The total is the net savings' sum, and no job's net savings exceed its cost.
+  check(addMoney(recs.map((r) => r.net_saving)) === recReply.total_net_saving, where, 'total_net_saving is the sum of the net savings');
+  const netByJob = new Map();
+  for (const r of recs) netByJob.set(r.job, addMoney([netByJob.get(r.job) || '0', r.net_saving]));
+  for (const r of recs) {
+    check(parseMicros(netByJob.get(r.job)) <= parseMicros(r.cost), where, `job ${r.job} saves ${netByJob.get(r.job)}, more than its cost ${r.cost}`);
+  }
+  await expectFigure(page, where, 'rec-total-saving', recReply.total_net_saving, formatMoney);
   await expectFigure(page, where, 'rec-count', recs.length, formatCount);
   for (const r of recs.slice(0, 5)) {
     await expectFigure(page, where, tid('rec-saving', `${r.kind}-${r.job}`), r.saving, formatMoney);
+    await expectFigure(page, where, tid('rec-net-saving', `${r.kind}-${r.job}`), r.net_saving, formatMoney);
   }
   await p.shot('recommendations');
   p.drain(where);

@@ -1,5 +1,6 @@
 // Recommendations: right-sizing advice for the window with its evidence, confidence and
-// saving, and the total saving (summed exactly, from the decimal strings).
+// saving, and the total saving: the sum of the net savings (summed exactly, from the decimal
+// strings), where a job's advice compounds and never saves more than the job cost.
 import {getJson} from './api.js';
 import {h, kpi, section, money, fig, tid} from './dom.js';
 import {addMoney, parseMicros, formatCount} from './format.js';
@@ -26,7 +27,8 @@ export class RecommendationsPage {
       {key: 'confidence', label: 'confidence', sort: (r) => CONFIDENCE_ORDER[r.confidence] || 0,
         cell: (r) => h('span', {class: `confidence confidence-${r.confidence}`}, r.confidence)},
       {key: 'cost', label: 'cost', num: true, sort: (r) => parseMicros(r.cost), cell: (r) => money(r.cost, tid('rec-cost', `${r.kind}-${r.job}`))},
-      {key: 'saving', label: 'saving', num: true, sort: (r) => parseMicros(r.saving), cell: (r) => money(r.saving, tid('rec-saving', `${r.kind}-${r.job}`))},
+      {key: 'saving', label: 'saving alone', num: true, sort: (r) => parseMicros(r.saving), cell: (r) => money(r.saving, tid('rec-saving', `${r.kind}-${r.job}`))},
+      {key: 'net_saving', label: 'net saving', num: true, sort: (r) => parseMicros(r.net_saving), cell: (r) => money(r.net_saving, tid('rec-net-saving', `${r.kind}-${r.job}`))},
     ], {defaultSort: {key: 'saving', dir: -1}, rowTestId: (r) => tid('rec-row', `${r.kind}-${r.job}`), limit: 50});
     this.el = h('div', {class: 'page page-recommendations'}, h('h1', {}, 'Recommendations'), this.kpis,
       section(null, h('div', {class: 'filters'}, this.kind), this.table.el));
@@ -41,10 +43,10 @@ export class RecommendationsPage {
     const kinds = [...new Set(this.recs.map((r) => r.kind))].sort();
     this.kind.replaceChildren(h('option', {value: ''}, 'all advice'), ...kinds.map((k) => h('option', {value: k}, k)));
     this.kind.value = kinds.includes(kindFilter) ? kindFilter : '';
-    const total = addMoney(this.recs.map((r) => r.saving));
-    const high = addMoney(this.recs.filter((r) => r.confidence === 'high').map((r) => r.saving));
+    const total = addMoney(this.recs.map((r) => r.net_saving));
+    const high = addMoney(this.recs.filter((r) => r.confidence === 'high').map((r) => r.net_saving));
     this.kpis.replaceChildren(
-      kpi(`Total saving${ctx.currency ? ` (${ctx.currency})` : ''}`, money(total, 'rec-total-saving'), 'if every recommendation were followed, over the window', 'rec-total-saving'),
+      kpi(`Total saving${ctx.currency ? ` (${ctx.currency})` : ''}`, money(total, 'rec-total-saving'), 'if every recommendation were followed, over the window; a job\'s advice compounds, so no job saves more than it cost', 'rec-total-saving'),
       kpi('High-confidence saving', money(high, 'rec-high-saving'), null, 'rec-high-saving'),
       kpi('Recommendations', fig(formatCount(this.recs.length), this.recs.length, 'rec-count'), null, 'rec-count'));
     this.apply();

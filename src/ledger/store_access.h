@@ -1,0 +1,14 @@
+// The ledger's store, for the ledger library's own analyses (mfu.cc, serving.cc,
+// rightsizing.cc, workload.cc) and for tests. Nothing outside src/ledger includes this:
+// the server, the reports and the CLI go through Ledger's methods (docs/ARCHITECTURE.md).
+#pragma once
+
+#include "ledger/ledger.h"
+
+namespace gpuledger::ledger {
+
+// The store `ledger` owns. Queries should read a snapshot of it (Store::Snapshot), as
+// Ledger's own queries do, so that they never wait for ingest.
+store::Store& internal_StoreOf(Ledger& ledger);
+
+}  // namespace gpuledger::ledger

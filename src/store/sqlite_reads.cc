@@ -1,0 +1,420 @@
+#include "store/sqlite_reads.h"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "core/serving.h"
+#include "store/sample_chunk.h"
+#include "store/sqlite_util.h"
+
+namespace gpuledger::store::sqlite {
+namespace {
+
+struct PairHash {
+  size_t operator()(const std::pair<int64_t, int64_t>& p) const {
+    return std::hash<int64_t>()(p.first * 1'000'003 + p.second);
+  }
+};
+
+// A stored row that does not read back: an error naming the table and the row's key.
+Status Corrupt(std::string_view table, std::string_view key, std::string_view why) {
+  return Internal(fmt::format("store: {} row {} is corrupt: {}", table, key, why));
+}
+
+// The hour rollup columns after device_id and job_id.
+constexpr const char* kRollupColumns =
+    "device_id, job_id, active_ms, idle_ms, unallocated_ms, unavailable_ms, unmonitored_ms,"
+    " coarse_ms, input_stall_ms, checkpoint_stall_ms, held_idle_ms";
+constexpr const char* kNotDirty =
+    " AND NOT EXISTS (SELECT 1 FROM dirty_hours d WHERE d.device_id = r.device_id AND d.hour_ms = r.hour_ms)";
+
+}  // namespace
+
+Reads::~Reads() = default;
+
+Result<std::unique_ptr<Reads>> Reads::Create(sqlite3* db) {
+  std::unique_ptr<Reads> r(new Reads(db));
+  GPULEDGER_RETURN_IF_ERROR(r->Prepare());
+  return r;
+}
+
+Stmt& Reads::S(Id id) { return stmts_[id]->Reset(); }
+
+Status Reads::Prepare() {
+  const std::string sum = fmt::format("SELECT {} FROM rollup_hour r WHERE r.hour_ms >= ?1 AND r.hour_ms < ?2",
+                                      kRollupColumns);
+  const std::string scan =
+      "SELECT r.hour_ms, r.device_id, r.buckets FROM rollup_minute r WHERE r.hour_ms >= ?1 AND r.hour_ms < ?2";
+  const std::pair<Id, std::string> sql[] = {
+      {kListDevices,
+       "SELECT id, uuid, node, model, memory_mib, pool, capacity_type, parent_id, share_num,"
+       " share_den, mig_profile, sample_interval_ms, in_service_ms, last_sample_ms"
+       " FROM devices ORDER BY id"},
+      {kListJobs,
+       "SELECT id, job_key, team, project, experiment, user_name, kind, pool, priority,"
+       " requested_gpus, requested_mig_profile, submit_ms, start_ms, end_ms, model_parameters,"
+       " model_layers, model_hidden, model_sequence, model_dtype FROM jobs ORDER BY id"},
+      {kServingOf,
+       "SELECT engine, model, t_ms, requests_waiting, requests_running, kv_cache_usage,"
+       " prompt_tokens, generation_tokens, preemptions, requests, executions, queue_seconds,"
+       " compute_seconds, prefill, decode, iteration_tokens FROM serving WHERE job_id=?1"
+       " AND t_ms >= ?2 AND t_ms <= ?3 ORDER BY engine, model, t_ms"},
+      {kProgressOf,
+       "SELECT t_ms, interval_ms, tokens, model_flops FROM progress WHERE job_id=?1 AND t_ms > ?2"
+       " AND t_ms - interval_ms < ?3 ORDER BY t_ms"},
+      {kAllocationsOfDevice,
+       "SELECT device_id, job_id, from_ms, to_ms FROM allocations WHERE device_id=?1"
+       " AND from_ms < ?2 AND (to_ms IS NULL OR to_ms > ?3) ORDER BY from_ms, job_id"},
+      {kAllocationsOverlapping,
+       "SELECT device_id, job_id, from_ms, to_ms FROM allocations WHERE from_ms < ?1"
+       " AND (to_ms IS NULL OR to_ms > ?2) ORDER BY device_id, from_ms, job_id"},
+      // A chunk lies within one hour: those starting from the hour of ?2 on.
+      {kSamplesOfDevice,
+       "SELECT first_ms, data FROM sample_chunks WHERE device_id=?1 AND first_ms >= ?2"
+       " AND first_ms <= ?3 ORDER BY first_ms"},
+      {kProcessesOfDevice,
+       "SELECT t_ms, pid, job_key, fb_used_mib, sm_share FROM process_samples"
+       " WHERE device_id=?1 AND t_ms >= ?2 AND t_ms <= ?3 ORDER BY t_ms, pid"},
+      {kDirtyHours, "SELECT device_id, hour_ms, generation FROM dirty_hours LIMIT ?1"},
+      // The chunk that holds each device's latest sample (a chunk lies within one hour).
+      {kLatestSamples,
+       "SELECT c.device_id, c.first_ms, c.data, d.last_sample_ms FROM devices d JOIN sample_chunks c"
+       " ON c.device_id = d.id AND c.first_ms >= d.last_sample_ms - d.last_sample_ms % 3600000"
+       " AND c.first_ms <= d.last_sample_ms AND c.last_ms >= d.last_sample_ms"
+       " WHERE d.last_sample_ms > 0"},
+      {kDirtyHoursIn,
+       "SELECT device_id, hour_ms, generation FROM dirty_hours WHERE hour_ms >= ?1 AND hour_ms < ?2"
+       " ORDER BY device_id, hour_ms"},
+      {kSumHourRollups, sum},
+      {kSumSettledHourRollups, sum + kNotDirty},
+      {kScanMinuteRollups, scan + " ORDER BY r.hour_ms, r.device_id"},
+      {kScanSettledMinuteRollups, scan + kNotDirty + " ORDER BY r.hour_ms, r.device_id"},
+      {kLoadPrices,
+       "SELECT model, pool, capacity_type, micros_per_hour, begin_ms, end_ms FROM prices ORDER BY id"},
+  };
+  stmts_.resize(kCount);
+  for (const auto& [id, text] : sql) {
+    stmts_[id] = std::make_unique<Stmt>();
+    GPULEDGER_RETURN_IF_ERROR(stmts_[id]->Prepare(db_, text));
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<DeviceRecord>> Reads::ListDevices() {
+  Stmt& q = S(kListDevices);
+  std::vector<DeviceRecord> out;
+  std::unordered_map<int64_t, std::string> uuid_of;
+  GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "devices", [&]() -> Status {
+    DeviceRecord r;
+    r.id = q.Int(0);
+    r.device.uuid = q.Text(1);
+    r.device.node = q.Text(2);
+    r.device.model = q.Text(3);
+    r.device.memory_mib = q.Int(4);
+    r.device.pool = q.Text(5);
+    auto type = ParseCapacityType(q.Text(6));
+    if (!type.ok()) return Corrupt("devices", r.device.uuid, type.status().message());
+    r.device.capacity_type = *type;
+    r.parent_id = q.Int(7);
+    r.device.share = Share{static_cast<int32_t>(q.Int(8)), static_cast<int32_t>(q.Int(9))};
+    r.device.mig_profile = q.Text(10);
+    r.device.sample_interval_ms = q.Int(11);
+    r.in_service_ms = q.Int(12);
+    r.last_sample_ms = q.Int(13);
+    uuid_of[r.id] = r.device.uuid;
+    out.push_back(std::move(r));
+    return Status::Ok();
+  }));
+  for (DeviceRecord& r : out) {
+    if (r.parent_id == 0) continue;
+    auto parent = uuid_of.find(r.parent_id);
+    if (parent == uuid_of.end()) return Corrupt("devices", r.device.uuid, "its parent device is missing");
+    r.device.parent_uuid = parent->second;
+  }
+  return out;
+}
+
+Result<std::vector<JobRecord>> Reads::ListJobs() {
+  Stmt& q = S(kListJobs);
+  std::vector<JobRecord> out;
+  GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "jobs", [&]() -> Status {
+    JobRecord r;
+    r.id = q.Int(0);
+    Job& j = r.job;
+    j.id = q.Text(1);
+    j.team = q.Text(2);
+    j.project = q.Text(3);
+    j.experiment = q.Text(4);
+    j.user = q.Text(5);
+    auto kind = ParseJobKind(q.Text(6));
+    if (!kind.ok()) return Corrupt("jobs", j.id, kind.status().message());
+    j.kind = *kind;
+    j.pool = q.Text(7);
+    j.priority = static_cast<int32_t>(q.Int(8));
+    j.requested_gpus = static_cast<int32_t>(q.Int(9));
+    j.requested_mig_profile = q.Text(10);
+    j.submit_ms = q.OptInt(11);
+    j.start_ms = q.OptInt(12);
+    j.end_ms = q.OptInt(13);
+    j.model_parameters = q.OptDouble(14);
+    j.model_layers = q.Int(15);
+    j.model_hidden = q.Int(16);
+    j.model_sequence = q.Int(17);
+    j.model_dtype = q.Text(18);
+    out.push_back(std::move(r));
+    return Status::Ok();
+  }));
+  return out;
+}
+
+Result<std::vector<AllocationRecord>> Reads::ReadAllocations(Stmt& q) {
+  std::vector<AllocationRecord> out;
+  GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "allocations", [&] {
+    out.push_back({q.Int(0), q.Int(1), q.Int(2), q.OptInt(3)});
+    return Status::Ok();
+  }));
+  return out;
+}
+
+Result<std::vector<AllocationRecord>> Reads::Allocations(int64_t device_id, const TimeRange& range) {
+  Stmt& q = S(kAllocationsOfDevice);
+  q.Bind(1, device_id).Bind(2, range.end_ms).Bind(3, range.begin_ms);
+  return ReadAllocations(q);
+}
+
+Result<std::vector<AllocationRecord>> Reads::AllocationsOverlapping(const TimeRange& range) {
+  Stmt& q = S(kAllocationsOverlapping);
+  q.Bind(1, range.end_ms).Bind(2, range.begin_ms);
+  return ReadAllocations(q);
+}
+
+Result<std::vector<ServingSnapshot>> Reads::ServingOf(int64_t job_id, const TimeRange& range) {
+  Stmt& q = S(kServingOf);
+  q.Bind(1, job_id).Bind(2, range.begin_ms).Bind(3, range.end_ms);
+  std::vector<ServingSnapshot> out;
+  GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "serving", [&]() -> Status {
+    ServingSnapshot v;
+    v.engine = q.Text(0);
+    v.model = q.Text(1);
+    v.t_ms = q.Int(2);
+    v.requests_waiting = q.OptDouble(3);
+    v.requests_running = q.OptDouble(4);
+    v.kv_cache_usage_ratio = q.OptDouble(5);
+    v.prompt_tokens_total = q.OptDouble(6);
+    v.generation_tokens_total = q.OptDouble(7);
+    v.preemptions_total = q.OptDouble(8);
+    v.requests_total = q.OptDouble(9);
+    v.executions_total = q.OptDouble(10);
+    v.queue_seconds_total = q.OptDouble(11);
+    v.compute_seconds_total = q.OptDouble(12);
+    if (!DecodeHistogram(q.Text(13), v.prefill_seconds) || !DecodeHistogram(q.Text(14), v.decode_seconds) ||
+        !DecodeHistogram(q.Text(15), v.iteration_tokens)) {
+      return Corrupt("serving", fmt::format("of job {} at {}", job_id, FormatTime(v.t_ms)),
+                     "a histogram does not decode");
+    }
+    out.push_back(std::move(v));
+    return Status::Ok();
+  }));
+  return out;
+}
+
+Result<std::vector<Progress>> Reads::ProgressOf(int64_t job_id, const TimeRange& range) {
+  Stmt& q = S(kProgressOf);
+  q.Bind(1, job_id).Bind(2, range.begin_ms).Bind(3, range.end_ms);
+  std::vector<Progress> out;
+  GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "progress", [&] {
+    Progress p;
+    p.t_ms = q.Int(0);
+    p.interval_ms = q.Int(1);
+    p.tokens = q.OptDouble(2);
+    p.model_flops = q.OptDouble(3);
+    out.push_back(p);
+    return Status::Ok();
+  }));
+  return out;
+}
+
+Result<std::vector<Sample>> Reads::Samples(int64_t device_id, const TimeRange& range) {
+  Stmt& q = S(kSamplesOfDevice);
+  q.Bind(1, device_id).Bind(2, FloorTo(range.begin_ms, kMsPerHour)).Bind(3, range.end_ms);
+  std::vector<Sample> out;
+  bool ordered = true;
+  GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "sample_chunks", [&]() -> Status {
+    int64_t first = q.Int(0);
+    size_t before = out.size();
+    if (!DecodeChunk(q.Blob(1), first, range.begin_ms, range.end_ms, out)) {
+      return Corrupt("sample_chunks", fmt::format("of device {} at {}", device_id, FormatTime(first)),
+                     "the chunk does not decode");
+    }
+    // Chunks come by first time; two batches' chunks of one hour may interleave.
+    if (before > 0 && out.size() > before && out[before].t_ms < out[before - 1].t_ms) ordered = false;
+    return Status::Ok();
+  }));
+  if (!ordered) {
+    std::stable_sort(out.begin(), out.end(), [](const Sample& a, const Sample& b) { return a.t_ms < b.t_ms; });
+  }
+  Stmt& p = S(kProcessesOfDevice);
+  p.Bind(1, device_id).Bind(2, range.begin_ms).Bind(3, range.end_ms);
+  size_t i = 0;
+  GPULEDGER_RETURN_IF_ERROR(ForEach(db_, p, "process_samples", [&]() -> Status {
+    int64_t t = p.Int(0);
+    while (i < out.size() && out[i].t_ms < t) ++i;
+    if (i == out.size() || out[i].t_ms != t) return Status::Ok();  // its sample was pruned
+    auto memory = p.OptDouble(3);
+    if (!memory) {
+      return Corrupt("process_samples", fmt::format("of device {} at {} pid {}", device_id, FormatTime(t), p.Int(1)),
+                     "fb_used_mib is null");
+    }
+    out[i].processes.push_back(ProcessSample{p.Int(1), p.Text(2), *memory, p.OptDouble(4)});
+    return Status::Ok();
+  }));
+  return out;
+}
+
+Result<std::unordered_map<int64_t, Sample>> Reads::LatestSamples() {
+  Stmt& q = S(kLatestSamples);
+  std::unordered_map<int64_t, Sample> out;
+  std::vector<Sample> decoded;
+  GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "sample_chunks", [&]() -> Status {
+    int64_t device = q.Int(0), first = q.Int(1), last = q.Int(3);
+    decoded.clear();
+    if (!DecodeChunk(q.Blob(2), first, last, last, decoded)) {
+      return Corrupt("sample_chunks", fmt::format("of device {} at {}", device, FormatTime(first)),
+                     "the chunk does not decode");
+    }
+    if (!decoded.empty()) out[device] = std::move(decoded.back());
+    return Status::Ok();
+  }));
+  return out;
+}
+
+Result<std::vector<DirtyHour>> Reads::DirtyHours(size_t limit) {
+  Stmt& q = S(kDirtyHours);
+  q.Bind(1, static_cast<int64_t>(limit));
+  std::vector<DirtyHour> out;
+  GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "dirty_hours", [&] {
+    out.push_back({q.Int(0), q.Int(1), q.Int(2)});
+    return Status::Ok();
+  }));
+  return out;
+}
+
+Result<std::vector<DirtyHour>> Reads::DirtyHoursIn(const TimeRange& hours) {
+  Stmt& q = S(kDirtyHoursIn);
+  q.Bind(1, hours.begin_ms).Bind(2, hours.end_ms);
+  std::vector<DirtyHour> out;
+  GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "dirty_hours", [&] {
+    out.push_back({q.Int(0), q.Int(1), q.Int(2)});
+    return Status::Ok();
+  }));
+  return out;
+}
+
+Result<std::vector<RollupSum>> Reads::ReadRollupSums(Stmt& q) {
+  // Summed here rather than with GROUP BY: a hash of (device, job) beats SQLite's
+  // sorter by a factor of three on a month of a thousand GPUs.
+  std::vector<RollupSum> out;
+  std::unordered_map<std::pair<int64_t, int64_t>, size_t, PairHash> index;
+  GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "rollup_hour", [&] {
+    sqlite3_stmt* st = q.get();
+    int64_t device = sqlite3_column_int64(st, 0), job = sqlite3_column_int64(st, 1);
+    auto [it, inserted] = index.try_emplace({device, job}, out.size());
+    if (inserted) out.push_back(RollupSum{device, job, {}, 0, {}});
+    RollupSum& r = out[it->second];
+    for (size_t b = 0; b < kBucketCount; ++b) r.ms[b] += sqlite3_column_int64(st, static_cast<int>(2 + b));
+    r.coarse_ms += sqlite3_column_int64(st, 7);
+    int64_t named = 0;
+    for (size_t c = 0; c + 1 < kIdleCauseCount; ++c) {
+      int64_t v = sqlite3_column_int64(st, static_cast<int>(8 + c));
+      r.idle_causes[c] += v;
+      named += v;
+    }
+    r.idle_causes[kIdleCauseCount - 1] += sqlite3_column_int64(st, 3) - named;
+    return Status::Ok();
+  }));
+  return out;
+}
+
+Result<std::vector<RollupSum>> Reads::SumHourRollups(const TimeRange& hours) {
+  Stmt& q = S(kSumHourRollups);
+  q.Bind(1, hours.begin_ms).Bind(2, hours.end_ms);
+  return ReadRollupSums(q);
+}
+
+Result<std::vector<RollupSum>> Reads::SumSettledHourRollups(const TimeRange& hours) {
+  Stmt& q = S(kSumSettledHourRollups);
+  q.Bind(1, hours.begin_ms).Bind(2, hours.end_ms);
+  return ReadRollupSums(q);
+}
+
+Status Reads::ScanMinuteRollups(const TimeRange& range, const std::function<void(const RollupRow&)>& fn,
+                                bool settled_only) {
+  Stmt& q = S(settled_only ? kScanSettledMinuteRollups : kScanMinuteRollups);
+  q.Bind(1, FloorTo(range.begin_ms, kMsPerHour)).Bind(2, range.end_ms);
+  return ForEach(db_, q, "rollup_minute", [&]() -> Status {
+    int64_t hour = q.Int(0);
+    const auto* blob = static_cast<const uint8_t*>(sqlite3_column_blob(q.get(), 2));
+    if (blob == nullptr || sqlite3_column_bytes(q.get(), 2) != kMinuteBlobBytes) {
+      return Corrupt("rollup_minute", fmt::format("of device {} at {}", q.Int(1), FormatTime(hour)),
+                     "the minute blob has the wrong size");
+    }
+    for (size_t m = 0; m < 60; ++m) {
+      RollupRow r;
+      r.period_ms = hour + static_cast<int64_t>(m) * kMsPerMinute;
+      r.device_id = q.Int(1);
+      int64_t any = 0;
+      for (size_t b = 0; b < kBucketCount; ++b) {
+        size_t at = (m * kBucketCount + b) * 4;
+        uint32_t v = 0;
+        for (size_t k = 0; k < 4; ++k) v |= static_cast<uint32_t>(blob[at + k]) << (8 * k);
+        r.ms[b] = v;
+        any |= v;
+      }
+      if (any && range.Contains(r.period_ms)) fn(r);
+    }
+    return Status::Ok();
+  });
+}
+
+Result<PriceBook> Reads::LoadPriceBook() {
+  Stmt& q = S(kLoadPrices);
+  std::vector<PriceEntry> entries;
+  GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "prices", [&]() -> Status {
+    PriceEntry e;
+    e.model = q.Text(0);
+    e.pool = q.Text(1);
+    auto type = ParseCapacityType(q.Text(2));
+    if (!type.ok()) return Corrupt("prices", fmt::format("{}/{}", e.model, e.pool), type.status().message());
+    e.capacity_type = *type;
+    e.per_gpu_hour = Money::FromMicros(q.Int(3));
+    e.valid = {q.Int(4), q.Int(5)};
+    entries.push_back(std::move(e));
+    return Status::Ok();
+  }));
+  return PriceBook::Create(std::move(entries));
+}
+
+Result<StoreStats> Reads::Stats() {
+  StoreStats s;
+  auto count = [&](const char* sql, int64_t& out) -> Status {
+    Stmt q;
+    GPULEDGER_RETURN_IF_ERROR(q.Prepare(db_, sql));
+    int rc = q.Step();
+    if (rc != SQLITE_ROW) return Error(db_, rc, sql);
+    out = q.Int(0);
+    return Status::Ok();
+  };
+  GPULEDGER_RETURN_IF_ERROR(count("SELECT count(*) FROM batches", s.batches));
+  GPULEDGER_RETURN_IF_ERROR(count("SELECT count(*) FROM devices", s.devices));
+  GPULEDGER_RETURN_IF_ERROR(count("SELECT count(*) FROM jobs", s.jobs));
+  GPULEDGER_RETURN_IF_ERROR(count("SELECT coalesce(sum(n), 0) FROM sample_chunks", s.samples));
+  GPULEDGER_RETURN_IF_ERROR(count("SELECT count(*) FROM dirty_hours", s.dirty_hours));
+  GPULEDGER_RETURN_IF_ERROR(
+      count("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()", s.bytes));
+  return s;
+}
+
+}  // namespace gpuledger::store::sqlite

@@ -1,0 +1,65 @@
+// The store's reads on one SQLite connection (internal to the store library): used by the
+// writer's connection under its lock, and by each snapshot on a reader connection.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "store/store.h"
+
+struct sqlite3;
+
+namespace gpuledger::store::sqlite {
+
+class Stmt;
+
+// A minute rollup row is a blob: 60 minutes x kBucketCount little-endian uint32 ms.
+inline constexpr int kMinuteBlobBytes = 60 * static_cast<int>(kBucketCount) * 4;
+
+// Implements StoreReads with SQL on `db` (not owned; it outlives this). Not thread-safe:
+// the owner of the connection serializes its use. A row that cannot be read (a bad enum
+// text, a corrupt chunk or blob) is an error naming its table and key.
+class Reads : public StoreSnapshot {
+ public:
+  ~Reads() override;
+  // Prepares the read statements on `db`.
+  static Result<std::unique_ptr<Reads>> Create(sqlite3* db);
+
+  Result<std::vector<DeviceRecord>> ListDevices() override;
+  Result<std::vector<JobRecord>> ListJobs() override;
+  Result<std::vector<AllocationRecord>> Allocations(int64_t device_id, const TimeRange& range) override;
+  Result<std::vector<AllocationRecord>> AllocationsOverlapping(const TimeRange& range) override;
+  Result<std::vector<ServingSnapshot>> ServingOf(int64_t job_id, const TimeRange& range) override;
+  Result<std::vector<Progress>> ProgressOf(int64_t job_id, const TimeRange& range) override;
+  Result<std::vector<Sample>> Samples(int64_t device_id, const TimeRange& range) override;
+  Result<std::unordered_map<int64_t, Sample>> LatestSamples() override;
+  Result<std::vector<DirtyHour>> DirtyHours(size_t limit) override;
+  Result<std::vector<DirtyHour>> DirtyHoursIn(const TimeRange& hours) override;
+  Result<std::vector<RollupSum>> SumHourRollups(const TimeRange& hours) override;
+  Result<std::vector<RollupSum>> SumSettledHourRollups(const TimeRange& hours) override;
+  Status ScanMinuteRollups(const TimeRange& range, const std::function<void(const RollupRow&)>& fn,
+                           bool settled_only) override;
+  Result<PriceBook> LoadPriceBook() override;
+  Result<StoreStats> Stats() override;
+
+ protected:
+  explicit Reads(sqlite3* db) : db_(db) {}
+  sqlite3* db() const { return db_; }
+
+ private:
+  enum Id {
+    kListDevices, kListJobs, kAllocationsOfDevice, kAllocationsOverlapping, kSamplesOfDevice,
+    kProcessesOfDevice, kDirtyHours, kDirtyHoursIn, kSumHourRollups, kSumSettledHourRollups,
+    kScanMinuteRollups, kScanSettledMinuteRollups, kLoadPrices, kProgressOf, kServingOf, kLatestSamples, kCount
+  };
+  Status Prepare();
+  Stmt& S(Id id);
+  Result<std::vector<AllocationRecord>> ReadAllocations(Stmt& q);
+  Result<std::vector<RollupSum>> ReadRollupSums(Stmt& q);
+
+  sqlite3* db_;
+  std::vector<std::unique_ptr<Stmt>> stmts_;
+};
+
+}  // namespace gpuledger::store::sqlite
