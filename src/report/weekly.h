@@ -25,6 +25,9 @@ struct WeeklyOptions {
   // How many right-sizing recommendations to list, largest saving first.
   size_t recommendations = 8;
   std::string title = "GPU utilization";
+  // Which targets apply and where each was set (Goals::Describe), printed under
+  // the pools' table so that a reader can tell why two surfaces disagree. Empty: none.
+  std::string targets_source;
 };
 
 // Renders the report of the ISO week `week` (e.g. ParseIsoWeek("2026-W48")): KPIs with

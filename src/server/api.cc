@@ -439,11 +439,10 @@ HttpReply WeeklyReportReply(const QueryContext& q, const QueryParams& params) {
   auto week = ParseIsoWeek(week_name);
   if (!week.ok()) return ErrorReply(week.status().WithContext("week"));
   report::WeeklyOptions options;
-  if (q.goals != nullptr) {
-    options.target = q.goals->fleet_target;
-    options.pool_targets = q.goals->pool_targets;
-    options.monthly_budgets = q.goals->monthly_budgets;
-  }
+  Goals goals = q.goals != nullptr ? *q.goals : Goals{};
+  options.target = goals.fleet_target;
+  options.pool_targets = goals.pool_targets;
+  options.monthly_budgets = goals.monthly_budgets;
   std::string target = Param(params, "target");
   if (!target.empty()) {
     char* end = nullptr;
@@ -451,8 +450,10 @@ HttpReply WeeklyReportReply(const QueryContext& q, const QueryParams& params) {
     if (end == target.c_str() || *end != '\0' || !(v >= 0 && v <= 1)) {
       return ErrorReply(InvalidArgument(fmt::format("target \"{}\": want a ratio in 0..1", target)));
     }
-    options.target = v;
+    options.target = goals.fleet_target = v;
+    goals.fleet_target_source = "the request's target parameter";
   }
+  options.targets_source = goals.Describe();
   auto html = report::RenderWeeklyReport(q.ledger, *week, options);
   if (!html.ok()) return ErrorReply(html.status());
   return {200, "text/html; charset=utf-8", *html};
