@@ -215,8 +215,6 @@ class Reader {
     return table.empty() ? std::string(key) : fmt::format("{}.{}", table, key);
   }
 
-  const toml::table& table() const { return table_; }
-
  private:
   const toml::node* Get(std::string_view key) const {
     const toml::node* n = table_.get(key);

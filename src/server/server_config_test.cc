@@ -41,6 +41,11 @@ hold_timeout = "90s"
 label = "namespace"
 regex = "team-(.+)"
 team = "$1"
+project = "$1-jobs"
+[[server.label_rule]]
+label = "cluster"
+equals = "lab"
+team = "research"
 [[server.token]]
 name = "dash"
 role = "viewer"
@@ -64,11 +69,15 @@ timeout = "750ms"
   EXPECT_EQ(o.prometheus.pool, "k8s");
   EXPECT_EQ(o.prometheus.capacity_type, CapacityType::kReserved);
   EXPECT_EQ(o.prometheus.hold_timeout_ms, 90 * kMsPerSecond);
-  ASSERT_EQ(o.prometheus.mapping.rules.size(), 1u);
+  ASSERT_EQ(o.prometheus.mapping.rules.size(), 2u);
   EXPECT_EQ(o.prometheus.mapping.rules[0].match, prometheus::LabelRule::Match::kRegex);
   EXPECT_EQ(o.prometheus.mapping.rules[0].label, "namespace");
   EXPECT_EQ(o.prometheus.mapping.rules[0].pattern, "team-(.+)");
   EXPECT_EQ(o.prometheus.mapping.rules[0].team, "$1");
+  EXPECT_EQ(o.prometheus.mapping.rules[0].project, "$1-jobs");
+  EXPECT_EQ(o.prometheus.mapping.rules[1].match, prometheus::LabelRule::Match::kEquals);
+  EXPECT_EQ(o.prometheus.mapping.rules[1].pattern, "lab");
+  EXPECT_EQ(o.prometheus.mapping.rules[1].team, "research");
   ASSERT_EQ(o.tokens.size(), 1u);
   EXPECT_EQ(o.tokens[0].name, "dash");
   EXPECT_EQ(o.tokens[0].role, Role::kViewer);
