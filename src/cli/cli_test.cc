@@ -90,7 +90,8 @@ TEST_F(CliTest, UsageAndChargebackFromAServerEqualTheLocalStore) {
   int port = server::testing::FreeLoopbackPort();
   ASSERT_GT(port, 0);
   std::string url = "http://127.0.0.1:" + std::to_string(port);
-  testing::ServerProcess serve("--db " + db_, port, Path("serve.log"));
+  testing::BackgroundGpuledger serve("serve --db " + db_ + " --listen 127.0.0.1:" + std::to_string(port),
+                                     Path("serve.log"));
   ASSERT_TRUE(serve.started());
   Outcome first;
   for (int i = 0; i < 100; ++i) {  // until the server answers (10 s at most)

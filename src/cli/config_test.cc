@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
-#include <sstream>
 
 #include "cli/test_support.h"
 #include "server/client.h"
@@ -104,10 +103,9 @@ pools = { dev = 0.3, serving = 0.4 }
   Outcome report = Gpuledger("report weekly --config " + path + " --week 2026-W48 --out " + out);
   ASSERT_EQ(report.exit_code, 0) << report.output;
   EXPECT_THAT(report.output, HasSubstr("pool dev 30% (" + source + ")"));
-  std::stringstream page;
-  page << std::ifstream(out).rdbuf();
-  EXPECT_EQ(PoolTargetCell(page.str(), "dev"), "30.0% missed");
-  EXPECT_THAT(page.str(), HasSubstr("pool dev 30% (" + source + ")"));
+  std::string page = testing::ReadAll(out);
+  EXPECT_EQ(PoolTargetCell(page, "dev"), "30.0% missed");
+  EXPECT_THAT(page, HasSubstr("pool dev 30% (" + source + ")"));
 
   // usage --by pool.
   const std::string window = "from=2026-11-23T00:00:00Z&to=2026-11-23T02:00:00Z";
@@ -124,7 +122,7 @@ pools = { dev = 0.3, serving = 0.4 }
   ASSERT_GT(port, 0);
   std::string url = "http://127.0.0.1:" + std::to_string(port);
   std::string log = Path("serve.log");
-  testing::ServerProcess serve("--config " + path, port, log);
+  testing::BackgroundGpuledger serve("serve --config " + path + " --listen 127.0.0.1:" + std::to_string(port), log);
   ASSERT_TRUE(serve.started());
   Result<server::HttpResponse> api = Unavailable("not asked yet");
   for (int i = 0; i < 100; ++i) {  // until the server answers (10 s at most)
@@ -147,11 +145,55 @@ pools = { dev = 0.3, serving = 0.4 }
 
   auto weekly = server::HttpGet(url, "/api/v1/reports/weekly?week=2026-W48");
   ASSERT_TRUE(weekly.ok() && weekly->status == 200);
-  EXPECT_EQ(PoolTargetCell(weekly->body, "dev"), PoolTargetCell(page.str(), "dev"));
+  EXPECT_EQ(PoolTargetCell(weekly->body, "dev"), PoolTargetCell(page, "dev"));
   serve.Stop();
-  std::stringstream serve_log;
-  serve_log << std::ifstream(log).rdbuf();
-  EXPECT_THAT(serve_log.str(), HasSubstr("pool dev 30% (" + source + ")")) << "serve says which targets it judges by";
+  EXPECT_THAT(testing::ReadAll(log), HasSubstr("pool dev 30% (" + source + ")"))
+      << "serve says which targets it judges by";
+}
+
+// As the issue tried it: the live demo's dashboard held dev and serving to 30% and 40%
+// while `report weekly` on its store held them to 60%. The demo now writes its targets to
+// the config beside its store, serves with it, and says so; the report given that config
+// holds the pools to the same targets from the same lines.
+TEST_F(ConfigWiringTest, TheLiveDemoAndTheReportOnItsStoreJudgeByTheSameTargets) {
+  std::string db = Path("demo.db");
+  std::string config = Path("demo.toml");
+  int port = server::testing::FreeLoopbackPort();
+  ASSERT_GT(port, 0);
+  std::string url = "http://127.0.0.1:" + std::to_string(port);
+  std::string log = Path("demo.log");
+  std::string dev_source;
+  {
+    testing::BackgroundGpuledger demo("demo --db " + db + " --start 2026-11-23T00:00:00Z --days 2 --history 1h" +
+                                          " --listen 127.0.0.1:" + std::to_string(port),
+                                      log);
+    ASSERT_TRUE(demo.started());
+    const std::regex token_line("token \\(admin\\): (\\S+)");
+    std::smatch m;
+    std::string text;
+    for (int i = 0; i < 600; ++i) {  // until it has sent its history and prints its token (60 s at most)
+      text = testing::ReadAll(log);
+      if (std::regex_search(text, m, token_line)) break;
+      ::usleep(100'000);
+    }
+    ASSERT_FALSE(m.empty()) << text;
+    std::string token = m[1];
+    EXPECT_THAT(text, HasSubstr("gpuledger report weekly --config " + config));
+    auto info = server::HttpGet(url, "/api/v1/info", {.token = token});
+    ASSERT_TRUE(info.ok() && info->status == 200) << (info.ok() ? info->body : info.status().ToString());
+    auto i = nlohmann::json::parse(info->body);
+    EXPECT_DOUBLE_EQ(i["targets"]["pools"]["dev"].get<double>(), 0.3);
+    EXPECT_DOUBLE_EQ(i["targets"]["pools"]["serving"].get<double>(), 0.4);
+    dev_source = i["targets"]["sources"]["pools"]["dev"].get<std::string>();
+    EXPECT_THAT(dev_source, ::testing::StartsWith(config + ":"));
+  }
+  std::string out = Path("r.html");
+  Outcome report = Gpuledger("report weekly --config " + config + " --week 2026-W48 --out " + out);
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  std::string page = testing::ReadAll(out);
+  EXPECT_THAT(PoolTargetCell(page, "dev"), ::testing::StartsWith("30.0% "));
+  EXPECT_THAT(PoolTargetCell(page, "serving"), ::testing::StartsWith("40.0% "));
+  EXPECT_THAT(page, HasSubstr("pool dev 30% (" + dev_source + ")"));
 }
 
 // Without a config every command says it judges by the built-in default, so that a

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "core/batch.h"
@@ -35,20 +36,25 @@ inline Outcome Gpuledger(const std::string& args) {
   return {WEXITSTATUS(status), out};
 }
 
-// `gpuledger serve ARGS --listen 127.0.0.1:PORT` run in the background, its output to
-// `log`, for as long as the object lives (or until Stop): SIGTERM, then a wait until it
-// has exited.
-class ServerProcess {
+// The whole content of the file at `path` ("" when it cannot be read).
+inline std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// `gpuledger ARGS` (`serve`, a live `demo`) run in the background, its output to `log`,
+// for as long as the object lives (or until Stop): SIGTERM, then a wait until it has
+// exited.
+class BackgroundGpuledger {
  public:
-  ServerProcess(const std::string& args, int port, const std::string& log) {
+  BackgroundGpuledger(const std::string& args, const std::string& log) {
     std::string pid_file = log + ".pid";
-    std::string cmd = std::string(GPULEDGER_BINARY) + " serve " + args + " --listen 127.0.0.1:" +
-                      std::to_string(port) + " >" + log + " 2>&1 & echo $! >" + pid_file;
+    std::string cmd = std::string(GPULEDGER_BINARY) + " " + args + " >" + log + " 2>&1 & echo $! >" + pid_file;
     if (std::system(cmd.c_str()) == 0) std::ifstream(pid_file) >> pid_;
   }
-  ~ServerProcess() { Stop(); }
-  ServerProcess(const ServerProcess&) = delete;
-  ServerProcess& operator=(const ServerProcess&) = delete;
+  ~BackgroundGpuledger() { Stop(); }
+  BackgroundGpuledger(const BackgroundGpuledger&) = delete;
+  BackgroundGpuledger& operator=(const BackgroundGpuledger&) = delete;
 
   bool started() const { return !pid_.empty(); }
   void Stop() {
