@@ -22,7 +22,7 @@ void AddAgentCommand(CLI::App& app, CommonOptions& common, Commands& out) {
   auto opts = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand(
       "agent", "Run the node agent: poll NVML, attribute processes to jobs, serve /metrics, push batches");
-  sub->add_option("--config", common.config_path, "TOML configuration file ([agent] section)")
+  sub->add_option("--config", common.config_path, "gpuledger.toml: its [agent] section (the whole file is checked)")
       ->check(CLI::ExistingFile);
   sub->add_option("--server", opts->server_url, "server URL, e.g. http://ledger:8080 (overrides agent.server_url)");
   sub->add_option("--token-file", opts->token_file, "file holding the agent token");
