@@ -37,7 +37,7 @@ pool = "training"
 capacity_type = "reserved"
 interval = "500ms"
 push_interval = "20s"
-spool_dir = "/tmp/spool"
+spool_dir = "/srv/gpuledger/spool"
 spool_size = "256MiB"
 listen = "127.0.0.1:9400"
 mapping_file = "map.toml"
@@ -59,7 +59,7 @@ scontrol = "/opt/slurm/bin/scontrol"
   EXPECT_EQ(c->capacity_type, CapacityType::kReserved);
   EXPECT_EQ(c->interval_ms, 500);
   EXPECT_EQ(c->push_interval_ms, 20'000);
-  EXPECT_EQ(c->spool_dir, "/tmp/spool");
+  EXPECT_EQ(c->spool_dir, "/srv/gpuledger/spool");
   EXPECT_EQ(c->spool_max_bytes, 256u << 20);
   EXPECT_EQ(c->listen_address, "127.0.0.1:9400");
   EXPECT_EQ(c->mapping_file, "map.toml");
