@@ -1,11 +1,11 @@
-// The agent's configuration: the [agent] section of the TOML config file
-// (docs/agent.md lists every key). Other sections belong to other commands and are
-// left alone.
+// The agent's options: the [agent] section of gpuledger.toml (config::Load reads it;
+// docs/agent.md lists every key), then the command's flags, then FinishAgentConfig.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "config/config.h"
 #include "core/model.h"
 #include "core/status.h"
 
@@ -29,23 +29,18 @@ struct AgentConfig {
   std::string proc_root = "/proc";
   bool slurm = true;               // ask scontrol about Slurm jobs
   std::string scontrol = "scontrol";
+  // Where each value came from (the file's line, a flag), for FinishAgentConfig's errors.
+  config::Where where{"", 0, "agent"};
 };
 
-// Reads the [agent] section of `path` over `defaults`. Errors name the file, line and
-// key; unknown keys in [agent] are errors. Sizes are integers of bytes or strings with
-// a unit ("512MiB", "1GiB"); durations strings such as "500ms", "1s", "10s".
-Result<AgentConfig> LoadAgentConfig(const std::string& path, AgentConfig defaults = {});
+// Overlays the values the [agent] section sets onto `config` (keys absent keep their
+// value) and records where each was set.
+void ApplyAgentConfig(const config::AgentSection& section, AgentConfig& config);
 
-// Checks what LoadAgentConfig cannot check key by key: intervals (collection at least
-// 100 ms, push interval a multiple of it and at most 5 min), spool size at least 1 MiB,
-// node non-empty; reads token_file into token. Fails naming the key.
+// Checks what cannot be checked key by key, after the flags have been applied: intervals
+// (collection at least 100 ms, push interval at least the collection interval and at most
+// 5 min), spool size at least 1 MiB, node non-empty; reads token_file into token. Fails
+// naming the key and, where it was set in the file, its FILE:LINE (or the flag).
 Status FinishAgentConfig(AgentConfig& config);
-
-// A duration as ParseDuration reads it ("1s", "10s", "5m"), or whole milliseconds
-// ("500ms"). Fails naming the text.
-Result<int64_t> ParseAgentDuration(std::string_view text);
-
-// "1GiB" -> 1073741824. Units B, KiB, MiB, GiB, TiB (and KB/MB/GB as powers of 1000).
-Result<uint64_t> ParseByteSize(std::string_view text);
 
 }  // namespace gpuledger::agent

@@ -9,72 +9,108 @@ namespace gpuledger::agent {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 using testing::TempDir;
 using testing::WriteFile;
 
-TEST(AgentConfigTest, ReadsTheAgentSection) {
+// Reads `path` as gpuledger.toml and applies its [agent] section over the defaults, as
+// `gpuledger agent --config` does.
+Result<AgentConfig> Load(const std::string& path) {
+  auto c = config::Load(path);
+  if (!c.ok()) return c.status();
+  AgentConfig a;
+  ApplyAgentConfig(c->agent, a);
+  return a;
+}
+
+// Every key of [agent] reaches AgentConfig.
+TEST(AgentConfigTest, EveryKeyReachesTheAgentConfig) {
   TempDir dir;
   WriteFile(dir / "token", "tok-123\n");
   WriteFile(dir / "c.toml", R"(db = "ignored by the agent"
 [agent]
 server_url = "http://ledger:8080"
+token = "inline"
 token_file = ")" + (dir / "token") + R"("
 node = "trn-07"
 pool = "training"
 capacity_type = "reserved"
-interval = "2s"
+interval = "500ms"
 push_interval = "20s"
-spool_dir = "/tmp/spool"
+spool_dir = "/srv/gpuledger/spool"
 spool_size = "256MiB"
 listen = "127.0.0.1:9400"
+mapping_file = "map.toml"
 hpc_job_mapping_dir = "/run/hpc"
+nvml_library = "libfake-nvml.so"
+proc_root = "/host/proc"
 slurm = false
+scontrol = "/opt/slurm/bin/scontrol"
 )");
-  auto c = LoadAgentConfig(dir / "c.toml");
+  auto c = Load(dir / "c.toml");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->token, "inline");
   ASSERT_TRUE(FinishAgentConfig(*c).ok());
   EXPECT_EQ(c->server_url, "http://ledger:8080");
-  EXPECT_EQ(c->token, "tok-123");
+  EXPECT_EQ(c->token, "tok-123") << "token_file wins over token";
+  EXPECT_EQ(c->token_file, dir / "token");
   EXPECT_EQ(c->node, "trn-07");
+  EXPECT_EQ(c->pool, "training");
   EXPECT_EQ(c->capacity_type, CapacityType::kReserved);
-  EXPECT_EQ(c->interval_ms, 2'000);
+  EXPECT_EQ(c->interval_ms, 500);
   EXPECT_EQ(c->push_interval_ms, 20'000);
+  EXPECT_EQ(c->spool_dir, "/srv/gpuledger/spool");
   EXPECT_EQ(c->spool_max_bytes, 256u << 20);
+  EXPECT_EQ(c->listen_address, "127.0.0.1:9400");
+  EXPECT_EQ(c->mapping_file, "map.toml");
   EXPECT_EQ(c->hpc_job_mapping_dir, "/run/hpc");
+  EXPECT_EQ(c->nvml_library, "libfake-nvml.so");
+  EXPECT_EQ(c->proc_root, "/host/proc");
   EXPECT_FALSE(c->slurm);
-  EXPECT_EQ(c->proc_root, "/proc");  // default kept
+  EXPECT_EQ(c->scontrol, "/opt/slurm/bin/scontrol");
 }
 
-TEST(AgentConfigTest, NamesTheBadKey) {
+TEST(AgentConfigTest, AbsentKeysKeepTheAgentDefaults) {
+  TempDir dir;
+  WriteFile(dir / "c.toml", "[agent]\nnode = \"n\"\n");
+  auto c = Load(dir / "c.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const AgentConfig defaults;
+  EXPECT_EQ(c->node, "n");
+  EXPECT_EQ(c->interval_ms, defaults.interval_ms);
+  EXPECT_EQ(c->spool_dir, defaults.spool_dir);
+  EXPECT_EQ(c->proc_root, defaults.proc_root);
+  EXPECT_EQ(c->slurm, defaults.slurm);
+}
+
+TEST(AgentConfigTest, NamesTheBadKeyAndItsLine) {
   TempDir dir;
   WriteFile(dir / "c.toml", "[agent]\nnode = \"n\"\nintervall = \"1s\"\n");
-  EXPECT_THAT(LoadAgentConfig(dir / "c.toml").status().message(), HasSubstr("c.toml:3: agent.intervall: unknown key"));
+  EXPECT_THAT(Load(dir / "c.toml").status().message(), HasSubstr("c.toml:3: agent.intervall: unknown key"));
   WriteFile(dir / "d.toml", "[agent]\nspool_size = \"1 parsec\"\n");
-  EXPECT_THAT(LoadAgentConfig(dir / "d.toml").status().message(), HasSubstr("d.toml:2: agent.spool_size"));
-  AgentConfig c;
-  c.node = "n";
-  c.interval_ms = 50;
-  EXPECT_THAT(FinishAgentConfig(c).message(), HasSubstr("agent.interval"));
-  c.interval_ms = 1000;
-  c.push_interval_ms = 500;
-  EXPECT_THAT(FinishAgentConfig(c).message(), HasSubstr("agent.push_interval"));
+  EXPECT_THAT(Load(dir / "d.toml").status().message(), HasSubstr("d.toml:2: agent.spool_size"));
 }
 
-TEST(AgentConfigTest, ParsesDurations) {
-  EXPECT_EQ(*ParseAgentDuration("500ms"), 500);
-  EXPECT_EQ(*ParseAgentDuration("10s"), 10'000);
-  EXPECT_EQ(*ParseAgentDuration("5m"), 300'000);
-  EXPECT_FALSE(ParseAgentDuration("0ms").ok());
-  EXPECT_FALSE(ParseAgentDuration("fast").ok());
-}
-
-TEST(AgentConfigTest, ParsesByteSizes) {
-  EXPECT_EQ(*ParseByteSize("1GiB"), uint64_t{1} << 30);
-  EXPECT_EQ(*ParseByteSize("512 MiB"), uint64_t{512} << 20);
-  EXPECT_EQ(*ParseByteSize("1000"), 1000u);
-  EXPECT_EQ(*ParseByteSize("2GB"), 2'000'000'000u);
-  EXPECT_FALSE(ParseByteSize("GiB").ok());
-  EXPECT_FALSE(ParseByteSize("99999999999TiB").ok());
+// The checks across keys run after the flags; a value from the file is named by its line,
+// one from a flag by the flag, a default by its key.
+TEST(AgentConfigTest, FinishNamesWhereTheValueWasSet) {
+  TempDir dir;
+  WriteFile(dir / "c.toml", "[agent]\nnode = \"n\"\n\ninterval = \"50ms\"\n");
+  auto c = Load(dir / "c.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_THAT(FinishAgentConfig(*c).message(), StartsWith(dir / "c.toml" + ":4: agent.interval: must be at least 100ms"));
+  c->interval_ms = 1000;
+  c->where.SetFlag("interval", "--interval");
+  c->push_interval_ms = 500;
+  EXPECT_THAT(FinishAgentConfig(*c).message(), StartsWith("agent.push_interval: must be at least the collection interval"));
+  c->push_interval_ms = 5'000;
+  c->spool_max_bytes = 1000;
+  c->where.SetFlag("spool_size", "--spool-size");
+  EXPECT_THAT(FinishAgentConfig(*c).message(), StartsWith("--spool-size: must be at least 1MiB"));
+  AgentConfig d;
+  d.node = "n";
+  d.interval_ms = 50;
+  EXPECT_THAT(FinishAgentConfig(d).message(), StartsWith("agent.interval: must be at least 100ms"));
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ void AddAgentCommand(CLI::App& app, CommonOptions& common, Commands& out) {
   auto opts = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand(
       "agent", "Run the node agent: poll NVML, attribute processes to jobs, serve /metrics, push batches");
-  sub->add_option("--config", common.config_path, "TOML configuration file ([agent] section)")
+  sub->add_option("--config", common.config_path, "gpuledger.toml: its [agent] section (the whole file is checked)")
       ->check(CLI::ExistingFile);
   sub->add_option("--server", opts->server_url, "server URL, e.g. http://ledger:8080 (overrides agent.server_url)");
   sub->add_option("--token-file", opts->token_file, "file holding the agent token");
@@ -37,35 +37,46 @@ void AddAgentCommand(CLI::App& app, CommonOptions& common, Commands& out) {
   sub->add_option("--proc-root", opts->proc_root, "the host's /proc (e.g. /host/proc in a container)");
   sub->add_flag("--once", opts->once, "collect once, print the exposition and exit (a check, pushes nothing)");
   out.push_back({sub, [opts, &common]() -> int {
+                   auto loaded = LoadCommonConfig(common);
+                   if (!loaded.ok()) return Fail(loaded.status());
                    agent::AgentConfig config;
-                   if (!common.config_path.empty()) {
-                     auto loaded = agent::LoadAgentConfig(common.config_path);
-                     if (!loaded.ok()) return Fail(loaded.status());
-                     config = std::move(loaded).value();
-                   }
-                   auto duration = [](const std::string& text, int64_t& target, const char* flag) -> Status {
-                     if (text.empty()) return Status::Ok();
-                     auto d = agent::ParseAgentDuration(text);
+                   agent::ApplyAgentConfig(loaded->agent, config);
+                   // A flag given overrides the file; FinishAgentConfig's errors name the flag.
+                   auto text = [&](const std::string& value, std::string& target, const char* key, const char* flag) {
+                     if (value.empty()) return;
+                     target = value;
+                     config.where.SetFlag(key, flag);
+                   };
+                   auto duration = [&](const std::string& value, int64_t& target, const char* key,
+                                       const char* flag) -> Status {
+                     if (value.empty()) return Status::Ok();
+                     auto d = ParseDuration(value);
                      if (!d.ok()) return d.status().WithContext(flag);
                      target = *d;
+                     config.where.SetFlag(key, flag);
                      return Status::Ok();
                    };
-                   if (!opts->server_url.empty()) config.server_url = opts->server_url;
-                   if (!opts->token_file.empty()) config.token_file = opts->token_file;
-                   if (!opts->node.empty()) config.node = opts->node;
-                   if (!opts->pool.empty()) config.pool = opts->pool;
-                   if (!opts->spool_dir.empty()) config.spool_dir = opts->spool_dir;
-                   if (!opts->listen.empty()) config.listen_address = opts->listen;
-                   if (!opts->nvml_library.empty()) config.nvml_library = opts->nvml_library;
-                   if (!opts->proc_root.empty()) config.proc_root = opts->proc_root;
-                   if (Status st = duration(opts->interval, config.interval_ms, "--interval"); !st.ok()) return Fail(st);
-                   if (Status st = duration(opts->push_interval, config.push_interval_ms, "--push-interval"); !st.ok()) {
+                   text(opts->server_url, config.server_url, "server_url", "--server");
+                   text(opts->token_file, config.token_file, "token_file", "--token-file");
+                   text(opts->node, config.node, "node", "--node");
+                   text(opts->pool, config.pool, "pool", "--pool");
+                   text(opts->spool_dir, config.spool_dir, "spool_dir", "--spool-dir");
+                   text(opts->listen, config.listen_address, "listen", "--listen");
+                   text(opts->nvml_library, config.nvml_library, "nvml_library", "--nvml-library");
+                   text(opts->proc_root, config.proc_root, "proc_root", "--proc-root");
+                   if (Status st = duration(opts->interval, config.interval_ms, "interval", "--interval"); !st.ok()) {
+                     return Fail(st);
+                   }
+                   if (Status st = duration(opts->push_interval, config.push_interval_ms, "push_interval",
+                                            "--push-interval");
+                       !st.ok()) {
                      return Fail(st);
                    }
                    if (!opts->spool_size.empty()) {
-                     auto size = agent::ParseByteSize(opts->spool_size);
+                     auto size = config::ParseByteSize(opts->spool_size);
                      if (!size.ok()) return Fail(size.status().WithContext("--spool-size"));
                      config.spool_max_bytes = *size;
+                     config.where.SetFlag("spool_size", "--spool-size");
                    }
                    if (Status st = agent::FinishAgentConfig(config); !st.ok()) return Fail(st);
 

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "cli/test_support.h"
 #include "core/time.h"
 #include "server/test_support.h"
 #include "wire/batch.h"
@@ -20,64 +21,19 @@ namespace {
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-struct Outcome {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
+using testing::Gpuledger;
+using testing::Outcome;
 
-Outcome Gpuledger(const std::string& args) {
-  std::string cmd = std::string(GPULEDGER_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  int status = pclose(p);
-  return {WEXITSTATUS(status), out};
-}
-
-class CliTest : public ::testing::Test {
+class CliTest : public testing::TempDirTest {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("gpuledger-cli-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    db_ = (dir_ / "ledger.db").string();
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string File(const std::string& name, const std::string& text) {
-    auto p = dir_ / name;
-    std::ofstream(p) << text;
-    return p.string();
+    TempDirTest::SetUp();
+    db_ = Path("ledger.db");
   }
 
   // Two hours of one GPU held by one job at 25% activity, in NDJSON, one batch an hour.
-  std::string Batches() {
-    std::string out;
-    const int64_t base = 1'795'392'000'000;  // 2026-11-23T00:00:00Z
-    for (int h = 0; h < 2; ++h) {
-      Batch b;
-      b.batch_id = "node-1-h" + std::to_string(h);
-      b.devices.push_back(Device{.uuid = "GPU-1", .node = "node-1", .model = "NVIDIA-A100",
-                                 .pool = "training", .sample_interval_ms = 60'000});
-      if (h == 0) {
-        b.jobs.push_back(Job{.id = "j1", .team = "nlp", .project = "llm", .kind = JobKind::kTraining});
-        b.allocations.push_back(Allocation{"GPU-1", "j1", base, std::nullopt});
-      }
-      for (int m = h == 0 ? 0 : 1; m <= 60; ++m) {
-        Sample s;
-        s.device_uuid = "GPU-1";
-        s.t_ms = base + h * kMsPerHour + m * kMsPerMinute;
-        s.sm_active = 0.25;
-        b.samples.push_back(s);
-      }
-      out += wire::WriteBatch(b) + "\n";
-    }
-    return out;
-  }
+  std::string Batches() { return testing::TwoHoursOfOneGpu(); }
 
-  fs::path dir_;
   std::string db_;
 };
 
@@ -134,14 +90,9 @@ TEST_F(CliTest, UsageAndChargebackFromAServerEqualTheLocalStore) {
   int port = server::testing::FreeLoopbackPort();
   ASSERT_GT(port, 0);
   std::string url = "http://127.0.0.1:" + std::to_string(port);
-  std::string pid_file = (dir_ / "serve.pid").string();
-  ASSERT_EQ(std::system((std::string(GPULEDGER_BINARY) + " serve --db " + db_ + " --listen 127.0.0.1:" +
-                         std::to_string(port) + " >" + (dir_ / "serve.log").string() + " 2>&1 & echo $! >" +
-                         pid_file).c_str()),
-            0);
-  std::string pid;
-  std::ifstream(pid_file) >> pid;
-  ASSERT_FALSE(pid.empty());
+  testing::BackgroundGpuledger serve("serve --db " + db_ + " --listen 127.0.0.1:" + std::to_string(port),
+                                     Path("serve.log"));
+  ASSERT_TRUE(serve.started());
   Outcome first;
   for (int i = 0; i < 100; ++i) {  // until the server answers (10 s at most)
     first = Gpuledger(queries[0] + " --server " + url);
@@ -160,7 +111,6 @@ TEST_F(CliTest, UsageAndChargebackFromAServerEqualTheLocalStore) {
   Outcome gone = Gpuledger("usage" + window + " --server http://127.0.0.1:1");
   EXPECT_EQ(gone.exit_code, 1);
   EXPECT_THAT(gone.output, HasSubstr("127.0.0.1:1"));
-  std::system(("kill -TERM " + pid + "; while kill -0 " + pid + " 2>/dev/null; do sleep 0.05; done").c_str());
 }
 
 TEST_F(CliTest, ABadBatchNamesFileLineAndFieldAndChangesNothing) {

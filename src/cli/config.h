@@ -1,36 +1,20 @@
-// The TOML configuration file and the options every command shares. Flags override
-// the file's keys; docs/configuration.md lists them.
+// The options every command shares, and the wiring from gpuledger.toml (config::Load,
+// docs/configuration.md) to the ledger: the store's path, the ledger's options, the price
+// book. Flags override the file's keys.
 #pragma once
 
 #include <memory>
-#include <optional>
 #include <string>
-#include <vector>
 
+#include "config/config.h"
 #include "core/goals.h"
-#include "core/price_book.h"
 #include "core/status.h"
 #include "ledger/ledger.h"
+#include "store/store.h"
 
 namespace gpuledger::cli {
 
-struct Config {
-  std::string db_path;  // empty: the default in the user's data directory
-  ledger::LedgerOptions ledger;
-  int64_t raw_retention_ms = 0;  // 0: keep raw samples forever
-  std::optional<std::vector<PriceEntry>> prices;
-  Goals goals;  // [targets] and [budgets]
-};
-
-// Reads a TOML config. Errors name the file, line and key.
-Result<Config> LoadConfig(const std::string& path);
-
-// Parses a price list in the config's [[price]] format from a TOML file.
-Result<std::vector<PriceEntry>> LoadPriceFile(const std::string& path);
-
-// $GPULEDGER_DB, else $XDG_DATA_HOME/gpuledger/ledger.db, else
-// ~/.local/share/gpuledger/ledger.db.
-std::string DefaultDbPath();
+using Config = config::Config;
 
 // Options every command shares, filled by CLI11 before the command runs.
 struct CommonOptions {
@@ -38,11 +22,26 @@ struct CommonOptions {
   std::string db_path;
 };
 
+// Reads --config when one was given; else a Config whose every value is its default (and
+// whose targets say so).
+Result<Config> LoadCommonConfig(const CommonOptions& common);
+
+// The [ledger] section over the ledger's defaults.
+ledger::LedgerOptions LedgerOptionsFrom(const config::LedgerSection& section);
+
+// $GPULEDGER_DB, else $XDG_DATA_HOME/gpuledger/ledger.db, else
+// ~/.local/share/gpuledger/ledger.db.
+std::string DefaultDbPath();
+
 // Loads the config (if any), lets `--db` override it, opens the store (creating its
 // folder) and applies the config's price book. The clock is the system's.
 // `store_options` chooses the store's durability (the server asks for FULL).
 Result<std::unique_ptr<ledger::Ledger>> OpenLedger(const CommonOptions& common, const Clock& clock,
                                                    Config* config_out = nullptr,
                                                    const store::SqliteOptions& store_options = {});
+
+// Writes to stderr which targets a command judges by and where each was set
+// (Goals::Describe), so that two commands that disagree show why.
+void PrintTargets(const Goals& goals);
 
 }  // namespace gpuledger::cli

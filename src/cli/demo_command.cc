@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 
 #include <signal.h>
 
@@ -20,20 +21,32 @@ sigset_t BlockStopSignals();  // serve_command.cc
 
 namespace {
 
+// The demo's config beside its store: the store's path, the fleet's prices, targets and
+// budgets. The demo's server reads it like `serve --config`, and the commands it suggests
+// take it, so that the report, `usage --by pool` and the dashboard judge by the same
+// targets (docs/configuration.md, "Targets and budgets").
+Status WriteDemoConfig(const demo::DemoFleet& fleet, const CommonOptions& mine) {
+  std::ofstream f(mine.config_path, std::ios::binary | std::ios::trunc);
+  f << "# Written by gpuledger demo: its fleet's prices, targets and budgets.\n"
+    << config::WriteGoalsAndPrices(fleet.FleetGoals(), fleet.Prices().entries(),
+                                   std::filesystem::absolute(mine.db_path).lexically_normal().string());
+  if (!f.flush()) return Unavailable(fmt::format("cannot write {}", mine.config_path));
+  return Status::Ok();
+}
+
 // The live demo: a server on a fresh store, fed by the simulated fleet's agents (over
 // HTTP, as real agents would) as simulated time passes `speed` times faster than real
 // time, after `history` of it has been sent at once. Stops on SIGINT or SIGTERM.
-int RunLive(const demo::DemoOptions& d, const std::string& db_path, const std::string& listen, double speed,
+int RunLive(const demo::DemoOptions& d, const CommonOptions& mine, const std::string& listen, double speed,
             int64_t history_ms) {
   sigset_t stop = BlockStopSignals();
   ManualClock sim_clock(d.start_ms + history_ms);
-  CommonOptions mine;
-  mine.db_path = db_path;
-  auto ledger = OpenLedger(mine, sim_clock);
-  if (!ledger.ok()) return Fail(ledger.status());
   demo::DemoFleet fleet(d);
-  Status st = (*ledger)->SetPrices(fleet.Prices());
+  Status st = WriteDemoConfig(fleet, mine);
   if (!st.ok()) return Fail(st);
+  Config config;
+  auto ledger = OpenLedger(mine, sim_clock, &config);
+  if (!ledger.ok()) return Fail(ledger.status());
   std::string token = server::NewToken();
   server::TokenEntry admin;
   admin.name = "demo-admin";
@@ -44,7 +57,8 @@ int RunLive(const demo::DemoOptions& d, const std::string& db_path, const std::s
   options.listen = listen;
   options.tokens = {admin};
   options.access_log = false;
-  options.goals = fleet.FleetGoals();
+  options.goals = config.goals;
+  PrintTargets(options.goals);
   options.dashboard_refresh_ms = 10'000;
   // The fleet's data are as old as the simulated history; nothing is refused for age.
   options.limits.max_sample_age_ms = d.duration_ms + kMsPerDay;
@@ -77,13 +91,14 @@ int RunLive(const demo::DemoOptions& d, const std::string& db_path, const std::s
   std::fprintf(stderr, "demo: sending %s of history ...\n", FormatTime(d.start_ms + history_ms).c_str());
   st = send(d.start_ms + history_ms);
   if (!st.ok()) return Fail(st);
-  std::printf("gpuledger demo: serving %s (store %s)\n  token (admin): %s\n"
+  std::printf("gpuledger demo: serving %s (store %s, config %s)\n  token (admin): %s\n"
               "  dashboard: open %s/ in a browser and paste the token\n"
               "  try: curl -H 'Authorization: Bearer %s' '%s/api/v1/usage?window=1d&by=team'\n"
               "       gpuledger usage --server %s --token %s --window 1d\n"
+              "       gpuledger report weekly --config %s (the same targets as the dashboard)\n"
               "  simulated time runs %gx real time; Ctrl-C stops\n",
-              url.c_str(), db_path.c_str(), token.c_str(), url.c_str(), token.c_str(), url.c_str(), url.c_str(),
-              token.c_str(), speed);
+              url.c_str(), mine.db_path.c_str(), mine.config_path.c_str(), token.c_str(), url.c_str(), token.c_str(),
+              url.c_str(), url.c_str(), token.c_str(), mine.config_path.c_str(), speed);
   std::fflush(stdout);
   auto t0 = std::chrono::steady_clock::now();
   int64_t sim0 = d.start_ms + history_ms;
@@ -167,6 +182,11 @@ void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    for (const char* suffix : {"", "-wal", "-shm"}) {
                      std::filesystem::remove(mine.db_path + suffix);
                    }
+                   // Its own config beside the store (replacing a --config given: the demo's
+                   // fleet has its own prices and targets).
+                   std::filesystem::path db(mine.db_path);
+                   mine.config_path = db.extension() == ".toml" ? mine.db_path + ".config.toml"
+                                                                 : db.replace_extension(".toml").string();
                    if (!o->once) {
                      // Live: the span starts `history` before the current hour, so the
                      // simulated present is the real one when the feed starts.
@@ -176,16 +196,15 @@ void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                        return Fail(InvalidArgument("--history must be whole hours, shorter than --days"));
                      }
                      if (o->start.empty()) d.start_ms = FloorTo(clock.NowMs(), kMsPerHour) - *history;
-                     return RunLive(d, mine.db_path, o->listen, o->speed, *history);
+                     return RunLive(d, mine, o->listen, o->speed, *history);
                    }
                    // The demo's clock stands at the end of the simulated span.
                    ManualClock sim_clock(d.start_ms + d.duration_ms);
-                   auto ledger = OpenLedger(mine, sim_clock);
-                   if (!ledger.ok()) return Fail(ledger.status());
                    auto t0 = std::chrono::steady_clock::now();
                    demo::DemoFleet fleet(d);
-                   Status st = (*ledger)->SetPrices(fleet.Prices());
-                   if (!st.ok()) return Fail(st);
+                   if (Status st = WriteDemoConfig(fleet, mine); !st.ok()) return Fail(st);
+                   auto ledger = OpenLedger(mine, sim_clock);
+                   if (!ledger.ok()) return Fail(ledger.status());
                    int64_t samples = 0, batches = 0;
                    for (int64_t day = d.start_ms; day < fleet.end_ms(); day += kMsPerDay) {
                      for (const Batch& b : fleet.Advance(day + kMsPerDay)) {
@@ -217,8 +236,9 @@ void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    auto waste = (*ledger)->TopWaste(window, 5);
                    if (!waste.ok()) return Fail(waste.status());
                    std::fputs(report::RenderFleetSummary(*by_pool, *by_team, *waste).c_str(), stdout);
-                   std::printf("\nThe store is %s: try\n  gpuledger usage --db %s --from %s --to %s --by team,project\n",
-                               mine.db_path.c_str(), mine.db_path.c_str(),
+                   std::printf("\nThe store is %s and its config %s: try\n"
+                               "  gpuledger usage --config %s --from %s --to %s --by team,project\n",
+                               mine.db_path.c_str(), mine.config_path.c_str(), mine.config_path.c_str(),
                                FormatTime(window.begin_ms).c_str(), FormatTime(window.end_ms).c_str());
                    return 0;
                  }});

@@ -108,9 +108,8 @@ void AddImportCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    }
                    auto rebuilt = (*ledger)->RefreshRollups();
                    if (!rebuilt.ok()) return Fail(rebuilt.status());
-                   if (config.raw_retention_ms > 0) {
-                     auto pruned =
-                         (*ledger)->PruneSamples(clock.NowMs() - config.raw_retention_ms);
+                   if (int64_t retention_ms = config.ledger.raw_retention_ms.value_or(0); retention_ms > 0) {
+                     auto pruned = (*ledger)->PruneSamples(clock.NowMs() - retention_ms);
                      if (!pruned.ok()) return Fail(pruned.status());
                    }
                    std::printf(

@@ -15,7 +15,7 @@ void AddPricesCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    auto ledger = OpenLedger(common, clock);
                    if (!ledger.ok()) return Fail(ledger.status());
                    if (!file->empty()) {
-                     auto entries = LoadPriceFile(*file);
+                     auto entries = config::LoadPriceFile(*file);
                      if (!entries.ok()) return Fail(entries.status());
                      auto book = PriceBook::Create(*entries);
                      if (!book.ok()) return Fail(book.status());

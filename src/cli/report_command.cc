@@ -78,8 +78,11 @@ void AddReportCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    auto ledger = OpenLedger(common, clock, &config);
                    if (!ledger.ok()) return Fail(ledger.status());
                    // The config's targets, which the flags override.
-                   report::WeeklyOptions options{.goals = config.goals};
-                   if (o->target) options.goals.fleet_target = *o->target;
+                   Goals goals = config.goals;
+                   if (o->target) {
+                     goals.fleet_target = *o->target;
+                     goals.fleet_target_source = "--target";
+                   }
                    for (const std::string& pt : o->pool_targets) {
                      auto eq = pt.find('=');
                      double v = -1;
@@ -94,8 +97,10 @@ void AddReportCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                        return Fail(InvalidArgument(fmt::format(
                            "--pool-target \"{}\": want POOL=RATIO with RATIO in 0..1", pt)));
                      }
-                     options.goals.pool_targets[pt.substr(0, eq)] = v;
+                     goals.pool_targets[pt.substr(0, eq)] = v;
+                     goals.pool_target_sources[pt.substr(0, eq)] = "--pool-target";
                    }
+                   report::WeeklyOptions options{.goals = goals};
                    auto html = report::RenderWeeklyReport(**ledger, *week, options);
                    if (!html.ok()) return Fail(html.status());
                    std::string path = o->out.empty() ? "report-" + week_name + ".html" : o->out;
@@ -103,6 +108,7 @@ void AddReportCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    f << *html;
                    if (!f.flush()) return Fail(Unavailable(fmt::format("cannot write {}", path)));
                    std::printf("wrote %s\n", path.c_str());
+                   PrintTargets(goals);
                    if (o->pdf) {
                      std::string pdf = std::filesystem::path(path).replace_extension(".pdf").string();
                      Status st = PrintToPdf(path, pdf);

@@ -37,21 +37,18 @@ void AddServeCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                 "allow a non-loopback address without any token configured (everyone is admin)");
   out.push_back({sub, [o, &common]() -> int {
                    sigset_t stop = BlockStopSignals();
-                   server::ServerOptions options;
-                   if (!common.config_path.empty()) {
-                     Status st = server::LoadServerConfig(common.config_path, options);
-                     if (!st.ok()) return Fail(st);
-                   }
-                   if (!o->listen.empty()) options.listen = o->listen;
-                   if (o->insecure) options.insecure = true;
                    SystemClock clock;
                    // Every acknowledged batch is durable against power loss.
                    Config config;
                    auto ledger = OpenLedger(common, clock, &config, {.synchronous_full = true});
                    if (!ledger.ok()) return Fail(ledger.status());
-                   options.staleness_override_ms = config.ledger.staleness_override_ms;
-                   options.max_future_skew_ms = config.ledger.max_future_skew_ms;
+                   server::ServerOptions options;
+                   Status applied = server::ApplyServerConfig(config.server, options);
+                   if (!applied.ok()) return Fail(applied);
+                   if (!o->listen.empty()) options.listen = o->listen;
+                   if (o->insecure) options.insecure = true;
                    options.goals = config.goals;
+                   PrintTargets(options.goals);
                    auto srv = server::Server::Create(**ledger, clock, options);
                    if (!srv.ok()) return Fail(srv.status());
                    Status st = (*srv)->Start();

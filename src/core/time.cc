@@ -141,12 +141,12 @@ Result<int64_t> ParseDuration(std::string_view text) {
   while (pos < text.size()) {
     int64_t n = 0;
     auto [ptr, ec] = std::from_chars(text.data() + pos, text.data() + text.size(), n);
-    if (ec != std::errc() || ptr == text.data() + pos) {
+    if (ec != std::errc() || ptr == text.data() + pos || n < 0) {
       return InvalidArgument(fmt::format("duration \"{}\": expected a number at offset {}", text, pos));
     }
     pos = static_cast<size_t>(ptr - text.data());
     if (pos >= text.size()) {
-      return InvalidArgument(fmt::format("duration \"{}\": missing unit (s, m, h, d or w)", text));
+      return InvalidArgument(fmt::format("duration \"{}\": missing unit (ms, s, m, h, d or w)", text));
     }
     int64_t unit = 0;
     switch (text[pos]) {
@@ -157,9 +157,14 @@ Result<int64_t> ParseDuration(std::string_view text) {
       case 'w': unit = 7 * kMsPerDay; break;
       default:
         return InvalidArgument(
-            fmt::format("duration \"{}\": unknown unit '{}' (s, m, h, d or w)", text, text[pos]));
+            fmt::format("duration \"{}\": unknown unit '{}' (ms, s, m, h, d or w)", text, text[pos]));
     }
     ++pos;
+    // "ms" is milliseconds; an "m" followed by anything else is minutes.
+    if (unit == kMsPerMinute && pos < text.size() && text[pos] == 's') {
+      unit = 1;
+      ++pos;
+    }
     if (n > 100 * 365 * kMsPerDay / unit) {
       return InvalidArgument(fmt::format("duration \"{}\": longer than a century", text));
     }

@@ -40,7 +40,9 @@ Result<int64_t> ParseTime(std::string_view text);
 // Formats an instant as RFC 3339 in UTC, with milliseconds only when they are not zero.
 std::string FormatTime(int64_t t_ms);
 
-// Parses a duration such as "90s", "15m", "36h", "7d", "2w" or "1h30m". Must be > 0.
+// Parses a duration such as "500ms", "90s", "15m", "36h", "7d", "2w" or "1h30m": one or
+// more whole numbers, each with its unit (ms, s, m, h, d, w). Must be > 0. The one
+// duration grammar of flags, the API and the config file.
 Result<int64_t> ParseDuration(std::string_view text);
 
 // "2026-11" -> [2026-11-01T00:00Z, 2026-12-01T00:00Z).

@@ -34,6 +34,10 @@ TEST(TimeTest, ParsesDurations) {
   EXPECT_EQ(*ParseDuration("1h30m"), 90 * kMsPerMinute);
   EXPECT_EQ(*ParseDuration("30d"), 30 * kMsPerDay);
   EXPECT_EQ(*ParseDuration("2w"), 14 * kMsPerDay);
+  EXPECT_EQ(*ParseDuration("500ms"), 500);
+  EXPECT_EQ(*ParseDuration("1s250ms"), 1'250);
+  EXPECT_EQ(*ParseDuration("1m30s"), 90'000);
+  EXPECT_FALSE(ParseDuration("1h-30m").ok());
   EXPECT_FALSE(ParseDuration("7").ok());
   EXPECT_FALSE(ParseDuration("7y").ok());
   EXPECT_FALSE(ParseDuration("0s").ok());

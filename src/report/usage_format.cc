@@ -147,6 +147,11 @@ std::string RenderUsage(const ledger::UsageReport& r, Format f, const Goals* goa
     if (pool_at == r.by.end() || &row == &r.total) return goals->fleet_target;
     return goals->TargetFor(row.key[static_cast<size_t>(pool_at - r.by.begin())]);
   };
+  // Where that target was set (the config's FILE:LINE, a flag, or the default).
+  auto source_of = [&](const UsageRow& row) {
+    if (pool_at == r.by.end() || &row == &r.total) return goals->fleet_target_source;
+    return goals->TargetSourceFor(row.key[static_cast<size_t>(pool_at - r.by.begin())]);
+  };
   if (f == Format::kJson) {
     nlohmann::json j;
     j["window"] = {{"from", FormatTime(r.window.begin_ms)}, {"to", FormatTime(r.window.end_ms)}};
@@ -158,11 +163,13 @@ std::string RenderUsage(const ledger::UsageReport& r, Format f, const Goals* goa
     for (const auto& row : r.rows) {
       j["rows"].push_back(RowJson(row, r.by));
       if (goals) j["rows"].back()["target"] = target_of(row);
+      if (goals) j["rows"].back()["target_source"] = source_of(row);
     }
     j["total"] = RowJson(r.total, r.by);
     if (goals) j["total"]["target"] = target_of(r.total);
     j["requested"] = {{"from", FormatTime(r.requested.begin_ms)}, {"to", FormatTime(r.requested.end_ms)}};
     j["unpriced"] = UnpricedJson(r.unpriced);
+    if (goals) j["total"]["target_source"] = source_of(r.total);
     return j.dump(2) + "\n";
   }
   if (f == Format::kCsv) {
@@ -210,7 +217,7 @@ std::string RenderUsage(const ledger::UsageReport& r, Format f, const Goals* goa
   rows.push_back(cells(r.total));
   return fmt::format("Usage {} .. {}{} (GPU-hours; cost)\n", FormatTime(r.window.begin_ms),
                      FormatTime(r.window.end_ms), WindowNote(r.window, r.requested)) +
-         Table(rows, r.by.size()) + UnpricedNote(r.unpriced);
+         Table(rows, r.by.size()) + UnpricedNote(r.unpriced) + (goals ? goals->Describe() + "\n" : "");
 }
 
 std::string RenderChargeback(const ledger::ChargebackReport& r, Format f) {

@@ -18,8 +18,9 @@ enum class Format { kTable, kJson, kCsv };
 Result<Format> ParseFormat(std::string_view text);
 
 // With `goals`, every row carries the effective-utilization target it is held to: its
-// pool's own when the report is grouped by pool, else the fleet's (JSON "target", the
-// table's "target" column).
+// pool's own when the report is grouped by pool, else the fleet's (JSON "target" and
+// "target_source", the table's "target" column and a last line, Goals::Describe, saying
+// where each target was set).
 std::string RenderUsage(const ledger::UsageReport& r, Format f, const Goals* goals = nullptr);
 std::string RenderChargeback(const ledger::ChargebackReport& r, Format f);
 

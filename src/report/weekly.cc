@@ -347,6 +347,7 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
         Pct(row.allocated_efficiency()), row.gpu_hours(Bucket::kUnallocated),
         Esc(row.total_cost().ToDisplay()), met ? "met" : "missed", Pct(target), met ? "met" : "missed");
   }
+  html += fmt::format("</table><p>{}</p><table>", Esc(options.goals.Describe()));
   html += "</table><table><tr><th class=\"l\">kind</th><th>GPU-hours held</th><th>allocated eff.</th><th>idle cost</th><th>cost</th></tr>";
   for (const auto& row : by_kind.rows) {
     if (row.key[0] == ledger::kNoJob) continue;

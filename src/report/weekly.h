@@ -17,7 +17,8 @@ namespace gpuledger::report {
 struct WeeklyOptions {
   // What the fleet is held to: the fleet's and each pool's utilization target, each
   // team's monthly budget (the config's [targets] and [budgets]). The SLO section shows
-  // what ledger::JudgeTargets and ledger::JudgeWeeklyBudgets make of them.
+  // what ledger::JudgeTargets and ledger::JudgeWeeklyBudgets make of them, and which
+  // targets apply and where each was set (Goals::Describe) under the pools' table.
   Goals goals;
   // How many right-sizing recommendations to list, largest saving first.
   size_t recommendations = 8;

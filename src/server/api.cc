@@ -365,7 +365,7 @@ HttpReply WeeklyReportReply(const QueryContext& q, const QueryParams& params) {
   auto week = ParseIsoWeek(week_name);
   if (!week.ok()) return ErrorReply(week.status().WithContext("week"));
   report::WeeklyOptions options;
-  if (q.goals != nullptr) options.goals = *q.goals;
+  Goals goals = q.goals != nullptr ? *q.goals : Goals{};
   std::string target = Param(params, "target");
   if (!target.empty()) {
     char* end = nullptr;
@@ -373,8 +373,10 @@ HttpReply WeeklyReportReply(const QueryContext& q, const QueryParams& params) {
     if (end == target.c_str() || *end != '\0' || !(v >= 0 && v <= 1)) {
       return ErrorReply(InvalidArgument(fmt::format("target \"{}\": want a ratio in 0..1", target)));
     }
-    options.goals.fleet_target = v;
+    goals.fleet_target = v;
+    goals.fleet_target_source = "the request's target parameter";
   }
+  options.goals = goals;
   auto html = report::RenderWeeklyReport(q.ledger, *week, options);
   if (!html.ok()) return ErrorReply(html.status());
   return {200, "text/html; charset=utf-8", *html};

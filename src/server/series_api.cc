@@ -164,10 +164,16 @@ HttpReply InfoReply(const QueryContext& q) {
   }
   json budgets = json::object();
   json pools = json::object();
+  json sources = json::object();
   double fleet_target = 0.6;
+  std::string fleet_source(Goals::kDefaultSource);
   if (q.goals != nullptr) {
     fleet_target = q.goals->fleet_target;
-    for (const auto& [pool, t] : q.goals->pool_targets) pools[pool] = t;
+    fleet_source = q.goals->fleet_target_source;
+    for (const auto& [pool, t] : q.goals->pool_targets) {
+      pools[pool] = t;
+      sources[pool] = q.goals->TargetSourceFor(pool);
+    }
     for (const auto& [team, amount] : q.goals->monthly_budgets) {
       if (q.who.MaySeeTeam(team)) budgets[team] = amount.ToString();
     }
@@ -178,7 +184,9 @@ HttpReply InfoReply(const QueryContext& q) {
                {"teams", teams},
                {"data", {{"from", from ? json(FormatTime(from)) : json(nullptr)},
                          {"to", to ? json(FormatTime(to)) : json(nullptr)}}},
-               {"targets", {{"fleet", fleet_target}, {"pools", pools}}},
+               // Where each target was set (FILE:LINE of the server's config, or the default).
+               {"targets", {{"fleet", fleet_target}, {"pools", pools},
+                            {"sources", {{"fleet", fleet_source}, {"pools", sources}}}}},
                {"budgets", budgets},
                // Prices carry no currency: amounts are in the price book's.
                {"currency", nullptr},

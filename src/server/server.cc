@@ -202,7 +202,7 @@ struct Server::Impl {
     decode.max_compressed_bytes = options.limits.max_body_bytes;
     decode.max_uncompressed_bytes = std::max(options.limits.max_body_bytes, decode.max_uncompressed_bytes);
     decode.min_timestamp_ms = std::max<int64_t>(0, now - options.limits.max_sample_age_ms);
-    decode.max_timestamp_ms = now + options.max_future_skew_ms;
+    decode.max_timestamp_ms = now + ledger.options().max_future_skew_ms;
     auto fail = [&](const Status& st) {
       CountIngest("remote_write", OutcomeOf(st));
       Send(res, ErrorReply(st.WithContext("remote-write")));
@@ -243,7 +243,7 @@ struct Server::Impl {
              const std::function<HttpReply(const QueryContext&)>& fn) {
     auto who = Authorize(req, res, roles);
     if (!who) return;
-    QueryContext q{ledger, *who, clock.NowMs(), options.staleness_override_ms, &options.goals,
+    QueryContext q{ledger, *who, clock.NowMs(), ledger.options().staleness_override_ms, &options.goals,
                    options.dashboard_refresh_ms};
     if (auto data = ledger.Data(); data.ok()) q.data_end_ms = data->end_ms;
     Send(res, fn(q));

@@ -45,13 +45,6 @@ struct ServerOptions {
   int64_t metrics_cache_ms = 15'000;
   // Log one structured line per request (spdlog, info level).
   bool access_log = true;
-  // The ledger's settings (cli::Config's [ledger]): the staleness limit that decides
-  // whether /fleet calls a device monitored, and how far in the future a sample may lie
-  // (remote-write timestamps, and every batch: the server validates batches itself,
-  // outside its locks, before their group commit, as Ledger::Ingest would with the
-  // same setting).
-  int64_t staleness_override_ms = 0;
-  int64_t max_future_skew_ms = 10 * kMsPerMinute;
   // Utilization targets and team budgets (the config's [targets] and [budgets]): shown by
   // /api/v1/info, /api/v1/series, /api/v1/budgets, the usage API and the dashboard.
   Goals goals;

@@ -1,6 +1,6 @@
 // End-to-end benchmarks of the server, printed side by side in one run (release build):
 //   taskset -c 1 build/<release dir>/src/server/server_bench [--quick]
-//       [--only=native,remote_write,usage]
+//       [--only=native,remote_write,usage,mixed]
 // Each ingest figure comes with its wall time and the CPU time (user + system) the
 // process spent meanwhile, server and clients together: on a shared machine the wall
 // time moves with the load, the CPU time much less.
@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "server/client.h"
@@ -305,13 +306,96 @@ void UsageLatency(int queries) {
               queries);
 }
 
+// 4. Native ingest (4 clients, 10k-sample batches) alone, then again while 2 readers loop
+//    on the heaviest dashboard queries over the same store (usage by device and hour over
+//    the whole span, the 30-day series by team, the heatmap): ingest samples/s and batch
+//    latency with and without queries, and the queries answered meanwhile. The ledger has
+//    no server-wide lock: queries read snapshots and never wait for a group commit.
+void IngestDuringQueries(int batches_per_client) {
+  SystemClock clock;
+  int64_t t0 = FloorTo(clock.NowMs(), kMsPerHour) - (2 * batches_per_client + 4) * 100 * kMsPerMinute;
+  auto run = [&](bool with_queries) {
+    testing::TempDir dir;
+    testing::Harness h(dir.File("mixed.db"), clock);
+    if (!h.error.empty()) return (void)std::fprintf(stderr, "%s\n", h.error.c_str());
+    // A first half already stored, so that the queries have weeks of work to read.
+    for (int c = 0; c < 4; ++c) {
+      for (int i = 0; i < batches_per_client; ++i) {
+        Batch b = testing::MakeBatch(fmt::format("old{}-{}", c, i), fmt::format("bench{}", c), 100,
+                                     t0 + i * 100 * kMsPerMinute, 100, "team", true);
+        if (i > 0) b.allocations.clear();
+        (void)h.ledger->Ingest(b);
+      }
+    }
+    (void)h.ledger->RefreshRollups();
+    std::vector<std::vector<std::string>> bodies(4);
+    size_t samples = 0;
+    for (int c = 0; c < 4; ++c) {
+      for (int i = batches_per_client; i < 2 * batches_per_client; ++i) {
+        Batch b = testing::MakeBatch(fmt::format("new{}-{}", c, i), fmt::format("bench{}", c), 100,
+                                     t0 + i * 100 * kMsPerMinute, 100, "team", true);
+        b.allocations.clear();
+        samples += b.samples.size();
+        bodies[static_cast<size_t>(c)].push_back(wire::WriteBatch(b));
+      }
+    }
+    std::atomic<bool> done{false};
+    std::atomic<int> queries{0}, query_failures{0};
+    std::vector<std::thread> readers;
+    std::string span = fmt::format("from={}&to={}", UrlEncode(FormatTime(t0)), UrlEncode(FormatTime(clock.NowMs())));
+    const std::vector<std::string> paths = {"/api/v1/usage?" + span + "&by=device,hour",
+                                            "/api/v1/series?" + span + "&by=team", "/api/v1/heatmap?" + span};
+    if (with_queries) {
+      for (int r = 0; r < 2; ++r) {
+        readers.emplace_back([&, r] {
+          for (size_t k = static_cast<size_t>(r); !done; ++k) {
+            auto q = HttpGet(h.url(), paths[k % paths.size()]);
+            if (!q.ok() || q->status != 200) ++query_failures;
+            ++queries;
+          }
+        });
+      }
+    }
+    std::vector<double> latency_ms;
+    std::mutex latency_mu;
+    auto start = Steady::now();
+    std::vector<std::thread> clients;
+    for (const auto& mine : bodies) {
+      clients.emplace_back([&] {
+        for (const std::string& body : mine) {
+          auto b0 = Steady::now();
+          auto r = HttpPost(h.url(), "/api/v1/batches", body, "application/json", {});
+          double took = Seconds(b0) * 1000;
+          if (!r.ok() || r->status != 200) std::fprintf(stderr, "ingest failed\n");
+          std::lock_guard lock(latency_mu);
+          latency_ms.push_back(took);
+        }
+      });
+    }
+    for (auto& t : clients) t.join();
+    double s = Seconds(start);
+    done = true;
+    for (auto& t : readers) t.join();
+    std::sort(latency_ms.begin(), latency_ms.end());
+    auto pct = [&](double p) {
+      return latency_ms[std::min(latency_ms.size() - 1, static_cast<size_t>(p * static_cast<double>(latency_ms.size())))];
+    };
+    std::printf("%-58s %12.0f samples/s  (batch p50 %.0f ms, p99 %.0f ms, max %.0f ms; %d queries answered, %d failed)\n",
+                with_queries ? "native ingest, 4 clients, while 2 readers query" : "native ingest, 4 clients, no queries",
+                static_cast<double>(samples) / s, pct(0.5), pct(0.99), latency_ms.back(), queries.load(),
+                query_failures.load());
+  };
+  run(false);
+  run(true);
+}
+
 }  // namespace
 }  // namespace gpuledger::server
 
-// server_bench [--quick] [--only=native,remote_write,usage]
+// server_bench [--quick] [--only=native,remote_write,usage,mixed]
 int main(int argc, char** argv) {
   bool quick = false;
-  std::string only = "native,remote_write,usage";
+  std::string only = "native,remote_write,usage,mixed";
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     if (a == "--quick") {
@@ -319,7 +403,7 @@ int main(int argc, char** argv) {
     } else if (a.starts_with("--only=")) {
       only = a.substr(7);
     } else {
-      std::fprintf(stderr, "usage: server_bench [--quick] [--only=native,remote_write,usage]\n");
+      std::fprintf(stderr, "usage: server_bench [--quick] [--only=native,remote_write,usage,mixed]\n");
       return 2;
     }
   }
@@ -333,5 +417,6 @@ int main(int argc, char** argv) {
   }
   if (wanted("remote_write")) gpuledger::server::RemoteWrite(quick ? 2 : 25);
   if (wanted("usage")) gpuledger::server::UsageLatency(quick ? 5 : 200);
+  if (wanted("mixed")) gpuledger::server::IngestDuringQueries(quick ? 2 : 12);
   return 0;
 }

@@ -9,20 +9,30 @@
 namespace gpuledger::server {
 namespace {
 
+// Reads `toml` as gpuledger.toml (config::Load) and applies its [server] section, as
+// `gpuledger serve` does.
 Status Load(const std::string& toml, ServerOptions& o) {
   testing::TempDir dir;
   std::ofstream(dir.File("c.toml")) << toml;
-  return LoadServerConfig(dir.File("c.toml"), o);
+  auto c = config::Load(dir.File("c.toml"));
+  if (!c.ok()) return c.status();
+  return ApplyServerConfig(c->server, o);
 }
 
-TEST(ServerConfigTest, ReadsTheServerTable) {
+// Every key of [server] and its tables reaches ServerOptions.
+TEST(ServerConfigTest, EveryKeyReachesTheServerOptions) {
   ServerOptions o;
   std::string hash = HashToken("tok");
   Status st = Load(R"toml(db = "x.db"
 [server]
 listen = "0.0.0.0:9000"
+insecure = true
 max_body_bytes = 1048576
+max_samples_per_batch = 5000
 max_sample_age = "7d"
+read_timeout = "20s"
+write_timeout = "500ms"
+threads = 4
 [server.remote_write]
 pool = "k8s"
 capacity_type = "reserved"
@@ -31,6 +41,11 @@ hold_timeout = "90s"
 label = "namespace"
 regex = "team-(.+)"
 team = "$1"
+project = "$1-jobs"
+[[server.label_rule]]
+label = "cluster"
+equals = "lab"
+team = "research"
 [[server.token]]
 name = "dash"
 role = "viewer"
@@ -38,23 +53,52 @@ teams = ["nlp", "vision"]
 hash = ")toml" + hash + R"toml("
 [[server.scrape]]
 url = "http://10.0.0.7:9400/metrics"
-interval = "15s"
+interval = "1m30s"
+timeout = "750ms"
 )toml",
                    o);
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(o.listen, "0.0.0.0:9000");
+  EXPECT_TRUE(o.insecure);
   EXPECT_EQ(o.limits.max_body_bytes, 1048576u);
+  EXPECT_EQ(o.limits.max_samples_per_batch, 5000u);
   EXPECT_EQ(o.limits.max_sample_age_ms, 7 * kMsPerDay);
+  EXPECT_EQ(o.read_timeout_ms, 20'000);
+  EXPECT_EQ(o.write_timeout_ms, 500);
+  EXPECT_EQ(o.threads, 4u);
   EXPECT_EQ(o.prometheus.pool, "k8s");
   EXPECT_EQ(o.prometheus.capacity_type, CapacityType::kReserved);
   EXPECT_EQ(o.prometheus.hold_timeout_ms, 90 * kMsPerSecond);
-  ASSERT_EQ(o.prometheus.mapping.rules.size(), 1u);
+  ASSERT_EQ(o.prometheus.mapping.rules.size(), 2u);
   EXPECT_EQ(o.prometheus.mapping.rules[0].match, prometheus::LabelRule::Match::kRegex);
+  EXPECT_EQ(o.prometheus.mapping.rules[0].label, "namespace");
+  EXPECT_EQ(o.prometheus.mapping.rules[0].pattern, "team-(.+)");
+  EXPECT_EQ(o.prometheus.mapping.rules[0].team, "$1");
+  EXPECT_EQ(o.prometheus.mapping.rules[0].project, "$1-jobs");
+  EXPECT_EQ(o.prometheus.mapping.rules[1].match, prometheus::LabelRule::Match::kEquals);
+  EXPECT_EQ(o.prometheus.mapping.rules[1].pattern, "lab");
+  EXPECT_EQ(o.prometheus.mapping.rules[1].team, "research");
   ASSERT_EQ(o.tokens.size(), 1u);
+  EXPECT_EQ(o.tokens[0].name, "dash");
+  EXPECT_EQ(o.tokens[0].role, Role::kViewer);
   EXPECT_EQ(o.tokens[0].teams, (std::vector<std::string>{"nlp", "vision"}));
   EXPECT_TRUE(Authenticator(o.tokens).Authenticate("Bearer tok").ok());
   ASSERT_EQ(o.scrape_targets.size(), 1u);
-  EXPECT_EQ(o.scrape_targets[0].interval_ms, 15 * kMsPerSecond);
+  EXPECT_EQ(o.scrape_targets[0].url, "http://10.0.0.7:9400/metrics");
+  EXPECT_EQ(o.scrape_targets[0].interval_ms, 90 * kMsPerSecond);
+  EXPECT_EQ(o.scrape_targets[0].timeout_ms, 750);
+}
+
+TEST(ServerConfigTest, AbsentKeysKeepTheServerDefaults) {
+  ServerOptions o;
+  const ServerOptions defaults;
+  ASSERT_TRUE(Load("db = \"x\"\n[server]\nlisten = \"127.0.0.1:0\"\n", o).ok());
+  EXPECT_EQ(o.listen, "127.0.0.1:0");
+  EXPECT_EQ(o.limits.max_body_bytes, defaults.limits.max_body_bytes);
+  EXPECT_EQ(o.read_timeout_ms, defaults.read_timeout_ms);
+  EXPECT_EQ(o.threads, defaults.threads);
+  EXPECT_EQ(o.prometheus.hold_timeout_ms, defaults.prometheus.hold_timeout_ms);
+  EXPECT_TRUE(o.tokens.empty());
 }
 
 TEST(ServerConfigTest, ErrorsNameTheLineAndKey) {
@@ -62,15 +106,20 @@ TEST(ServerConfigTest, ErrorsNameTheLineAndKey) {
     std::string toml, want;
   };
   for (const Case& c : std::vector<Case>{
-           {"[server]\nlisten = 8080\n", ":2: listen: want a string"},
+           {"[server]\nlisten = 8080\n", ":2: server.listen: want a string"},
            {"[server]\nlisen = \"x\"\n", ":2: server.lisen: unknown key"},
-           {"[server]\n[[server.token]]\nname = \"a\"\nrole = \"root\"\nhash = \"x\"\n", "role \"root\""},
-           {"[server]\n[[server.token]]\nname = \"a\"\nrole = \"admin\"\nhash = \"sha256:00:11\"\n", "digest"},
+           {"[server]\n[[server.token]]\nname = \"a\"\nrole = \"root\"\nhash = \"x\"\n",
+            ":4: server.token.role: role \"root\""},
+           {"[server]\n[[server.token]]\nname = \"a\"\nrole = \"admin\"\nhash = \"sha256:00:11\"\n",
+            ":5: server.token.hash: "},
            {"[server]\n[[server.token]]\nname = \"a\"\nrole = \"viewer\"\nhash = \"" + HashToken("x") + "\"\n",
-            "needs teams"},
-           {"[[server.label_rule]]\nlabel = \"ns\"\nregex = \"(\"\nteam = \"$1\"\n", "label_rule"},
-           {"[[server.scrape]]\nurl = \"https://x/metrics\"\n", "only http://"},
-           {"[server.remote_write]\nhold_timeout = \"soon\"\n", "hold_timeout"},
+            ":2: [[server.token]]: a viewer token needs teams"},
+           {"[[server.token]]\nname = \"a\"\nrole = \"admin\"\nhash = \"" + HashToken("x") +
+                "\"\n[[server.token]]\nname = \"a\"\nrole = \"admin\"\nhash = \"" + HashToken("y") + "\"\n",
+            ":5: [[server.token]]: needs a unique name"},
+           {"[[server.label_rule]]\nlabel = \"ns\"\nregex = \"(\"\nteam = \"$1\"\n", ":3: server.label_rule.regex: "},
+           {"[[server.scrape]]\nurl = \"https://x/metrics\"\n", ":2: server.scrape.url: "},
+           {"[server.remote_write]\nhold_timeout = \"soon\"\n", ":2: server.remote_write.hold_timeout: duration"},
        }) {
     ServerOptions o;
     Status st = Load(c.toml, o);
@@ -126,23 +175,23 @@ TEST(ServerConfigTest, BadScrapeTargetsNameTheLineAndKey) {
   };
   const std::string head = "[server]\n[[server.scrape]]\nurl = \"http://h:1/metrics\"\n";
   for (const Case& c : std::vector<Case>{
-           {head + "kind = \"prometheus\"\n", ":4: kind \"prometheus\": want dcgm, serving"},
-           {head + "kind = 3\n", ":4: kind: want a string"},
-           {head + "kind = \"serving\"\n", ":2: [[server.scrape]] of kind \"serving\" needs job"},
-           {head + "kind = \"progress\"\njob = \"\"\n", ":2: [[server.scrape]] of kind \"progress\" needs job"},
-           {head + "job = \"chat-1\"\n", ":4: job: only for kind = \"serving\" or \"progress\""},
+           {head + "kind = \"prometheus\"\n", ":4: server.scrape.kind: kind \"prometheus\": want dcgm, serving"},
+           {head + "kind = 3\n", ":4: server.scrape.kind: want a string"},
+           {head + "kind = \"serving\"\n", ":2: [[server.scrape]]: kind \"serving\" needs job"},
+           {head + "kind = \"progress\"\njob = \"\"\n", ":2: [[server.scrape]]: kind \"progress\" needs job"},
+           {head + "job = \"chat-1\"\n", ":4: server.scrape.job: only for kind = \"serving\" or \"progress\""},
            {head + "kind = \"vllm\"\njob = \"c\"\ntokens_metric = \"x_total\"\n",
-            ":6: tokens_metric: only for kind = \"progress\""},
+            ":6: server.scrape.tokens_metric: only for kind = \"progress\""},
            {head + "kind = \"progress\"\njob = \"t\"\ntokens_metric = \"tokens seen\"\n",
-            ":6: tokens_metric: \"tokens seen\" is not a metric name"},
+            ":6: server.scrape.tokens_metric: \"tokens seen\" is not a metric name"},
            {head + "kind = \"progress\"\njob = \"t\"\ntokens_metric = \"\"\nmodel_flops_metric = \"\"\n",
-            ":2: [[server.scrape]] of kind \"progress\" needs tokens_metric or model_flops_metric"},
+            ":2: [[server.scrape]]: kind \"progress\" needs tokens_metric or model_flops_metric"},
            {head + "kind = \"progress\"\njob = \"t\"\n[[server.scrape]]\nurl = \"http://h:2/\"\n"
                    "kind = \"progress\"\njob = \"t\"\n",
-            ":9: job \"t\" has a progress target already"},
+            ":9: server.scrape.job: job \"t\" has a progress target already"},
            {head + "kind = \"vllm\"\njob = \"c\"\n[[server.scrape]]\nurl = \"http://h:2/\"\n"
                    "kind = \"triton\"\njob = \"c\"\n",
-            ":9: job \"c\" has a serving target already (one per job: give each replica its own job)"},
+            ":9: server.scrape.job: job \"c\" has a serving target already (one per job: give each replica its own job)"},
            {head + "jobs = \"t\"\n", ":4: server.scrape.jobs: unknown key"},
        }) {
     ServerOptions o;

@@ -1,0 +1,552 @@
+#include "config/config.h"
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <initializer_list>
+
+#include "core/time.h"
+
+namespace gpuledger::config {
+
+Where::Where(std::string file, int64_t line, std::string table)
+    : file_(std::move(file)), line_(line), table_(std::move(table)) {}
+
+void Where::SetLine(std::string_view key, int64_t line) {
+  sources_[std::string(key)] = fmt::format("{}:{}", file_, line);
+}
+
+void Where::SetFlag(std::string_view key, std::string flag) { sources_[std::string(key)] = std::move(flag); }
+
+std::string Where::Of(std::string_view key) const {
+  std::string dotted = table_.empty() ? std::string(key) : fmt::format("{}.{}", table_, key);
+  auto it = sources_.find(key);
+  if (it == sources_.end()) return dotted;
+  if (it->second.starts_with("--")) return it->second;
+  return fmt::format("{}: {}", it->second, dotted);
+}
+
+std::string Where::Table() const {
+  std::string name = array_ ? fmt::format("[[{}]]", table_) : fmt::format("[{}]", table_);
+  if (file_.empty()) return name;
+  return fmt::format("{}:{}: {}", file_, line_, name);
+}
+
+std::string Where::Source(std::string_view key) const {
+  auto it = sources_.find(key);
+  return it == sources_.end() ? std::string() : it->second;
+}
+
+namespace {
+
+int64_t LineOf(const toml::node& n) { return static_cast<int64_t>(n.source().begin.line); }
+
+// The node's value if it is exactly a T (no conversion), else InvalidArgument(`want`).
+template <typename T>
+Result<T> Exact(const toml::node& n, const char* want) {
+  auto v = n.value_exact<T>();
+  if (!v) return InvalidArgument(want);
+  return *v;
+}
+
+// Reads the keys of one table, each with the grammar of its kind. Every error names
+// FILE:LINE of the value and the dotted key; every key read has its line in `where`.
+class Reader {
+ public:
+  Reader(const std::string& file, const toml::table& table, Where& where) : file_(file), table_(table), where_(where) {}
+
+  // Fails naming the first key of the table (in file order) that is not in `known`.
+  Status Known(std::initializer_list<std::string_view> known) const {
+    const toml::node* first = nullptr;
+    std::string first_key;
+    for (auto&& [key, node] : table_) {
+      if (std::find(known.begin(), known.end(), key.str()) != known.end()) continue;
+      if (first == nullptr || LineOf(node) < LineOf(*first)) {
+        first = &node;
+        first_key = std::string(key.str());
+      }
+    }
+    if (first == nullptr) return Status::Ok();
+    std::string names;
+    for (std::string_view k : known) names += fmt::format("{}{}", names.empty() ? "" : ", ", k);
+    return Fail(*first, first_key, fmt::format("unknown key (known here: {})", names));
+  }
+
+  // Reads `key` when the table has it: `parse(node)` gives the value, or the error's text
+  // (FILE:LINE and the key are put before it).
+  template <typename T, typename Parse>
+  Status Value(std::string_view key, std::optional<T>& out, Parse parse) const {
+    const toml::node* n = Get(key);
+    if (n == nullptr) return Status::Ok();
+    Result<T> v = parse(*n);
+    if (!v.ok()) return Fail(*n, key, v.status().message());
+    out = std::move(v).value();
+    return Status::Ok();
+  }
+
+  Status String(std::string_view key, std::optional<std::string>& out) const {
+    return Value(key, out, [](const toml::node& n) { return Exact<std::string>(n, "want a string"); });
+  }
+
+  Status String(std::string_view key, std::string& out) const {
+    std::optional<std::string> v;
+    GPULEDGER_RETURN_IF_ERROR(String(key, v));
+    Overlay(v, out);
+    return Status::Ok();
+  }
+
+  Status Bool(std::string_view key, std::optional<bool>& out) const {
+    return Value(key, out, [](const toml::node& n) { return Exact<bool>(n, "want true or false"); });
+  }
+
+  Status PositiveInteger(std::string_view key, std::optional<int64_t>& out) const {
+    return Value(key, out, [](const toml::node& n) -> Result<int64_t> {
+      auto v = n.value_exact<int64_t>();
+      if (!v || *v <= 0) return InvalidArgument("want a positive integer");
+      return *v;
+    });
+  }
+
+  // A duration string such as "500ms", "30s" or "1h30m" (core's ParseDuration).
+  Status Duration(std::string_view key, std::optional<int64_t>& out_ms) const {
+    return Value(key, out_ms, [](const toml::node& n) -> Result<int64_t> {
+      GPULEDGER_ASSIGN_OR_RETURN(std::string text,
+                                 Exact<std::string>(n, "want a duration string such as \"30s\" or \"500ms\""));
+      return ParseDuration(text);
+    });
+  }
+
+  // An integer of bytes, or a string with a unit ("512MiB").
+  Status ByteSize(std::string_view key, std::optional<uint64_t>& out) const {
+    return Value(key, out, [](const toml::node& n) -> Result<uint64_t> {
+      if (auto v = n.value_exact<int64_t>()) {
+        if (*v <= 0) return InvalidArgument("want a positive size");
+        return static_cast<uint64_t>(*v);
+      }
+      GPULEDGER_ASSIGN_OR_RETURN(std::string text,
+                                 Exact<std::string>(n, "want a number of bytes or a size string such as \"512MiB\""));
+      return ParseByteSize(text);
+    });
+  }
+
+  Status Capacity(std::string_view key, std::optional<CapacityType>& out) const {
+    return Value(key, out, [](const toml::node& n) -> Result<CapacityType> {
+      GPULEDGER_ASSIGN_OR_RETURN(std::string text, Exact<std::string>(n, "want a string: reserved, on-demand or spot"));
+      return ParseCapacityType(text);
+    });
+  }
+
+  // An RFC 3339 instant; `out_ms` keeps its value when the key is absent.
+  Status Instant(std::string_view key, int64_t& out_ms) const {
+    std::optional<int64_t> t;
+    GPULEDGER_RETURN_IF_ERROR(Value(key, t, [](const toml::node& n) -> Result<int64_t> {
+      GPULEDGER_ASSIGN_OR_RETURN(std::string text,
+                                 Exact<std::string>(n, "want an RFC 3339 string such as \"2026-01-01T00:00:00Z\""));
+      return ParseTime(text);
+    }));
+    Overlay(t, out_ms);
+    return Status::Ok();
+  }
+
+  // A ratio in 0..1 (an integer 0 or 1 too).
+  Status Ratio(const toml::node& n, std::string_view key, double& out) const {
+    Note(key, n);
+    auto v = n.value<double>();
+    if (!v || !(*v >= 0 && *v <= 1)) return Fail(n, key, "want a ratio in 0..1");
+    out = *v;
+    return Status::Ok();
+  }
+
+  // An amount of money: a decimal string, never a float.
+  Status Amount(const toml::node& n, std::string_view key, Money& out) const {
+    Note(key, n);
+    auto m = Exact<std::string>(n, "want a decimal string such as \"2.49\" (money never goes through a float)");
+    Result<Money> amount = m.ok() ? Money::Parse(*m) : Result<Money>(m.status());
+    if (!amount.ok()) return Fail(n, key, amount.status().message());
+    out = *amount;
+    return Status::Ok();
+  }
+
+  Status StringList(std::string_view key, std::vector<std::string>& out) const {
+    const toml::node* n = Get(key);
+    if (n == nullptr) return Status::Ok();
+    const toml::array* a = n->as_array();
+    if (a == nullptr) return Fail(*n, key, "want a list of strings");
+    for (const toml::node& item : *a) {
+      auto v = item.value_exact<std::string>();
+      if (!v) return Fail(item, key, "want a list of strings");
+      out.push_back(*v);
+    }
+    return Status::Ok();
+  }
+
+  // The sub-table `key`, or null when absent. Fails when `key` is not a table.
+  Result<const toml::table*> SubTable(std::string_view key) const {
+    const toml::node* n = Get(key);
+    if (n == nullptr) return static_cast<const toml::table*>(nullptr);
+    const toml::table* t = n->as_table();
+    if (t == nullptr) return Fail(*n, key, "want a table");
+    return t;
+  }
+
+  // Calls fn(table, line) for each table of the array of tables `key`.
+  template <typename Fn>
+  Status EachTable(std::string_view key, Fn fn) const {
+    const toml::node* n = Get(key);
+    if (n == nullptr) return Status::Ok();
+    const toml::array* a = n->as_array();
+    if (a == nullptr) return Fail(*n, key, fmt::format("want [[{}]] tables", Dotted(key)));
+    for (const toml::node& item : *a) {
+      const toml::table* t = item.as_table();
+      if (t == nullptr) return Fail(item, key, fmt::format("want [[{}]] tables", Dotted(key)));
+      GPULEDGER_RETURN_IF_ERROR(fn(*t, LineOf(item)));
+    }
+    return Status::Ok();
+  }
+
+  Status Fail(const toml::node& n, std::string_view key, std::string_view what) const {
+    return InvalidArgument(fmt::format("{}:{}: {}: {}", file_, LineOf(n), Dotted(key), what));
+  }
+
+  std::string Dotted(std::string_view key) const {
+    const std::string& table = where_.table();
+    return table.empty() ? std::string(key) : fmt::format("{}.{}", table, key);
+  }
+
+ private:
+  const toml::node* Get(std::string_view key) const {
+    const toml::node* n = table_.get(key);
+    if (n != nullptr) Note(key, *n);
+    return n;
+  }
+  void Note(std::string_view key, const toml::node& n) const { where_.SetLine(key, LineOf(n)); }
+
+  const std::string& file_;
+  const toml::table& table_;
+  Where& where_;
+};
+
+Result<toml::table> ParseFile(const std::string& path) {
+  try {
+    return toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    return InvalidArgument(
+        fmt::format("{}:{}:{}: {}", path, e.source().begin.line, e.source().begin.column, e.description()));
+  }
+}
+
+// [[price]] tables; the list as a whole must make a valid price book.
+Result<std::vector<PriceEntry>> ReadPrices(const std::string& file, const Reader& root) {
+  std::vector<PriceEntry> out;
+  std::vector<Where> wheres;
+  GPULEDGER_RETURN_IF_ERROR(root.EachTable("price", [&](const toml::table& t, int64_t line) -> Status {
+    Where where(file, line, "price");
+    where.MarkArray();
+    Reader r(file, t, where);
+    GPULEDGER_RETURN_IF_ERROR(r.Known({"model", "pool", "type", "per_gpu_hour", "from", "to"}));
+    PriceEntry e{.model = "*", .pool = "*"};
+    GPULEDGER_RETURN_IF_ERROR(r.String("model", e.model));
+    GPULEDGER_RETURN_IF_ERROR(r.String("pool", e.pool));
+    std::optional<CapacityType> type;
+    GPULEDGER_RETURN_IF_ERROR(r.Capacity("type", type));
+    Overlay(type, e.capacity_type);
+    const toml::node* price = t.get("per_gpu_hour");
+    if (price == nullptr) {
+      return InvalidArgument(fmt::format("{}: per_gpu_hour is required, a decimal string such as \"2.49\"",
+                                         where.Table()));
+    }
+    GPULEDGER_RETURN_IF_ERROR(r.Amount(*price, "per_gpu_hour", e.per_gpu_hour));
+    if (e.per_gpu_hour < Money()) return r.Fail(*price, "per_gpu_hour", "a price cannot be negative");
+    for (auto [key, target] : {std::pair{"from", &e.valid.begin_ms}, std::pair{"to", &e.valid.end_ms}}) {
+      GPULEDGER_RETURN_IF_ERROR(r.Instant(key, *target));
+      if (*target != kForever && *target % kMsPerHour != 0) {
+        return r.Fail(*t.get(key), key, "prices change on whole UTC hours (want e.g. \"2026-01-01T00:00:00Z\")");
+      }
+    }
+    if (e.valid.empty()) {
+      const toml::node* to = t.get("to");
+      if (to == nullptr) return InvalidArgument(fmt::format("{}: empty validity range", where.Table()));
+      return r.Fail(*to, "to", "must be after from");
+    }
+    out.push_back(std::move(e));
+    wheres.push_back(std::move(where));
+    return Status::Ok();
+  }));
+  // What is left to check involves several entries (two for the same key that overlap):
+  // the first prefix of the list that fails names the entry that broke it.
+  for (size_t i = 0; i < out.size(); ++i) {
+    auto book = PriceBook::Create({out.begin(), out.begin() + static_cast<ptrdiff_t>(i) + 1});
+    if (!book.ok()) return book.status().WithContext(wheres[i].Table());
+  }
+  return out;
+}
+
+// [targets] fleet = 0.6, pools = { serving = 0.4 }
+Status ReadTargets(const std::string& file, const toml::table& t, int64_t line, Goals& goals) {
+  Where where(file, line, "targets");
+  Reader r(file, t, where);
+  GPULEDGER_RETURN_IF_ERROR(r.Known({"fleet", "pools"}));
+  if (const toml::node* fleet = t.get("fleet")) {
+    GPULEDGER_RETURN_IF_ERROR(r.Ratio(*fleet, "fleet", goals.fleet_target));
+    goals.fleet_target_source = where.Source("fleet");
+  }
+  GPULEDGER_ASSIGN_OR_RETURN(const toml::table* pools, r.SubTable("pools"));
+  if (pools == nullptr) return Status::Ok();
+  Where pools_where(file, LineOf(*t.get("pools")), "targets.pools");
+  Reader p(file, *pools, pools_where);
+  for (auto&& [pool, n] : *pools) {
+    std::string name(pool.str());
+    GPULEDGER_RETURN_IF_ERROR(p.Ratio(n, name, goals.pool_targets[name]));
+    goals.pool_target_sources[name] = pools_where.Source(name);
+  }
+  return Status::Ok();
+}
+
+// [budgets] nlp = "40000.00": each team's budget per calendar month.
+Status ReadBudgets(const std::string& file, const toml::table& t, int64_t line, Goals& goals) {
+  Where where(file, line, "budgets");
+  Reader r(file, t, where);
+  for (auto&& [team, n] : t) {
+    Money amount;
+    GPULEDGER_RETURN_IF_ERROR(r.Amount(n, team.str(), amount));
+    if (amount.micros() <= 0) return r.Fail(n, team.str(), "a budget must be a positive amount");
+    goals.monthly_budgets[std::string(team.str())] = amount;
+  }
+  return Status::Ok();
+}
+
+Status ReadLedger(const std::string& file, const toml::table& t, int64_t line, LedgerSection& s) {
+  s.where = Where(file, line, "ledger");
+  Reader r(file, t, s.where);
+  GPULEDGER_RETURN_IF_ERROR(r.Known({"staleness_limit", "max_future_skew", "raw_retention"}));
+  GPULEDGER_RETURN_IF_ERROR(r.Duration("staleness_limit", s.staleness_limit_ms));
+  GPULEDGER_RETURN_IF_ERROR(r.Duration("max_future_skew", s.max_future_skew_ms));
+  return r.Duration("raw_retention", s.raw_retention_ms);
+}
+
+Status ReadServer(const std::string& file, const toml::table& t, int64_t line, ServerSection& s) {
+  s.present = true;
+  s.where = Where(file, line, "server");
+  Reader r(file, t, s.where);
+  GPULEDGER_RETURN_IF_ERROR(r.Known({"listen", "insecure", "max_body_bytes", "max_samples_per_batch",
+                                     "max_sample_age", "read_timeout", "write_timeout", "threads",
+                                     "remote_write", "label_rule", "token", "scrape"}));
+  GPULEDGER_RETURN_IF_ERROR(r.String("listen", s.listen));
+  GPULEDGER_RETURN_IF_ERROR(r.Bool("insecure", s.insecure));
+  GPULEDGER_RETURN_IF_ERROR(r.PositiveInteger("max_body_bytes", s.max_body_bytes));
+  GPULEDGER_RETURN_IF_ERROR(r.PositiveInteger("max_samples_per_batch", s.max_samples_per_batch));
+  GPULEDGER_RETURN_IF_ERROR(r.PositiveInteger("threads", s.threads));
+  GPULEDGER_RETURN_IF_ERROR(r.Duration("max_sample_age", s.max_sample_age_ms));
+  GPULEDGER_RETURN_IF_ERROR(r.Duration("read_timeout", s.read_timeout_ms));
+  GPULEDGER_RETURN_IF_ERROR(r.Duration("write_timeout", s.write_timeout_ms));
+
+  GPULEDGER_ASSIGN_OR_RETURN(const toml::table* rw, r.SubTable("remote_write"));
+  if (rw != nullptr) {
+    s.remote_write_where = Where(file, LineOf(*t.get("remote_write")), "server.remote_write");
+    Reader w(file, *rw, s.remote_write_where);
+    GPULEDGER_RETURN_IF_ERROR(w.Known({"pool", "capacity_type", "hold_timeout"}));
+    GPULEDGER_RETURN_IF_ERROR(w.String("pool", s.remote_write_pool));
+    GPULEDGER_RETURN_IF_ERROR(w.Capacity("capacity_type", s.remote_write_capacity_type));
+    GPULEDGER_RETURN_IF_ERROR(w.Duration("hold_timeout", s.remote_write_hold_timeout_ms));
+  }
+  // Each entry of an array of tables: its own Where, its keys checked.
+  auto entry = [&](const char* name, int64_t at) {
+    Where where(file, at, fmt::format("server.{}", name));
+    where.MarkArray();
+    return where;
+  };
+  GPULEDGER_RETURN_IF_ERROR(r.EachTable("label_rule", [&](const toml::table& tt, int64_t at) -> Status {
+    LabelRuleTable rule{.where = entry("label_rule", at)};
+    Reader e(file, tt, rule.where);
+    GPULEDGER_RETURN_IF_ERROR(e.Known({"label", "equals", "regex", "team", "project"}));
+    GPULEDGER_RETURN_IF_ERROR(e.String("label", rule.label));
+    GPULEDGER_RETURN_IF_ERROR(e.String("equals", rule.equals));
+    GPULEDGER_RETURN_IF_ERROR(e.String("regex", rule.regex));
+    GPULEDGER_RETURN_IF_ERROR(e.String("team", rule.team));
+    GPULEDGER_RETURN_IF_ERROR(e.String("project", rule.project));
+    if (rule.label.empty() || rule.equals.has_value() == rule.regex.has_value()) {
+      return InvalidArgument(fmt::format("{}: needs label and one of equals or regex", rule.where.Table()));
+    }
+    s.label_rules.push_back(std::move(rule));
+    return Status::Ok();
+  }));
+  GPULEDGER_RETURN_IF_ERROR(r.EachTable("token", [&](const toml::table& tt, int64_t at) -> Status {
+    TokenTable token{.where = entry("token", at)};
+    Reader e(file, tt, token.where);
+    GPULEDGER_RETURN_IF_ERROR(e.Known({"name", "role", "hash", "teams"}));
+    GPULEDGER_RETURN_IF_ERROR(e.String("name", token.name));
+    GPULEDGER_RETURN_IF_ERROR(e.String("role", token.role));
+    GPULEDGER_RETURN_IF_ERROR(e.String("hash", token.hash));
+    GPULEDGER_RETURN_IF_ERROR(e.StringList("teams", token.teams));
+    s.tokens.push_back(std::move(token));
+    return Status::Ok();
+  }));
+  return r.EachTable("scrape", [&](const toml::table& tt, int64_t at) -> Status {
+    ScrapeTable scrape{.where = entry("scrape", at)};
+    Reader e(file, tt, scrape.where);
+    GPULEDGER_RETURN_IF_ERROR(
+        e.Known({"url", "interval", "timeout", "kind", "job", "tokens_metric", "model_flops_metric"}));
+    GPULEDGER_RETURN_IF_ERROR(e.String("url", scrape.url));
+    GPULEDGER_RETURN_IF_ERROR(e.Duration("interval", scrape.interval_ms));
+    GPULEDGER_RETURN_IF_ERROR(e.Duration("timeout", scrape.timeout_ms));
+    GPULEDGER_RETURN_IF_ERROR(e.String("kind", scrape.kind));
+    GPULEDGER_RETURN_IF_ERROR(e.String("job", scrape.job));
+    GPULEDGER_RETURN_IF_ERROR(e.String("tokens_metric", scrape.tokens_metric));
+    GPULEDGER_RETURN_IF_ERROR(e.String("model_flops_metric", scrape.model_flops_metric));
+    s.scrapes.push_back(std::move(scrape));
+    return Status::Ok();
+  });
+}
+
+Status ReadAgent(const std::string& file, const toml::table& t, int64_t line, AgentSection& s) {
+  s.where = Where(file, line, "agent");
+  Reader r(file, t, s.where);
+  GPULEDGER_RETURN_IF_ERROR(r.Known({"server_url", "token", "token_file", "node", "pool", "capacity_type",
+                                     "interval", "push_interval", "spool_dir", "spool_size", "listen",
+                                     "mapping_file", "hpc_job_mapping_dir", "nvml_library", "proc_root",
+                                     "slurm", "scontrol"}));
+  for (auto [key, field] : {std::pair{"server_url", &s.server_url}, {"token", &s.token},
+                            {"token_file", &s.token_file}, {"node", &s.node}, {"pool", &s.pool},
+                            {"spool_dir", &s.spool_dir}, {"listen", &s.listen}, {"mapping_file", &s.mapping_file},
+                            {"hpc_job_mapping_dir", &s.hpc_job_mapping_dir}, {"nvml_library", &s.nvml_library},
+                            {"proc_root", &s.proc_root}, {"scontrol", &s.scontrol}}) {
+    GPULEDGER_RETURN_IF_ERROR(r.String(key, *field));
+  }
+  GPULEDGER_RETURN_IF_ERROR(r.Capacity("capacity_type", s.capacity_type));
+  GPULEDGER_RETURN_IF_ERROR(r.Duration("interval", s.interval_ms));
+  GPULEDGER_RETURN_IF_ERROR(r.Duration("push_interval", s.push_interval_ms));
+  GPULEDGER_RETURN_IF_ERROR(r.ByteSize("spool_size", s.spool_max_bytes));
+  return r.Bool("slurm", s.slurm);
+}
+
+}  // namespace
+
+Result<Config> Load(const std::string& path) {
+  GPULEDGER_ASSIGN_OR_RETURN(toml::table root, ParseFile(path));
+  Config c;
+  c.file = path;
+  c.where = Where(path, 0, "");
+  Reader r(path, root, c.where);
+  GPULEDGER_RETURN_IF_ERROR(r.Known({"db", "ledger", "price", "targets", "budgets", "server", "agent"}));
+  GPULEDGER_RETURN_IF_ERROR(r.String("db", c.db_path));
+  struct Section {
+    const char* name;
+    std::function<Status(const toml::table&, int64_t)> read;
+  };
+  for (const Section& s : {
+           Section{"ledger", [&](const toml::table& t, int64_t l) { return ReadLedger(path, t, l, c.ledger); }},
+           Section{"targets", [&](const toml::table& t, int64_t l) { return ReadTargets(path, t, l, c.goals); }},
+           Section{"budgets", [&](const toml::table& t, int64_t l) { return ReadBudgets(path, t, l, c.goals); }},
+           Section{"server", [&](const toml::table& t, int64_t l) { return ReadServer(path, t, l, c.server); }},
+           Section{"agent", [&](const toml::table& t, int64_t l) { return ReadAgent(path, t, l, c.agent); }},
+       }) {
+    GPULEDGER_ASSIGN_OR_RETURN(const toml::table* t, r.SubTable(s.name));
+    if (t != nullptr) GPULEDGER_RETURN_IF_ERROR(s.read(*t, LineOf(*root.get(s.name))));
+  }
+  if (root.get("price") != nullptr) {
+    GPULEDGER_ASSIGN_OR_RETURN(c.prices, ReadPrices(path, r));
+  }
+  return c;
+}
+
+Result<std::vector<PriceEntry>> LoadPriceFile(const std::string& path) {
+  GPULEDGER_ASSIGN_OR_RETURN(toml::table root, ParseFile(path));
+  Where where(path, 0, "");
+  Reader r(path, root, where);
+  GPULEDGER_RETURN_IF_ERROR(r.Known({"price"}));
+  if (root.get("price") == nullptr) return InvalidArgument(fmt::format("{}: no [[price]] tables", path));
+  return ReadPrices(path, r);
+}
+
+Result<uint64_t> ParseByteSize(std::string_view text) {
+  uint64_t n = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || ptr == text.data()) {
+    return InvalidArgument(fmt::format("size \"{}\": want a number of bytes or e.g. \"512MiB\"", text));
+  }
+  std::string_view unit = text.substr(static_cast<size_t>(ptr - text.data()));
+  while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
+  struct Unit {
+    std::string_view name;
+    uint64_t factor;
+  };
+  static constexpr Unit kUnits[] = {{"", 1},
+                                    {"B", 1},
+                                    {"KiB", uint64_t{1} << 10},
+                                    {"MiB", uint64_t{1} << 20},
+                                    {"GiB", uint64_t{1} << 30},
+                                    {"TiB", uint64_t{1} << 40},
+                                    {"KB", 1'000},
+                                    {"MB", 1'000'000},
+                                    {"GB", 1'000'000'000},
+                                    {"TB", 1'000'000'000'000}};
+  for (const Unit& u : kUnits) {
+    if (unit == u.name) {
+      if (n > UINT64_MAX / u.factor) return InvalidArgument(fmt::format("size \"{}\": too large", text));
+      return n * u.factor;
+    }
+  }
+  return InvalidArgument(
+      fmt::format("size \"{}\": unknown unit \"{}\" (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)", text, unit));
+}
+
+namespace {
+
+// A TOML basic string: quotes and backslashes escaped, control characters as \uXXXX.
+std::string Quote(std::string_view s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (static_cast<unsigned char>(ch) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(ch));
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+// A key, bare when TOML allows it.
+std::string Key(std::string_view k) {
+  bool bare = !k.empty() && std::all_of(k.begin(), k.end(), [](char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+           ch == '-';
+  });
+  return bare ? std::string(k) : Quote(k);
+}
+
+// A ratio written so that it reads back as the same double.
+std::string Ratio(double v) { return fmt::format("{}", v); }
+
+}  // namespace
+
+std::string WriteGoalsAndPrices(const Goals& goals, const std::vector<PriceEntry>& prices,
+                                const std::string& db_path) {
+  std::string out;
+  if (!db_path.empty()) out += fmt::format("db = {}\n\n", Quote(db_path));
+  for (const PriceEntry& e : prices) {
+    out += fmt::format("[[price]]\nmodel = {}\npool = {}\ntype = {}\nper_gpu_hour = {}\n", Quote(e.model),
+                       Quote(e.pool), Quote(CapacityTypeName(e.capacity_type)), Quote(e.per_gpu_hour.ToString()));
+    if (e.valid.begin_ms != 0) out += fmt::format("from = {}\n", Quote(FormatTime(e.valid.begin_ms)));
+    if (e.valid.end_ms != kForever) out += fmt::format("to = {}\n", Quote(FormatTime(e.valid.end_ms)));
+    out += "\n";
+  }
+  out += fmt::format("[targets]\nfleet = {}\n", Ratio(goals.fleet_target));
+  if (!goals.pool_targets.empty()) {
+    out += "[targets.pools]\n";
+    for (const auto& [pool, target] : goals.pool_targets) out += fmt::format("{} = {}\n", Key(pool), Ratio(target));
+  }
+  if (!goals.monthly_budgets.empty()) {
+    out += "\n[budgets]\n";
+    for (const auto& [team, amount] : goals.monthly_budgets) {
+      out += fmt::format("{} = {}\n", Key(team), Quote(amount.ToString()));
+    }
+  }
+  return out;
+}
+
+}  // namespace gpuledger::config

@@ -1,0 +1,187 @@
+// gpuledger.toml into each subsystem's options (docs/configuration.md lists every key).
+//
+// One reader for the whole file, one grammar per kind of value (durations as
+// core's ParseDuration reads them, byte sizes, money as a decimal string, ratios, RFC 3339
+// times), one error format: "FILE:LINE: TABLE.KEY: what is wrong", where LINE is the line
+// of the offending value itself (of the table's header when a required key is missing).
+// Unknown keys are errors in every table. The file is read whole: a command that uses one
+// section still refuses a mistake in another, so that a typo never passes silently.
+//
+// The sections are plain structs of values; a key absent from the file is an empty
+// optional, so that each subsystem keeps its own defaults and overlays what was set
+// (config::Overlay). Values whose grammar belongs to a subsystem (a token's role and hash,
+// a scrape target's kind and URL) are passed on as text with their origin, so that the
+// subsystem's own parser can name FILE:LINE too (Where::Of).
+//
+// toml++ stays inside config.cc: no toml++ type appears here.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/goals.h"
+#include "core/model.h"
+#include "core/price_book.h"
+#include "core/status.h"
+
+namespace gpuledger::config {
+
+// Where the values of one table came from, so that an error raised after reading (by a
+// subsystem, or by a check across keys) still points at the value. Copyable, cheap.
+class Where {
+ public:
+  Where() = default;
+  // `table` is the dotted table name ("agent", "server.token"); `line` its header's line
+  // (0 for the file's root table).
+  Where(std::string file, int64_t line, std::string table);
+
+  // Records that `key`'s value sits on `line` of the file.
+  void SetLine(std::string_view key, int64_t line);
+  // Records that the flag `flag` (e.g. "--interval") set `key` after the file was read.
+  void SetFlag(std::string_view key, std::string flag);
+
+  // "FILE:LINE: TABLE.KEY" for a key read from the file, "FLAG" for a key a flag set,
+  // "TABLE.KEY" for a key left at its default.
+  std::string Of(std::string_view key) const;
+  // "FILE:LINE: [TABLE]" (for an array of tables "[[TABLE]]"), or "[TABLE]" with no file.
+  std::string Table() const;
+  // "FILE:LINE" of `key`'s value, the flag that set it, or "" when it kept its default.
+  std::string Source(std::string_view key) const;
+
+  // Marks the table as one entry of an array of tables ("[[TABLE]]").
+  void MarkArray() { array_ = true; }
+  const std::string& table() const { return table_; }
+
+ private:
+  std::string file_;
+  int64_t line_ = 0;
+  std::string table_;
+  bool array_ = false;
+  std::map<std::string, std::string, std::less<>> sources_;  // key -> "FILE:LINE" or flag
+};
+
+// Copies a value the file set over a subsystem's default.
+template <typename T, typename U>
+void Overlay(const std::optional<T>& from_file, U& target) {
+  if (from_file) target = static_cast<U>(*from_file);
+}
+
+// [ledger]
+struct LedgerSection {
+  std::optional<int64_t> staleness_limit_ms;
+  std::optional<int64_t> max_future_skew_ms;
+  std::optional<int64_t> raw_retention_ms;
+  Where where{"", 0, "ledger"};
+};
+
+// [[server.token]]: role and hash are checked by the server (server/auth.h).
+struct TokenTable {
+  std::string name;
+  std::string role;
+  std::string hash;
+  std::vector<std::string> teams;
+  Where where;
+};
+
+// [[server.label_rule]]: exactly one of equals or regex.
+struct LabelRuleTable {
+  std::string label;
+  std::optional<std::string> equals;
+  std::optional<std::string> regex;
+  std::string team;
+  std::string project;
+  Where where;
+};
+
+// [[server.scrape]]: url, kind and the metric names are checked by the server.
+struct ScrapeTable {
+  std::string url;
+  std::optional<int64_t> interval_ms;
+  std::optional<int64_t> timeout_ms;
+  std::optional<std::string> kind;
+  std::optional<std::string> job;
+  std::optional<std::string> tokens_metric;
+  std::optional<std::string> model_flops_metric;
+  Where where;
+};
+
+// [server], [server.remote_write] and the server's arrays of tables (docs/server.md).
+struct ServerSection {
+  bool present = false;  // the file has a [server] table
+  std::optional<std::string> listen;
+  std::optional<bool> insecure;
+  std::optional<int64_t> max_body_bytes;
+  std::optional<int64_t> max_samples_per_batch;
+  std::optional<int64_t> threads;
+  std::optional<int64_t> max_sample_age_ms;
+  std::optional<int64_t> read_timeout_ms;
+  std::optional<int64_t> write_timeout_ms;
+  std::optional<std::string> remote_write_pool;
+  std::optional<CapacityType> remote_write_capacity_type;
+  std::optional<int64_t> remote_write_hold_timeout_ms;
+  std::vector<LabelRuleTable> label_rules;
+  std::vector<TokenTable> tokens;
+  std::vector<ScrapeTable> scrapes;
+  Where where{"", 0, "server"};
+  Where remote_write_where{"", 0, "server.remote_write"};
+};
+
+// [agent] (docs/agent.md).
+struct AgentSection {
+  std::optional<std::string> server_url;
+  std::optional<std::string> token;
+  std::optional<std::string> token_file;
+  std::optional<std::string> node;
+  std::optional<std::string> pool;
+  std::optional<CapacityType> capacity_type;
+  std::optional<int64_t> interval_ms;
+  std::optional<int64_t> push_interval_ms;
+  std::optional<std::string> spool_dir;
+  std::optional<uint64_t> spool_max_bytes;
+  std::optional<std::string> listen;
+  std::optional<std::string> mapping_file;
+  std::optional<std::string> hpc_job_mapping_dir;
+  std::optional<std::string> nvml_library;
+  std::optional<std::string> proc_root;
+  std::optional<bool> slurm;
+  std::optional<std::string> scontrol;
+  Where where{"", 0, "agent"};
+};
+
+struct Config {
+  std::string file;  // the file read; empty when there was none (every value its default)
+  std::optional<std::string> db_path;
+  LedgerSection ledger;
+  // [[price]]: checked as a price book (PriceBook::Create); absent: the store's book stays.
+  std::optional<std::vector<PriceEntry>> prices;
+  // [targets] and [budgets], each target with its source (Goals::TargetSourceFor).
+  Goals goals;
+  ServerSection server;
+  AgentSection agent;
+  Where where;  // the root table (db)
+};
+
+// Reads gpuledger.toml. On failure the message starts with "FILE:LINE" (of the value,
+// or "FILE:LINE:COLUMN" for a TOML syntax error) and names the key.
+Result<Config> Load(const std::string& path);
+
+// Reads a file holding only [[price]] tables (`gpuledger prices set`), with the same
+// rules as the config's [[price]]. Fails when the file has none.
+Result<std::vector<PriceEntry>> LoadPriceFile(const std::string& path);
+
+// "1GiB" -> 1073741824: a number of bytes with an optional unit B, KiB, MiB, GiB, TiB
+// (or KB, MB, GB, TB as powers of 1000); a space may separate them. Fails naming the text.
+Result<uint64_t> ParseByteSize(std::string_view text);
+
+// Writes a config that Load reads back to the same values: `db` (when not empty), the
+// [[price]], [targets] and [budgets] tables. The demo writes its fleet's this way, so
+// that every command judging its targets can be given the same file.
+std::string WriteGoalsAndPrices(const Goals& goals, const std::vector<PriceEntry>& prices,
+                                const std::string& db_path = "");
+
+}  // namespace gpuledger::config

@@ -1,0 +1,439 @@
+#include "config/config.h"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+
+#include "core/time.h"
+
+namespace gpuledger::config {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// A fresh folder under the system's temporary directory, removed with its files.
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> n{0};
+    path_ = std::filesystem::temp_directory_path() /
+            ("gpuledger-config-test-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string Write(const std::string& name, const std::string& text) const {
+    std::string p = (path_ / name).string();
+    std::ofstream(p) << text;
+    return p;
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Every key of every table, each on a known line.
+constexpr const char* kFull = R"toml(db = "fleet.db"
+[ledger]
+staleness_limit = "45s"
+max_future_skew = "2m"
+raw_retention = "30d"
+[[price]]
+model = "NVIDIA H100 80GB HBM3"
+pool = "training"
+type = "reserved"
+per_gpu_hour = "2.49"
+from = "2026-01-01T00:00:00Z"
+to = "2027-01-01T00:00:00Z"
+[[price]]
+per_gpu_hour = "1.00"
+[targets]
+fleet = 0.65
+pools = { serving = 0.4, dev = 0.3 }
+[budgets]
+nlp = "40000.00"
+vision = "12500.5"
+[server]
+listen = "0.0.0.0:9000"
+insecure = true
+max_body_bytes = 1048576
+max_samples_per_batch = 5000
+max_sample_age = "7d"
+read_timeout = "20s"
+write_timeout = "25s"
+threads = 8
+[server.remote_write]
+pool = "k8s"
+capacity_type = "spot"
+hold_timeout = "90s"
+[[server.label_rule]]
+label = "namespace"
+regex = "team-(.+)"
+team = "$1"
+project = "p"
+[[server.token]]
+name = "dash"
+role = "viewer"
+hash = "sha256:ab:cd"
+teams = ["nlp", "vision"]
+[[server.scrape]]
+url = "http://10.0.0.9:9090"
+interval = "30s"
+timeout = "5s"
+kind = "progress"
+job = "train-1"
+tokens_metric = "trainer_tokens_seen_total"
+model_flops_metric = ""
+[agent]
+server_url = "http://ledger:8080"
+token = "tok"
+token_file = "token.txt"
+node = "trn-07"
+pool = "training"
+capacity_type = "reserved"
+interval = "500ms"
+push_interval = "20s"
+spool_dir = "spool"
+spool_size = "256MiB"
+listen = "127.0.0.1:9400"
+mapping_file = "map.toml"
+hpc_job_mapping_dir = "hpc"
+nvml_library = "libfake.so"
+proc_root = "proc"
+slurm = false
+scontrol = "my-scontrol"
+)toml";
+
+TEST(ConfigTest, ReadsEveryKeyOfEveryTable) {
+  TempDir dir;
+  auto c = Load(dir.Write("full.toml", kFull));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->db_path, "fleet.db");
+  EXPECT_EQ(c->ledger.staleness_limit_ms, 45'000);
+  EXPECT_EQ(c->ledger.max_future_skew_ms, 120'000);
+  EXPECT_EQ(c->ledger.raw_retention_ms, 30 * kMsPerDay);
+
+  ASSERT_TRUE(c->prices.has_value());
+  ASSERT_EQ(c->prices->size(), 2u);
+  const PriceEntry& h100 = (*c->prices)[0];
+  EXPECT_EQ(h100.model, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(h100.pool, "training");
+  EXPECT_EQ(h100.capacity_type, CapacityType::kReserved);
+  EXPECT_EQ(h100.per_gpu_hour.micros(), 2'490'000);
+  EXPECT_EQ(FormatTime(h100.valid.begin_ms), "2026-01-01T00:00:00Z");
+  EXPECT_EQ(FormatTime(h100.valid.end_ms), "2027-01-01T00:00:00Z");
+  const PriceEntry& rest = (*c->prices)[1];
+  EXPECT_EQ(rest.model, "*");
+  EXPECT_EQ(rest.pool, "*");
+  EXPECT_EQ(rest.capacity_type, CapacityType::kOnDemand);
+  EXPECT_EQ(rest.valid, (TimeRange{0, kForever}));
+
+  EXPECT_DOUBLE_EQ(c->goals.fleet_target, 0.65);
+  EXPECT_DOUBLE_EQ(c->goals.TargetFor("serving"), 0.4);
+  EXPECT_DOUBLE_EQ(c->goals.TargetFor("dev"), 0.3);
+  EXPECT_DOUBLE_EQ(c->goals.TargetFor("training"), 0.65);
+  EXPECT_EQ(c->goals.monthly_budgets.at("nlp").micros(), 40'000'000'000);
+  EXPECT_EQ(c->goals.monthly_budgets.at("vision").micros(), 12'500'500'000);
+
+  const ServerSection& s = c->server;
+  EXPECT_TRUE(s.present);
+  EXPECT_EQ(s.listen, "0.0.0.0:9000");
+  EXPECT_EQ(s.insecure, true);
+  EXPECT_EQ(s.max_body_bytes, 1048576);
+  EXPECT_EQ(s.max_samples_per_batch, 5000);
+  EXPECT_EQ(s.max_sample_age_ms, 7 * kMsPerDay);
+  EXPECT_EQ(s.read_timeout_ms, 20'000);
+  EXPECT_EQ(s.write_timeout_ms, 25'000);
+  EXPECT_EQ(s.threads, 8);
+  EXPECT_EQ(s.remote_write_pool, "k8s");
+  EXPECT_EQ(s.remote_write_capacity_type, CapacityType::kSpot);
+  EXPECT_EQ(s.remote_write_hold_timeout_ms, 90'000);
+  ASSERT_EQ(s.label_rules.size(), 1u);
+  EXPECT_EQ(s.label_rules[0].label, "namespace");
+  EXPECT_EQ(s.label_rules[0].regex, "team-(.+)");
+  EXPECT_FALSE(s.label_rules[0].equals.has_value());
+  EXPECT_EQ(s.label_rules[0].team, "$1");
+  EXPECT_EQ(s.label_rules[0].project, "p");
+  ASSERT_EQ(s.tokens.size(), 1u);
+  EXPECT_EQ(s.tokens[0].name, "dash");
+  EXPECT_EQ(s.tokens[0].role, "viewer");
+  EXPECT_EQ(s.tokens[0].hash, "sha256:ab:cd");
+  EXPECT_EQ(s.tokens[0].teams, (std::vector<std::string>{"nlp", "vision"}));
+  ASSERT_EQ(s.scrapes.size(), 1u);
+  EXPECT_EQ(s.scrapes[0].url, "http://10.0.0.9:9090");
+  EXPECT_EQ(s.scrapes[0].interval_ms, 30'000);
+  EXPECT_EQ(s.scrapes[0].timeout_ms, 5'000);
+  EXPECT_EQ(s.scrapes[0].kind, "progress");
+  EXPECT_EQ(s.scrapes[0].job, "train-1");
+  EXPECT_EQ(s.scrapes[0].tokens_metric, "trainer_tokens_seen_total");
+  EXPECT_EQ(s.scrapes[0].model_flops_metric, "");
+
+  const AgentSection& a = c->agent;
+  EXPECT_EQ(a.server_url, "http://ledger:8080");
+  EXPECT_EQ(a.token, "tok");
+  EXPECT_EQ(a.token_file, "token.txt");
+  EXPECT_EQ(a.node, "trn-07");
+  EXPECT_EQ(a.pool, "training");
+  EXPECT_EQ(a.capacity_type, CapacityType::kReserved);
+  EXPECT_EQ(a.interval_ms, 500);
+  EXPECT_EQ(a.push_interval_ms, 20'000);
+  EXPECT_EQ(a.spool_dir, "spool");
+  EXPECT_EQ(a.spool_max_bytes, uint64_t{256} << 20);
+  EXPECT_EQ(a.listen, "127.0.0.1:9400");
+  EXPECT_EQ(a.mapping_file, "map.toml");
+  EXPECT_EQ(a.hpc_job_mapping_dir, "hpc");
+  EXPECT_EQ(a.nvml_library, "libfake.so");
+  EXPECT_EQ(a.proc_root, "proc");
+  EXPECT_EQ(a.slurm, false);
+  EXPECT_EQ(a.scontrol, "my-scontrol");
+}
+
+TEST(ConfigTest, AnAbsentKeyIsLeftToTheSubsystem) {
+  TempDir dir;
+  auto c = Load(dir.Write("empty.toml", "# nothing set\n"));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->db_path.has_value());
+  EXPECT_FALSE(c->ledger.staleness_limit_ms.has_value());
+  EXPECT_FALSE(c->prices.has_value()) << "no [[price]]: the store's price book stays";
+  EXPECT_FALSE(c->server.present);
+  EXPECT_FALSE(c->server.listen.has_value());
+  EXPECT_FALSE(c->agent.interval_ms.has_value());
+  EXPECT_DOUBLE_EQ(c->goals.fleet_target, 0.6);
+  EXPECT_TRUE(c->goals.pool_targets.empty());
+  EXPECT_EQ(c->goals.fleet_target_source, Goals::kDefaultSource);
+}
+
+// A stray key in any table is refused with the file, its line and its dotted name; the
+// lines before it are valid, so the line in the message is the stray key's own.
+TEST(ConfigTest, UnknownKeysAreErrorsInEveryTable) {
+  struct Case {
+    std::string text;
+    int line;
+    std::string key;
+  };
+  const std::vector<Case> cases = {
+      {"db = \"x\"\nbogus = 1\n", 2, "bogus"},
+      {"[ledger]\nraw_retention = \"1d\"\nbogus = 1\n", 3, "ledger.bogus"},
+      {"[[price]]\nper_gpu_hour = \"1.00\"\nbogus = 1\n", 3, "price.bogus"},
+      // Currency is not a key yet: amounts are in the price book's one currency.
+      {"[[price]]\nper_gpu_hour = \"1.00\"\ncurrency = \"USD\"\n", 3, "price.currency"},
+      {"[[price]]\nper_gpu_hour = \"1.00\"\n[[price]]\nper_gpu_hour = \"2.00\"\npool = \"a\"\nbogus = 1\n", 6,
+       "price.bogus"},
+      {"[targets]\nfleet = 0.5\nbogus = 1\n", 3, "targets.bogus"},
+      {"[server]\nlisten = \"x:1\"\nbogus = 1\n", 3, "server.bogus"},
+      {"[server.remote_write]\npool = \"p\"\nbogus = 1\n", 3, "server.remote_write.bogus"},
+      {"[[server.label_rule]]\nlabel = \"ns\"\nbogus = 1\n", 3, "server.label_rule.bogus"},
+      {"[[server.token]]\nname = \"t\"\nbogus = 1\n", 3, "server.token.bogus"},
+      {"[[server.scrape]]\nurl = \"http://h:1/\"\nbogus = 1\n", 3, "server.scrape.bogus"},
+      {"[agent]\nnode = \"n\"\nbogus = 1\n", 3, "agent.bogus"},
+  };
+  TempDir dir;
+  for (const Case& c : cases) {
+    std::string path = dir.Write("c.toml", c.text);
+    auto r = Load(path);
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_THAT(r.status().message(),
+                StartsWith(fmt::format("{}:{}: {}: unknown key", path, c.line, c.key)))
+        << c.text;
+  }
+}
+
+// A bad value is reported at its own line, not at its table's.
+TEST(ConfigTest, BadValuesNameTheLineOfTheValue) {
+  struct Case {
+    std::string text;
+    std::string want;  // after "FILE"
+  };
+  const std::vector<Case> cases = {
+      {"db = 3\n", ":1: db: want a string"},
+      {"[ledger]\n\nstaleness_limit = \"soon\"\n", ":3: ledger.staleness_limit: duration \"soon\""},
+      {"[ledger]\nraw_retention = 30\n", ":2: ledger.raw_retention: want a duration string"},
+      {"[[price]]\nmodel = \"m\"\ntype = \"cheap\"\nper_gpu_hour = \"1\"\n", ":3: price.type: capacity type \"cheap\""},
+      {"[[price]]\nmodel = \"m\"\nper_gpu_hour = 2.49\n", ":3: price.per_gpu_hour: want a decimal string"},
+      {"[[price]]\nmodel = \"m\"\nper_gpu_hour = \"-1\"\n", ":3: price.per_gpu_hour: a price cannot be negative"},
+      {"[[price]]\nper_gpu_hour = \"1\"\nmodel = \"m\"\nfrom = \"2026-01-01T00:30:00Z\"\n",
+       ":4: price.from: prices change on whole UTC hours"},
+      {"[[price]]\nper_gpu_hour = \"1\"\nfrom = \"2026-02-01T00:00:00Z\"\nto = \"2026-01-01T00:00:00Z\"\n",
+       ":4: price.to: must be after from"},
+      {"[[price]]\nper_gpu_hour = \"1\"\nto = \"tomorrow\"\n", ":3: price.to:"},
+      {"[[price]]\nmodel = \"m\"\n", ":1: [[price]]: per_gpu_hour is required"},
+      {"[[price]]\nper_gpu_hour = \"1\"\n[[price]]\nper_gpu_hour = \"2\"\n", ":3: [[price]]: price[1]"},
+      {"[targets]\nfleet = 1.5\n", ":2: targets.fleet: want a ratio in 0..1"},
+      {"[targets]\npools = { serving = \"low\" }\n", ":2: targets.pools.serving: want a ratio in 0..1"},
+      {"[targets]\n[targets.pools]\ndev = 0.3\nserving = -1\n", ":4: targets.pools.serving: want a ratio"},
+      {"[budgets]\nnlp = 40000\n", ":2: budgets.nlp: want a decimal string"},
+      {"[budgets]\nnlp = \"1\"\nvision = \"-5\"\n", ":3: budgets.vision: a budget must be a positive amount"},
+      {"[server]\nlisten = 8080\n", ":2: server.listen: want a string"},
+      {"[server]\nthreads = 0\n", ":2: server.threads: want a positive integer"},
+      {"[server]\ninsecure = \"yes\"\n", ":2: server.insecure: want true or false"},
+      {"[server.remote_write]\npool = \"p\"\nhold_timeout = \"soon\"\n", ":3: server.remote_write.hold_timeout:"},
+      {"[server.remote_write]\ncapacity_type = \"free\"\n", ":2: server.remote_write.capacity_type:"},
+      {"[[server.token]]\nname = \"t\"\nteams = [\"a\", 3]\n", ":3: server.token.teams: want a list of strings"},
+      {"[[server.label_rule]]\nlabel = \"ns\"\n", ":1: [[server.label_rule]]: needs label and one of"},
+      {"[[server.scrape]]\nurl = \"http://h:1/\"\ninterval = \"often\"\n", ":3: server.scrape.interval:"},
+      {"[agent]\nnode = \"n\"\ninterval = \"fast\"\n", ":3: agent.interval: duration \"fast\""},
+      {"[agent]\nspool_size = \"1 parsec\"\n", ":2: agent.spool_size: size \"1 parsec\": unknown unit"},
+      {"[agent]\nspool_size = -5\n", ":2: agent.spool_size: want a positive size"},
+      {"[agent]\nslurm = 1\n", ":2: agent.slurm: want true or false"},
+      {"ledger = 3\n", ":1: ledger: want a table"},
+      {"price = 3\n", ":1: price: want [[price]] tables"},
+      {"db = \"x\"\ndb2 = \n", ":2:"},  // a TOML syntax error: FILE:LINE:COLUMN
+  };
+  TempDir dir;
+  for (const Case& c : cases) {
+    std::string path = dir.Write("v.toml", c.text);
+    auto r = Load(path);
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_THAT(r.status().message(), StartsWith(path + c.want)) << c.text;
+  }
+}
+
+// One grammar for every duration key of every table (core's ParseDuration).
+TEST(ConfigTest, EveryDurationKeyReadsTheSameGrammar) {
+  const std::vector<std::pair<std::string, std::string>> keys = {
+      {"ledger", "staleness_limit"}, {"ledger", "max_future_skew"},  {"ledger", "raw_retention"},
+      {"server", "max_sample_age"},  {"server", "read_timeout"},     {"server", "write_timeout"},
+      {"server.remote_write", "hold_timeout"}, {"agent", "interval"}, {"agent", "push_interval"},
+  };
+  const std::vector<std::pair<std::string, int64_t>> good = {
+      {"500ms", 500}, {"1s", 1'000}, {"1m30s", 90'000}, {"1h", kMsPerHour}, {"2d", 2 * kMsPerDay}, {"1w", 7 * kMsPerDay}};
+  TempDir dir;
+  auto read = [](const Config& c, const std::string& table, const std::string& key) -> std::optional<int64_t> {
+    if (key == "staleness_limit") return c.ledger.staleness_limit_ms;
+    if (key == "max_future_skew") return c.ledger.max_future_skew_ms;
+    if (key == "raw_retention") return c.ledger.raw_retention_ms;
+    if (key == "max_sample_age") return c.server.max_sample_age_ms;
+    if (key == "read_timeout") return c.server.read_timeout_ms;
+    if (key == "write_timeout") return c.server.write_timeout_ms;
+    if (key == "hold_timeout") return c.server.remote_write_hold_timeout_ms;
+    if (key == "interval") return c.agent.interval_ms;
+    if (table == "agent" && key == "push_interval") return c.agent.push_interval_ms;
+    return std::nullopt;
+  };
+  for (const auto& [table, key] : keys) {
+    for (const auto& [text, ms] : good) {
+      auto c = Load(dir.Write("d.toml", fmt::format("[{}]\n{} = \"{}\"\n", table, key, text)));
+      ASSERT_TRUE(c.ok()) << table << "." << key << " = " << text << ": " << c.status().ToString();
+      EXPECT_EQ(read(*c, table, key), ms) << table << "." << key << " = " << text;
+    }
+    for (const char* bad : {"10", "1.5s", "0s", "-1s", "1y", "fast", ""}) {
+      std::string path = dir.Write("d.toml", fmt::format("[{}]\n{} = \"{}\"\n", table, key, bad));
+      auto c = Load(path);
+      ASSERT_FALSE(c.ok()) << table << "." << key << " = " << bad;
+      EXPECT_THAT(c.status().message(), StartsWith(fmt::format("{}:2: {}.{}: duration", path, table, key)));
+    }
+  }
+  // The scrape targets' keys too, inside an array of tables.
+  auto c = Load(dir.Write("d.toml", "[[server.scrape]]\nurl = \"http://h:1/\"\ninterval = \"1m30s\"\ntimeout = \"750ms\"\n"));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->server.scrapes.at(0).interval_ms, 90'000);
+  EXPECT_EQ(c->server.scrapes.at(0).timeout_ms, 750);
+}
+
+TEST(ConfigTest, ParsesByteSizes) {
+  EXPECT_EQ(*ParseByteSize("1GiB"), uint64_t{1} << 30);
+  EXPECT_EQ(*ParseByteSize("512 MiB"), uint64_t{512} << 20);
+  EXPECT_EQ(*ParseByteSize("1000"), 1000u);
+  EXPECT_EQ(*ParseByteSize("2GB"), 2'000'000'000u);
+  EXPECT_FALSE(ParseByteSize("GiB").ok());
+  EXPECT_FALSE(ParseByteSize("99999999999TiB").ok());
+  EXPECT_THAT(ParseByteSize("3 parsec").status().message(), HasSubstr("unknown unit \"parsec\""));
+}
+
+// Each target knows the line it was set on, so that every command can say which target
+// it used and where it came from.
+TEST(ConfigTest, TargetsCarryWhereTheyWereSet) {
+  TempDir dir;
+  std::string path = dir.Write("t.toml", "[targets]\nfleet = 0.65\n[targets.pools]\ndev = 0.3\n");
+  auto c = Load(path);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->goals.fleet_target_source, path + ":2");
+  EXPECT_EQ(c->goals.TargetSourceFor("dev"), path + ":4");
+  EXPECT_EQ(c->goals.TargetSourceFor("training"), path + ":2") << "a pool without its own has the fleet's";
+  EXPECT_EQ(c->goals.Describe(), fmt::format("targets: fleet 65% ({}:2); pool dev 30% ({}:4)", path, path));
+  EXPECT_EQ(Goals{}.Describe(), "targets: fleet 60% (built-in default)");
+}
+
+TEST(ConfigTest, WhereNamesTheFileTheFlagOrTheDefault) {
+  Where w("a.toml", 3, "agent");
+  w.SetLine("interval", 5);
+  EXPECT_EQ(w.Of("interval"), "a.toml:5: agent.interval");
+  EXPECT_EQ(w.Source("interval"), "a.toml:5");
+  EXPECT_EQ(w.Of("node"), "agent.node");
+  EXPECT_EQ(w.Source("node"), "");
+  w.SetFlag("interval", "--interval");
+  EXPECT_EQ(w.Of("interval"), "--interval");
+  EXPECT_EQ(w.Table(), "a.toml:3: [agent]");
+}
+
+TEST(ConfigTest, WrittenGoalsAndPricesReadBackTheSame) {
+  Goals goals;
+  goals.fleet_target = 0.65;
+  goals.pool_targets = {{"serving", 0.4}, {"dev", 0.3}, {"odd pool", 0.55}};
+  goals.monthly_budgets = {{"nlp", *Money::Parse("90000.00")}, {"speech", *Money::Parse("0.000001")}};
+  std::vector<PriceEntry> prices = {
+      {"NVIDIA H100 80GB HBM3", "*", CapacityType::kReserved, *Money::Parse("2.49"), {0, kForever}},
+      {"*", "dev \"x\"", CapacityType::kSpot, *Money::Parse("0.5"), {*ParseTime("2026-01-01"), *ParseTime("2026-02-01")}},
+  };
+  TempDir dir;
+  auto c = Load(dir.Write("demo.toml", WriteGoalsAndPrices(goals, prices, "a \\ \"b\".db")));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->db_path, "a \\ \"b\".db");
+  EXPECT_EQ(c->goals.fleet_target, goals.fleet_target);
+  EXPECT_EQ(c->goals.pool_targets, goals.pool_targets);
+  EXPECT_EQ(c->goals.monthly_budgets, goals.monthly_budgets);
+  ASSERT_TRUE(c->prices.has_value());
+  ASSERT_EQ(c->prices->size(), prices.size());
+  for (size_t i = 0; i < prices.size(); ++i) {
+    EXPECT_EQ((*c->prices)[i].model, prices[i].model);
+    EXPECT_EQ((*c->prices)[i].pool, prices[i].pool);
+    EXPECT_EQ((*c->prices)[i].capacity_type, prices[i].capacity_type);
+    EXPECT_EQ((*c->prices)[i].per_gpu_hour, prices[i].per_gpu_hour);
+    EXPECT_EQ((*c->prices)[i].valid, prices[i].valid);
+  }
+}
+
+TEST(ConfigTest, PriceFilesHoldOnlyPrices) {
+  TempDir dir;
+  auto ok = LoadPriceFile(dir.Write("p.toml", "[[price]]\nper_gpu_hour = \"3.60\"\n"));
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->at(0).per_gpu_hour.micros(), 3'600'000);
+  std::string path = dir.Write("q.toml", "[[price]]\nper_gpu_hour = \"3.60\"\ncurrency = \"EUR\"\n");
+  EXPECT_THAT(LoadPriceFile(path).status().message(), StartsWith(path + ":3: price.currency: unknown key"));
+  path = dir.Write("r.toml", "[targets]\nfleet = 0.5\n");
+  EXPECT_THAT(LoadPriceFile(path).status().message(), StartsWith(path + ":1: targets: unknown key"));
+}
+
+// The examples the docs and deploy/ give are read as they stand.
+TEST(ConfigTest, TheShippedExamplesLoad) {
+  auto agent = Load(std::string(GPULEDGER_SOURCE_DIR) + "/deploy/agent.toml");
+  EXPECT_TRUE(agent.ok()) << agent.status().ToString();
+  std::ifstream doc(std::string(GPULEDGER_SOURCE_DIR) + "/docs/configuration.md");
+  ASSERT_TRUE(doc) << "docs/configuration.md";
+  TempDir dir;
+  std::string line, block;
+  int blocks = 0;
+  bool in_block = false;
+  while (std::getline(doc, line)) {
+    if (line == "```toml") {
+      in_block = true;
+      block.clear();
+    } else if (in_block && line == "```") {
+      in_block = false;
+      ++blocks;
+      auto c = Load(dir.Write("example.toml", block));
+      EXPECT_TRUE(c.ok()) << "docs/configuration.md example " << blocks << ": " << c.status().ToString();
+    } else if (in_block) {
+      block += line + "\n";
+    }
+  }
+  EXPECT_GE(blocks, 2);
+}
+
+}  // namespace
+}  // namespace gpuledger::config
