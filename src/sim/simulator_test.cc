@@ -153,6 +153,8 @@ TEST_P(ConservationTest, GpuSecondsAreCountedExactlyOnce) {
 INSTANTIATE_TEST_SUITE_P(
     EveryPolicy, ConservationTest,
     ::testing::Values(PropertyCase{"fifo", PlacementMode::kTopology}, PropertyCase{"fifo", PlacementMode::kSpread},
+                      PropertyCase{"firstfit", PlacementMode::kTopology}, PropertyCase{"srtf", PlacementMode::kTopology},
+                      PropertyCase{"sjf:queue-mean", PlacementMode::kTopology},
                       PropertyCase{"priority", PlacementMode::kTopology}, PropertyCase{"sjf", PlacementMode::kTopology},
                       PropertyCase{"fair-share", PlacementMode::kTopology},
                       PropertyCase{"fair-share", PlacementMode::kSpread},
@@ -161,7 +163,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<PropertyCase>& param) {
       std::string n = param.param.policy + "_" + std::string(PlacementModeName(param.param.placement));
       for (char& ch : n) {
-        if (ch == '-') ch = '_';
+        if (ch == '-' || ch == ':') ch = '_';
       }
       return n;
     });
@@ -187,7 +189,7 @@ TEST(SimulatorTest, IsDeterministic) {
 TEST(SimulatorTest, PoliciesPreemptOnlyWhereTheyMay) {
   const ClusterSpec cluster = MixedCluster(0.0);
   const std::vector<SimJob> jobs = RandomJobs(5, 600);
-  for (const char* policy : {"fifo", "sjf", "backfill"}) {
+  for (const char* policy : {"fifo", "firstfit", "sjf", "sjf:user-mean", "backfill"}) {
     auto r = Simulate(cluster, jobs, policy, SimOptions());
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->preemptions, 0) << policy;
