@@ -1,7 +1,8 @@
 // The discrete-event simulator: replays a workload on a cluster under one policy and
 // measures utilization, waiting, completion, cost and preemptions. Deterministic: the
-// same inputs give bit-for-bit the same result (the engine draws no random numbers;
-// ties are broken by time, then event kind, then submit order).
+// same inputs give bit-for-bit the same result (the engine draws no random numbers but
+// failure times seeded per job and attempt; ties are broken by time, then event kind,
+// then submit order).
 #pragma once
 
 #include <atomic>
@@ -32,7 +33,8 @@ class SimClock final : public Clock {
 
 struct SimOptions {
   PlacementMode placement = PlacementMode::kTopology;
-  // Keep one JobOutcome per job (32 bytes each); off for the largest runs.
+  // Keep one JobOutcome per job (about 112 bytes each with its node list); off for the
+  // largest runs.
   bool keep_job_outcomes = true;
   // Called now and then with (jobs arrived, jobs in total); may be empty.
   std::function<void(size_t, size_t)> progress;

@@ -191,9 +191,11 @@ std::string FleetFinding(const std::string& what, const FleetNeed& base, const F
                        SloText(o));
   }
   const int64_t b = base.cluster.TotalGpus(), a = alt.cluster.TotalGpus();
-  return fmt::format("{}: the SLO ({}) needs {} instead of {} ({} {}), {} over the window", what,
-                     SloText(o), Gpus(a), Gpus(b), Gpus(std::llabs(a - b)),
-                     a <= b ? "fewer" : "more", MoneyDelta(base_cost, alt_cost));
+  return fmt::format(
+      "{}: the SLO ({}) needs {} instead of {} ({} {}), costing {} instead of {} over the window "
+      "({})",
+      what, SloText(o), Gpus(a), Gpus(b), Gpus(std::llabs(a - b)), a <= b ? "fewer" : "more",
+      alt_cost.ToDisplay(), base_cost.ToDisplay(), MoneyDelta(base_cost, alt_cost));
 }
 
 // A fleet's GPUs over the window at their pools' prices.

@@ -112,7 +112,8 @@ TEST(WhatIfTest, MoneyMatchesAHandComputedCase) {
   EXPECT_EQ(fleet.scenarios[1].gpus, 8);
   EXPECT_EQ(fleet.scenarios[1].fleet_cost.ToString(), "16.000000");
   EXPECT_TRUE(fleet.scenarios[1].slo_met);
-  EXPECT_NE(fleet.findings[0].find("needs 8 GPUs instead of 4 GPUs (4 GPUs more), 8.00 more"),
+  EXPECT_NE(fleet.findings[0].find("needs 8 GPUs instead of 4 GPUs (4 GPUs more), costing 16.00 "
+                                   "instead of 8.00 over the window (8.00 more)"),
             std::string::npos)
       << fleet.findings[0];
 }
