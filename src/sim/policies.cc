@@ -100,7 +100,7 @@ class FifoPolicy final : public Policy {
 };
 
 // A policy whose pending jobs wait per pool in arrival order and that learns nothing
-// from stops: the base of firstfit and backfill.
+// from stops: the base of backfill.
 class ArrivalOrderPolicy : public Policy {
  public:
   void Init(const PolicyEnv& env) override {
@@ -117,15 +117,51 @@ class ArrivalOrderPolicy : public Policy {
 
 // First fit in arrival order, with no reservation: every pending job that fits starts,
 // oldest first, however many older jobs cannot start (the PAI simulator's "FIFO").
-class FirstFitPolicy final : public ArrivalOrderPolicy {
+// Pending jobs are kept by whole-GPU count, so that a pass finds the oldest job no
+// larger than the free GPUs without walking a long queue of jobs that cannot start:
+// the same order as a scan, since free GPUs only shrink during a pass.
+class FirstFitPolicy final : public Policy {
  public:
   std::string_view name() const override { return "firstfit"; }
-  void Schedule(SchedulerContext& ctx, int pool) override {
-    auto& q = pending_[static_cast<size_t>(pool)];
-    StartInOrder(
-        ctx, pool, shared_[static_cast<size_t>(pool)], std::numeric_limits<int64_t>::max() - 1, 0, q, q.begin(),
-        [](JobIndex j) { return j; }, [](JobIndex) { return true; }, [](JobIndex) {});
+  void Init(const PolicyEnv& env) override {
+    by_size_.assign(env.cluster->pools.size(), {});
+    shared_ = SharedPools(env);
   }
+  void OnPending(JobIndex j, int pool, const SchedulerContext& ctx) override {
+    by_size_[static_cast<size_t>(pool)][ctx.job(j).gpus].insert(j);
+  }
+  void OnStopped(JobIndex, int, const SchedulerContext&) override {}
+  void Schedule(SchedulerContext& ctx, int pool) override {
+    auto& buckets = by_size_[static_cast<size_t>(pool)];
+    std::set<JobIndex> failed;  // fit by count but not by placement, this pass
+    while (true) {
+      const int32_t free = ctx.FreeWholeGpus(pool);
+      if (free == 0 && !shared_[static_cast<size_t>(pool)]) return;
+      JobIndex best = std::numeric_limits<JobIndex>::max();
+      auto from = buckets.end();
+      for (auto it = buckets.begin(); it != buckets.end() && it->first <= free; ++it) {
+        for (JobIndex j : it->second) {
+          if (failed.count(j) != 0) continue;
+          if (j < best) {
+            best = j;
+            from = it;
+          }
+          break;
+        }
+      }
+      if (from == buckets.end()) return;
+      if (!ctx.TryStart(best)) {
+        failed.insert(best);
+        continue;
+      }
+      from->second.erase(best);
+      if (from->second.empty()) buckets.erase(from);
+    }
+  }
+
+ private:
+  std::vector<uint8_t> shared_;
+  std::vector<std::map<int32_t, std::set<JobIndex>>> by_size_;  // [pool][gpus]: arrival order
 };
 
 // What SJF and SRTF know of a job's run time: the oracle, or the mean run time of the
