@@ -612,7 +612,8 @@ SimResult Engine::Summarize() {
       const int64_t wait = s.first_start_ms - jb.submit_ms;
       waits.push_back(wait);
       queue_waits[q].push_back(wait);
-      if (wait <= sched.slo_wait_ms) queue_granted[q] += jb.RequestTicks();
+      // Starved jobs count as not granted, even one that ran and was preempted for good.
+      if (wait <= sched.slo_wait_ms && status != JobStatus::kStarved) queue_granted[q] += jb.RequestTicks();
     }
     if (status == JobStatus::kCompleted || status == JobStatus::kFailed) last_end = std::max(last_end, s.end_ms);
     if (status != JobStatus::kCompleted) continue;
