@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "sim/trace.h"
 
@@ -235,6 +236,64 @@ TEST(SimulateCommandTest, RegistersTheSubcommand) {
   EXPECT_THROW(app.parse("simulate --gpus 8 --trace synthetic:5 --policy nope", false), CLI::RuntimeError);
   EXPECT_NE(::testing::internal::GetCapturedStderr().find("error: invalid argument: unknown policy 'nope'"),
             std::string::npos);
+}
+
+// Two jobs on one 2-GPU pool; the second waits an hour for the first.
+Workload TwoJobWorkload() {
+  Workload w;
+  w.window = {0, 2 * 3'600'000};
+  w.pools.push_back({"main", "GPU", 2, Money::FromUnits(2)});
+  for (int i = 0; i < 2; ++i) {
+    RecordedJob j;
+    j.id = "j" + std::to_string(i);
+    j.team = i == 0 ? "vision" : "nlp";
+    j.pool = "main";
+    j.gpus = 2;
+    j.submit_ms = 0;
+    j.start_ms = i * 3'600'000;
+    j.end_ms = j.start_ms + 3'600'000;
+    j.price_per_gpu_hour = Money::FromUnits(2);
+    w.jobs.push_back(j);
+  }
+  return w;
+}
+
+TEST(WhatIfCommandTest, AnswersFromTheLoaderAndRefusesBadOptions) {
+  int64_t asked = 0;
+  LedgerWorkloadLoader loader = [&](int64_t window_ms) -> Result<Workload> {
+    asked = window_ms;
+    return TwoJobWorkload();
+  };
+  WhatIfCommandOptions o;
+  o.window = "7d";
+  o.questions = {"fleet"};
+  o.report_format = "json";
+  std::ostringstream out;
+  Status st = RunWhatIf(o, loader, out);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(asked, 7 * 86'400'000LL);
+  auto doc = nlohmann::json::parse(out.str());
+  ASSERT_EQ(doc["answers"].size(), 1U);
+  // The second job waits an hour: meeting the SLO takes 4 GPUs, 8.00 an hour for 2 h.
+  EXPECT_EQ(doc["answers"][0]["scenarios"][1]["gpus"], 4);
+  EXPECT_EQ(doc["answers"][0]["scenarios"][1]["fleet_cost"], "16.000000");
+  std::ostringstream ignored;
+  o.questions = {"weather"};
+  EXPECT_EQ(RunWhatIf(o, loader, ignored).code(), StatusCode::kInvalidArgument);
+  o.questions = {"fleet"};
+  o.slo_target_ratio = 0;
+  EXPECT_EQ(RunWhatIf(o, loader, ignored).code(), StatusCode::kInvalidArgument);
+  o.slo_target_ratio = 0.95;
+  o.report_format = "xml";
+  EXPECT_EQ(RunWhatIf(o, loader, ignored).code(), StatusCode::kInvalidArgument);
+  o.report_format = "table";
+  EXPECT_EQ(RunWhatIf(o, {}, ignored).code(), StatusCode::kFailedPrecondition);
+  CLI::App app("gpuledger");
+  AddWhatIfCommand(app, loader);
+  CLI::App* cmd = app.get_subcommand("whatif");
+  for (const char* flag : {"--window", "--question", "--policy", "--slo-wait", "--slo-target", "--report-format"}) {
+    EXPECT_NO_THROW(cmd->get_option(flag)) << flag;
+  }
 }
 
 TEST(SimulateCommandTest, OldFlagNamesStillWork) {
