@@ -408,36 +408,60 @@ class SjfPolicy final : public Policy {
 
 // Shortest remaining time first, preemptive: the pending job with the least
 // (estimated) work left goes first; a head that does not fit preempts running jobs
-// with more work left that have run min_runtime, the most left first. Running jobs are
-// re-ranked by their work left at each pass.
-class SrtfPolicy final : public RankPolicy {
+// with more work left that have run min_runtime, the most left first. A running job is
+// filed under the instant its work left would reach 0 at full speed (run start + work
+// left then), so that its work left now is that instant minus now and the order of the
+// running jobs never has to be rebuilt; with slowdowns this ranks by full-speed work.
+class SrtfPolicy final : public Policy {
  public:
-  explicit SrtfPolicy(const SchedulerSpec& spec) : RankPolicy(spec), estimator_(spec.duration_estimate) {}
+  explicit SrtfPolicy(const SchedulerSpec& spec)
+      : min_runtime_ms_(spec.min_runtime_ms), estimator_(spec.duration_estimate) {}
   std::string_view name() const override { return "srtf"; }
   std::string_view durations() const override { return DurationEstimateName(estimator_.kind()); }
   void Init(const PolicyEnv& env) override {
-    RankPolicy::Init(env);
+    pending_.assign(env.cluster->pools.size(), {});
     running_.assign(env.cluster->pools.size(), {});
   }
-
- protected:
-  int64_t Rank(JobIndex j, const SchedulerContext& ctx) const override { return estimator_.Left(j, ctx); }
-  void Started(JobIndex j, int pool, SchedulerContext&) override { running_[static_cast<size_t>(pool)].insert(j); }
-  void Stopped(JobIndex j, int pool, const SchedulerContext& ctx) override {
-    running_[static_cast<size_t>(pool)].erase(j);
+  void OnPending(JobIndex j, int pool, const SchedulerContext& ctx) override {
+    pending_[static_cast<size_t>(pool)].insert({estimator_.Left(j, ctx), j});
+  }
+  void OnStopped(JobIndex j, int pool, const SchedulerContext& ctx) override {
+    running_[static_cast<size_t>(pool)].erase({done_at_[j], j});
     estimator_.Stopped(j, ctx);
   }
-  void BeforeSchedule(SchedulerContext& ctx, int pool) override {
-    for (JobIndex j : running_[static_cast<size_t>(pool)]) {
-      const int64_t left = estimator_.Left(j, ctx);
-      if (left != RankOf(j)) Rerank(j, pool, left, ctx);
+  void Schedule(SchedulerContext& ctx, int pool) override {
+    auto& q = pending_[static_cast<size_t>(pool)];
+    auto& running = running_[static_cast<size_t>(pool)];
+    while (!q.empty()) {
+      const auto [left, j] = *q.begin();
+      if (!ctx.TryStart(j)) {
+        // Running jobs with more work left than the head, the most first.
+        std::vector<JobIndex> order;
+        for (auto it = running.rbegin(); it != running.rend() && it->first - ctx.NowMs() > left; ++it) {
+          order.push_back(it->second);
+        }
+        const auto victims = ChooseVictims(ctx, pool, WholeNeed(ctx.job(j)), order,
+                                           [&](JobIndex v) { return RanLongEnough(ctx, v, min_runtime_ms_); });
+        if (victims.empty()) {
+          WakeWhenEligible(ctx, pool, order, min_runtime_ms_);
+          return;
+        }
+        for (JobIndex v : victims) ctx.Preempt(v);
+        if (!ctx.TryStart(j)) return;
+      }
+      q.erase(q.begin());
+      if (done_at_.size() <= j) done_at_.resize(static_cast<size_t>(j) + 1, 0);
+      done_at_[j] = ctx.NowMs() + left;
+      running.insert({done_at_[j], j});
     }
   }
 
  private:
-  // Rank is const in the interface; estimating fixes a job's estimate on first use.
-  mutable DurationEstimator estimator_;
-  std::vector<std::set<JobIndex>> running_;
+  int64_t min_runtime_ms_;
+  DurationEstimator estimator_;
+  std::vector<std::set<std::pair<int64_t, JobIndex>>> pending_;  // (work left, job)
+  std::vector<std::set<std::pair<int64_t, JobIndex>>> running_;  // (done at full speed, job)
+  std::vector<int64_t> done_at_;                                 // each running job's key
 };
 
 // FIFO with gang scheduling and EASY backfill: the head waits for all its GPUs at once
