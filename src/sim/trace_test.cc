@@ -184,6 +184,19 @@ TEST(TraceTest, ReadsUserAndStatusColumns) {
       << bad.status().message();
 }
 
+TEST(TraceTest, PhillyReadsAStatusColumnWhereItHasOne) {
+  const std::string csv =
+      "timestamp,duration,num_gpus,gpu_time,cluster,status,user\n"
+      "2017-10-09 07:01:55,66.0,1,66.0,11cb48,Failed,u1\n"
+      "2017-10-09 07:02:55,60.0,2,120.0,11cb48,Pass,u2\n";
+  auto t = ReadTraceText(csv, "p.csv", TraceFormat::kPhilly, ReadOptions());
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->jobs.size(), 2U);
+  EXPECT_TRUE(t->jobs[0].failed);
+  EXPECT_EQ(t->jobs[0].user, "u1");
+  EXPECT_FALSE(t->jobs[1].failed);
+}
+
 TEST(TraceTest, AnUnknownHeaderNamesTheTraceFormatFlag) {
   auto f = GuessTraceFormat("when,how_long,what");
   ASSERT_FALSE(f.ok());
