@@ -167,6 +167,7 @@ Result<std::vector<Recommendation>> Recommend(Ledger& ledger, const TimeRange& w
       auto profiles = MigProfilesFor(first_device->device.model, first_device->device.memory_mib);
       if (auto p = SmallestFittingProfile(profiles, p95, peak_memory)) {
         Recommendation r = base(RecommendationKind::kMigProfile);
+        r.mig_profile = std::string(p->name);
         r.action = fmt::format("run on a {} MIG slice ({}/{} of the GPU)", p->name, p->compute.num,
                                p->compute.den);
         SetSaving(r, p->compute.den - p->compute.num, p->compute.den);

@@ -42,6 +42,7 @@ struct Recommendation {
   std::string project;
   JobKind job_kind = JobKind::kUnknown;
   std::string action;    // "run on 2g.20gb", "use 4 GPUs instead of 8", ...
+  std::string mig_profile;  // kMigProfile: the profile advised, e.g. "2g.20gb"
   std::string evidence;  // percentiles over the window
   std::string confidence;  // high | medium | low
   double gpu_hours = 0;    // held in the window

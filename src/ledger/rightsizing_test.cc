@@ -82,6 +82,7 @@ TEST_F(RecommendTest, FindsEachKindWithEvidenceAndSaving) {
   ASSERT_TRUE(by.count("mig-profile:serve"));
   const auto& mig = by["mig-profile:serve"];
   EXPECT_THAT(mig.action, HasSubstr("2g.20gb"));
+  EXPECT_EQ(mig.mig_profile, "2g.20gb");
   EXPECT_THAT(mig.evidence, HasSubstr("p95 20%"));
   EXPECT_THAT(mig.evidence, HasSubstr("peak memory 15.0 GiB"));
   EXPECT_EQ(mig.cost, Money::FromUnits(42));    // 6 h at 7.00

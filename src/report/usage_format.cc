@@ -1,5 +1,7 @@
 #include "report/usage_format.h"
 
+#include "core/csv.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -13,16 +15,6 @@ using ledger::UsageRow;
 
 std::string Percent(double ratio) { return fmt::format("{:.1f}%", ratio * 100.0); }
 std::string Hours(double h) { return fmt::format("{:.1f}", h); }
-
-std::string CsvField(std::string_view s) {
-  if (s.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(s);
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
 
 // Columns of a plain-text table, right-aligned after the first `left` columns. The
 // first row is a header; with `total_row` the last row is set off as a total.

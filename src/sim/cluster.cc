@@ -24,6 +24,25 @@ std::string_view SharingName(Sharing s) {
   return "none";
 }
 
+std::string_view DurationEstimateName(DurationEstimate e) {
+  switch (e) {
+    case DurationEstimate::kOracle:
+      return "oracle";
+    case DurationEstimate::kUserMean:
+      return "user-mean";
+    case DurationEstimate::kQueueMean:
+      return "queue-mean";
+  }
+  return "oracle";
+}
+
+Result<DurationEstimate> ParseDurationEstimate(std::string_view text) {
+  if (text == "oracle") return DurationEstimate::kOracle;
+  if (text == "user-mean") return DurationEstimate::kUserMean;
+  if (text == "queue-mean") return DurationEstimate::kQueueMean;
+  return InvalidArgument(fmt::format("unknown duration estimate '{}' (oracle, user-mean, queue-mean)", text));
+}
+
 std::string_view PlacementModeName(PlacementMode m) {
   return m == PlacementMode::kTopology ? "topology" : "spread";
 }
@@ -172,7 +191,12 @@ Status ReadPool(const toml::table& t, std::string_view source, size_t index, Poo
   GPULEDGER_RETURN_IF_ERROR(r.String("name", p.name));
   GPULEDGER_RETURN_IF_ERROR(r.String("gpu_model", p.gpu_model));
   GPULEDGER_RETURN_IF_ERROR(r.Integer("nodes", p.nodes, 1, 1'000'000));
-  GPULEDGER_RETURN_IF_ERROR(r.Integer("gpus_per_node", p.gpus_per_node, 1, 64));
+  GPULEDGER_RETURN_IF_ERROR(r.Integer("gpus_per_node", p.gpus_per_node, 1, kMaxPoolGpus));
+  if (p.gpus() > kMaxPoolGpus) {
+    return r.Error(t.get("gpus_per_node"), "gpus_per_node",
+                   fmt::format("nodes x gpus_per_node is {} GPUs, more than the {} a pool may have", p.gpus(),
+                               kMaxPoolGpus));
+  }
   GPULEDGER_RETURN_IF_ERROR(r.Integer("nodes_per_nvlink_domain", p.nodes_per_nvlink_domain, 1, 1'000'000));
   GPULEDGER_RETURN_IF_ERROR(r.Integer("nodes_per_rack", p.nodes_per_rack, 1, 1'000'000));
   GPULEDGER_RETURN_IF_ERROR(r.Bool("strict_locality", p.strict_locality));
@@ -229,7 +253,8 @@ Status ReadQueue(const toml::table& t, std::string_view source, size_t index, Qu
 Status ReadScheduler(const toml::table& t, std::string_view source, SchedulerSpec& s) {
   TableReader r(t, source, "scheduler");
   GPULEDGER_RETURN_IF_ERROR(r.CheckKeys({"min_runtime", "usage_half_life", "backfill_depth", "slo_wait",
-                                         "slo_target", "timeseries_step", "las_thresholds"}));
+                                         "slo_target", "timeseries_step", "las_thresholds",
+                                         "duration_estimate"}));
   GPULEDGER_RETURN_IF_ERROR(r.Duration("min_runtime", s.min_runtime_ms));
   GPULEDGER_RETURN_IF_ERROR(r.Duration("usage_half_life", s.usage_half_life_ms));
   GPULEDGER_RETURN_IF_ERROR(r.Integer("backfill_depth", s.backfill_depth, 0, 10'000'000));
@@ -249,6 +274,11 @@ Status ReadScheduler(const toml::table& t, std::string_view source, SchedulerSpe
   GPULEDGER_RETURN_IF_ERROR(r.Duration("slo_wait", s.slo_wait_ms));
   GPULEDGER_RETURN_IF_ERROR(r.Double("slo_target", s.slo_target_ratio, 0, 1));
   GPULEDGER_RETURN_IF_ERROR(r.Duration("timeseries_step", s.timeseries_step_ms));
+  std::string estimate(DurationEstimateName(s.duration_estimate));
+  GPULEDGER_RETURN_IF_ERROR(r.String("duration_estimate", estimate));
+  auto e = ParseDurationEstimate(estimate);
+  if (!e.ok()) return r.Error(t.get("duration_estimate"), "duration_estimate", e.status().message());
+  s.duration_estimate = *e;
   return Status::Ok();
 }
 
@@ -294,6 +324,13 @@ Status ValidateCluster(const ClusterSpec& spec) {
       return InvalidArgument(fmt::format("pool '{}': a MIG layout needs 1..7 sevenths in all", p.name));
     }
     if (p.price_per_gpu_hour < Money()) return InvalidArgument(fmt::format("pool '{}': negative price", p.name));
+    if (p.gpus() > kMaxPoolGpus) {
+      return InvalidArgument(
+          fmt::format("pool '{}': {} GPUs, more than the {} a pool may have", p.name, p.gpus(), kMaxPoolGpus));
+    }
+  }
+  if (spec.scheduler.backfill_depth < 0) {
+    return InvalidArgument(fmt::format("scheduler: backfill_depth must be >= 0, is {}", spec.scheduler.backfill_depth));
   }
   return CheckQueueTree(spec.queues, "cluster");
 }

@@ -31,6 +31,20 @@ enum class Sharing {
 };
 std::string_view SharingName(Sharing s);
 
+// What SJF and SRTF know of a job's run time (see docs/simulator.md).
+enum class DurationEstimate {
+  kOracle,     // the trace's own duration: a bound, not something a scheduler knows
+  kUserMean,   // the mean run time of the user's jobs finished before it was submitted
+  kQueueMean,  // the same over its queue's jobs
+};
+std::string_view DurationEstimateName(DurationEstimate e);  // "oracle", "user-mean", "queue-mean"
+Result<DurationEstimate> ParseDurationEstimate(std::string_view text);
+
+// The most GPUs one pool may have. A job's share is held as a 32-bit count of ticks
+// (840 a GPU), which caps a job near 2.5 million GPUs; a million keeps a margin and
+// still lets a peer's cluster be modelled as one node of thousands of GPUs.
+inline constexpr int64_t kMaxPoolGpus = 1'000'000;
+
 struct PoolSpec {
   std::string name;
   std::string gpu_model = "GPU";
@@ -75,7 +89,11 @@ struct QueueSpec {
 struct SchedulerSpec {
   int64_t min_runtime_ms = 10 * 60 * 1000;  // before a job may be preempted
   int64_t usage_half_life_ms = 60 * 60 * 1000;  // fair-share usage decay
-  int32_t backfill_depth = 1000;  // pending jobs looked at per pass beyond the head
+  // How many pending jobs that cannot start a pass may pass over, after the first one
+  // that cannot (backfill: after the blocked head) before it stops. 0 is strict order:
+  // the first job that cannot start blocks the rest. Never negative.
+  int32_t backfill_depth = 1000;
+  DurationEstimate duration_estimate = DurationEstimate::kOracle;  // sjf, srtf
   // LAS: attained-service thresholds in GPU-time (ms of one GPU), ascending; n
   // thresholds make n + 1 queues. The default is Tiresias' two queues split at one
   // GPU-hour.
@@ -97,7 +115,8 @@ struct ClusterSpec {
   int RoutePool(const SimJob& job) const;
 };
 
-// Checks what the engine relies on: at least one pool, positive sizes, a MIG layout of
+// Checks what the engine relies on: at least one pool, positive sizes of at most
+// kMaxPoolGpus GPUs a pool, backfill_depth >= 0, a MIG layout of
 // 1..7 sevenths adding up to at most 7 where sharing is MIG, a sound queue tree.
 // The error names the pool or queue.
 Status ValidateCluster(const ClusterSpec& spec);

@@ -4,7 +4,8 @@
 //   cluster ... end        (TOML)
 //   jobs ... end           (our CSV format)
 // a "----" separator, then the expected results, every job covered:
-//   job ID start S end E [preemptions N]   |   job ID unschedulable
+//   job ID start S end E [preemptions N] [restarts N] [failed]
+//   job ID unschedulable   |   job ID starved   |   job ID start S starved
 //   summary KEY VALUE                      |   slo QUEUE met|missed RATIO
 // Times are seconds. Lines starting with '#' are comments.
 #include <filesystem>
@@ -102,11 +103,14 @@ std::string Actual(const std::string& expected, const SimResult& r,
     auto it = index.find(key);
     if (it == index.end()) return "no job " + key;
     const JobOutcome& o = r.outcomes[it->second];
-    if (o.start_ms < 0) {
-      return "job " + key + " unschedulable";
+    if (o.status == JobStatus::kUnschedulable) return "job " + key + " unschedulable";
+    if (o.status == JobStatus::kStarved) {
+      return o.start_ms < 0 ? "job " + key + " starved" : fmt::format("job {} start {} starved", key, Seconds(o.start_ms));
     }
     std::string s = fmt::format("job {} start {} end {}", key, Seconds(o.start_ms), Seconds(o.end_ms));
     if (o.preemptions > 0) s += fmt::format(" preemptions {}", o.preemptions);
+    if (o.restarts > 0) s += fmt::format(" restarts {}", o.restarts);
+    if (o.status == JobStatus::kFailed) s += " failed";
     return s;
   }
   if (kind == "slo") {
@@ -119,6 +123,12 @@ std::string Actual(const std::string& expected, const SimResult& r,
     std::string v;
     if (key == "completed") v = fmt::format("{}", r.completed);
     else if (key == "unschedulable") v = fmt::format("{}", r.unschedulable);
+    else if (key == "starved") v = fmt::format("{}", r.starved);
+    else if (key == "failed") v = fmt::format("{}", r.failed);
+    else if (key == "failed_gpu_seconds") v = fmt::format("{:.3f}", r.failed_gpu_hours * 3600.0);
+    else if (key == "completion_p95_s") v = Seconds(r.completion.p95_ms);
+    else if (key == "slowdown_mean") v = fmt::format("{:.4f}", r.slowdown.mean);
+    else if (key == "durations") v = r.durations.empty() ? "none" : r.durations;
     else if (key == "makespan_s") v = Seconds(r.makespan_ms);
     else if (key == "wait_mean_s") v = fmt::format("{:.3f}", r.wait.mean_ms / 1000.0);
     else if (key == "wait_p50_s") v = Seconds(r.wait.p50_ms);

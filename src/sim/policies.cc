@@ -62,13 +62,14 @@ std::vector<uint8_t> SharedPools(const PolicyEnv& env) {
 }
 
 // Walks a pending queue from `it` in its order and starts each job that `admit` allows
-// and that fits, calling `started` for it; stops after passing over `depth` jobs, or
-// when an unshared pool has no whole GPU left. `job_of` maps a queue entry to its job.
+// and that fits, calling `started` for it. It passes over jobs that cannot start, and
+// stops at the (depth + 1)-th of them, counting the `failures` the caller already met
+// (so depth 0 stops at the first job that cannot start: strict order), or when an
+// unshared pool has no whole GPU left. `job_of` maps a queue entry to its job.
 template <typename Queue, typename JobOf, typename Admit, typename Started>
-void StartInOrder(SchedulerContext& ctx, int pool, bool shared, int32_t depth, Queue& q,
+void StartInOrder(SchedulerContext& ctx, int pool, bool shared, int64_t depth, int64_t failures, Queue& q,
                   typename Queue::iterator it, JobOf job_of, Admit admit, Started started) {
-  int32_t passed = 0;
-  while (it != q.end() && passed < depth) {
+  while (it != q.end() && failures <= depth) {
     const int32_t free = ctx.FreeWholeGpus(pool);
     if (free == 0 && !shared) break;
     const JobIndex j = job_of(*it);
@@ -77,7 +78,7 @@ void StartInOrder(SchedulerContext& ctx, int pool, bool shared, int32_t depth, Q
       it = q.erase(it);
     } else {
       ++it;
-      ++passed;
+      ++failures;
     }
   }
 }
@@ -96,6 +97,123 @@ class FifoPolicy final : public Policy {
 
  private:
   std::vector<std::set<JobIndex>> pending_;
+};
+
+// A policy whose pending jobs wait per pool in arrival order and that learns nothing
+// from stops: the base of backfill.
+class ArrivalOrderPolicy : public Policy {
+ public:
+  void Init(const PolicyEnv& env) override {
+    pending_.assign(env.cluster->pools.size(), {});
+    shared_ = SharedPools(env);
+  }
+  void OnPending(JobIndex j, int pool, const SchedulerContext&) override { pending_[static_cast<size_t>(pool)].insert(j); }
+  void OnStopped(JobIndex, int, const SchedulerContext&) override {}
+
+ protected:
+  std::vector<uint8_t> shared_;
+  std::vector<std::set<JobIndex>> pending_;
+};
+
+// First fit in arrival order, with no reservation: every pending job that fits starts,
+// oldest first, however many older jobs cannot start (the PAI simulator's "FIFO").
+// Pending jobs are kept by whole-GPU count, so that a pass finds the oldest job no
+// larger than the free GPUs without walking a long queue of jobs that cannot start:
+// the same order as a scan, since free GPUs only shrink during a pass.
+class FirstFitPolicy final : public Policy {
+ public:
+  std::string_view name() const override { return "firstfit"; }
+  void Init(const PolicyEnv& env) override {
+    by_size_.assign(env.cluster->pools.size(), {});
+    shared_ = SharedPools(env);
+  }
+  void OnPending(JobIndex j, int pool, const SchedulerContext& ctx) override {
+    by_size_[static_cast<size_t>(pool)][ctx.job(j).gpus].insert(j);
+  }
+  void OnStopped(JobIndex, int, const SchedulerContext&) override {}
+  void Schedule(SchedulerContext& ctx, int pool) override {
+    auto& buckets = by_size_[static_cast<size_t>(pool)];
+    std::set<JobIndex> failed;  // fit by count but not by placement, this pass
+    while (true) {
+      const int32_t free = ctx.FreeWholeGpus(pool);
+      if (free == 0 && !shared_[static_cast<size_t>(pool)]) return;
+      JobIndex best = std::numeric_limits<JobIndex>::max();
+      auto from = buckets.end();
+      for (auto it = buckets.begin(); it != buckets.end() && it->first <= free; ++it) {
+        for (JobIndex j : it->second) {
+          if (failed.count(j) != 0) continue;
+          if (j < best) {
+            best = j;
+            from = it;
+          }
+          break;
+        }
+      }
+      if (from == buckets.end()) return;
+      if (!ctx.TryStart(best)) {
+        failed.insert(best);
+        continue;
+      }
+      from->second.erase(best);
+      if (from->second.empty()) buckets.erase(from);
+    }
+  }
+
+ private:
+  std::vector<uint8_t> shared_;
+  std::vector<std::map<int32_t, std::set<JobIndex>>> by_size_;  // [pool][gpus]: arrival order
+};
+
+// What SJF and SRTF know of a job's run time: the oracle, or the mean run time of the
+// jobs of the same user (or queue) that finished before the job became pending; with no
+// such job, the mean over all finished jobs; with none at all, 0 (arrival order).
+class DurationEstimator {
+ public:
+  explicit DurationEstimator(DurationEstimate kind) : kind_(kind) {}
+  DurationEstimate kind() const { return kind_; }
+  // The estimate of a job's whole run time, fixed the first time it is asked.
+  int64_t Estimate(JobIndex j, const SchedulerContext& ctx) {
+    if (kind_ == DurationEstimate::kOracle) return ctx.job(j).duration_ms;
+    if (estimate_.size() <= j) estimate_.resize(static_cast<size_t>(j) + 1, -1);
+    if (estimate_[j] < 0) estimate_[j] = MeanFor(Key(j, ctx));
+    return estimate_[j];
+  }
+  // Estimated work left: the estimate less the work done so far, never below 0.
+  int64_t Left(JobIndex j, const SchedulerContext& ctx) {
+    if (kind_ == DurationEstimate::kOracle) return ctx.WorkLeftNowMs(j);
+    const int64_t done = ctx.job(j).duration_ms - ctx.WorkLeftNowMs(j);
+    return std::max<int64_t>(0, Estimate(j, ctx) - done);
+  }
+  // Learns from a job that stopped; only finished jobs teach anything.
+  void Stopped(JobIndex j, const SchedulerContext& ctx) {
+    if (kind_ == DurationEstimate::kOracle || ctx.RemainingMs(j) != 0) return;
+    const int64_t d = ctx.job(j).duration_ms;
+    Sum& s = by_key_[Key(j, ctx)];
+    s.total_ms += d;
+    ++s.count;
+    all_.total_ms += d;
+    ++all_.count;
+  }
+
+ private:
+  struct Sum {
+    int64_t total_ms = 0;
+    int64_t count = 0;
+  };
+  std::string Key(JobIndex j, const SchedulerContext& ctx) const {
+    const SimJob& job = ctx.job(j);
+    if (kind_ == DurationEstimate::kUserMean && !job.user.empty()) return "u:" + job.user;
+    return "q:" + job.queue;
+  }
+  int64_t MeanFor(const std::string& key) const {
+    auto it = by_key_.find(key);
+    const Sum& s = it != by_key_.end() && it->second.count > 0 ? it->second : all_;
+    return s.count == 0 ? 0 : s.total_ms / s.count;
+  }
+  DurationEstimate kind_;
+  std::vector<int64_t> estimate_;
+  std::map<std::string, Sum> by_key_;
+  Sum all_;
 };
 
 // Preemptive ranking: the pending job of the lowest rank goes first (FIFO within a
@@ -256,49 +374,105 @@ class LasPolicy final : public RankPolicy {
   std::vector<std::priority_queue<Crossing, std::vector<Crossing>, std::greater<>>> crossings_;
 };
 
-// Shortest job first with oracle durations, non-preemptive: every pending job that
-// fits starts, shortest first (a bound on what knowing durations buys, not a policy
-// a real scheduler could run).
+// Shortest job first, non-preemptive: every pending job that fits starts, shortest
+// (estimated) first, passing over at most backfill_depth jobs after the first that
+// cannot start. With the oracle it is a bound on what knowing durations buys, not a
+// policy a real scheduler could run.
 class SjfPolicy final : public Policy {
  public:
-  explicit SjfPolicy(const SchedulerSpec& spec) : depth_(spec.backfill_depth) {}
+  explicit SjfPolicy(const SchedulerSpec& spec) : depth_(spec.backfill_depth), estimator_(spec.duration_estimate) {}
   std::string_view name() const override { return "sjf"; }
+  std::string_view durations() const override { return DurationEstimateName(estimator_.kind()); }
   void Init(const PolicyEnv& env) override {
     pending_.assign(env.cluster->pools.size(), {});
     shared_ = SharedPools(env);
   }
   void OnPending(JobIndex j, int pool, const SchedulerContext& ctx) override {
-    pending_[static_cast<size_t>(pool)].insert({ctx.RemainingMs(j), j});
+    pending_[static_cast<size_t>(pool)].insert({estimator_.Left(j, ctx), j});
   }
-  void OnStopped(JobIndex, int, const SchedulerContext&) override {}
+  void OnStopped(JobIndex j, int, const SchedulerContext& ctx) override { estimator_.Stopped(j, ctx); }
   void Schedule(SchedulerContext& ctx, int pool) override {
     auto& q = pending_[static_cast<size_t>(pool)];
     StartInOrder(
-        ctx, pool, shared_[static_cast<size_t>(pool)], depth_, q, q.begin(),
+        ctx, pool, shared_[static_cast<size_t>(pool)], depth_, 0, q, q.begin(),
         [](const std::pair<int64_t, JobIndex>& e) { return e.second; }, [](JobIndex) { return true; },
         [](JobIndex) {});
   }
 
  private:
-  int32_t depth_;
+  int64_t depth_;
+  DurationEstimator estimator_;
   std::vector<uint8_t> shared_;
   std::vector<std::set<std::pair<int64_t, JobIndex>>> pending_;
+};
+
+// Shortest remaining time first, preemptive: the pending job with the least
+// (estimated) work left goes first; a head that does not fit preempts running jobs
+// with more work left that have run min_runtime, the most left first. A running job is
+// filed under the instant its work left would reach 0 at full speed (run start + work
+// left then), so that its work left now is that instant minus now and the order of the
+// running jobs never has to be rebuilt; with slowdowns this ranks by full-speed work.
+class SrtfPolicy final : public Policy {
+ public:
+  explicit SrtfPolicy(const SchedulerSpec& spec)
+      : min_runtime_ms_(spec.min_runtime_ms), estimator_(spec.duration_estimate) {}
+  std::string_view name() const override { return "srtf"; }
+  std::string_view durations() const override { return DurationEstimateName(estimator_.kind()); }
+  void Init(const PolicyEnv& env) override {
+    pending_.assign(env.cluster->pools.size(), {});
+    running_.assign(env.cluster->pools.size(), {});
+  }
+  void OnPending(JobIndex j, int pool, const SchedulerContext& ctx) override {
+    pending_[static_cast<size_t>(pool)].insert({estimator_.Left(j, ctx), j});
+  }
+  void OnStopped(JobIndex j, int pool, const SchedulerContext& ctx) override {
+    running_[static_cast<size_t>(pool)].erase({done_at_[j], j});
+    estimator_.Stopped(j, ctx);
+  }
+  void Schedule(SchedulerContext& ctx, int pool) override {
+    auto& q = pending_[static_cast<size_t>(pool)];
+    auto& running = running_[static_cast<size_t>(pool)];
+    while (!q.empty()) {
+      const auto [left, j] = *q.begin();
+      if (!ctx.TryStart(j)) {
+        // Running jobs with more work left than the head, the most first.
+        std::vector<JobIndex> order;
+        for (auto it = running.rbegin(); it != running.rend() && it->first - ctx.NowMs() > left; ++it) {
+          order.push_back(it->second);
+        }
+        const auto victims = ChooseVictims(ctx, pool, WholeNeed(ctx.job(j)), order,
+                                           [&](JobIndex v) { return RanLongEnough(ctx, v, min_runtime_ms_); });
+        if (victims.empty()) {
+          WakeWhenEligible(ctx, pool, order, min_runtime_ms_);
+          return;
+        }
+        for (JobIndex v : victims) ctx.Preempt(v);
+        if (!ctx.TryStart(j)) return;
+      }
+      q.erase(q.begin());
+      if (done_at_.size() <= j) done_at_.resize(static_cast<size_t>(j) + 1, 0);
+      done_at_[j] = ctx.NowMs() + left;
+      running.insert({done_at_[j], j});
+    }
+  }
+
+ private:
+  int64_t min_runtime_ms_;
+  DurationEstimator estimator_;
+  std::vector<std::set<std::pair<int64_t, JobIndex>>> pending_;  // (work left, job)
+  std::vector<std::set<std::pair<int64_t, JobIndex>>> running_;  // (done at full speed, job)
+  std::vector<int64_t> done_at_;                                 // each running job's key
 };
 
 // FIFO with gang scheduling and EASY backfill: the head waits for all its GPUs at once
 // and gets a reservation at the earliest time enough GPUs will be free (from the
 // running jobs' oracle ends); a later job may start now if it fits and either ends
 // before that time or uses only GPUs the head will not need.
-class BackfillPolicy final : public Policy {
+class BackfillPolicy final : public ArrivalOrderPolicy {
  public:
   explicit BackfillPolicy(const SchedulerSpec& spec) : depth_(spec.backfill_depth) {}
   std::string_view name() const override { return "backfill"; }
-  void Init(const PolicyEnv& env) override {
-    pending_.assign(env.cluster->pools.size(), {});
-    shared_ = SharedPools(env);
-  }
-  void OnPending(JobIndex j, int pool, const SchedulerContext&) override { pending_[static_cast<size_t>(pool)].insert(j); }
-  void OnStopped(JobIndex, int, const SchedulerContext&) override {}
+  std::string_view durations() const override { return "oracle"; }
   void Schedule(SchedulerContext& ctx, int pool) override {
     auto& q = pending_[static_cast<size_t>(pool)];
     while (!q.empty() && ctx.TryStart(*q.begin())) q.erase(q.begin());
@@ -318,8 +492,9 @@ class BackfillPolicy final : public Policy {
     int32_t extra = free_then >= need ? free_then - need : 0;
     const int64_t now = ctx.NowMs();
     auto ends_in_time = [&](JobIndex j) { return now + ctx.RemainingMs(j) <= shadow_ms; };
+    // The head is the first job that cannot start; depth more may be passed over.
     StartInOrder(
-        ctx, pool, shared_[static_cast<size_t>(pool)], depth_, q, std::next(q.begin()),
+        ctx, pool, shared_[static_cast<size_t>(pool)], depth_, 1, q, std::next(q.begin()),
         [](JobIndex j) { return j; },
         [&](JobIndex j) { return ends_in_time(j) || WholeNeed(ctx.job(j)) <= extra; },
         [&](JobIndex j) {
@@ -328,9 +503,7 @@ class BackfillPolicy final : public Policy {
   }
 
  private:
-  int32_t depth_;
-  std::vector<uint8_t> shared_;
-  std::vector<std::set<JobIndex>> pending_;
+  int64_t depth_;
 };
 
 class FairSharePolicy final : public Policy {
@@ -570,16 +743,31 @@ void FairSharePolicy::Schedule(SchedulerContext& ctx, int pool) {
 
 }  // namespace
 
-std::vector<std::string> PolicyNames() { return {"fifo", "priority", "sjf", "fair-share", "backfill", "las"}; }
+std::vector<std::string> PolicyNames() {
+  return {"fifo", "firstfit", "priority", "sjf", "srtf", "fair-share", "backfill", "las"};
+}
 
 Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name, const SchedulerSpec& spec) {
+  SchedulerSpec with = spec;
+  const size_t colon = name.find(':');
+  if (colon != std::string_view::npos) {
+    const std::string_view base = name.substr(0, colon);
+    if (base != "sjf" && base != "srtf") {
+      return InvalidArgument(fmt::format("policy '{}': only sjf and srtf take a duration estimate", name));
+    }
+    GPULEDGER_ASSIGN_OR_RETURN(with.duration_estimate, ParseDurationEstimate(name.substr(colon + 1)));
+    name = base;
+  }
   if (name == "fifo") return std::unique_ptr<Policy>(new FifoPolicy());
-  if (name == "priority") return std::unique_ptr<Policy>(new PriorityPolicy(spec));
-  if (name == "sjf") return std::unique_ptr<Policy>(new SjfPolicy(spec));
-  if (name == "fair-share") return std::unique_ptr<Policy>(new FairSharePolicy(spec));
-  if (name == "backfill" || name == "gang") return std::unique_ptr<Policy>(new BackfillPolicy(spec));
-  if (name == "las") return std::unique_ptr<Policy>(new LasPolicy(spec));
-  return InvalidArgument(fmt::format("unknown policy '{}' (fifo, priority, sjf, fair-share, backfill, las)", name));
+  if (name == "firstfit") return std::unique_ptr<Policy>(new FirstFitPolicy());
+  if (name == "priority") return std::unique_ptr<Policy>(new PriorityPolicy(with));
+  if (name == "sjf") return std::unique_ptr<Policy>(new SjfPolicy(with));
+  if (name == "srtf") return std::unique_ptr<Policy>(new SrtfPolicy(with));
+  if (name == "fair-share") return std::unique_ptr<Policy>(new FairSharePolicy(with));
+  if (name == "backfill" || name == "gang") return std::unique_ptr<Policy>(new BackfillPolicy(with));
+  if (name == "las") return std::unique_ptr<Policy>(new LasPolicy(with));
+  return InvalidArgument(
+      fmt::format("unknown policy '{}' (fifo, firstfit, priority, sjf, srtf, fair-share, backfill, las)", name));
 }
 
 }  // namespace gpuledger::sim

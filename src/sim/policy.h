@@ -33,8 +33,11 @@ class SchedulerContext {
 
   virtual const SimJob& job(JobIndex j) const = 0;
   virtual int32_t queue_of(JobIndex j) const = 0;  // index into PolicyEnv::queue_names
-  // Work left, in ms of run time without slowdown (the oracle a bound may use).
+  // Work left, in ms of run time without slowdown (the oracle a bound may use), as of
+  // the job's last start or stop; constant while it runs.
   virtual int64_t RemainingMs(JobIndex j) const = 0;
+  // The same at this instant: a running job's work done in its current run is taken off.
+  virtual int64_t WorkLeftNowMs(JobIndex j) const = 0;
   // When the current run of a running job began, and the share it holds in ticks.
   // Both stay valid during OnStopped.
   virtual int64_t RunningSinceMs(JobIndex j) const = 0;
@@ -68,18 +71,24 @@ class Policy {
  public:
   virtual ~Policy() = default;
   virtual std::string_view name() const = 0;
+  // What the policy knows of job durations: "oracle" (the trace's own), an estimate
+  // ("user-mean", "queue-mean"), or empty when it uses none.
+  virtual std::string_view durations() const { return {}; }
   virtual void Init(const PolicyEnv& env) = 0;
   // A job of `pool` becomes pending: on arrival, or after it was preempted.
   virtual void OnPending(JobIndex j, int pool, const SchedulerContext& ctx) = 0;
-  // A job stopped running: it finished, or it was preempted (then OnPending follows).
+  // A job stopped running: it finished (RemainingMs is then 0), or it was preempted or
+  // failed and will restart (then OnPending follows), or it failed for good.
   virtual void OnStopped(JobIndex j, int pool, const SchedulerContext& ctx) = 0;
   // Starts what should start in `pool` now. Called after every instant at which the
   // pool changed (arrivals, ends); may call TryStart and Preempt any number of times.
   virtual void Schedule(SchedulerContext& ctx, int pool) = 0;
 };
 
-// Makes a policy by name: "fifo", "priority", "sjf", "fair-share", "backfill" (alias
-// "gang"), "las". Fails naming the unknown name and listing the known ones.
+// Makes a policy by name: "fifo", "firstfit", "priority", "sjf", "srtf", "fair-share",
+// "backfill" (alias "gang"), "las". sjf and srtf take `spec.duration_estimate`, or the
+// estimate named after a colon ("sjf:queue-mean", "srtf:oracle"). Fails naming the
+// unknown name and listing the known ones.
 Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name, const SchedulerSpec& spec);
 std::vector<std::string> PolicyNames();
 

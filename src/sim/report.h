@@ -21,8 +21,20 @@ std::string HumanDuration(int64_t ms);
 std::string RenderTable(const std::vector<SimResult>& runs);
 // Everything but per-job outcomes, as one JSON document {"runs": [...]}.
 std::string RenderJson(const std::vector<SimResult>& runs);
-// One row per run with the summary metrics; header first.
+// Every figure the table shows, quoted by core/csv.h: per run one row of scope "run"
+// (queue empty), then one row of scope "queue" per queue (the figures a queue has; the
+// others empty). Header first.
 std::string RenderSummaryCsv(const std::vector<SimResult>& runs);
+// Per-job outcomes of every run (the runs must have kept them, and `jobs` be their
+// workload): run, cluster, policy, placement, job_id, queue, gpus, submit, start, end,
+// wait_s, completion_s, slowdown, preemptions, restarts, status, pool, nodes. Times are
+// RFC 3339; what a job never did is empty.
+std::string RenderJobsCsv(const std::vector<SimJob>& jobs, const std::vector<SimResult>& runs);
+// The same as one JSON object per line (NDJSON); absent figures are null.
+std::string RenderJobsNdjson(const std::vector<SimJob>& jobs, const std::vector<SimResult>& runs);
+// The label of a run in reports: policy, its duration estimate when not the oracle,
+// placement when not topology, and the cluster when `with_cluster`.
+std::string RunLabel(const SimResult& r, bool with_cluster);
 // run,policy,pool,bin_start,allocated_gpus,capacity_gpus,allocated_ratio,active_ratio:
 // one row per run, pool and time step.
 std::string RenderTimeseriesCsv(const std::vector<SimResult>& runs);

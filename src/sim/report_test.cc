@@ -8,13 +8,13 @@
 namespace gpuledger::sim {
 namespace {
 
-std::vector<SimResult> TwoRuns() {
-  ClusterSpec cluster = UniformCluster(1, 4, Money::FromUnits(2));
+// backfill_easy.test's jobs: FIFO waits 0, 90, 130, 120; backfill 0, 90, 0, 120.
+std::vector<SimJob> FourJobs(const std::string& queue = "q1") {
   std::vector<SimJob> jobs;
   auto add = [&](const char* id, int64_t submit_s, int64_t duration_s, int32_t gpus) {
     SimJob j;
     j.id = id;
-    j.queue = "q1";
+    j.queue = queue;
     j.submit_ms = submit_s * 1000;
     j.duration_ms = duration_s * 1000;
     j.gpus = gpus;
@@ -24,6 +24,11 @@ std::vector<SimResult> TwoRuns() {
   add("b", 10, 50, 4);
   add("c", 20, 10, 1);
   add("d", 30, 200, 1);
+  return jobs;
+}
+
+std::vector<SimResult> TwoRuns(const std::vector<SimJob>& jobs = FourJobs()) {
+  ClusterSpec cluster = UniformCluster(1, 4, Money::FromUnits(2));
   std::vector<SimResult> runs;
   for (const char* policy : {"fifo", "backfill"}) {
     auto r = Simulate(cluster, jobs, policy, SimOptions());
@@ -48,8 +53,15 @@ TEST(ReportTest, TableHasOneColumnPerRunAndStatesDifferences) {
   EXPECT_NE(table.find("fifo"), std::string::npos);
   EXPECT_NE(table.find("backfill"), std::string::npos);
   EXPECT_NE(table.find("wait p95"), std::string::npos);
-  EXPECT_NE(table.find("SLO q1"), std::string::npos);
   EXPECT_NE(table.find("conservation"), std::string::npos);
+  EXPECT_NE(table.find("starved (left pending)"), std::string::npos);
+  EXPECT_NE(table.find("durations known"), std::string::npos);
+  // Each queue: its SLO, and its wait, completion and slowdown (mean / p95).
+  EXPECT_NE(table.find("q1 SLO"), std::string::npos);
+  // FIFO completions 100, 140, 140, 320 (mean 175 s); slowdowns 1, 2.8, 14, 1.6.
+  EXPECT_NE(table.find("q1 completion mean/p95  2m 55s / 5m 20s"), std::string::npos) << table;
+  EXPECT_NE(table.find("q1 slowdown mean/p95"), std::string::npos);
+  EXPECT_NE(table.find("4.85 / 14.00"), std::string::npos) << table;
   // FIFO waits 0, 90, 130, 120 (mean 85 s); backfill 0, 90, 0, 120 (mean 52.5 s).
   EXPECT_NE(table.find("backfill against fifo: mean wait 1m 25s -> 52.5s (-38.2%)"), std::string::npos) << table;
 }
@@ -61,6 +73,10 @@ TEST(ReportTest, JsonCarriesEveryRun) {
   EXPECT_EQ(doc["runs"][1]["wait"]["p95_seconds"], 120.0);
   EXPECT_EQ(doc["runs"][0]["cost"], "0.338889");
   EXPECT_EQ(doc["runs"][0]["queues"][0]["name"], "q1");
+  EXPECT_EQ(doc["runs"][0]["queues"][0]["completion"]["mean_seconds"], 175.0);
+  EXPECT_EQ(doc["runs"][0]["queues"][0]["slowdown"]["p95"], 14.0);
+  EXPECT_EQ(doc["runs"][0]["durations"], nullptr);
+  EXPECT_EQ(doc["runs"][1]["durations"], "oracle");
   EXPECT_EQ(doc["runs"][0]["conservation"], "ok");
   EXPECT_EQ(doc["differences"].size(), 1U);
 }
@@ -68,12 +84,43 @@ TEST(ReportTest, JsonCarriesEveryRun) {
 TEST(ReportTest, CsvOutputs) {
   const auto runs = TwoRuns();
   const std::string summary = RenderSummaryCsv(runs);
-  EXPECT_EQ(std::count(summary.begin(), summary.end(), '\n'), 3);
-  EXPECT_EQ(summary.rfind("cluster,policy,placement,jobs", 0), 0U);
+  // The header, then per run its row and one per queue.
+  EXPECT_EQ(std::count(summary.begin(), summary.end(), '\n'), 5);
+  EXPECT_EQ(summary.rfind("scope,cluster,policy,durations,placement,queue,jobs,completed,failed,restarts,"
+                          "unschedulable,starved,",
+                          0),
+            0U);
+  EXPECT_NE(summary.find("\nqueue,1x4,fifo,,topology,q1,4,"), std::string::npos) << summary;
+  // Every field goes through the one CSV writer: a queue named with a comma is quoted.
+  const std::string quoted = RenderSummaryCsv(TwoRuns(FourJobs("ml, research")));
+  EXPECT_NE(quoted.find(",\"ml, research\",4,"), std::string::npos) << quoted;
   const std::string ts = RenderTimeseriesCsv(runs);
   EXPECT_EQ(ts.rfind("run,policy,placement,pool,bin_start", 0), 0U);
   // One-hour bins from 1970-01-01T00:00Z; FIFO's 610 GPU-seconds fall in the first.
   EXPECT_NE(ts.find("0,fifo,topology,main,1970-01-01T00:00:00Z,0.169,4,0.042361,"), std::string::npos) << ts;
+}
+
+TEST(ReportTest, PerJobOutcomesInCsvAndNdjson) {
+  const auto jobs = FourJobs();
+  const auto runs = TwoRuns();
+  const std::string csv = RenderJobsCsv(jobs, runs);
+  EXPECT_EQ(csv.rfind("run,cluster,policy,placement,job_id,queue,gpus,submit,start,end,wait_s,completion_s,slowdown,"
+                      "preemptions,restarts,status,pool,nodes\n",
+                      0),
+            0U);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 9);  // header + 4 jobs x 2 runs
+  // Under FIFO c waits for b: submitted at 20, runs 150-160.
+  EXPECT_NE(csv.find("fifo,1x4,fifo,topology,c,q1,1,1970-01-01T00:00:20Z,1970-01-01T00:02:30Z,"
+                     "1970-01-01T00:02:40Z,130.000,140.000,14.0000,0,0,completed,main,0\n"),
+            std::string::npos)
+      << csv;
+  const std::string nd = RenderJobsNdjson(jobs, runs);
+  EXPECT_EQ(std::count(nd.begin(), nd.end(), '\n'), 8);
+  auto first = nlohmann::json::parse(nd.substr(0, nd.find('\n')));
+  EXPECT_EQ(first["job_id"], "a");
+  EXPECT_EQ(first["wait_s"], 0.0);
+  EXPECT_EQ(first["status"], "completed");
+  EXPECT_EQ(first["nodes"], "0");
 }
 
 TEST(ReportTest, ParsesOutputFormats) {

@@ -17,7 +17,7 @@ __extension__ using Int128 = __int128;
 
 constexpr int32_t kNoSlot = -1;
 
-enum class JobPhase : uint8_t { kNotArrived, kPending, kRunning, kDone, kUnschedulable };
+enum class JobPhase : uint8_t { kNotArrived, kPending, kRunning, kDone, kFailed, kUnschedulable };
 
 // Per-job engine state; 72 bytes, so a million jobs cost 72 MB here.
 struct JobState {
@@ -42,6 +42,7 @@ struct EndEvent {
   int64_t t_ms;
   JobIndex job;
   uint32_t epoch;
+  bool failure;  // the run fails at t_ms rather than ends
   bool operator>(const EndEvent& o) const { return t_ms != o.t_ms ? t_ms > o.t_ms : job > o.job; }
 };
 
@@ -52,20 +53,32 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 int32_t PermilleOf(double slowdown) { return 1000 + static_cast<int32_t>(std::llround(slowdown * 1000.0)); }
 
-Percentiles PercentilesOf(std::vector<int64_t>& values) {
-  Percentiles p;
-  if (values.empty()) return p;
+// Nearest-rank p50, p95, p99 and the mean of `values` (sorted in place); zeros if empty.
+template <typename Value, typename Sum>
+void Distribution(std::vector<Value>& values, Value& p50, Value& p95, Value& p99, double& mean) {
+  if (values.empty()) return;
   std::sort(values.begin(), values.end());
   auto rank = [&](double q) {
     size_t r = static_cast<size_t>(std::ceil(q * static_cast<double>(values.size())));
     return values[std::max<size_t>(r, 1) - 1];
   };
-  p.p50_ms = rank(0.50);
-  p.p95_ms = rank(0.95);
-  p.p99_ms = rank(0.99);
-  Int128 sum = 0;
-  for (int64_t v : values) sum += v;
-  p.mean_ms = static_cast<double>(sum) / static_cast<double>(values.size());
+  p50 = rank(0.50);
+  p95 = rank(0.95);
+  p99 = rank(0.99);
+  Sum sum = 0;
+  for (Value v : values) sum += v;
+  mean = static_cast<double>(sum) / static_cast<double>(values.size());
+}
+
+Percentiles PercentilesOf(std::vector<int64_t>& values) {
+  Percentiles p;
+  Distribution<int64_t, Int128>(values, p.p50_ms, p.p95_ms, p.p99_ms, p.mean_ms);
+  return p;
+}
+
+RatioPercentiles RatioPercentilesOf(std::vector<double>& values) {
+  RatioPercentiles p;
+  Distribution<double, double>(values, p.p50, p.p95, p.p99, p.mean);
   return p;
 }
 
@@ -85,6 +98,11 @@ class Engine final : public SchedulerContext {
   const SimJob& job(JobIndex j) const override { return jobs_[order_[j]]; }
   int32_t queue_of(JobIndex j) const override { return st_[j].queue; }
   int64_t RemainingMs(JobIndex j) const override { return st_[j].remaining_ms; }
+  int64_t WorkLeftNowMs(JobIndex j) const override {
+    const JobState& s = st_[j];
+    if (s.phase != JobPhase::kRunning) return s.remaining_ms;
+    return s.remaining_ms - std::min(s.remaining_ms, (clock_.NowMs() - s.since_ms) * 1000 / s.stretch_permille);
+  }
   int64_t RunningSinceMs(JobIndex j) const override { return st_[j].run_start_ms; }
   int32_t AllocatedTicks(JobIndex j) const override {
     return st_[j].slot == kNoSlot ? 0 : allocs_[static_cast<size_t>(st_[j].slot)].ticks;
@@ -116,6 +134,11 @@ class Engine final : public SchedulerContext {
   void PlanEnd(JobIndex j);
   void Release(JobIndex j);
   void Finish(JobIndex j);
+  // A run fails: its work is lost and its GPU time counted as failed; the job restarts
+  // from the beginning, or ends failed once out of restarts.
+  void Fail(JobIndex j);
+  // When the run starting now fails, from the job's own seeded stream; INT64_MAX: never.
+  int64_t DrawFailure(JobIndex j, int32_t ticks);
   // Re-plans the ends of the jobs time-sharing `gpu` of `pool` after its tenants changed.
   void RestretchTenants(int pool, int32_t gpu);
   int32_t StretchFor(int pool, const Allocation& a, size_t tenants) const;
@@ -136,6 +159,12 @@ class Engine final : public SchedulerContext {
   std::vector<int32_t> free_slots_;
   std::priority_queue<EndEvent, std::vector<EndEvent>, std::greater<>> events_;
   std::vector<uint8_t> dirty_;
+  // Failures, sized only when the run can have any (a failure rate, or a failed job).
+  bool failures_on_ = false;
+  std::vector<int64_t> fail_at_ms_;      // when the current run fails; INT64_MAX: never
+  std::vector<int64_t> failed_tick_ms_;  // GPU time of failed runs
+  std::vector<uint16_t> restarts_;
+  std::vector<std::string> last_nodes_;  // with outcomes: the nodes of the last run
   std::priority_queue<std::pair<int64_t, int>, std::vector<std::pair<int64_t, int>>, std::greater<>> wakeups_;
   PolicyEnv env_;
 
@@ -192,7 +221,15 @@ void Engine::Prepare() {
       }
     }
     if (jb.activity_ratio >= 0) any_activity_ = true;
+    if (jb.failed) failures_on_ = true;
   }
+  if (options_.failure_rate_per_gpu_hour > 0) failures_on_ = true;
+  if (failures_on_) {
+    fail_at_ms_.assign(n, INT64_MAX);
+    failed_tick_ms_.assign(n, 0);
+    restarts_.assign(n, 0);
+  }
+  if (options_.keep_job_outcomes) last_nodes_.assign(n, {});
   for (const PoolSpec& p : cluster_.pools) pools_.emplace_back(p);
   by_end_.assign(pools_.size(), {});
   dirty_.assign(pools_.size(), 0);
@@ -284,7 +321,13 @@ void Engine::PlanEnd(JobIndex j) {
   JobState& s = st_[j];
   s.end_ms = s.since_ms + CeilDiv(s.remaining_ms * s.stretch_permille, 1000);
   ++s.epoch;
-  events_.push({s.end_ms, j, s.epoch});
+  const int64_t fail_at = failures_on_ ? fail_at_ms_[j] : INT64_MAX;
+  if (fail_at < s.end_ms) {
+    events_.push({fail_at, j, s.epoch, true});
+  } else {
+    events_.push({s.end_ms, j, s.epoch, false});
+  }
+  // Policies plan with the end the job would have without failing: they cannot know.
   by_end_[static_cast<size_t>(s.pool)].insert({s.end_ms, j});
 }
 
@@ -317,6 +360,21 @@ bool Engine::TryStart(JobIndex j) {
   if (s.first_start_ms < 0) s.first_start_ms = s.since_ms;
   const size_t tenants = a.shared && pool.time_sliced() ? pool.TenantsOf(a.gpus.front()).size() : 1;
   s.stretch_permille = StretchFor(s.pool, a, tenants);
+  if (failures_on_) fail_at_ms_[j] = DrawFailure(j, a.ticks);
+  if (options_.keep_job_outcomes) {
+    std::string& nodes = last_nodes_[j];
+    nodes.clear();
+    int32_t last = -1;
+    std::vector<int32_t> ids;
+    for (int32_t g : a.gpus) ids.push_back(g / pool.spec().gpus_per_node);
+    std::sort(ids.begin(), ids.end());
+    for (int32_t id : ids) {
+      if (id == last) continue;
+      if (!nodes.empty()) nodes += ';';
+      nodes += std::to_string(id);
+      last = id;
+    }
+  }
   PlanEnd(j);
   AddActive(j, s.pool, a.ticks, +1);
   if (tenants == 2) RestretchTenants(s.pool, a.gpus.front());
@@ -362,11 +420,45 @@ void Engine::Release(JobIndex j) {
   dirty_[static_cast<size_t>(s.pool)] = 1;
 }
 
+int64_t Engine::DrawFailure(JobIndex j, int32_t ticks) {
+  const double rate_per_ms =
+      options_.failure_rate_per_gpu_hour * static_cast<double>(ticks) / kTicksPerGpu / static_cast<double>(kMsPerHour);
+  if (rate_per_ms <= 0) return INT64_MAX;
+  // One stream per job and attempt: the draw does not depend on other jobs' fates.
+  const uint64_t attempt = static_cast<uint64_t>(restarts_[j]) + static_cast<uint64_t>(st_[j].preemptions) * 65536;
+  Rng rng(options_.failure_seed ^ (static_cast<uint64_t>(order_[j]) * 0x9E3779B97F4A7C15ULL) ^ (attempt << 40));
+  const double ttf_ms = -std::log(1.0 - rng.Uniform()) / rate_per_ms;
+  if (ttf_ms >= static_cast<double>(INT64_MAX / 4)) return INT64_MAX;
+  return clock_.NowMs() + std::max<int64_t>(1, static_cast<int64_t>(ttf_ms));
+}
+
+void Engine::Fail(JobIndex j) {
+  JobState& s = st_[j];
+  const int64_t before = s.tick_ms;
+  CloseRun(j);
+  failed_tick_ms_[j] += s.tick_ms - before;
+  s.phase = JobPhase::kFailed;
+  s.end_ms = clock_.NowMs();
+  policy_.OnStopped(j, s.pool, *this);
+  Release(j);
+  if (restarts_[j] >= options_.max_restarts) return;
+  ++restarts_[j];
+  s.remaining_ms = job(j).duration_ms;  // no checkpoint survives a failure
+  s.end_ms = -1;
+  s.phase = JobPhase::kPending;
+  policy_.OnPending(j, s.pool, *this);
+}
+
 void Engine::Finish(JobIndex j) {
   JobState& s = st_[j];
   CloseRun(j);
   assert(s.remaining_ms == 0);
   s.phase = JobPhase::kDone;
+  if (job(j).failed) {
+    // The trace says this run failed at its end: all of its GPU time was failed time.
+    s.phase = JobPhase::kFailed;
+    failed_tick_ms_[j] = s.tick_ms;
+  }
   s.end_ms = clock_.NowMs();
   policy_.OnStopped(j, s.pool, *this);
   Release(j);
@@ -414,7 +506,11 @@ Result<SimResult> Engine::Run() {
       const EndEvent e = events_.top();
       events_.pop();
       if (st_[e.job].phase != JobPhase::kRunning || st_[e.job].epoch != e.epoch) continue;
-      Finish(e.job);
+      if (e.failure) {
+        Fail(e.job);
+      } else {
+        Finish(e.job);
+      }
       ++events_done_;
     }
     while (next < n && job(static_cast<JobIndex>(next)).submit_ms == t) {
@@ -454,14 +550,17 @@ SimResult Engine::Summarize() {
   r.preemptions = preemptions_;
   const SchedulerSpec& sched = cluster_.scheduler;
 
+  r.durations = std::string(policy_.durations());
   std::vector<int64_t> waits, jcts;
+  std::vector<double> slowdowns;
   waits.reserve(jobs_.size());
   jcts.reserve(jobs_.size());
-  Int128 job_tick_ms = 0;
+  Int128 job_tick_ms = 0, failed_tick_ms = 0;
   size_t unfinished = 0;
   int64_t first_submit = INT64_MAX, last_end = INT64_MIN;
   const size_t nq = env_.queue_names.size();
-  std::vector<std::vector<int64_t>> queue_waits(nq);
+  std::vector<std::vector<int64_t>> queue_waits(nq), queue_jcts(nq);
+  std::vector<std::vector<double>> queue_slowdowns(nq);
   std::vector<Int128> queue_cost(nq, 0), queue_tick_ms(nq, 0), queue_req(nq, 0), queue_granted(nq, 0);
   std::vector<Int128> pool_tick_ms(pools_.size(), 0);
   std::vector<size_t> queue_jobs(nq, 0);
@@ -475,38 +574,59 @@ SimResult Engine::Summarize() {
     first_submit = std::min(first_submit, jb.submit_ms);
     // Every job's share-time counts, finished or not, so that the sum meets the integral.
     job_tick_ms += s.tick_ms;
+    if (failures_on_) {
+      failed_tick_ms += failed_tick_ms_[j];
+      r.restarts += restarts_[j];
+    }
     if (s.pool >= 0) {
       pool_tick_ms[static_cast<size_t>(s.pool)] += s.tick_ms;
       queue_tick_ms[q] += s.tick_ms;
       queue_cost[q] += static_cast<Int128>(s.tick_ms) *
                        cluster_.pools[static_cast<size_t>(s.pool)].price_per_gpu_hour.micros();
     }
+    JobStatus status = JobStatus::kCompleted;
     if (s.phase == JobPhase::kUnschedulable) {
       ++r.unschedulable;
-      continue;
-    }
-    if (s.phase != JobPhase::kDone) {
+      status = JobStatus::kUnschedulable;
+    } else if (s.phase == JobPhase::kFailed) {
+      ++r.failed;
+      status = JobStatus::kFailed;
+    } else if (s.phase != JobPhase::kDone) {
       if (s.phase == JobPhase::kRunning) ++unfinished;
       ++r.starved;
-      continue;
+      status = JobStatus::kStarved;
     }
-    if (s.remaining_ms != 0) ++unfinished;
-    ++r.completed;
-    const int64_t wait = s.first_start_ms - jb.submit_ms;
-    waits.push_back(wait);
-    queue_waits[q].push_back(wait);
-    jcts.push_back(s.end_ms - jb.submit_ms);
-    last_end = std::max(last_end, s.end_ms);
-    if (wait <= sched.slo_wait_ms) queue_granted[q] += jb.RequestTicks();
     if (options_.keep_job_outcomes) {
       JobOutcome& o = r.outcomes[order_[j]];
       o.start_ms = s.first_start_ms;
-      o.end_ms = s.end_ms;
+      o.end_ms = status == JobStatus::kCompleted || status == JobStatus::kFailed ? s.end_ms : -1;
       o.allocated_tick_ms = s.tick_ms;
+      o.failed_tick_ms = failures_on_ ? failed_tick_ms_[j] : 0;
       o.preemptions = s.preemptions;
+      o.restarts = failures_on_ ? restarts_[j] : 0;
       o.pool = s.pool;
+      o.status = status;
+      o.nodes = last_nodes_[j];
     }
+    if (s.first_start_ms >= 0) {
+      const int64_t wait = s.first_start_ms - jb.submit_ms;
+      waits.push_back(wait);
+      queue_waits[q].push_back(wait);
+      // Starved jobs count as not granted, even one that ran and was preempted for good.
+      if (wait <= sched.slo_wait_ms && status != JobStatus::kStarved) queue_granted[q] += jb.RequestTicks();
+    }
+    if (status == JobStatus::kCompleted || status == JobStatus::kFailed) last_end = std::max(last_end, s.end_ms);
+    if (status != JobStatus::kCompleted) continue;
+    if (s.remaining_ms != 0) ++unfinished;
+    ++r.completed;
+    const int64_t jct = s.end_ms - jb.submit_ms;
+    jcts.push_back(jct);
+    queue_jcts[q].push_back(jct);
+    const double slowdown = static_cast<double>(jct) / static_cast<double>(jb.duration_ms);
+    slowdowns.push_back(slowdown);
+    queue_slowdowns[q].push_back(slowdown);
   }
+  r.failed_gpu_hours = TickMsToGpuHours(failed_tick_ms);
   if (r.completed == 0) last_end = first_submit == INT64_MAX ? 0 : first_submit;
   if (first_submit == INT64_MAX) first_submit = 0;
   r.begin_ms = first_submit;
@@ -514,6 +634,7 @@ SimResult Engine::Summarize() {
   r.makespan_ms = last_end - first_submit;
   r.wait = PercentilesOf(waits);
   r.completion = PercentilesOf(jcts);
+  r.slowdown = RatioPercentilesOf(slowdowns);
   r.allocated_tick_ms = job_tick_ms;
   r.gpu_hours = TickMsToGpuHours(job_tick_ms);
 
@@ -554,6 +675,8 @@ SimResult Engine::Summarize() {
     qs.name = env_.queue_names[q];
     qs.jobs = queue_jobs[q];
     qs.wait = PercentilesOf(queue_waits[q]);
+    qs.completion = PercentilesOf(queue_jcts[q]);
+    qs.slowdown = RatioPercentilesOf(queue_slowdowns[q]);
     qs.gpu_hours = TickMsToGpuHours(queue_tick_ms[q]);
     qs.cost = queue_money[q];
     qs.slo_granted_ratio = queue_req[q] == 0 ? 1.0 : static_cast<double>(queue_granted[q]) / static_cast<double>(queue_req[q]);
@@ -584,6 +707,20 @@ SimResult Engine::Summarize() {
 }
 
 }  // namespace
+
+std::string_view JobStatusName(JobStatus s) {
+  switch (s) {
+    case JobStatus::kCompleted:
+      return "completed";
+    case JobStatus::kFailed:
+      return "failed";
+    case JobStatus::kStarved:
+      return "starved";
+    case JobStatus::kUnschedulable:
+      return "unschedulable";
+  }
+  return "completed";
+}
 
 Result<SimResult> Simulate(const ClusterSpec& cluster, const std::vector<SimJob>& jobs, Policy& policy,
                            const SimOptions& options) {

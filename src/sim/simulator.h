@@ -1,7 +1,8 @@
 // The discrete-event simulator: replays a workload on a cluster under one policy and
 // measures utilization, waiting, completion, cost and preemptions. Deterministic: the
-// same inputs give bit-for-bit the same result (the engine draws no random numbers;
-// ties are broken by time, then event kind, then submit order).
+// same inputs give bit-for-bit the same result (the engine draws no random numbers but
+// failure times seeded per job and attempt; ties are broken by time, then event kind,
+// then submit order).
 #pragma once
 
 #include <atomic>
@@ -32,19 +33,40 @@ class SimClock final : public Clock {
 
 struct SimOptions {
   PlacementMode placement = PlacementMode::kTopology;
-  // Keep one JobOutcome per job (32 bytes each); off for the largest runs.
+  // Keep one JobOutcome per job (about 112 bytes each with its node list); off for the
+  // largest runs.
   bool keep_job_outcomes = true;
   // Called now and then with (jobs arrived, jobs in total); may be empty.
   std::function<void(size_t, size_t)> progress;
+  // Failures at random: a job holding g GPUs fails at a rate of g x this per hour of
+  // running (exponential times to failure, drawn from `failure_seed` per job and
+  // attempt, so a run stays reproducible). 0: none. A failed run's work is lost and its
+  // GPU time counted as failed; the job restarts from the beginning up to
+  // `max_restarts` times, then ends failed.
+  double failure_rate_per_gpu_hour = 0;
+  int32_t max_restarts = 3;
+  uint64_t failure_seed = 1;
 };
 
-// What happened to one job. Times are absolute ms; -1 if it never started.
+enum class JobStatus : uint8_t {
+  kCompleted,      // ran all its work
+  kFailed,         // ended failed: the trace says so, or it ran out of restarts
+  kStarved,        // still pending when nothing else could happen
+  kUnschedulable,  // no pool takes it, or it is larger than its pool
+};
+std::string_view JobStatusName(JobStatus s);  // "completed", "failed", "starved", "unschedulable"
+
+// What happened to one job. Times are absolute ms; -1 if it never started or ended.
 struct JobOutcome {
   int64_t start_ms = -1;  // first start
   int64_t end_ms = -1;
   int64_t allocated_tick_ms = 0;  // share held x time, all runs together
+  int64_t failed_tick_ms = 0;     // of which in runs that failed
   int32_t preemptions = 0;
-  int32_t pool = -1;  // -1: no pool could ever run it
+  int32_t restarts = 0;  // runs that failed and were started again
+  int32_t pool = -1;     // -1: no pool could ever run it
+  JobStatus status = JobStatus::kStarved;
+  std::string nodes;  // pool-local node numbers of its last run, "3;4"; empty if none
 };
 
 struct Percentiles {
@@ -54,10 +76,20 @@ struct Percentiles {
   double mean_ms = 0;
 };
 
+// Slowdown = completion time / run time alone (1 = no waiting, no slowing).
+struct RatioPercentiles {
+  double p50 = 0;
+  double p95 = 0;
+  double p99 = 0;
+  double mean = 0;
+};
+
 struct QueueSummary {
   std::string name;
   size_t jobs = 0;
-  Percentiles wait;
+  Percentiles wait;        // over its jobs that started
+  Percentiles completion;  // over its jobs that completed
+  RatioPercentiles slowdown;
   double gpu_hours = 0;
   Money cost;
   // Of the GPUs this queue requested (in ticks), the share granted within slo_wait.
@@ -87,18 +119,25 @@ struct TimeSeries {
 struct SimResult {
   std::string cluster;
   std::string policy;
+  // What the policy knew of durations: "oracle", "user-mean", "queue-mean", or empty.
+  std::string durations;
   std::string placement;
   size_t jobs = 0;
   size_t completed = 0;
+  size_t failed = 0;    // ended failed (the trace's status, or out of restarts)
+  int64_t restarts = 0;  // failed runs started again
+  double failed_gpu_hours = 0;
   size_t unschedulable = 0;  // routed to no pool, or larger than its pool
-  // Still pending when nothing else could happen: a queue ceiling or a non-borrowing
-  // guarantee smaller than the job never let it run.
+  // Still pending when nothing else could happen, so with every GPU of the cluster
+  // free: a queue ceiling or a non-borrowing guarantee smaller than the job never let it
+  // run, or the policy never looked at it (see RunSimulate's warning).
   size_t starved = 0;
   int64_t begin_ms = 0;      // first submit
   int64_t end_ms = 0;        // last end
   int64_t makespan_ms = 0;
   Percentiles wait;        // submit -> first start, over jobs that ran
-  Percentiles completion;  // submit -> end
+  Percentiles completion;  // submit -> end, over jobs that completed
+  RatioPercentiles slowdown;  // completion / duration, over jobs that completed
   double allocated_ratio = 0;  // allocated ticks x ms / (capacity x span)
   // Active share of capacity, from jobs that carry an activity ratio; empty if none.
   std::optional<double> active_ratio;

@@ -153,6 +153,8 @@ TEST_P(ConservationTest, GpuSecondsAreCountedExactlyOnce) {
 INSTANTIATE_TEST_SUITE_P(
     EveryPolicy, ConservationTest,
     ::testing::Values(PropertyCase{"fifo", PlacementMode::kTopology}, PropertyCase{"fifo", PlacementMode::kSpread},
+                      PropertyCase{"firstfit", PlacementMode::kTopology}, PropertyCase{"srtf", PlacementMode::kTopology},
+                      PropertyCase{"sjf:queue-mean", PlacementMode::kTopology},
                       PropertyCase{"priority", PlacementMode::kTopology}, PropertyCase{"sjf", PlacementMode::kTopology},
                       PropertyCase{"fair-share", PlacementMode::kTopology},
                       PropertyCase{"fair-share", PlacementMode::kSpread},
@@ -161,7 +163,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<PropertyCase>& param) {
       std::string n = param.param.policy + "_" + std::string(PlacementModeName(param.param.placement));
       for (char& ch : n) {
-        if (ch == '-') ch = '_';
+        if (ch == '-' || ch == ':') ch = '_';
       }
       return n;
     });
@@ -187,7 +189,7 @@ TEST(SimulatorTest, IsDeterministic) {
 TEST(SimulatorTest, PoliciesPreemptOnlyWhereTheyMay) {
   const ClusterSpec cluster = MixedCluster(0.0);
   const std::vector<SimJob> jobs = RandomJobs(5, 600);
-  for (const char* policy : {"fifo", "sjf", "backfill"}) {
+  for (const char* policy : {"fifo", "firstfit", "sjf", "sjf:user-mean", "backfill"}) {
     auto r = Simulate(cluster, jobs, policy, SimOptions());
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->preemptions, 0) << policy;
@@ -395,6 +397,55 @@ TEST(PhillyReplayTest, PoliciesOrderAsPublishedReplaysDo) {
   EXPECT_LT(runs.at("las").completion.mean_ms * 3, runs.at("fifo").completion.mean_ms);
   // With locality constraints, spreading single-GPU jobs fragments nodes.
   EXPECT_GT(spread->wait.mean_ms, 2 * runs.at("fifo").wait.mean_ms);
+}
+
+}  // namespace
+}  // namespace gpuledger::sim
+
+namespace gpuledger::sim {
+namespace {
+
+// Random failures: each run of a job holding g GPUs fails at g x rate per hour; the
+// failed run's work is lost, its GPU time counted as failed, and the job restarts from
+// the beginning until it is out of restarts.
+TEST(SimulatorTest, RandomFailuresRestartJobsAndCountFailedGpuTime) {
+  const ClusterSpec cluster = UniformCluster(2, 4, Money::FromUnits(1));
+  std::vector<SimJob> jobs;
+  for (int i = 0; i < 40; ++i) jobs.push_back(Job("j" + std::to_string(i), i * 60, 3600, 1 + i % 4));
+  SimOptions o;
+  o.failure_rate_per_gpu_hour = 0.3;
+  o.max_restarts = 2;
+  auto a = Simulate(cluster, jobs, "fifo", o);
+  auto b = Simulate(cluster, jobs, "fifo", o);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(a->conservation.ok()) << a->conservation.ToString();
+  EXPECT_GT(a->restarts, 0);
+  EXPECT_GT(a->failed, 0U);  // some ran out of restarts
+  EXPECT_EQ(a->completed + a->failed, jobs.size());
+  EXPECT_GT(a->failed_gpu_hours, 0.0);
+  EXPECT_LT(a->failed_gpu_hours, a->gpu_hours);
+  int64_t restarts = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const JobOutcome& out = a->outcomes[i];
+    restarts += out.restarts;
+    EXPECT_LE(out.restarts, 2);
+    if (out.status == JobStatus::kFailed) {
+      EXPECT_EQ(out.restarts, 2) << jobs[i].id;
+    }
+    // A job that failed and restarted held its GPUs longer than its duration.
+    if (out.status == JobStatus::kCompleted && out.restarts > 0) {
+      EXPECT_GT(out.allocated_tick_ms, jobs[i].RequestTicks() * jobs[i].duration_ms);
+      EXPECT_EQ(out.allocated_tick_ms - out.failed_tick_ms, jobs[i].RequestTicks() * jobs[i].duration_ms);
+    }
+    // Seeded per job and attempt: the same run twice is the same.
+    EXPECT_EQ(out.end_ms, b->outcomes[i].end_ms);
+  }
+  EXPECT_EQ(restarts, a->restarts);
+  // Without a rate nothing fails.
+  auto none = Simulate(cluster, jobs, "fifo", SimOptions());
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->restarts, 0);
+  EXPECT_EQ(none->failed_gpu_hours, 0.0);
 }
 
 }  // namespace

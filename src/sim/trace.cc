@@ -1,6 +1,7 @@
 #include "sim/trace.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -153,6 +154,23 @@ struct Columns {
 
 using Converted = Result<std::optional<SimJob>>;
 
+// The optional `user` and `status` columns (Philly's Pass / Killed / Failed; ours
+// completed / killed / failed). Only a failure marks the job: a killed job ended when
+// its user said so, which is a normal end for the simulator.
+Status ReadUserAndStatus(const Row& row, const Columns& c, SimJob& j) {
+  j.user = std::string(row.Text(c.Get("user")));
+  if (row.Absent(c.Get("status"))) return Status::Ok();
+  std::string status(row.Text(c.Get("status")));
+  std::transform(status.begin(), status.end(), status.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  if (status == "failed") {
+    j.failed = true;
+  } else if (status != "pass" && status != "passed" && status != "completed" && status != "killed") {
+    return row.Error(fmt::format("column 'status': '{}' is not one of completed, pass, killed, failed", status));
+  }
+  return Status::Ok();
+}
+
 Converted ConvertPhilly(const Row& row, const Columns& c, size_t line, int64_t& /*latest_ms*/) {
   SimJob j;
   GPULEDGER_ASSIGN_OR_RETURN(j.submit_ms, ParseSpaceTimestamp(row, c.Get("timestamp")));
@@ -164,6 +182,7 @@ Converted ConvertPhilly(const Row& row, const Columns& c, size_t line, int64_t& 
   if (j.queue.empty()) j.queue = "default";
   j.id = fmt::format("philly-{}", line);
   j.kind = JobKind::kTraining;
+  GPULEDGER_RETURN_IF_ERROR(ReadUserAndStatus(row, c, j));
   if (j.duration_ms <= 0) return std::optional<SimJob>();
   return std::optional<SimJob>(std::move(j));
 }
@@ -307,6 +326,7 @@ Converted ConvertGpuledgerCsv(const Row& row, const Columns& c, size_t /*line*/,
     if (a < 0 || a > 1) return row.Error(fmt::format("column 'activity_ratio': not within 0..1: {}", a));
     j.activity_ratio = static_cast<float>(a);
   }
+  GPULEDGER_RETURN_IF_ERROR(ReadUserAndStatus(row, c, j));
   return std::optional<SimJob>(std::move(j));
 }
 
@@ -378,8 +398,10 @@ Result<TraceFormat> GuessTraceFormat(std::string_view header_line) {
                            [&](std::string_view col) { return c.Get(col) >= 0; });
     if (all) return info.format;
   }
-  return InvalidArgument(fmt::format("cannot tell the trace format from the header '{}'",
-                                     header_line.substr(0, 200)));
+  return InvalidArgument(fmt::format(
+      "cannot tell the trace format from the header '{}'; name it with --trace-format "
+      "(philly, tiresias, alibaba2023, alibaba2025, gpuledger-csv)",
+      header_line.substr(0, 200)));
 }
 
 Result<Trace> ReadTraceText(std::string_view text, std::string_view source_name,
@@ -480,42 +502,6 @@ Result<int32_t> MigProfileTicks(std::string_view profile) {
     return InvalidArgument(fmt::format("not a MIG profile like '3g.71gb': '{}'", profile));
   }
   return static_cast<int32_t>(slices * (kTicksPerGpu / 7));
-}
-
-std::vector<SimJob> JobsFromLedger(const std::vector<gpuledger::Job>& jobs, size_t* skipped) {
-  std::vector<SimJob> out;
-  out.reserve(jobs.size());
-  size_t left_out = 0;
-  for (const auto& job : jobs) {
-    if (!job.start_ms || !job.end_ms || *job.end_ms <= *job.start_ms) {
-      ++left_out;
-      continue;
-    }
-    SimJob j;
-    j.id = job.id;
-    j.queue = job.team.empty() ? "default" : job.team;
-    j.pool = job.pool;
-    j.submit_ms = std::min(job.submit_ms.value_or(*job.start_ms), *job.start_ms);
-    j.duration_ms = *job.end_ms - *job.start_ms;
-    j.priority = job.priority;
-    j.kind = job.kind;
-    if (!job.requested_mig_profile.empty()) {
-      auto ticks = MigProfileTicks(job.requested_mig_profile);
-      if (!ticks.ok()) {
-        ++left_out;
-        continue;
-      }
-      j.share_ticks = *ticks;
-    } else if (job.requested_gpus > 0) {
-      j.gpus = job.requested_gpus;
-    } else {
-      ++left_out;
-      continue;
-    }
-    out.push_back(std::move(j));
-  }
-  if (skipped != nullptr) *skipped = left_out;
-  return out;
 }
 
 uint64_t Rng::Next() {

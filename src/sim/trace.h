@@ -24,6 +24,7 @@ struct SimJob {
   std::string id;
   std::string queue;  // team / virtual cluster / QoS class: fair-share leaf and SLO unit
   std::string pool;   // the pool the job asked for; empty routes it by kind and queue
+  std::string user;   // who submitted it, where the trace says; the key of user-mean estimates
   int64_t submit_ms = 0;
   // Run time on the full request, alone on its devices, without slowdown. Always > 0.
   int64_t duration_ms = 0;
@@ -33,6 +34,9 @@ struct SimJob {
   JobKind kind = JobKind::kUnknown;
   // The fraction of its allocation the job keeps busy, where the trace says; < 0 if not.
   float activity_ratio = -1.0F;
+  // The trace records that this run failed (Philly's status "Failed"): the job runs its
+  // duration, then ends failed, and its GPU time counts as failed GPU time.
+  bool failed = false;
 
   bool is_fractional() const { return gpus == 0; }
   // What the job asks for, in ticks (gpus x 840, or share_ticks).
@@ -78,13 +82,6 @@ Result<Trace> ReadTraceFileGuessing(const std::string& path, const ReadOptions& 
 // The same from text in memory; `source_name` stands for FILE in messages.
 Result<Trace> ReadTraceText(std::string_view text, std::string_view source_name,
                             TraceFormat format, const ReadOptions& options);
-
-// The ledger's own recorded jobs as a workload. A job needs start and end (end > start);
-// submit defaults to start; the queue is the team (or "default"); a MIG profile such as
-// "3g.71gb" becomes a sub-GPU request of 3/7 GPU. Jobs lacking what is needed are left
-// out and counted in *skipped when it is given.
-std::vector<SimJob> JobsFromLedger(const std::vector<gpuledger::Job>& jobs,
-                                   size_t* skipped = nullptr);
 
 // The share of a GPU a MIG profile stands for, in ticks: "3g.71gb" -> 360 (3/7).
 // Fails naming the text for anything that does not start with "<N>g." with N in 1..7.

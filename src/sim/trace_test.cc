@@ -165,38 +165,43 @@ TEST(TraceTest, Alibaba2025InstancesStillRunningEndWithTheTrace) {
   EXPECT_EQ(t->jobs[2].kind, JobKind::kServing);
 }
 
-TEST(TraceTest, JobsFromLedgerConvertsRecordedJobs) {
-  std::vector<Job> recorded(4);
-  recorded[0].id = "j0";
-  recorded[0].team = "vision";
-  recorded[0].requested_gpus = 8;
-  recorded[0].submit_ms = 1000;
-  recorded[0].start_ms = 5000;
-  recorded[0].end_ms = 65'000;
-  recorded[0].kind = JobKind::kTraining;
-  recorded[0].priority = 3;
-  recorded[1].id = "j1";
-  recorded[1].requested_mig_profile = "2g.35gb";
-  recorded[1].start_ms = 0;
-  recorded[1].end_ms = 10;
-  recorded[2].id = "still-running";
-  recorded[2].requested_gpus = 1;
-  recorded[2].start_ms = 0;
-  recorded[3].id = "no-request";
-  recorded[3].start_ms = 0;
-  recorded[3].end_ms = 10;
-  size_t skipped = 0;
-  auto jobs = JobsFromLedger(recorded, &skipped);
-  ASSERT_EQ(jobs.size(), 2U);
-  EXPECT_EQ(skipped, 2U);
-  EXPECT_EQ(jobs[0].queue, "vision");
-  EXPECT_EQ(jobs[0].submit_ms, 1000);
-  EXPECT_EQ(jobs[0].duration_ms, 60'000);
-  EXPECT_EQ(jobs[0].gpus, 8);
-  EXPECT_EQ(jobs[0].priority, 3);
-  EXPECT_EQ(jobs[1].share_ticks, 240);
-  EXPECT_EQ(jobs[1].submit_ms, 0);
-  EXPECT_EQ(jobs[1].queue, "default");
+TEST(TraceTest, ReadsUserAndStatusColumns) {
+  const std::string csv =
+      "job_id,submit,duration_s,gpus,user,status\n"
+      "a,0,10,1,alice,Failed\n"
+      "b,0,10,1,bob,Pass\n"
+      "c,0,10,1,,killed\n";
+  auto t = ReadTraceText(csv, "s.csv", TraceFormat::kGpuledgerCsv, ReadOptions());
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_TRUE(t->jobs[0].failed);
+  EXPECT_EQ(t->jobs[0].user, "alice");
+  EXPECT_FALSE(t->jobs[1].failed);
+  EXPECT_FALSE(t->jobs[2].failed);  // killed by its user: a normal end
+  auto bad = ReadTraceText("job_id,submit,duration_s,gpus,status\na,0,10,1,lost\n", "s.csv",
+                           TraceFormat::kGpuledgerCsv, ReadOptions());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("s.csv:2: column 'status': 'lost'"), std::string::npos)
+      << bad.status().message();
+}
+
+TEST(TraceTest, PhillyReadsAStatusColumnWhereItHasOne) {
+  const std::string csv =
+      "timestamp,duration,num_gpus,gpu_time,cluster,status,user\n"
+      "2017-10-09 07:01:55,66.0,1,66.0,11cb48,Failed,u1\n"
+      "2017-10-09 07:02:55,60.0,2,120.0,11cb48,Pass,u2\n";
+  auto t = ReadTraceText(csv, "p.csv", TraceFormat::kPhilly, ReadOptions());
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->jobs.size(), 2U);
+  EXPECT_TRUE(t->jobs[0].failed);
+  EXPECT_EQ(t->jobs[0].user, "u1");
+  EXPECT_FALSE(t->jobs[1].failed);
+}
+
+TEST(TraceTest, AnUnknownHeaderNamesTheTraceFormatFlag) {
+  auto f = GuessTraceFormat("when,how_long,what");
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("--trace-format"), std::string::npos) << f.status().message();
+  EXPECT_EQ(f.status().message().find("--skip-bad-lines"), std::string::npos);
 }
 
 TEST(TraceTest, MigProfiles) {
