@@ -29,11 +29,21 @@ Cells ByDeviceAndJob(const UsageReport& r) {
   return out;
 }
 
+// A report rounds once and apportions over its rows and buckets, each cell its exact
+// cost rounded down or up: a sum of `rows` cells is within a micro-unit per row of the
+// exact sum.
+void ExpectCostNear(Money got, CostNumerator exact, size_t rows, const std::string& what) {
+  CostNumerator diff = static_cast<CostNumerator>(got.micros()) * kCostDenominator - exact;
+  EXPECT_LT(diff < 0 ? -diff : diff, static_cast<CostNumerator>(std::max<size_t>(rows, 1)) * kCostDenominator)
+      << what << " costs " << got.micros() << " micro-units, exactly "
+      << static_cast<double>(exact) / static_cast<double>(kCostDenominator) << ", over " << rows << " rows";
+}
+
 std::string Describe(const TimeRange& w) { return FormatTime(w.begin_ms) + " .. " + FormatTime(w.end_ms); }
 
-// Compares one window of the ledger with the model: each device's buckets exactly (time
-// and cost), each job's on it to within the rounding of shared stretches, the fleet's
-// cost exactly.
+// Compares one window of the ledger with the model: each device's buckets exactly in
+// time and to the report's rounding in cost, each job's on it to within the rounding of
+// shared stretches, the fleet's total cost exactly.
 void ExpectSameUsage(const UsageReport& got, const std::map<std::string, reference::DeviceUsage>& want,
                      const reference::Model& model) {
   SCOPED_TRACE(Describe(got.window));
@@ -42,14 +52,21 @@ void ExpectSameUsage(const UsageReport& got, const std::map<std::string, referen
   for (const auto& [uuid, u] : want) {
     const int64_t ticks = model.devices().at(uuid).share_ticks;
     std::array<int64_t, kBucketCount> device{};
-    for (const auto& [key, v] : cells) {
-      if (key.first != uuid) continue;
-      for (size_t b = 0; b < kBucketCount; ++b) device[b] += v[b];
+    std::array<Money, kBucketCount> device_cost{};
+    size_t device_rows = 0;
+    for (const UsageRow& row : got.rows) {
+      if (row.key[0] != uuid) continue;
+      ++device_rows;
+      for (size_t b = 0; b < kBucketCount; ++b) {
+        device[b] += row.gpu_ticks_ms[b];
+        device_cost[b] += row.cost[b];
+      }
     }
     for (size_t b = 0; b < kBucketCount; ++b) {
       EXPECT_EQ(device[b], u.ms[b] * ticks)
           << uuid << " " << BucketName(kAllBuckets[b]) << ": the ledger has " << device[b] / std::max<int64_t>(ticks, 1)
           << " ms, the model " << u.ms[b] << " ms";
+      ExpectCostNear(device_cost[b], u.cost[b], device_rows, uuid + " " + std::string(BucketName(kAllBuckets[b])));
       fleet_cost[b] += u.cost[b];
     }
     const double slack_ms = static_cast<double>(u.shared_segments + 2);
@@ -72,18 +89,12 @@ void ExpectSameUsage(const UsageReport& got, const std::map<std::string, referen
   for (const auto& [key, v] : cells) {
     EXPECT_TRUE(want.contains(key.first)) << "device " << key.first << " is not the model's";
   }
-  // Money: the report rounds once and apportions over its rows and buckets, each cell
-  // its exact cost rounded down or up; so a bucket's cost over all rows is within a
-  // micro-unit per row of its exact cost, and the total is the exact total rounded.
+  // Money over the fleet: each bucket within a micro-unit per row of its exact cost, the
+  // total the exact total rounded.
   CostNumerator exact_total = 0;
-  const CostNumerator rows = static_cast<CostNumerator>(std::max<size_t>(got.rows.size(), 1));
   for (size_t b = 0; b < kBucketCount; ++b) {
     exact_total += fleet_cost[b];
-    CostNumerator diff = static_cast<CostNumerator>(got.total.cost[b].micros()) * kCostDenominator - fleet_cost[b];
-    EXPECT_LT(diff < 0 ? -diff : diff, rows * kCostDenominator)
-        << BucketName(kAllBuckets[b]) << " costs " << got.total.cost[b].micros() << " micro-units, exactly "
-        << static_cast<double>(fleet_cost[b]) / static_cast<double>(kCostDenominator) << " over " << got.rows.size()
-        << " rows";
+    ExpectCostNear(got.total.cost[b], fleet_cost[b], got.rows.size(), "the fleet's " + std::string(BucketName(kAllBuckets[b])));
   }
   EXPECT_EQ(got.total.total_cost(), RoundCost(exact_total));
 }
