@@ -53,10 +53,12 @@ Status ValidateBatch(const Batch& b, int64_t now_ms, int64_t max_future_skew_ms)
     }
     if (!d.share.IsValid()) {
       return bad(fmt::format("devices[{}].share", i),
-                 fmt::format("{}/{} is not a share of a GPU (0 < num <= den, den dividing {})", d.share.num,
-                             d.share.den, kShareScale));
+                 fmt::format("{}/{} is not a share of a GPU (0 < num <= den, den dividing {})",
+                             d.share.num, d.share.den, kShareScale));
     }
-    if (d.memory_mib < 0) return bad(fmt::format("devices[{}].memory_mib", i), "must not be negative");
+    if (d.memory_mib < 0) {
+      return bad(fmt::format("devices[{}].memory_mib", i), "must not be negative");
+    }
     if (d.sample_interval_ms < 0) {
       return bad(fmt::format("devices[{}].sample_interval_ms", i), "must not be negative");
     }
@@ -90,8 +92,9 @@ Status ValidateBatch(const Batch& b, int64_t now_ms, int64_t max_future_skew_ms)
     if (!p.tokens && !p.model_flops) {
       return bad(fmt::format("progress[{}]", i), "needs tokens or model_flops");
     }
-    GPULEDGER_RETURN_IF_ERROR(figures(fmt::format("progress[{}]", i),
-                                      {{"tokens", p.tokens, HUGE_VAL}, {"model_flops", p.model_flops, HUGE_VAL}}));
+    GPULEDGER_RETURN_IF_ERROR(
+        figures(fmt::format("progress[{}]", i),
+                {{"tokens", p.tokens, HUGE_VAL}, {"model_flops", p.model_flops, HUGE_VAL}}));
     if (p.t_ms > now_ms + max_future_skew_ms) {
       return bad(fmt::format("progress[{}].t", i),
                  fmt::format("{} is in the future (now {})", FormatTime(p.t_ms), FormatTime(now_ms)));
@@ -129,7 +132,9 @@ Status ValidateBatch(const Batch& b, int64_t now_ms, int64_t max_future_skew_ms)
                                               {"gpu_util", s.gpu_util, 1.0},
                                               {"fb_used_mib", s.fb_used_mib, HUGE_VAL},
                                               {"power_watts", s.power_watts, HUGE_VAL}}));
-    if (s.process_count && *s.process_count < 0) return bad(where + ".process_count", "must not be negative");
+    if (s.process_count && *s.process_count < 0) {
+      return bad(where + ".process_count", "must not be negative");
+    }
     if (const auto& g = s.gaps) {
       if (g->interval_ms <= 0) return bad(where + ".gaps.interval_ms", "must be positive");
       if (g->idle_ms < 0 || g->idle_ms > g->interval_ms) {
@@ -149,8 +154,9 @@ Status ValidateBatch(const Batch& b, int64_t now_ms, int64_t max_future_skew_ms)
       if (!pids.insert(p.pid).second) {
         return bad(fmt::format("samples[{}].processes[{}].pid", i, k), "listed twice");
       }
-      GPULEDGER_RETURN_IF_ERROR(figures(fmt::format("samples[{}].processes[{}]", i, k),
-                                        {{"fb_used_mib", p.fb_used_mib, HUGE_VAL}, {"sm_share", p.sm_share, 1.0}}));
+      GPULEDGER_RETURN_IF_ERROR(
+          figures(fmt::format("samples[{}].processes[{}]", i, k),
+                  {{"fb_used_mib", p.fb_used_mib, HUGE_VAL}, {"sm_share", p.sm_share, 1.0}}));
     }
   }
   return Status::Ok();

@@ -83,8 +83,10 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         // Ids.
         BadCase{"NoBatchId", [](Batch& b) { b.batch_id.clear(); }, "batch_id: missing"},
-        BadCase{"DeviceWithoutUuid", [](Batch& b) { b.devices[0].uuid.clear(); }, "batch n1-7: devices[0].uuid: missing"},
-        BadCase{"JobWithoutId", [](Batch& b) { b.jobs[0].id.clear(); }, "batch n1-7: jobs[0].id: missing"},
+        BadCase{"DeviceWithoutUuid", [](Batch& b) { b.devices[0].uuid.clear(); },
+                "batch n1-7: devices[0].uuid: missing"},
+        BadCase{"JobWithoutId", [](Batch& b) { b.jobs[0].id.clear(); },
+                "batch n1-7: jobs[0].id: missing"},
         BadCase{"AllocationWithoutDevice", [](Batch& b) { b.allocations[0].device_uuid.clear(); },
                 "batch n1-7: allocations[0].device: missing"},
         BadCase{"AllocationWithoutJob", [](Batch& b) { b.allocations[0].job_id.clear(); },
@@ -102,7 +104,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "samples[0].sm_occupancy: must be within 0..1"},
         BadCase{"TensorAboveOne", [](Batch& b) { b.samples[0].tensor_active = 1.01; },
                 "samples[0].tensor_active: must be within 0..1"},
-        BadCase{"NaNDram", [](Batch& b) { b.samples[0].dram_active = kNaN; }, "samples[0].dram_active: must be a number"},
+        BadCase{"NaNDram", [](Batch& b) { b.samples[0].dram_active = kNaN; },
+                "samples[0].dram_active: must be a number"},
         BadCase{"ProcessShareAboveOne", [](Batch& b) { b.samples[0].processes[0].sm_share = 1.5; },
                 "batch n1-7: samples[0].processes[0].sm_share: must be within 0..1, not 1.5"},
         // Amounts.
@@ -112,14 +115,19 @@ INSTANTIATE_TEST_SUITE_P(
                 "samples[0].fb_used_mib: must be finite"},
         BadCase{"NaNProcessMemory", [](Batch& b) { b.samples[1].processes[0].fb_used_mib = kNaN; },
                 "samples[1].processes[0].fb_used_mib: must be a number, not NaN"},
-        BadCase{"NaNTokens", [](Batch& b) { b.progress[0].tokens = kNaN; }, "progress[0].tokens: must be a number"},
+        BadCase{"NaNTokens", [](Batch& b) { b.progress[0].tokens = kNaN; },
+                "progress[0].tokens: must be a number"},
         BadCase{"NegativeProcessCount", [](Batch& b) { b.samples[0].process_count = -1; },
                 "samples[0].process_count: must not be negative"},
         BadCase{"ShortIdleBeyondIdle", [](Batch& b) { b.samples[0].gaps->short_idle_ms = 3'000; },
                 "samples[0].gaps.short_idle_ms: must be within 0..idle_ms"},
         BadCase{"IdleBeyondInterval", [](Batch& b) { b.samples[0].gaps->idle_ms = 20'000; },
                 "samples[0].gaps.idle_ms: must be within 0..interval_ms"},
-        BadCase{"NotAShare", [](Batch& b) { b.devices[0].share = {8, 7}; }, "devices[0].share: 8/7 is not a share"},
+        BadCase{"NotAShare",
+                [](Batch& b) {
+                  b.devices[0].share = {8, 7};
+                },
+                "devices[0].share: 8/7 is not a share"},
         BadCase{"NegativeInterval", [](Batch& b) { b.devices[0].sample_interval_ms = -1; },
                 "devices[0].sample_interval_ms: must not be negative"},
         // What it checked before.

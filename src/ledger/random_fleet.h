@@ -34,7 +34,9 @@ struct RandomFleet {
 
 inline RandomFleet MakeRandomFleet(uint64_t seed, const RandomFleetShape& shape = {}) {
   std::mt19937_64 rng(seed);
-  auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  auto uniform = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
   auto job_name = [&] { return "j" + std::to_string(uniform(0, shape.jobs - 1)); };
   RandomFleet f;
   Batch inventory;
@@ -121,11 +123,18 @@ inline RandomFleet MakeRandomFleet(uint64_t seed, const RandomFleetShape& shape 
     }
   }
   int64_t change = kBaseMs + uniform(1, horizon / kMsPerHour - 1) * kMsPerHour;
-  f.prices.push_back({"NVIDIA-H200", "*", CapacityType::kOnDemand, Money::FromMicros(uniform(1, 9'999'999)),
+  f.prices.push_back({"NVIDIA-H200",
+                      "*",
+                      CapacityType::kOnDemand,
+                      Money::FromMicros(uniform(1, 9'999'999)),
                       {0, change}});
-  f.prices.push_back({"NVIDIA-H200", "*", CapacityType::kOnDemand, Money::FromMicros(uniform(1, 9'999'999)),
+  f.prices.push_back({"NVIDIA-H200",
+                      "*",
+                      CapacityType::kOnDemand,
+                      Money::FromMicros(uniform(1, 9'999'999)),
                       {change, kForever}});
-  f.prices.push_back({"*", "*", CapacityType::kOnDemand, Money::FromMicros(uniform(1, 9'999'999)), {0, kForever}});
+  f.prices.push_back(
+      {"*", "*", CapacityType::kOnDemand, Money::FromMicros(uniform(1, 9'999'999)), {0, kForever}});
   return f;
 }
 

@@ -180,7 +180,8 @@ class Model {
     return it == price_edges_.end() ? kForever : *it;
   }
 
-  std::map<int64_t, DeviceUsage> Walk(const DeviceHistory& h, const std::set<int64_t>& edges) const {
+  std::map<int64_t, DeviceUsage> Walk(const DeviceHistory& h,
+                                      const std::set<int64_t>& edges) const {
     // Jobs by index: 0 is "no job", then the jobs of the device's allocations.
     std::vector<std::string> names = {std::string(kNoJob)};
     auto index_of = [&](const std::string& job) {
@@ -210,7 +211,8 @@ class Model {
     bool in_segment = false;
     size_t segment_sample = 0;
     int64_t segment_minute = 0;
-    int64_t first = h.in_service_ms ? std::max(*h.in_service_ms, edges.empty() ? 0 : *edges.begin()) : last;
+    int64_t first =
+        h.in_service_ms ? std::max(*h.in_service_ms, edges.empty() ? 0 : *edges.begin()) : last;
     for (int64_t t = first; t < last; ++t) {
       while (edge != edges.end() && *edge <= t) snapshot(*edge++);
       while (next < s.size() && s[next].t_ms <= t) ++next;
@@ -224,26 +226,29 @@ class Model {
         sum.ms[k] += 1;
         if (price) sum.cost[k] += CostOf(1, h.share_ticks, *price);
       };
-      bool covered = next >= 1 && next < s.size() && s[next].t_ms - s[next - 1].t_ms <= h.staleness_ms;
+      bool covered =
+          next >= 1 && next < s.size() && s[next].t_ms - s[next - 1].t_ms <= h.staleness_ms;
       const Sample* cover = covered ? &s[next] : nullptr;
       jobs.clear();
       if (cover != nullptr && IsAvailable(cover->health)) {
         for (size_t i = 0; i < h.allocations.size(); ++i) {
           const Allocation& a = h.allocations[i];
           bool holds = a.from_ms <= t && (!a.to_ms || t < *a.to_ms);
-          if (holds && std::find(jobs.begin(), jobs.end(), held_by[i]) == jobs.end()) jobs.push_back(held_by[i]);
+          if (holds && std::find(jobs.begin(), jobs.end(), held_by[i]) == jobs.end())
+            jobs.push_back(held_by[i]);
         }
       }
       if (jobs.size() < 2) in_segment = false;
       if (cover == nullptr || !IsAvailable(cover->health) || jobs.empty()) {
-        Bucket b = cover == nullptr                ? Bucket::kUnmonitored
+        Bucket b = cover == nullptr              ? Bucket::kUnmonitored
                    : !IsAvailable(cover->health) ? Bucket::kUnavailable
-                                                  : Bucket::kUnallocated;
+                                                 : Bucket::kUnallocated;
         count(b);
         by_job[0][static_cast<size_t>(b)] += 1;
         continue;
       }
-      double ratio = std::clamp(cover->sm_active ? *cover->sm_active : cover->gpu_util.value_or(0.0), 0.0, 1.0);
+      double ratio = std::clamp(
+          cover->sm_active ? *cover->sm_active : cover->gpu_util.value_or(0.0), 0.0, 1.0);
       int64_t n = t - s[next - 1].t_ms + 1;  // this is the n-th millisecond of the span
       auto rounded = [&](int64_t m) { return std::llround(static_cast<double>(m) * ratio); };
       bool active = rounded(n) > rounded(n - 1);
@@ -256,7 +261,8 @@ class Model {
       }
       std::sort(jobs.begin(), jobs.end());
       int64_t minute = FloorTo(t, kMsPerMinute);
-      if (!in_segment || segment_sample != next || segment_minute != minute || segment_jobs != jobs) {
+      if (!in_segment || segment_sample != next || segment_minute != minute ||
+          segment_jobs != jobs) {
         ++sum.shared_segments;
         in_segment = true;
         segment_sample = next;
@@ -274,7 +280,8 @@ class Model {
         total += w;
       }
       for (size_t j = 0; j < jobs.size(); ++j) {
-        by_job[jobs[j]][k] += total > 0 ? weight[j] / total : 1.0 / static_cast<double>(jobs.size());
+        by_job[jobs[j]][k] +=
+            total > 0 ? weight[j] / total : 1.0 / static_cast<double>(jobs.size());
       }
     }
     while (edge != edges.end()) snapshot(*edge++);

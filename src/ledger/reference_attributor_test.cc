@@ -19,7 +19,8 @@ namespace {
 using testing::kBaseMs;
 
 // One or two GPUs (maybe in MIG slices), four jobs, two hours.
-constexpr testing::RandomFleetShape kTiny{.max_gpus = 2, .max_slices = 2, .jobs = 4, .horizon_ms = 2 * kMsPerHour};
+constexpr testing::RandomFleetShape kTiny{
+    .max_gpus = 2, .max_slices = 2, .jobs = 4, .horizon_ms = 2 * kMsPerHour};
 
 // The ledger's usage rows by device and job, in GPU-milliseconds x kShareScale.
 using Cells = std::map<std::pair<std::string, std::string>, std::array<int64_t, kBucketCount>>;
@@ -34,17 +35,22 @@ Cells ByDeviceAndJob(const UsageReport& r) {
 // exact sum.
 void ExpectCostNear(Money got, CostNumerator exact, size_t rows, const std::string& what) {
   CostNumerator diff = static_cast<CostNumerator>(got.micros()) * kCostDenominator - exact;
-  EXPECT_LT(diff < 0 ? -diff : diff, static_cast<CostNumerator>(std::max<size_t>(rows, 1)) * kCostDenominator)
+  EXPECT_LT(diff < 0 ? -diff : diff,
+            static_cast<CostNumerator>(std::max<size_t>(rows, 1)) * kCostDenominator)
       << what << " costs " << got.micros() << " micro-units, exactly "
-      << static_cast<double>(exact) / static_cast<double>(kCostDenominator) << ", over " << rows << " rows";
+      << static_cast<double>(exact) / static_cast<double>(kCostDenominator) << ", over " << rows
+      << " rows";
 }
 
-std::string Describe(const TimeRange& w) { return FormatTime(w.begin_ms) + " .. " + FormatTime(w.end_ms); }
+std::string Describe(const TimeRange& w) {
+  return FormatTime(w.begin_ms) + " .. " + FormatTime(w.end_ms);
+}
 
 // Compares one window of the ledger with the model: each device's buckets exactly in
 // time and to the report's rounding in cost, each job's on it to within the rounding of
 // shared stretches, the fleet's total cost exactly.
-void ExpectSameUsage(const UsageReport& got, const std::map<std::string, reference::DeviceUsage>& want,
+void ExpectSameUsage(const UsageReport& got,
+                     const std::map<std::string, reference::DeviceUsage>& want,
                      const reference::Model& model) {
   SCOPED_TRACE(Describe(got.window));
   Cells cells = ByDeviceAndJob(got);
@@ -64,9 +70,10 @@ void ExpectSameUsage(const UsageReport& got, const std::map<std::string, referen
     }
     for (size_t b = 0; b < kBucketCount; ++b) {
       EXPECT_EQ(device[b], u.ms[b] * ticks)
-          << uuid << " " << BucketName(kAllBuckets[b]) << ": the ledger has " << device[b] / std::max<int64_t>(ticks, 1)
-          << " ms, the model " << u.ms[b] << " ms";
-      ExpectCostNear(device_cost[b], u.cost[b], device_rows, uuid + " " + std::string(BucketName(kAllBuckets[b])));
+          << uuid << " " << BucketName(kAllBuckets[b]) << ": the ledger has "
+          << device[b] / std::max<int64_t>(ticks, 1) << " ms, the model " << u.ms[b] << " ms";
+      ExpectCostNear(device_cost[b], u.cost[b], device_rows,
+                     uuid + " " + std::string(BucketName(kAllBuckets[b])));
       fleet_cost[b] += u.cost[b];
     }
     const double slack_ms = static_cast<double>(u.shared_segments + 2);
@@ -77,13 +84,14 @@ void ExpectSameUsage(const UsageReport& got, const std::map<std::string, referen
         double got_ticks = it == cells.end() ? 0.0 : static_cast<double>(it->second[b]);
         EXPECT_LE(std::abs(got_ticks - want_ticks), slack_ms * static_cast<double>(ticks) + 1e-6)
             << uuid << " job " << job << " " << BucketName(kAllBuckets[b]) << ": the ledger has "
-            << got_ticks / static_cast<double>(std::max<int64_t>(ticks, 1)) << " ms, the model " << v[b]
-            << " ms (shared stretches: " << u.shared_segments << ")";
+            << got_ticks / static_cast<double>(std::max<int64_t>(ticks, 1)) << " ms, the model "
+            << v[b] << " ms (shared stretches: " << u.shared_segments << ")";
       }
     }
     for (const auto& [key, v] : cells) {
       if (key.first != uuid || u.by_job.contains(key.second)) continue;
-      EXPECT_EQ(v, (std::array<int64_t, kBucketCount>{})) << uuid << " job " << key.second << " is not the model's";
+      EXPECT_EQ(v, (std::array<int64_t, kBucketCount>{}))
+          << uuid << " job " << key.second << " is not the model's";
     }
   }
   for (const auto& [key, v] : cells) {
@@ -94,7 +102,8 @@ void ExpectSameUsage(const UsageReport& got, const std::map<std::string, referen
   CostNumerator exact_total = 0;
   for (size_t b = 0; b < kBucketCount; ++b) {
     exact_total += fleet_cost[b];
-    ExpectCostNear(got.total.cost[b], fleet_cost[b], got.rows.size(), "the fleet's " + std::string(BucketName(kAllBuckets[b])));
+    ExpectCostNear(got.total.cost[b], fleet_cost[b], got.rows.size(),
+                   "the fleet's " + std::string(BucketName(kAllBuckets[b])));
   }
   EXPECT_EQ(got.total.total_cost(), RoundCost(exact_total));
 }
@@ -117,7 +126,8 @@ TEST_P(ReferenceAttributorTest, EveryBucketOfEveryDeviceAndJobIsTheNaiveModels) 
                                     {kBaseMs, kBaseMs + kMsPerHour}};
   for (int w = 0; w < 3; ++w) {
     int64_t a = kBaseMs - 20 * kMsPerMinute + static_cast<int64_t>(rng() % (150 * 60'000));
-    int64_t b = std::min(a + 1 + static_cast<int64_t>(rng() % (90 * 60'000)), kBaseMs + 150 * kMsPerMinute);
+    int64_t b =
+        std::min(a + 1 + static_cast<int64_t>(rng() % (90 * 60'000)), kBaseMs + 150 * kMsPerMinute);
     windows.push_back({a, b});
   }
   reference::Model model(fleet.batches, book);
@@ -169,15 +179,17 @@ TEST(ReferenceModelTest, CountsAHandWorkedDeviceAsTheRulesSay) {
     s.health = h;
     return s;
   };
-  b.samples = {sample(0, 0.5), sample(10'000, 0.5), sample(20'000, 0.5, Health::kLost), sample(80'000, 1.0),
-               sample(90'000, 0.3)};
+  b.samples = {sample(0, 0.5), sample(10'000, 0.5), sample(20'000, 0.5, Health::kLost),
+               sample(80'000, 1.0), sample(90'000, 0.3)};
   b.samples.back().processes = {{1, "a", 1000, 0.2}, {2, "b", 3000, 0.1}};
-  PriceBook book = *PriceBook::Create({{"*", "*", CapacityType::kOnDemand, Money::FromMicros(3'600'000), {0, kForever}}});
+  PriceBook book = *PriceBook::Create(
+      {{"*", "*", CapacityType::kOnDemand, Money::FromMicros(3'600'000), {0, kForever}}});
 
   const TimeRange window{t0, t0 + 100'000};
   reference::Model model(std::span<const Batch>(&b, 1), book);
   auto want = model.Usage(std::span<const TimeRange>(&window, 1))[0].at(d.uuid);
-  using A = std::array<int64_t, kBucketCount>;  // active, allocated_idle, unallocated, unavailable, unmonitored
+  using A = std::array<int64_t, kBucketCount>;  // active, allocated_idle, unallocated, unavailable,
+                                                // unmonitored
   EXPECT_EQ(want.ms, (A{5'500, 9'500, 5'000, 10'000, 70'000}));
   // Shares are fractions summed a millisecond at a time: equal to well under a ms.
   auto near = [](const std::array<double, kBucketCount>& got, const A& ms) {
@@ -201,7 +213,8 @@ TEST(ReferenceModelTest, CountsAHandWorkedDeviceAsTheRulesSay) {
   Cells cells = ByDeviceAndJob(*got);
   EXPECT_EQ((cells[{d.uuid, "a"}]), (A{4'500 * kShareScale, 4'250 * kShareScale, 0, 0, 0}));
   EXPECT_EQ((cells[{d.uuid, "b"}]), (A{1'000 * kShareScale, 5'250 * kShareScale, 0, 0, 0}));
-  EXPECT_EQ((cells[{d.uuid, std::string(kNoJob)}]), (A{0, 0, 5'000 * kShareScale, 10'000 * kShareScale, 70'000 * kShareScale}));
+  EXPECT_EQ((cells[{d.uuid, std::string(kNoJob)}]),
+            (A{0, 0, 5'000 * kShareScale, 10'000 * kShareScale, 70'000 * kShareScale}));
 }
 
 // MIG: a slice carries its share of the GPU, the parent what its slices leave.
@@ -226,7 +239,8 @@ TEST(ReferenceModelTest, SlicesCarryTheirShareAndTheParentTheRest) {
     s.sm_active = 0.5;
     b.samples.push_back(s);
   }
-  PriceBook book = *PriceBook::Create({{"*", "*", CapacityType::kOnDemand, Money::FromMicros(1), {0, kForever}}});
+  PriceBook book = *PriceBook::Create(
+      {{"*", "*", CapacityType::kOnDemand, Money::FromMicros(1), {0, kForever}}});
   reference::Model model(std::span<const Batch>(&b, 1), book);
   EXPECT_EQ(model.devices().at("GPU-p-3g").share_ticks, 3 * kShareScale / 7);
   EXPECT_EQ(model.devices().at("GPU-p-2g").share_ticks, 2 * kShareScale / 7);

@@ -684,7 +684,8 @@ std::string BlankGroups(const std::string& pattern) {
 // two-space-indented key under `paths:`, an operation a four-space-indented HTTP method
 // under it. Fails the test on a line it cannot place.
 std::set<RouteKey> DocumentedRoutes(const std::string& spec) {
-  static const std::set<std::string> kMethods = {"get", "put", "post", "delete", "options", "head", "patch"};
+  static const std::set<std::string> kMethods = {"get",     "put",  "post", "delete",
+                                                 "options", "head", "patch"};
   std::set<RouteKey> out;
   std::istringstream in(spec);
   std::string line, path;
@@ -742,7 +743,8 @@ TEST(ServerTest, OpenApiDescribesEveryRoute) {
     std::string path = BlankGroups(r.pattern);
     for (size_t at; (at = path.find("{}")) != std::string::npos;) path.replace(at, 2, "x");
     HttpResponse res = r.method == "POST" ? Post(h.url(), path, "") : Get(h.url(), path);
-    EXPECT_EQ(res.body.find("no such endpoint"), std::string::npos) << r.method << " " << path << ": " << res.body;
+    EXPECT_EQ(res.body.find("no such endpoint"), std::string::npos)
+        << r.method << " " << path << ": " << res.body;
   }
   std::string spec = testing::ReadFileOrEmpty(std::string(GPULEDGER_SOURCE_DIR) + "/docs/openapi.yaml");
   std::set<RouteKey> documented = DocumentedRoutes(spec);

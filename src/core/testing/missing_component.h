@@ -30,18 +30,21 @@ inline bool RunningInCi() {
 
 // The outcome of a test whose component is missing: a skip, or in CI a fatal failure.
 inline ::testing::TestPartResult::Type MissingComponentOutcome() {
-  return RunningInCi() ? ::testing::TestPartResult::kFatalFailure : ::testing::TestPartResult::kSkip;
+  return RunningInCi() ? ::testing::TestPartResult::kFatalFailure
+                       : ::testing::TestPartResult::kSkip;
 }
 
 // The line put before the caller's message in CI, saying why a skip became a failure.
 inline const char* MissingComponentPreamble() {
-  return RunningInCi() ? "CI=true: a missing component or shared file fails the test instead of skipping it" : "";
+  return RunningInCi()
+             ? "CI=true: a missing component or shared file fails the test instead of skipping it"
+             : "";
 }
 
 }  // namespace gpuledger::test_env
 
 // GTEST_SKIP()'s own expansion (gtest-internal.h's GTEST_MESSAGE_) with the outcome
 // chosen at run time; stream the reason into it as into GTEST_SKIP().
-#define GPULEDGER_SKIP_OR_FAIL_IN_CI()                                              \
+#define GPULEDGER_SKIP_OR_FAIL_IN_CI()                                     \
   return GTEST_MESSAGE_(::gpuledger::test_env::MissingComponentPreamble(), \
                         ::gpuledger::test_env::MissingComponentOutcome())

@@ -44,7 +44,8 @@ class ScopedCi {
 // A test step that needs a tool; `went_on` tells whether it got past the check.
 void NeedsTheFrobnicator(bool installed, bool& went_on) {
   went_on = false;
-  if (!installed) GPULEDGER_SKIP_OR_FAIL_IN_CI() << "frobnicator not installed (Debian package frob)";
+  if (!installed)
+    GPULEDGER_SKIP_OR_FAIL_IN_CI() << "frobnicator not installed (Debian package frob)";
   went_on = true;
 }
 
@@ -97,7 +98,8 @@ TEST(MissingComponentTest, OtherValuesOfCiStillSkip) {
 }
 
 TEST(MissingComponentTest, APresentComponentNeitherSkipsNorFails) {
-  for (std::optional<std::string> ci : {std::optional<std::string>(), std::optional<std::string>("true")}) {
+  for (std::optional<std::string> ci :
+       {std::optional<std::string>(), std::optional<std::string>("true")}) {
     Outcome o = RunStep(ci, /*installed=*/true);
     EXPECT_EQ(o.parts, 0) << o.message;
     EXPECT_TRUE(o.went_on);
