@@ -112,7 +112,9 @@ class ReferenceAttributorTest : public ::testing::TestWithParam<uint64_t> {};
 
 TEST_P(ReferenceAttributorTest, EveryBucketOfEveryDeviceAndJobIsTheNaiveModels) {
   testing::RandomFleet fleet = testing::MakeRandomFleet(GetParam(), kTiny);
-  testing::TempLedger t;
+  // Every third fleet under one staleness limit for all devices (the config's override).
+  const int64_t staleness_override_ms = GetParam() % 3 == 0 ? 45'000 : 0;
+  testing::TempLedger t(LedgerOptions{.staleness_override_ms = staleness_override_ms});
   PriceBook book = *PriceBook::Create(fleet.prices);
   ASSERT_TRUE(t.ledger().store().SavePriceBook(book).ok());
   for (const Batch& b : fleet.batches) {
@@ -130,7 +132,7 @@ TEST_P(ReferenceAttributorTest, EveryBucketOfEveryDeviceAndJobIsTheNaiveModels) 
         std::min(a + 1 + static_cast<int64_t>(rng() % (90 * 60'000)), kBaseMs + 150 * kMsPerMinute);
     windows.push_back({a, b});
   }
-  reference::Model model(fleet.batches, book);
+  reference::Model model(fleet.batches, book, staleness_override_ms);
   std::vector<std::map<std::string, reference::DeviceUsage>> want = model.Usage(windows);
   for (size_t i = 0; i < windows.size(); ++i) {
     auto got = t.ledger().Usage(windows[i], {Dimension::kDevice, Dimension::kJob});
