@@ -15,6 +15,7 @@
 #include "agent/agent.h"
 #include "agent/metrics_server.h"
 #include "agent/test_util.h"
+#include "core/testing/missing_component.h"
 #include "nvml/test_support.h"
 
 namespace gpuledger::agent {
@@ -87,7 +88,9 @@ TEST(ExporterTest, ExpositionParsesAndCarriesDcgmNamesAndLabels) {
 }
 
 TEST(ExporterTest, PromtoolAcceptsTheExposition) {
-  if (!std::filesystem::exists("/usr/bin/promtool")) GTEST_SKIP() << "promtool not installed (Debian: prometheus)";
+  if (!std::filesystem::exists("/usr/bin/promtool")) {
+    GPULEDGER_SKIP_OR_FAIL_IN_CI() << "promtool not installed (Debian: prometheus)";
+  }
   TempDir dir;
   WriteFile(dir / "metrics.prom", Exposition());
   std::string cmd = "/usr/bin/promtool check metrics < " + (dir / "metrics.prom") + " 2>&1";

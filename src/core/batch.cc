@@ -2,26 +2,71 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "core/time.h"
 
 namespace gpuledger {
+namespace {
+
+// Why a figure is refused, or "" when it is absent or a finite number within
+// [0, max] (a ratio has max 1, an amount no max).
+std::string FigureError(std::optional<double> v, double max = HUGE_VAL) {
+  if (!v) return "";
+  if (std::isnan(*v)) return "must be a number, not NaN";
+  if (std::isinf(*v)) return fmt::format("must be finite, not {}", *v);
+  if (max == 1.0 && (*v < 0 || *v > 1)) return fmt::format("must be within 0..1, not {}", *v);
+  if (*v < 0) return fmt::format("must not be negative, not {}", *v);
+  return "";
+}
+
+}  // namespace
 
 Status ValidateBatch(const Batch& b, int64_t now_ms, int64_t max_future_skew_ms) {
   auto bad = [&](std::string where, std::string_view what) {
     return InvalidArgument(fmt::format("batch {}: {}: {}", b.batch_id, where, what));
   };
+  // The first figure of `checks` that is refused, as a Status naming it.
+  struct Figure {
+    std::string_view name;
+    std::optional<double> value;
+    double max;
+  };
+  auto figures = [&](const std::string& where, std::initializer_list<Figure> checks) {
+    for (const Figure& c : checks) {
+      if (std::string why = FigureError(c.value, c.max); !why.empty()) {
+        return bad(fmt::format("{}.{}", where, c.name), why);
+      }
+    }
+    return Status::Ok();
+  };
+  if (b.batch_id.empty()) return bad("batch_id", "missing");
   std::unordered_set<std::string_view> device_ids;
   for (size_t i = 0; i < b.devices.size(); ++i) {
-    if (!device_ids.insert(b.devices[i].uuid).second) {
+    const Device& d = b.devices[i];
+    if (d.uuid.empty()) return bad(fmt::format("devices[{}].uuid", i), "missing");
+    if (!device_ids.insert(d.uuid).second) {
       return bad(fmt::format("devices[{}].uuid", i), "declared twice in one batch");
+    }
+    if (!d.share.IsValid()) {
+      return bad(fmt::format("devices[{}].share", i),
+                 fmt::format("{}/{} is not a share of a GPU (0 < num <= den, den dividing {})",
+                             d.share.num, d.share.den, kShareScale));
+    }
+    if (d.memory_mib < 0) {
+      return bad(fmt::format("devices[{}].memory_mib", i), "must not be negative");
+    }
+    if (d.sample_interval_ms < 0) {
+      return bad(fmt::format("devices[{}].sample_interval_ms", i), "must not be negative");
     }
   }
   std::unordered_set<std::string_view> job_ids;
   for (size_t i = 0; i < b.jobs.size(); ++i) {
     const Job& j = b.jobs[i];
+    if (j.id.empty()) return bad(fmt::format("jobs[{}].id", i), "missing");
     if (!job_ids.insert(j.id).second) {
       return bad(fmt::format("jobs[{}].id", i), "declared twice in one batch");
     }
@@ -31,6 +76,8 @@ Status ValidateBatch(const Batch& b, int64_t now_ms, int64_t max_future_skew_ms)
   }
   for (size_t i = 0; i < b.allocations.size(); ++i) {
     const Allocation& a = b.allocations[i];
+    if (a.device_uuid.empty()) return bad(fmt::format("allocations[{}].device", i), "missing");
+    if (a.job_id.empty()) return bad(fmt::format("allocations[{}].job", i), "missing");
     if (a.to_ms && *a.to_ms <= a.from_ms) {
       return bad(fmt::format("allocations[{}].to", i), "must be after \"from\"");
     }
@@ -41,9 +88,13 @@ Status ValidateBatch(const Batch& b, int64_t now_ms, int64_t max_future_skew_ms)
   }
   for (size_t i = 0; i < b.progress.size(); ++i) {
     const Progress& p = b.progress[i];
+    if (p.job_id.empty()) return bad(fmt::format("progress[{}].job", i), "missing");
     if (!p.tokens && !p.model_flops) {
       return bad(fmt::format("progress[{}]", i), "needs tokens or model_flops");
     }
+    GPULEDGER_RETURN_IF_ERROR(
+        figures(fmt::format("progress[{}]", i),
+                {{"tokens", p.tokens, HUGE_VAL}, {"model_flops", p.model_flops, HUGE_VAL}}));
     if (p.t_ms > now_ms + max_future_skew_ms) {
       return bad(fmt::format("progress[{}].t", i),
                  fmt::format("{} is in the future (now {})", FormatTime(p.t_ms), FormatTime(now_ms)));
@@ -53,6 +104,7 @@ Status ValidateBatch(const Batch& b, int64_t now_ms, int64_t max_future_skew_ms)
   last_t.reserve(64);
   for (size_t i = 0; i < b.samples.size(); ++i) {
     const Sample& s = b.samples[i];
+    if (s.device_uuid.empty()) return bad(fmt::format("samples[{}].device", i), "missing");
     auto [it, inserted] = last_t.try_emplace(s.device_uuid, s.t_ms);
     if (!inserted) {
       if (s.t_ms == it->second) {
@@ -72,15 +124,39 @@ Status ValidateBatch(const Batch& b, int64_t now_ms, int64_t max_future_skew_ms)
                  fmt::format("{} is in the future (now {}); is the sender's clock wrong?",
                              FormatTime(s.t_ms), FormatTime(now_ms)));
     }
+    const std::string where = fmt::format("samples[{}]", i);
+    GPULEDGER_RETURN_IF_ERROR(figures(where, {{"sm_active", s.sm_active, 1.0},
+                                              {"sm_occupancy", s.sm_occupancy, 1.0},
+                                              {"tensor_active", s.tensor_active, 1.0},
+                                              {"dram_active", s.dram_active, 1.0},
+                                              {"gpu_util", s.gpu_util, 1.0},
+                                              {"fb_used_mib", s.fb_used_mib, HUGE_VAL},
+                                              {"power_watts", s.power_watts, HUGE_VAL}}));
+    if (s.process_count && *s.process_count < 0) {
+      return bad(where + ".process_count", "must not be negative");
+    }
+    if (const auto& g = s.gaps) {
+      if (g->interval_ms <= 0) return bad(where + ".gaps.interval_ms", "must be positive");
+      if (g->idle_ms < 0 || g->idle_ms > g->interval_ms) {
+        return bad(where + ".gaps.idle_ms", "must be within 0..interval_ms");
+      }
+      if (g->short_idle_ms < 0 || g->short_idle_ms > g->idle_ms) {
+        return bad(where + ".gaps.short_idle_ms", "must be within 0..idle_ms");
+      }
+    }
     if (IsAvailable(s.health) && !s.sm_active && !s.gpu_util) {
       return bad(fmt::format("samples[{}]", i),
                  "a healthy sample needs an activity figure (sm_active or gpu_util)");
     }
     std::unordered_set<int64_t> pids;
     for (size_t k = 0; k < s.processes.size(); ++k) {
-      if (!pids.insert(s.processes[k].pid).second) {
+      const ProcessSample& p = s.processes[k];
+      if (!pids.insert(p.pid).second) {
         return bad(fmt::format("samples[{}].processes[{}].pid", i, k), "listed twice");
       }
+      GPULEDGER_RETURN_IF_ERROR(
+          figures(fmt::format("samples[{}].processes[{}]", i, k),
+                  {{"fb_used_mib", p.fb_used_mib, HUGE_VAL}, {"sm_share", p.sm_share, 1.0}}));
     }
   }
   return Status::Ok();

@@ -1,11 +1,15 @@
 // Property tests: random fleets, samples, allocations, prices and windows keep the
-// conservation law to the millisecond and the micro-unit.
+// conservation law to the millisecond and the micro-unit. What the capacity in service
+// was and what it cost comes from the reference model (reference_attributor.h), which
+// reads the batches the fleet sent, not the ledger's store or its MIG arithmetic.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <map>
 #include <random>
 
+#include "ledger/random_fleet.h"
+#include "ledger/reference_attributor.h"
 #include "ledger/test_fixture.h"
 #include "ledger/store_access.h"
 
@@ -13,156 +17,21 @@ namespace gpuledger::ledger {
 namespace {
 
 using testing::kBaseMs;
-
-struct RandomFleet {
-  std::vector<Batch> batches;
-  std::vector<PriceEntry> prices;
-};
-
-RandomFleet MakeFleet(uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  auto uniform = [&](int64_t lo, int64_t hi) {
-    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
-  };
-  RandomFleet f;
-  Batch inventory;
-  inventory.batch_id = "inventory";
-  int gpus = static_cast<int>(uniform(1, 4));
-  std::vector<std::string> devices;
-  for (int g = 0; g < gpus; ++g) {
-    Device d;
-    d.uuid = "GPU-" + std::to_string(g);
-    d.model = g % 2 ? "NVIDIA-H200" : "NVIDIA-A100";
-    d.pool = g % 3 ? "training" : "serving";
-    d.sample_interval_ms = uniform(0, 3) * 10'000;
-    inventory.devices.push_back(d);
-    devices.push_back(d.uuid);
-    if (uniform(0, 2) == 0) {  // MIG: 1..3 slices of sevenths that fit
-      int used = 0;
-      for (int s = 0; s < 3; ++s) {
-        int n = static_cast<int>(uniform(1, 3));
-        if (used + n > 7) break;
-        used += n;
-        Device m = d;
-        m.uuid = d.uuid + "-mig" + std::to_string(s);
-        m.parent_uuid = d.uuid;
-        m.share = {n, 7};
-        inventory.devices.push_back(m);
-        devices.push_back(m.uuid);
-      }
-    }
-  }
-  for (int j = 0; j < 5; ++j) {
-    Job job;
-    job.id = "j" + std::to_string(j);
-    job.team = "team" + std::to_string(j % 3);
-    job.project = "p" + std::to_string(j % 2);
-    job.kind = static_cast<JobKind>(j % 4);
-    inventory.jobs.push_back(job);
-  }
-  const int64_t horizon = 6 * kMsPerHour;
-  for (const auto& dev : devices) {
-    // Allocations: a few, possibly overlapping (sharing), some left open.
-    for (int a = 0; a < uniform(0, 3); ++a) {
-      int64_t from = kBaseMs + uniform(0, horizon / 1000) * 1000;
-      Allocation alloc{dev, "j" + std::to_string(uniform(0, 4)), from, std::nullopt};
-      if (uniform(0, 3)) alloc.to_ms = from + uniform(1, horizon / 1000) * 1000;
-      inventory.allocations.push_back(alloc);
-    }
-  }
-  f.batches.push_back(inventory);
-  // Samples in several batches per device, with irregular spacing, gaps, bad health,
-  // per-process figures.
-  int batch_no = 0;
-  for (const auto& dev : devices) {
-    int64_t t = kBaseMs + uniform(0, 1800) * 1000;
-    while (t < kBaseMs + horizon) {
-      Batch b;
-      b.batch_id = "s" + std::to_string(batch_no++);
-      for (int k = 0; k < 40 && t < kBaseMs + horizon; ++k) {
-        Sample s;
-        s.device_uuid = dev;
-        s.t_ms = t;
-        int health = static_cast<int>(uniform(0, 30));
-        s.health = health == 0 ? Health::kLost : health == 1 ? Health::kUnhealthy : Health::kOk;
-        if (uniform(0, 1)) {
-          s.sm_active = static_cast<double>(uniform(0, 1000)) / 1000.0;
-        } else {
-          s.gpu_util = static_cast<double>(uniform(0, 100)) / 100.0;
-        }
-        for (int p = 0; p < uniform(0, 2); ++p) {
-          s.processes.push_back(ProcessSample{100 + p, "j" + std::to_string(uniform(0, 4)),
-                                              static_cast<double>(uniform(0, 80000)),
-                                              static_cast<double>(uniform(0, 100)) / 100.0});
-        }
-        b.samples.push_back(s);
-        // Mostly regular, sometimes a gap beyond any staleness limit, sometimes odd ms.
-        int r = static_cast<int>(uniform(0, 20));
-        t += r == 0 ? uniform(6, 40) * kMsPerMinute : uniform(1, 60) * 1000 + uniform(0, 999);
-      }
-      f.batches.push_back(b);
-    }
-  }
-  // Prices by model with a change on a random hour, and a catch-all.
-  int64_t change = kBaseMs + uniform(1, 5) * kMsPerHour;
-  f.prices.push_back({"NVIDIA-H200", "*", CapacityType::kOnDemand,
-                      Money::FromMicros(uniform(1, 9'999'999)), {0, change}});
-  f.prices.push_back({"NVIDIA-H200", "*", CapacityType::kOnDemand,
-                      Money::FromMicros(uniform(1, 9'999'999)), {change, kForever}});
-  f.prices.push_back({"*", "*", CapacityType::kOnDemand, Money::FromMicros(uniform(1, 9'999'999)),
-                      {0, kForever}});
-  return f;
-}
-
-// The exact cost of all capacity in service during `window`, rounded once: what the
-// fleet cost, independent of how it was used.
-Money FleetCost(Ledger& ledger, const TimeRange& window) {
-  auto devices = *ledger::internal_StoreOf(ledger).ListDevices();
-  auto book = *ledger.Prices();
-  std::map<int64_t, int64_t> child_ticks;
-  for (const auto& d : devices) {
-    if (d.parent_id) child_ticks[d.parent_id] += d.device.share.ticks();
-  }
-  CostNumerator exact = 0;
-  for (const auto& d : devices) {
-    if (d.in_service_ms == 0) continue;
-    int64_t ticks = d.parent_id ? d.device.share.ticks() : kShareScale - child_ticks[d.id];
-    TimeRange span = window.Intersect({d.in_service_ms, kForever});
-    for (int64_t t = span.begin_ms; t < span.end_ms;) {
-      int64_t end = std::min(span.end_ms, FloorTo(t, kMsPerHour) + kMsPerHour);
-      auto price = book.PriceAt(d.device.model, d.device.pool, d.device.capacity_type, t);
-      exact += CostOf(end - t, ticks, *price);
-      t = end;
-    }
-  }
-  return RoundCost(exact);
-}
-
-int64_t InServiceTicks(Ledger& ledger, const TimeRange& window) {
-  auto devices = *ledger::internal_StoreOf(ledger).ListDevices();
-  std::map<int64_t, int64_t> child_ticks;
-  for (const auto& d : devices) {
-    if (d.parent_id) child_ticks[d.parent_id] += d.device.share.ticks();
-  }
-  int64_t total = 0;
-  for (const auto& d : devices) {
-    if (d.in_service_ms == 0) continue;
-    int64_t ticks = d.parent_id ? d.device.share.ticks() : kShareScale - child_ticks[d.id];
-    total += window.Intersect({d.in_service_ms, kForever}).length_ms() * ticks;
-  }
-  return total;
-}
+using testing::MakeRandomFleet;
+using testing::RandomFleet;
 
 class ConservationTest : public ::testing::TestWithParam<uint64_t> {};
 
 TEST_P(ConservationTest, BucketsAndCostsAddUpForAnyWindow) {
-  RandomFleet fleet = MakeFleet(GetParam());
+  RandomFleet fleet = MakeRandomFleet(GetParam());
   testing::TempLedger t;
-  ASSERT_TRUE(t.ledger().SetPrices(*PriceBook::Create(fleet.prices)).ok());
+  PriceBook book = *PriceBook::Create(fleet.prices);
+  ASSERT_TRUE(t.ledger().SetPrices(book).ok());
   for (const Batch& b : fleet.batches) {
     auto r = t.ledger().Ingest(b);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
+  const reference::Model model(fleet.batches, book);
   std::mt19937_64 rng(GetParam() * 31 + 7);
   for (int w = 0; w < 6; ++w) {
     int64_t a = kBaseMs + static_cast<int64_t>(rng() % (7 * 3600)) * 1000 - kMsPerHour +
@@ -179,12 +48,12 @@ TEST_P(ConservationTest, BucketsAndCostsAddUpForAnyWindow) {
     ASSERT_EQ(report->window, (TimeRange{a, std::max(a, std::min(b, data_end))}));
     window = report->window;
     // Time: every GPU-millisecond in service lands in exactly one bucket.
-    EXPECT_EQ(report->total.total_ticks_ms(), InServiceTicks(t.ledger(), window));
+    EXPECT_EQ(report->total.total_ticks_ms(), model.InServiceTicks(window));
     // Money: the rows add up to the total, and the total is the fleet's cost.
     Money rows;
     for (const auto& row : report->rows) rows += row.total_cost();
     EXPECT_EQ(rows, report->total.total_cost());
-    EXPECT_EQ(report->total.total_cost(), FleetCost(t.ledger(), window));
+    EXPECT_EQ(report->total.total_cost(), RoundCost(model.FleetCost(window)));
 
     // Additivity: a window split in two gives the same time in every bucket.
     int64_t mid = a + static_cast<int64_t>(rng() % static_cast<uint64_t>(b - a));
@@ -205,7 +74,7 @@ TEST_P(ConservationTest, BucketsAndCostsAddUpForAnyWindow) {
 // Grouping by hour is the window's time series: each hour's rows are that hour's usage
 // (clipped to the window), and together they add up to the ungrouped report.
 TEST_P(ConservationTest, HourlySeriesAddsUpToTheWindow) {
-  RandomFleet fleet = MakeFleet(GetParam());
+  RandomFleet fleet = MakeRandomFleet(GetParam());
   testing::TempLedger t;
   ASSERT_TRUE(t.ledger().SetPrices(*PriceBook::Create(fleet.prices)).ok());
   for (const Batch& b : fleet.batches) ASSERT_TRUE(t.ledger().Ingest(b).ok());
@@ -251,7 +120,7 @@ TEST_P(ConservationTest, HourlySeriesAddsUpToTheWindow) {
 }
 
 TEST_P(ConservationTest, ImportingTheSameBatchesTwiceChangesNothing) {
-  RandomFleet fleet = MakeFleet(GetParam());
+  RandomFleet fleet = MakeRandomFleet(GetParam());
   testing::TempLedger t;
   ASSERT_TRUE(t.ledger().SetPrices(*PriceBook::Create(fleet.prices)).ok());
   for (const Batch& b : fleet.batches) ASSERT_TRUE(t.ledger().Ingest(b).ok());
@@ -272,7 +141,7 @@ TEST_P(ConservationTest, ImportingTheSameBatchesTwiceChangesNothing) {
 }
 
 TEST_P(ConservationTest, ArrivalOrderDoesNotMatter) {
-  RandomFleet fleet = MakeFleet(GetParam());
+  RandomFleet fleet = MakeRandomFleet(GetParam());
   testing::TempLedger in_order, reversed;
   auto book = *PriceBook::Create(fleet.prices);
   ASSERT_TRUE(in_order.ledger().SetPrices(book).ok());

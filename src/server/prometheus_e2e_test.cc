@@ -13,6 +13,7 @@
 #include <map>
 #include <thread>
 
+#include "core/testing/missing_component.h"
 #include "server/scrape.h"
 #include "server/test_support.h"
 #include "wire/prometheus/prom_text.h"
@@ -78,10 +79,12 @@ std::map<std::string, DeviceView> View(ledger::Ledger& l) {
 
 TEST(PrometheusE2ETest, RemoteWriteFromRealPrometheusAndScrapeGiveTheSameLedger) {
   if (access("/usr/bin/prometheus", X_OK) != 0) {
-    GTEST_SKIP() << "/usr/bin/prometheus not installed (Debian package prometheus)";
+    GPULEDGER_SKIP_OR_FAIL_IN_CI() << "/usr/bin/prometheus not installed (Debian: prometheus)";
   }
   for (const char* name : kCaptures) {
-    if (Capture(name).empty()) GTEST_SKIP() << "capture " << name << " not found under ../shared/data";
+    if (Capture(name).empty()) {
+      GPULEDGER_SKIP_OR_FAIL_IN_CI() << "capture " << name << " not found under ../shared/data";
+    }
   }
   TempDir dir;
   StaticExporter exporter;

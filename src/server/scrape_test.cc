@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/testing/missing_component.h"
 #include "ledger/mfu.h"
 #include "server/client.h"
 #include "server/metrics.h"
@@ -230,7 +231,9 @@ std::vector<ServingSnapshot> Expected(const std::string& text, int64_t t_ms) {
 TEST_F(ScrapeTest, RealVllmExpositionBecomesTheServingJobsSnapshots) {
   std::string text = testing::ReadFileOrEmpty(std::string(GPULEDGER_SHARED_DATA_DIR) +
                                               "/telemetry/vllm/vllm_v1_idle.prom");
-  if (text.empty()) GTEST_SKIP() << "the vLLM capture is absent from ../shared/data";
+  if (text.empty()) {
+    GPULEDGER_SKIP_OR_FAIL_IN_CI() << "the vLLM capture is absent from ../shared/data";
+  }
   endpoint_.Serve(text);
   ScrapeTarget target = Target(ScrapeKind::kServing, kServingJob);
 

@@ -78,6 +78,7 @@ struct Server::Impl {
   std::unique_ptr<DcgmIngestor> ingestor;
   std::unique_ptr<Scraper> scraper;
   httplib::Server http;
+  std::vector<RouteSpec> routes;  // what Route() registered with `http`, in order
   std::string host;
   int port = 0;
   std::thread listen_thread;
@@ -323,6 +324,19 @@ struct Server::Impl {
     }
   }
 
+  // Registers a route with `http` and lists it in `routes`: the list is the
+  // registrations themselves, so it cannot drift from what the server answers.
+  template <class Handler>
+  void Get(const std::string& pattern, Handler handler) {
+    routes.push_back({"GET", pattern});
+    http.Get(pattern, std::move(handler));
+  }
+  template <class Handler>
+  void Post(const std::string& pattern, Handler handler) {
+    routes.push_back({"POST", pattern});
+    http.Post(pattern, std::move(handler));
+  }
+
   void Route() {
     auto route = [this](std::string name, auto fn) {
       return [this, name = std::move(name), fn](const httplib::Request& req, httplib::Response& res) {
@@ -337,70 +351,70 @@ struct Server::Impl {
         metrics.Add(MetricId::kHttpRequests, {name, std::to_string(res.status)});
       };
     };
-    http.Post("/api/v1/batches", route_body("batches", [this](const auto& req, auto& res, const auto& reader) {
+    Post("/api/v1/batches", route_body("batches", [this](const auto& req, auto& res, const auto& reader) {
                 HandleBatches(req, res, reader);
               }));
-    http.Post("/api/v1/write", route_body("write", [this](const auto& req, auto& res, const auto& reader) {
+    Post("/api/v1/write", route_body("write", [this](const auto& req, auto& res, const auto& reader) {
                 HandleRemoteWrite(req, res, reader);
               }));
-    http.Get("/healthz", route("healthz", [](const auto&, auto& res) { res.set_content("ok\n", "text/plain"); }));
-    http.Get("/metrics", route("metrics", [this](const auto& req, auto& res) {
+    Get("/healthz", route("healthz", [](const auto&, auto& res) { res.set_content("ok\n", "text/plain"); }));
+    Get("/metrics", route("metrics", [this](const auto& req, auto& res) {
                if (!Authorize(req, res, kReaders)) return;
                RefreshFleetMetrics();
                auto text = metrics.Render();
                if (!text.ok()) return Send(res, ErrorReply(text.status()));
                res.set_content(*text, "text/plain; version=0.0.4; charset=utf-8");
              }));
-    http.Get("/api/v1/fleet", route("fleet", [this](const auto& req, auto& res) {
+    Get("/api/v1/fleet", route("fleet", [this](const auto& req, auto& res) {
                Query(req, res, kReaders, [&](const QueryContext& q) { return FleetReply(q); });
              }));
-    http.Get("/api/v1/usage", route("usage", [this](const auto& req, auto& res) {
+    Get("/api/v1/usage", route("usage", [this](const auto& req, auto& res) {
                Query(req, res, kReaders, [&](const QueryContext& q) { return UsageReply(q, Params(req)); });
              }));
-    http.Get("/api/v1/chargeback", route("chargeback", [this](const auto& req, auto& res) {
+    Get("/api/v1/chargeback", route("chargeback", [this](const auto& req, auto& res) {
                Query(req, res, kReaders, [&](const QueryContext& q) { return ChargebackReply(q, Params(req)); });
              }));
-    http.Get("/api/v1/jobs", route("jobs", [this](const auto& req, auto& res) {
+    Get("/api/v1/jobs", route("jobs", [this](const auto& req, auto& res) {
                Query(req, res, kReaders, [&](const QueryContext& q) { return JobsReply(q); });
              }));
     // The more specific job routes first: /jobs/(.+) would take them too. Job ids may hold
     // "/" (k8s/ns/pod), so the id is everything before the last /mfu or /serving.
-    http.Get(R"(/api/v1/jobs/(.+)/mfu)", route("job_mfu", [this](const auto& req, auto& res) {
+    Get(R"(/api/v1/jobs/(.+)/mfu)", route("job_mfu", [this](const auto& req, auto& res) {
                std::string id = req.matches[1];
                Query(req, res, kReaders, [&](const QueryContext& q) { return JobMfuReply(q, id, Params(req)); });
              }));
-    http.Get(R"(/api/v1/jobs/(.+)/serving)", route("job_serving", [this](const auto& req, auto& res) {
+    Get(R"(/api/v1/jobs/(.+)/serving)", route("job_serving", [this](const auto& req, auto& res) {
                std::string id = req.matches[1];
                Query(req, res, kReaders, [&](const QueryContext& q) { return JobServingReply(q, id, Params(req)); });
              }));
-    http.Get("/api/v1/recommendations", route("recommendations", [this](const auto& req, auto& res) {
+    Get("/api/v1/recommendations", route("recommendations", [this](const auto& req, auto& res) {
                Query(req, res, kReaders, [&](const QueryContext& q) { return RecommendationsReply(q, Params(req)); });
              }));
-    http.Get("/api/v1/reports/weekly", route("report_weekly", [this](const auto& req, auto& res) {
+    Get("/api/v1/reports/weekly", route("report_weekly", [this](const auto& req, auto& res) {
                Query(req, res, kAdmins, [&](const QueryContext& q) { return WeeklyReportReply(q, Params(req)); });
              }));
-    http.Get(R"(/api/v1/jobs/(.+))", route("job", [this](const auto& req, auto& res) {
+    Get(R"(/api/v1/jobs/(.+))", route("job", [this](const auto& req, auto& res) {
                std::string id = req.matches[1];
                Query(req, res, kReaders, [&](const QueryContext& q) { return JobReply(q, id); });
              }));
     // The dashboard's files: no data in them, so no token; the page asks the API with one.
-    http.Get("/", route("dashboard", [this](const auto& req, auto& res) { ServeAsset(req, res, "index.html"); }));
-    http.Get(R"(/assets/([A-Za-z0-9._-]+))", route("dashboard", [this](const auto& req, auto& res) {
+    Get("/", route("dashboard", [this](const auto& req, auto& res) { ServeAsset(req, res, "index.html"); }));
+    Get(R"(/assets/([A-Za-z0-9._-]+))", route("dashboard", [this](const auto& req, auto& res) {
                ServeAsset(req, res, req.matches[1].str());
              }));
-    http.Get("/api/v1/info", route("info", [this](const auto& req, auto& res) {
+    Get("/api/v1/info", route("info", [this](const auto& req, auto& res) {
                Query(req, res, kReaders, [&](const QueryContext& q) { return InfoReply(q); });
              }));
-    http.Get("/api/v1/series", route("series", [this](const auto& req, auto& res) {
+    Get("/api/v1/series", route("series", [this](const auto& req, auto& res) {
                Query(req, res, kReaders, [&](const QueryContext& q) { return SeriesReply(q, Params(req)); });
              }));
-    http.Get("/api/v1/heatmap", route("heatmap", [this](const auto& req, auto& res) {
+    Get("/api/v1/heatmap", route("heatmap", [this](const auto& req, auto& res) {
                Query(req, res, kReaders, [&](const QueryContext& q) { return HeatmapReply(q, Params(req)); });
              }));
-    http.Get("/api/v1/budgets", route("budgets", [this](const auto& req, auto& res) {
+    Get("/api/v1/budgets", route("budgets", [this](const auto& req, auto& res) {
                Query(req, res, kReaders, [&](const QueryContext& q) { return BudgetsReply(q, Params(req)); });
              }));
-    http.Get("/api/v1/waste", route("waste", [this](const auto& req, auto& res) {
+    Get("/api/v1/waste", route("waste", [this](const auto& req, auto& res) {
                Query(req, res, kAdmins, [&](const QueryContext& q) { return WasteReply(q, Params(req)); });
              }));
     http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -518,5 +532,7 @@ void Server::Stop() {
 }
 
 MetricsRegistry& Server::metrics() { return impl_->metrics; }
+
+std::vector<RouteSpec> Server::Routes() const { return impl_->routes; }
 
 }  // namespace gpuledger::server

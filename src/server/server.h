@@ -57,6 +57,15 @@ Result<std::pair<std::string, int>> ParseListenAddress(const std::string& listen
 // 127.0.0.0/8, ::1 and "localhost".
 bool IsLoopbackHost(const std::string& host);
 
+// One route the server answers: its HTTP method and its path pattern as registered
+// (cpp-httplib's: a literal path, or a regular expression whose groups are the path's
+// parameters, e.g. "/api/v1/jobs/(.+)/mfu" for docs/openapi.yaml's /api/v1/jobs/{id}/mfu).
+struct RouteSpec {
+  std::string method;  // "GET", "POST"
+  std::string pattern;
+  bool operator==(const RouteSpec&) const = default;
+};
+
 class Server {
  public:
   // `ledger` and `clock` must outlive the server. Fails on a bad listen address, a
@@ -80,6 +89,10 @@ class Server {
   void Stop();
 
   MetricsRegistry& metrics();
+
+  // Every route Start() registered, in the order it tried them (the first match
+  // answers); empty before Start.
+  std::vector<RouteSpec> Routes() const;
 
  private:
   struct Impl;

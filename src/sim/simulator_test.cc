@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/testing/missing_component.h"
 #include "sim/pool_state.h"
 
 namespace gpuledger::sim {
@@ -369,7 +370,9 @@ namespace {
 // The Philly validation of docs/simulator.md, checked for its direction, not its digits.
 TEST(PhillyReplayTest, PoliciesOrderAsPublishedReplaysDo) {
   const std::string trace_path = std::string(GPULEDGER_SHARED_DATA_DIR) + "/traces/philly_pollux.csv";
-  if (!std::filesystem::exists(trace_path)) GTEST_SKIP() << "shared trace absent: " << trace_path;
+  if (!std::filesystem::exists(trace_path)) {
+    GPULEDGER_SKIP_OR_FAIL_IN_CI() << "shared trace absent: " << trace_path;
+  }
   auto trace = ReadTraceFile(trace_path, TraceFormat::kPhilly, ReadOptions());
   ASSERT_TRUE(trace.ok()) << trace.status().ToString();
   auto cluster = LoadClusterFile(std::string(GPULEDGER_SOURCE_DIR) + "/src/sim/testdata/philly_640.toml");

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/testing/missing_component.h"
 #include "core/time.h"
 
 namespace gpuledger::sim {
@@ -237,7 +238,9 @@ class SharedTraceTest : public ::testing::TestWithParam<SharedTrace> {};
 
 TEST_P(SharedTraceTest, ReadsWithoutBadLines) {
   const std::string path = kTraces + "/" + GetParam().file;
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared trace absent: " << path;
+  if (!std::filesystem::exists(path)) {
+    GPULEDGER_SKIP_OR_FAIL_IN_CI() << "shared trace absent: " << path;
+  }
   auto t = ReadTraceFileGuessing(path, ReadOptions());
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_GE(t->jobs.size(), GetParam().min_jobs);

@@ -11,6 +11,7 @@
 
 #include <sqlite3.h>
 
+#include "core/testing/missing_component.h"
 #include "store/store.h"
 
 namespace gpuledger::store {
@@ -498,7 +499,9 @@ TEST_F(SqliteStoreTest, MigratesOneRowPerSampleIntoChunks) {
   }
   sql += "DROP TABLE sample_chunks; UPDATE meta SET value='4' WHERE key='schema_version';";
   std::string cmd = "sqlite3 " + (dir_ / "ledger.db").string() + " \"" + sql + "\" 2>&1";
-  if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "sqlite3 shell not installed";
+  if (std::system(cmd.c_str()) != 0) {
+    GPULEDGER_SKIP_OR_FAIL_IN_CI() << "sqlite3 shell not installed";
+  }
   Reopen();
   auto after = *store_->Samples(store_->ListDevices()->at(0).id, {kT0, kT0 + kMsPerHour});
   ASSERT_EQ(after.size(), before.size());
@@ -519,7 +522,9 @@ TEST_F(SqliteStoreTest, RefusesAStoreFromANewerBuild) {
   // Pretend a future build migrated it further.
   std::string cmd = "sqlite3 " + (dir_ / "ledger.db").string() +
                     " \"UPDATE meta SET value='999' WHERE key='schema_version'\" 2>/dev/null";
-  if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "sqlite3 shell not installed";
+  if (std::system(cmd.c_str()) != 0) {
+    GPULEDGER_SKIP_OR_FAIL_IN_CI() << "sqlite3 shell not installed";
+  }
   auto s = OpenSqliteStore((dir_ / "ledger.db").string());
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(s.status().message(), HasSubstr("newer than this build"));

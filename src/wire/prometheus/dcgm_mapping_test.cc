@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <set>
 
+#include "core/testing/missing_component.h"
 #include "wire/prometheus/test_util.h"
 
 namespace gpuledger::prometheus {
@@ -392,7 +393,7 @@ TEST(DcgmMappingTest, HugeLabelValuesDoNotBreakRegexRules) {
 
 TEST(DcgmMappingRealDataTest, EveryCaptureMapsToOneDeviceWithUtilization) {
   std::filesystem::path dir = testutil::SharedData("telemetry/dcgm_exporter");
-  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no shared data at " << dir;
+  if (!std::filesystem::exists(dir)) GPULEDGER_SKIP_OR_FAIL_IN_CI() << "no shared data at " << dir;
   DcgmMapper m = Mapper();
   size_t files = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
@@ -423,7 +424,7 @@ TEST(DcgmMappingRealDataTest, EveryCaptureMapsToOneDeviceWithUtilization) {
 TEST(DcgmMappingRealDataTest, T4CaptureFiguresAreConverted) {
   std::optional<std::string> text = testutil::ReadFile(
       testutil::SharedData("telemetry/dcgm_exporter/T4_ericsson_dcgm-exporter.prom"));
-  if (!text) GTEST_SKIP() << "no shared data";
+  if (!text) GPULEDGER_SKIP_OR_FAIL_IN_CI() << "no shared data";
   Result<DcgmBatch> r = Mapper().MapScrape(ParseOrDie(*text), kScrapeMs);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const Sample& s = r->samples.at(0);
@@ -441,7 +442,7 @@ TEST(DcgmMappingRealDataTest, T4CaptureFiguresAreConverted) {
 TEST(DcgmMappingRealDataTest, MigSnippetsGiveMigDevicesAndPods) {
   std::optional<std::string> text =
       testutil::ReadFile(testutil::SharedData("telemetry/dcgm_exporter/mig_label_snippets.txt"));
-  if (!text) GTEST_SKIP() << "no shared data";
+  if (!text) GPULEDGER_SKIP_OR_FAIL_IN_CI() << "no shared data";
   Result<DcgmBatch> r = Mapper().MapScrape(ParseOrDie(*text, ParseMode::kLenient), kScrapeMs);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const std::string h100 = "GPU-58e8f5ea-13cc-013a-d88f-2bcf5ae8bc77";
@@ -466,7 +467,7 @@ TEST(DcgmMappingRealDataTest, MigSnippetsGiveMigDevicesAndPods) {
 TEST(DcgmMappingRealDataTest, VllmScrapeIsAllIgnored) {
   std::optional<std::string> text =
       testutil::ReadFile(testutil::SharedData("telemetry/vllm/vllm_v1_idle.prom"));
-  if (!text) GTEST_SKIP() << "no shared data";
+  if (!text) GPULEDGER_SKIP_OR_FAIL_IN_CI() << "no shared data";
   std::vector<Family> families = ParseOrDie(*text);
   Result<DcgmBatch> r = Mapper().MapScrape(families, kScrapeMs);
   ASSERT_TRUE(r.ok()) << r.status().ToString();

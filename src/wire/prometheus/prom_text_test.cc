@@ -12,6 +12,7 @@
 #include <limits>
 #include <random>
 
+#include "core/testing/missing_component.h"
 #include "wire/prometheus/test_util.h"
 
 namespace gpuledger::prometheus {
@@ -400,7 +401,9 @@ size_t CountSampleLines(const std::string& text) {
 
 TEST(PromTextRealDataTest, DcgmExporterCapturesParseStrictly) {
   std::vector<std::filesystem::path> files = DcgmCaptures();
-  if (files.empty()) GTEST_SKIP() << "no shared data at " << GPULEDGER_SHARED_DATA_DIR;
+  if (files.empty()) {
+    GPULEDGER_SKIP_OR_FAIL_IN_CI() << "no shared data at " << GPULEDGER_SHARED_DATA_DIR;
+  }
   for (const auto& path : files) {
     SCOPED_TRACE(path.filename().string());
     std::string text = testutil::ReadFile(path.string()).value_or("");
@@ -420,7 +423,7 @@ TEST(PromTextRealDataTest, DcgmExporterCapturesParseStrictly) {
 TEST(PromTextRealDataTest, VllmCaptureParsesWithEveryHistogramGrouped) {
   std::optional<std::string> text =
       testutil::ReadFile(testutil::SharedData("telemetry/vllm/vllm_v1_idle.prom"));
-  if (!text) GTEST_SKIP() << "no shared data at " << GPULEDGER_SHARED_DATA_DIR;
+  if (!text) GPULEDGER_SKIP_OR_FAIL_IN_CI() << "no shared data at " << GPULEDGER_SHARED_DATA_DIR;
   ParsedText p = MustParse(*text);
   size_t type_lines = 0;
   for (size_t pos = text->find("# TYPE "); pos != std::string::npos;
@@ -456,7 +459,7 @@ TEST(PromTextRealDataTest, VllmCaptureParsesWithEveryHistogramGrouped) {
 TEST(PromTextRealDataTest, MigSnippetsNeedLenientModeForTheValuelessLine) {
   std::string path = testutil::SharedData("telemetry/dcgm_exporter/mig_label_snippets.txt");
   std::optional<std::string> text = testutil::ReadFile(path);
-  if (!text) GTEST_SKIP() << "no shared data at " << GPULEDGER_SHARED_DATA_DIR;
+  if (!text) GPULEDGER_SKIP_OR_FAIL_IN_CI() << "no shared data at " << GPULEDGER_SHARED_DATA_DIR;
   // The last excerpt was pasted without its value: strict mode names that line.
   Result<ParsedText> strict = ParseText(*text);
   ASSERT_FALSE(strict.ok());
@@ -621,7 +624,9 @@ std::pair<int, std::string> Promtool(const std::string& promtool, const std::str
 
 TEST(PromtoolTest, WriterOutputPassesPromtoolCheckMetrics) {
   std::optional<std::string> promtool = FindPromtool();
-  if (!promtool) GTEST_SKIP() << "promtool not installed (Debian package prometheus)";
+  if (!promtool) {
+    GPULEDGER_SKIP_OR_FAIL_IN_CI() << "promtool not installed (Debian package prometheus)";
+  }
   auto [code, output] = Promtool(*promtool, WriteCatalogExposition(), "catalog");
   EXPECT_EQ(code, 0) << output;
   EXPECT_EQ(output, "");
@@ -633,7 +638,9 @@ TEST(PromtoolTest, WriterOutputPassesPromtoolCheckMetrics) {
 
 TEST(PromtoolTest, RewrittenCapturesStillParseInPromtool) {
   std::optional<std::string> promtool = FindPromtool();
-  if (!promtool) GTEST_SKIP() << "promtool not installed (Debian package prometheus)";
+  if (!promtool) {
+    GPULEDGER_SKIP_OR_FAIL_IN_CI() << "promtool not installed (Debian package prometheus)";
+  }
   std::vector<std::string> texts;
   texts.push_back(testutil::ReadFile(testutil::Testdata("edge_cases.prom")).value_or(""));
   std::optional<std::string> vllm =
