@@ -15,6 +15,7 @@ ledger::LedgerOptions LedgerOptionsFrom(const config::LedgerSection& section) {
   ledger::LedgerOptions options;
   config::Overlay(section.staleness_limit_ms, options.staleness_override_ms);
   config::Overlay(section.max_future_skew_ms, options.max_future_skew_ms);
+  config::Overlay(section.retire_after_ms, options.retire_after_ms);
   return options;
 }
 

@@ -320,7 +320,8 @@ Status ReadBudgets(const std::string& file, const toml::table& t, int64_t line, 
 Status ReadLedger(const std::string& file, const toml::table& t, int64_t line, LedgerSection& s) {
   s.where = Where(file, line, "ledger");
   Reader r(file, t, s.where);
-  GPULEDGER_RETURN_IF_ERROR(r.Known({"staleness_limit", "max_future_skew", "raw_retention"}));
+  GPULEDGER_RETURN_IF_ERROR(r.Known({"staleness_limit", "max_future_skew", "raw_retention", "retire_after"}));
+  GPULEDGER_RETURN_IF_ERROR(r.Duration("retire_after", s.retire_after_ms));
   GPULEDGER_RETURN_IF_ERROR(r.Duration("staleness_limit", s.staleness_limit_ms));
   GPULEDGER_RETURN_IF_ERROR(r.Duration("max_future_skew", s.max_future_skew_ms));
   return r.Duration("raw_retention", s.raw_retention_ms);

@@ -76,6 +76,7 @@ struct LedgerSection {
   std::optional<int64_t> staleness_limit_ms;
   std::optional<int64_t> max_future_skew_ms;
   std::optional<int64_t> raw_retention_ms;
+  std::optional<int64_t> retire_after_ms;
   Where where{"", 0, "ledger"};
 };
 

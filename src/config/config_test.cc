@@ -297,6 +297,7 @@ TEST(ConfigTest, BadValuesNameTheLineOfTheValue) {
 TEST(ConfigTest, EveryDurationKeyReadsTheSameGrammar) {
   const std::vector<std::pair<std::string, std::string>> keys = {
       {"ledger", "staleness_limit"}, {"ledger", "max_future_skew"},  {"ledger", "raw_retention"},
+      {"ledger", "retire_after"},
       {"server", "max_sample_age"},  {"server", "read_timeout"},     {"server", "write_timeout"},
       {"server.remote_write", "hold_timeout"}, {"agent", "interval"}, {"agent", "push_interval"},
   };
@@ -307,6 +308,7 @@ TEST(ConfigTest, EveryDurationKeyReadsTheSameGrammar) {
     if (key == "staleness_limit") return c.ledger.staleness_limit_ms;
     if (key == "max_future_skew") return c.ledger.max_future_skew_ms;
     if (key == "raw_retention") return c.ledger.raw_retention_ms;
+    if (key == "retire_after") return c.ledger.retire_after_ms;
     if (key == "max_sample_age") return c.server.max_sample_age_ms;
     if (key == "read_timeout") return c.server.read_timeout_ms;
     if (key == "write_timeout") return c.server.write_timeout_ms;

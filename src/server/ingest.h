@@ -89,7 +89,7 @@ class GroupCommitter {
    public:
     virtual ~Ticket() = default;
     // Called once inside the group, in arrival order, on the leading thread, with the
-    // ledger lock and the store held: apply what the request brings through `group`.
+    // store's writer held: apply what the request brings through `group`.
     // Not called when the group could not be begun.
     virtual void Apply(Group& group) = 0;
     // Called once after the group's commit, before the request's thread wakes: `commit`
@@ -111,7 +111,7 @@ class GroupCommitter {
   };
 
   // A group takes at most `max_group_tickets` waiting requests (the rest wait for the
-  // next): a bound on how long one commit holds the ledger.
+  // next): a bound on how long one commit holds the store's writer.
   GroupCommitter(BeginFn begin, ValidateFn validate, size_t max_group_tickets = 64);
 
   // Runs `ticket` in a group; returns once its Finish has run.

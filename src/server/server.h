@@ -5,8 +5,9 @@
 //
 // Consistency: each batch is validated on its request's thread, then applied with the
 // batches waiting beside it in one group commit (each under its own savepoint, one
-// durable commit for all) before it is acknowledged; queries and rollup refreshes run
-// under one lock that a group commit also holds, so a query never sees half of anything.
+// durable commit for all) before it is acknowledged. Queries call the ledger directly,
+// with no lock of the server's: each reads a store snapshot (ledger/ledger.h), so it
+// never sees half of a group and never waits for one; rollups are refreshed beside both.
 // The dashboard (docs/dashboard.md) is served at /.
 #pragma once
 
