@@ -43,6 +43,10 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentConfig& config, AgentEnv
   a->attributor_ = std::make_unique<Attributor>(
       Attributor::Options{config.proc_root, config.mapping_file, config.hpc_job_mapping_dir}, env.slurm);
 
+  // Nothing shares the agent yet; the locks are taken for the analysis' sake (and cost
+  // nothing uncontended).
+  MutexLock spool_lock(a->spool_mu_);
+  MutexLock lock(a->mu_);
   GPULEDGER_ASSIGN_OR_RETURN(a->spool_, Spool::Open(config.spool_dir, config.spool_max_bytes));
   a->spool_->set_drop_callback([](const std::string& line) { spdlog::error("agent: {}", line); });
   if (a->spool_->size() > 0) {
@@ -115,7 +119,7 @@ void Agent::CollectOnce() {
   if (time_moved) last_t_ms_ = t;
   double cpu = ThreadCpuSeconds() - cpu0;
 
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (time_moved) {
     assembler_->Add(t, span_start, std::move(samples), holdings);
   } else {
@@ -134,7 +138,7 @@ void Agent::CollectOnce() {
 std::shared_ptr<const std::string> Agent::MetricsText() const {
   std::shared_ptr<const Published> p;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     p = published_;
   }
   if (!p) return nullptr;
@@ -145,16 +149,16 @@ std::shared_ptr<const std::string> Agent::MetricsText() const {
 Status Agent::FlushBatch() {
   std::optional<Batch> batch;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     batch = assembler_->Take();
     if (Status st = assembler_->SaveState(); !st.ok()) spdlog::error("agent: {}", st.message());
   }
   if (!batch) return Status::Ok();
   std::string doc = wire::WriteBatch(*batch);
-  std::lock_guard lock(spool_mu_);
+  MutexLock lock(spool_mu_);
   Status st = spool_->Append(doc);
   if (!st.ok()) return st.WithContext(fmt::format("batch {}", batch->batch_id));
-  std::lock_guard lock2(mu_);
+  MutexLock lock2(mu_);
   counters_.spool_bytes = spool_->bytes();
   counters_.spool_batches = spool_->size();
   counters_.spool_dropped_batches = static_cast<int64_t>(spool_->dropped_batches());
@@ -162,10 +166,10 @@ Status Agent::FlushBatch() {
 }
 
 int64_t Agent::PushOnce() {
-  std::lock_guard lock(spool_mu_);
+  MutexLock lock(spool_mu_);
   if (!pusher_) return 0;
   int64_t sent = pusher_->Drain();
-  std::lock_guard lock2(mu_);
+  MutexLock lock2(mu_);
   const PushStats& s = pusher_->stats();
   counters_.pushed_batches = s.sent;
   counters_.push_failures = s.failures;
@@ -179,12 +183,12 @@ int64_t Agent::PushOnce() {
 }
 
 AgentCounters Agent::counters() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return counters_;
 }
 
 size_t Agent::spool_batches() const {
-  std::lock_guard lock(spool_mu_);
+  MutexLock lock(spool_mu_);
   return spool_->size();
 }
 
@@ -195,7 +199,7 @@ Status Agent::Start() {
     server_ = std::move(server).value();
   }
   {
-    std::lock_guard lock(stop_mu_);
+    MutexLock lock(stop_mu_);
     stopping_ = false;
   }
   collect_thread_ = std::thread([this] { CollectionLoop(); });
@@ -216,13 +220,13 @@ void Agent::CollectionLoop() {
       // back to back.
       auto behind = (now - next) / interval + 1;
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         counters_.cycles_skipped += behind;
       }
       next += behind * interval;
     }
-    std::unique_lock lock(stop_mu_);
-    if (stop_cv_.wait_until(lock, next, [this] { return stopping_; })) return;
+    MutexLock lock(stop_mu_);
+    if (stop_cv_.WaitUntil(stop_mu_, next, [this]() REQUIRES(stop_mu_) { return stopping_; })) return;
   }
 }
 
@@ -233,9 +237,9 @@ void Agent::PushLoop() {
   auto next_flush = Steady::now() + push_interval;
   for (;;) {
     {
-      std::unique_lock lock(stop_mu_);
+      MutexLock lock(stop_mu_);
       auto wake = std::min(next_flush, Steady::now() + poll);
-      if (stop_cv_.wait_until(lock, wake, [this] { return stopping_; })) return;
+      if (stop_cv_.WaitUntil(stop_mu_, wake, [this]() REQUIRES(stop_mu_) { return stopping_; })) return;
     }
     auto now = Steady::now();
     if (now >= next_flush) {
@@ -249,10 +253,10 @@ void Agent::PushLoop() {
 void Agent::Stop() {
   bool was_running = collect_thread_.joinable() || push_thread_.joinable();
   {
-    std::lock_guard lock(stop_mu_);
+    MutexLock lock(stop_mu_);
     stopping_ = true;
   }
-  stop_cv_.notify_all();
+  stop_cv_.NotifyAll();
   if (collect_thread_.joinable()) collect_thread_.join();
   if (push_thread_.joinable()) push_thread_.join();
   if (server_) server_->Stop();

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "agent/agent_config.h"
 #include "agent/attribution.h"
 #include "agent/batch_assembler.h"
@@ -73,7 +74,7 @@ class Agent {
   const std::vector<nvml::DeviceInfo>& devices() const { return *devices_; }
   // The pusher (null without a sink). Unsynchronized: for tests that drive the agent
   // from one thread (CollectOnce/FlushBatch/PushOnce), never while Start()ed.
-  const Pusher* pusher() const { return pusher_.get(); }
+  const Pusher* pusher() const NO_THREAD_SAFETY_ANALYSIS { return pusher_.get(); }
   // Batches waiting in the spool. Thread-safe.
   size_t spool_batches() const;
 
@@ -92,19 +93,19 @@ class Agent {
   int64_t last_t_ms_ = 0;                   // collection side only
   std::string last_refresh_error_;          // collection side only
 
-  mutable std::mutex mu_;
-  std::unique_ptr<BatchAssembler> assembler_;  // GUARDED_BY(mu_)
-  AgentCounters counters_;                     // GUARDED_BY(mu_)
-  std::shared_ptr<const Published> published_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::unique_ptr<BatchAssembler> assembler_ GUARDED_BY(mu_);
+  AgentCounters counters_ GUARDED_BY(mu_);
+  std::shared_ptr<const Published> published_ GUARDED_BY(mu_);
 
-  mutable std::mutex spool_mu_;
-  std::unique_ptr<Spool> spool_;    // GUARDED_BY(spool_mu_)
-  std::unique_ptr<Pusher> pusher_;  // GUARDED_BY(spool_mu_); null without a sink
+  mutable Mutex spool_mu_;
+  std::unique_ptr<Spool> spool_ GUARDED_BY(spool_mu_);
+  std::unique_ptr<Pusher> pusher_ GUARDED_BY(spool_mu_);  // null without a sink
 
   std::unique_ptr<MetricsServer> server_;
-  std::mutex stop_mu_;
-  std::condition_variable stop_cv_;
-  bool stopping_ = false;  // GUARDED_BY(stop_mu_)
+  Mutex stop_mu_;
+  CondVar stop_cv_;
+  bool stopping_ GUARDED_BY(stop_mu_) = false;
   std::thread collect_thread_;
   std::thread push_thread_;
 };

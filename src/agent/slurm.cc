@@ -147,7 +147,7 @@ ScontrolResolver::ScontrolResolver(const Clock& clock, Options options, Runner r
 Result<SlurmJobInfo> ScontrolResolver::Lookup(const std::string& job_id) {
   int64_t now = clock_.NowMs();
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = cache_.find(job_id);
     if (it != cache_.end() && it->second.expires_ms > now) return it->second.info;
     ++queries_;
@@ -159,7 +159,7 @@ Result<SlurmJobInfo> ScontrolResolver::Lookup(const std::string& job_id) {
   if (!out.ok() && out.status().message().find("Invalid job id") != std::string::npos) {
     info = NotFound(fmt::format("slurm job {}: unknown to slurmctld", job_id));
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Entry& e = cache_[job_id];
   e.info = info;
   e.expires_ms = now + (info.ok() ? options_.ttl_ms : options_.failure_ttl_ms);
@@ -171,7 +171,7 @@ Result<SlurmJobInfo> ScontrolResolver::Lookup(const std::string& job_id) {
 }
 
 int64_t ScontrolResolver::queries() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return queries_;
 }
 

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/status.h"
 #include "core/time.h"
 
@@ -73,9 +74,9 @@ class ScontrolResolver final : public SlurmResolver {
   const Clock& clock_;
   Options options_;
   Runner runner_;
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, Entry> cache_;  // GUARDED_BY(mu_)
-  int64_t queries_ = 0;                           // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::unordered_map<std::string, Entry> cache_ GUARDED_BY(mu_);
+  int64_t queries_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace gpuledger::agent

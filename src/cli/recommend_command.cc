@@ -17,32 +17,19 @@ namespace {
 int RecommendForTrace(const std::string& path, const std::string& gpu_model, Money price) {
   auto trace = sim::ReadTraceFileGuessing(path, {.skip_bad_lines = false});
   if (!trace.ok()) return Fail(trace.status());
-  auto profiles = ledger::MigProfilesFor(gpu_model, 80 * 1024);
-  if (profiles.empty()) return Fail(InvalidArgument(fmt::format("{} has no MIG profiles", gpu_model)));
-  size_t gpu_pods = 0, movable = 0;
-  std::map<std::string, size_t> by_profile;
-  CostNumerator whole = 0, saving = 0;
-  for (const sim::SimJob& j : trace->jobs) {
-    ++gpu_pods;
-    int64_t ticks = j.gpus > 0 ? int64_t{j.gpus} * kShareScale : j.share_ticks;
-    whole += CostOf(j.duration_ms, j.gpus > 0 ? ticks : kShareScale, price);
-    if (!j.is_fractional()) continue;
-    double need = static_cast<double>(j.share_ticks) / static_cast<double>(kShareScale);
-    auto p = ledger::SmallestFittingProfile(profiles, need, 0, 1.0);
-    if (!p) continue;
-    ++movable;
-    ++by_profile[std::string(p->name)];
-    saving += CostOf(j.duration_ms, kShareScale - p->compute.ticks(), price);
-  }
+  std::vector<ledger::PodRequest> pods;
+  pods.reserve(trace->jobs.size());
+  for (const sim::SimJob& j : trace->jobs) pods.push_back({j.gpus, j.share_ticks, j.duration_ms});
+  auto fit = ledger::FitPodsToMig(pods, gpu_model, price);
+  if (!fit.ok()) return Fail(fit.status());
+  auto share = [](double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; };
   std::printf("%s: %zu GPU pods, %zu (%.1f%%) ask for a fraction of one GPU that a %s MIG slice covers\n",
-              path.c_str(), gpu_pods, movable,
-              gpu_pods ? 100.0 * static_cast<double>(movable) / static_cast<double>(gpu_pods) : 0.0,
-              gpu_model.c_str());
-  for (const auto& [name, n] : by_profile) std::printf("  %-10s %zu pods\n", name.c_str(), n);
-  std::printf("at %s per GPU-hour: whole-GPU cost %s, saving on slices %s (%.1f%%)\n",
-              price.ToDisplay().c_str(), RoundCost(whole).ToDisplay().c_str(),
-              RoundCost(saving).ToDisplay().c_str(),
-              whole > 0 ? 100.0 * static_cast<double>(saving) / static_cast<double>(whole) : 0.0);
+              path.c_str(), fit->gpu_pods, fit->movable,
+              share(static_cast<double>(fit->movable), static_cast<double>(fit->gpu_pods)), gpu_model.c_str());
+  for (const auto& [name, n] : fit->by_profile) std::printf("  %-10s %zu pods\n", name.c_str(), n);
+  std::printf("at %s per GPU-hour: whole-GPU cost %s, saving on slices %s (%.1f%%)\n", price.ToDisplay().c_str(),
+              fit->whole_gpu_cost.ToDisplay().c_str(), fit->saving.ToDisplay().c_str(),
+              share(static_cast<double>(fit->saving.micros()), static_cast<double>(fit->whole_gpu_cost.micros())));
   return 0;
 }
 

@@ -79,11 +79,17 @@ std::vector<Money> ApportionCosts(const std::vector<CostNumerator>& parts) {
   }
   int64_t extra = RoundCost(sum).micros() - floor_sum;
   if (extra <= 0) return out;
-  std::vector<size_t> order(parts.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return rem[a] > rem[b]; });
-  for (int64_t k = 0; k < extra; ++k) out[order[static_cast<size_t>(k)]] += Money::FromMicros(1);
+  // The `extra` largest remainders, ties to the earlier part: a selection, not a sort (a
+  // report may have millions of parts).
+  std::vector<size_t> order;
+  order.reserve(parts.size());
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (rem[i] != 0) order.push_back(i);
+  }
+  auto before = [&](size_t a, size_t b) { return rem[a] != rem[b] ? rem[a] > rem[b] : a < b; };
+  size_t n = std::min(order.size(), static_cast<size_t>(extra));
+  std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), order.end(), before);
+  for (size_t k = 0; k < n; ++k) out[order[k]] += Money::FromMicros(1);
   return out;
 }
 

@@ -145,6 +145,34 @@ std::string KeyPart(Dimension d, const store::DeviceRecord& dev, const Job* job,
   }
 }
 
+// An atom's rounded idle cost split over its causes by their exact costs (largest
+// remainder, ties to the earlier cause), as SplitMoney does, without allocating: a report
+// splits one per atom.
+std::array<Money, kIdleCauseCount> SplitIdleCost(Money total, const std::array<CostNumerator, kIdleCauseCount>& by_cause) {
+  std::array<Money, kIdleCauseCount> out{};
+  CostNumerator sum = 0;
+  for (CostNumerator c : by_cause) sum += c;
+  if (sum == 0 || total == Money()) return out;
+  std::array<CostNumerator, kIdleCauseCount> rem{};
+  int64_t assigned = 0;
+  for (size_t i = 0; i < kIdleCauseCount; ++i) {
+    CostNumerator num = static_cast<CostNumerator>(total.micros()) * by_cause[i];
+    out[i] = Money::FromMicros(static_cast<int64_t>(num / sum));
+    rem[i] = num % sum;
+    assigned += out[i].micros();
+  }
+  while (assigned < total.micros()) {
+    size_t best = 0;
+    for (size_t i = 1; i < kIdleCauseCount; ++i) {
+      if (rem[i] > rem[best]) best = i;
+    }
+    out[best] += Money::FromMicros(1);
+    rem[best] = -1;
+    ++assigned;
+  }
+  return out;
+}
+
 // The order of a report's rows: by descending cost, then time, then key.
 bool RowBefore(const UsageRow& a, const UsageRow& b) {
   if (a.total_cost() != b.total_cost()) return a.total_cost() > b.total_cost();
@@ -210,31 +238,61 @@ class Accumulator {
     UsageReport report;
     report.window = window;
     report.by = by_;
+    // In atom order, so that the largest-remainder ties (to the earlier atom) are
+    // deterministic.
+    std::vector<const std::pair<const Atom, Cell>*> order;
+    order.reserve(atoms_.size());
+    for (const auto& entry : atoms_) order.push_back(&entry);
+    std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->first < b->first; });
     std::vector<CostNumerator> exact;
     exact.reserve(atoms_.size() * kBucketCount);
-    for (const auto& [atom, cell] : atoms_) {
-      for (size_t b = 0; b < kBucketCount; ++b) exact.push_back(cell.cost[b]);
+    for (const auto* entry : order) {
+      for (size_t b = 0; b < kBucketCount; ++b) exact.push_back(entry->second.cost[b]);
     }
     std::vector<Money> rounded = ApportionCosts(exact);
-    std::map<std::vector<std::string>, UsageRow> rows;
-    std::vector<std::string> key;
-    std::string hour_key;
-    int64_t hour_of_key = -1;
-    size_t k = 0;
-    for (const auto& [atom, cell] : atoms_) {
-      const store::DeviceRecord* dev = fleet_.device(atom.device_id);
-      const Job* job = atom.job_id ? fleet_.job(atom.job_id) : nullptr;
-      if (atom.hour_ms != hour_of_key) {
-        hour_key = FormatTime(atom.hour_ms);
-        hour_of_key = atom.hour_ms;
+    // A row per distinct key. The key of an atom's (device, job) is made once; grouped by
+    // hour, the row is found by (that key, hour) without building strings per atom.
+    struct PairHash {
+      size_t operator()(const std::pair<int64_t, int64_t>& p) const {
+        return std::hash<int64_t>()(p.first * 1'000'003 + p.second);
       }
-      key.clear();
-      for (Dimension d : by_) key.push_back(KeyPart(d, *dev, job, hour_key));
-      UsageRow& row = rows[key];
+    };
+    std::unordered_map<std::pair<int64_t, int64_t>, int64_t, PairHash> partial_of;  // (device, job) -> key id
+    std::vector<std::vector<std::string>> partial_keys;
+    std::map<std::vector<std::string>, int64_t> partial_id;  // distinct keys, hour left empty
+    std::unordered_map<std::pair<int64_t, int64_t>, size_t, PairHash> row_of;  // (key id, hour) -> row
+    std::unordered_map<int64_t, std::string> hour_keys;
+    auto hour_at = std::find(by_.begin(), by_.end(), Dimension::kHour);
+    size_t k = 0;
+    for (const auto* entry : order) {
+      const Atom& atom = entry->first;
+      const Cell& cell = entry->second;
+      auto [pit, fresh] = partial_of.try_emplace({atom.device_id, atom.job_id}, 0);
+      if (fresh) {
+        const store::DeviceRecord* dev = fleet_.device(atom.device_id);
+        const Job* job = atom.job_id ? fleet_.job(atom.job_id) : nullptr;
+        std::vector<std::string> key;
+        for (Dimension d : by_) key.push_back(d == Dimension::kHour ? std::string() : KeyPart(d, *dev, job, ""));
+        auto [id, added] = partial_id.try_emplace(key, static_cast<int64_t>(partial_keys.size()));
+        if (added) partial_keys.push_back(std::move(key));
+        pit->second = id->second;
+      }
+      auto [rit, new_row] = row_of.try_emplace({pit->second, atom.hour_ms}, report.rows.size());
+      if (new_row) {
+        UsageRow r;
+        r.key = partial_keys[static_cast<size_t>(pit->second)];
+        if (hour_at != by_.end()) {
+          auto [h, made] = hour_keys.try_emplace(atom.hour_ms);
+          if (made) h->second = FormatTime(atom.hour_ms);
+          r.key[static_cast<size_t>(hour_at - by_.begin())] = h->second;
+        }
+        report.rows.push_back(std::move(r));
+      }
+      UsageRow& row = report.rows[rit->second];
       std::array<Money, kBucketCount> cost{};
       for (size_t b = 0; b < kBucketCount; ++b) cost[b] = rounded[k++];
-      std::vector<CostNumerator> weights(cell.idle_cause_cost.begin(), cell.idle_cause_cost.end());
-      std::vector<Money> split = SplitMoney(cost[static_cast<size_t>(Bucket::kAllocatedIdle)], weights);
+      std::array<Money, kIdleCauseCount> split =
+          SplitIdleCost(cost[static_cast<size_t>(Bucket::kAllocatedIdle)], cell.idle_cause_cost);
       for (UsageRow* r : {&row, &report.total}) {
         for (size_t b = 0; b < kBucketCount; ++b) {
           r->gpu_ticks_ms[b] += cell.ticks_ms[b];
@@ -247,11 +305,6 @@ class Accumulator {
         r->coarse_ticks_ms += cell.coarse_ticks_ms;
         r->unpriced_ticks_ms += cell.unpriced_ticks_ms;
       }
-    }
-    report.rows.reserve(rows.size());
-    for (auto& [row_key, row] : rows) {
-      row.key = row_key;
-      report.rows.push_back(std::move(row));
     }
     std::stable_sort(report.rows.begin(), report.rows.end(), RowBefore);
     report.total.key.assign(by_.size(), "(total)");
@@ -272,7 +325,7 @@ class Accumulator {
   Cell& CellFor(const store::DeviceRecord& dev, int64_t job_id) {
     // A rollup row adds each bucket and its idle causes in turn: look its cell up once.
     if (last_cell_ != nullptr && last_device_ == dev.id && last_job_ == job_id) return *last_cell_;
-    last_cell_ = &atoms_[Atom{dev.id, job_id, hour_ms_}];  // std::map: the reference stays valid
+    last_cell_ = &atoms_[Atom{dev.id, job_id, hour_ms_}];
     last_device_ = dev.id;
     last_job_ = job_id;
     return *last_cell_;
@@ -281,8 +334,12 @@ class Accumulator {
   const FleetIndex& fleet_;
   const std::vector<Dimension>& by_;
   bool hourly_;
-  // Ordered, so that the largest-remainder ties (to the earlier atom) are deterministic.
-  std::map<Atom, Cell> atoms_;
+  struct AtomHash {
+    size_t operator()(const Atom& a) const {
+      return std::hash<int64_t>()((a.device_id * 1'000'003 + a.job_id) * 1'000'033 + a.hour_ms);
+    }
+  };
+  std::unordered_map<Atom, Cell, AtomHash> atoms_;  // node-based: a cell's address stays
   std::unordered_map<int64_t, int64_t> device_ms_;
   std::map<std::tuple<std::string, std::string, CapacityType>, int64_t> unpriced_;
   int64_t hour_ms_ = 0;
@@ -531,7 +588,7 @@ Result<store::ApplyOutcome> Ledger::Ingest(const Batch& batch) {
 }
 
 Result<int64_t> Ledger::RefreshRollups() {
-  std::lock_guard refreshing(refresh_mu_);
+  MutexLock refreshing(refresh_mu_);
   FleetIndex fleet;
   bool loaded = false;
   int64_t rebuilt = 0;

@@ -5,7 +5,6 @@
 #include <array>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -13,6 +12,7 @@
 
 #include "core/batch.h"
 #include "core/model.h"
+#include "core/mutex.h"
 #include "core/money.h"
 #include "core/price_book.h"
 #include "core/time.h"
@@ -265,7 +265,7 @@ class Ledger {
   std::unique_ptr<store::Store> store_;
   const Clock& clock_;
   LedgerOptions options_;
-  std::mutex refresh_mu_;
+  Mutex refresh_mu_;  // one refresh at a time (the writer lock serializes its writes)
 };
 
 // "--window 30d": `length_ms` of whole hours ending where the data ends: at the current

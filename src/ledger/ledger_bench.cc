@@ -135,6 +135,8 @@ class UsageFixture {
         }
       }
       (void)ledger_->Ingest(b);
+      // A last sample at the end of the 30 days: reports end where the data ends.
+      (void)ledger_->Ingest(NodeBatch(node, 8, 1, kBase + 30 * kMsPerDay, 1));
     }
     (void)ledger_->RefreshRollups();
     auto devices = *ledger::internal_StoreOf(*ledger_).ListDevices();

@@ -212,6 +212,28 @@ Result<std::vector<Recommendation>> Recommend(Ledger& ledger, const TimeRange& w
   return out;
 }
 
+Result<PodFit> FitPodsToMig(const std::vector<PodRequest>& pods, std::string_view gpu_model, Money price) {
+  auto profiles = MigProfilesFor(gpu_model, 80 * 1024);
+  if (profiles.empty()) return InvalidArgument(fmt::format("{} has no MIG profiles", gpu_model));
+  PodFit fit;
+  CostNumerator whole = 0, saving = 0;
+  for (const PodRequest& pod : pods) {
+    ++fit.gpu_pods;
+    int64_t ticks = pod.gpus > 0 ? int64_t{pod.gpus} * kShareScale : kShareScale;
+    whole += CostOf(pod.duration_ms, ticks, price);
+    if (pod.gpus > 0) continue;
+    double need = static_cast<double>(pod.share_ticks) / static_cast<double>(kShareScale);
+    auto p = SmallestFittingProfile(profiles, need, 0, 1.0);
+    if (!p) continue;
+    ++fit.movable;
+    ++fit.by_profile[std::string(p->name)];
+    saving += CostOf(pod.duration_ms, kShareScale - p->compute.ticks(), price);
+  }
+  fit.whole_gpu_cost = RoundCost(whole);
+  fit.saving = RoundCost(saving);
+  return fit;
+}
+
 Money TotalNetSaving(const std::vector<Recommendation>& recs) {
   Money total;
   for (const Recommendation& r : recs) total += r.net_saving;

@@ -4,6 +4,7 @@
 // should hold fewer; a notebook held idle for hours wants an idle-shutdown rule.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -70,6 +71,26 @@ struct RightSizingOptions {
   // A stretch with no activity at all this long, on a notebook, is held idle.
   int64_t idle_stretch_ms = kMsPerHour;
 };
+
+// A pod of a pod list (a trace): how much GPU it asked for and how long it ran.
+struct PodRequest {
+  int32_t gpus = 0;          // whole GPUs; 0 with a fraction
+  int64_t share_ticks = 0;   // with gpus == 0: the fraction of one GPU, in kShareScale ticks
+  int64_t duration_ms = 0;
+};
+
+// What fitting a pod list's fractional requests to MIG slices would save: each pod asking
+// for a fraction of one GPU holds a whole GPU without sharing; the smallest slice of
+// `gpu_model` that covers its fraction frees the rest. Memory is not in such lists, so
+// compute alone decides.
+struct PodFit {
+  size_t gpu_pods = 0;
+  size_t movable = 0;                        // fractional pods a slice covers
+  std::map<std::string, size_t> by_profile;  // slice name -> pods
+  Money whole_gpu_cost;                      // every pod on whole GPUs
+  Money saving;                              // of it, freed by the slices
+};
+Result<PodFit> FitPodsToMig(const std::vector<PodRequest>& pods, std::string_view gpu_model, Money price_per_gpu_hour);
 
 // Recommendations for the jobs that held GPUs in `window` (optionally one team's), from
 // their raw samples, by descending saving, with each job's net saving apportioned.

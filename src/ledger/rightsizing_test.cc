@@ -27,6 +27,20 @@ TEST(RightSizingTest, ProfileTablesAndTheSmallestFit) {
   EXPECT_FALSE(SmallestFittingProfile(h100, 0.7, 10 * 1024).has_value());
 }
 
+// A pod list's fractional requests on slices: a quarter-GPU pod fits a 2g slice (2/7
+// covers 1/4; 1/7 does not) and frees 5/7 of its GPU; a whole-GPU pod frees nothing.
+TEST(RightSizingTest, FitsAPodListsFractionsToSlices) {
+  std::vector<PodRequest> pods = {{1, 0, kMsPerHour}, {0, kShareScale / 4, kMsPerHour}, {2, 0, 30 * kMsPerMinute}};
+  auto fit = FitPodsToMig(pods, "NVIDIA H100 80GB HBM3", Money::FromUnits(7));
+  ASSERT_TRUE(fit.ok()) << fit.status().ToString();
+  EXPECT_EQ(fit->gpu_pods, 3u);
+  EXPECT_EQ(fit->movable, 1u);
+  EXPECT_EQ(fit->by_profile.at("2g.20gb"), 1u);
+  EXPECT_EQ(fit->whole_gpu_cost, Money::FromUnits(21));  // 7 + 7 (a whole GPU) + 2 x 0.5 h x 7
+  EXPECT_EQ(fit->saving, Money::FromUnits(5));
+  EXPECT_FALSE(FitPodsToMig(pods, "NVIDIA L40S", Money::FromUnits(7)).ok());
+}
+
 class RecommendTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -108,10 +108,13 @@ GroupCommitter::GroupCommitter(BeginFn begin, ValidateFn validate, size_t max_gr
 
 void GroupCommitter::Run(Ticket& ticket) {
   Waiter me{&ticket};
-  std::unique_lock lock(mu_);
+  mu_.lock();
   queue_.push_back(&me);
-  while (!me.done && leading_) cv_.wait(lock);
-  if (me.done) return;
+  cv_.Wait(mu_, [&]() REQUIRES(mu_) { return me.done || !leading_; });
+  if (me.done) {
+    mu_.unlock();
+    return;
+  }
   // Lead: commit groups from the head of the queue until this ticket's is done. The
   // requests arriving meanwhile queue up and form the next group.
   leading_ = true;
@@ -122,14 +125,15 @@ void GroupCommitter::Run(Ticket& ticket) {
     uint64_t id = ++stats_.groups;
     stats_.tickets += n;
     stats_.largest_group = std::max(stats_.largest_group, n);
-    lock.unlock();
+    mu_.unlock();
     RunGroup(group, id);
-    lock.lock();
+    mu_.lock();
     for (Waiter* w : group) w->done = true;
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
   leading_ = false;
-  cv_.notify_all();  // a waiting thread leads the next group
+  mu_.unlock();
+  cv_.NotifyAll();  // a waiting thread leads the next group
 }
 
 void GroupCommitter::RunGroup(const std::vector<Waiter*>& tickets, uint64_t id) {
@@ -174,12 +178,12 @@ Result<store::ApplyOutcome> GroupCommitter::Apply(const Batch& batch) {
 }
 
 GroupCommitter::Stats GroupCommitter::stats() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 
 size_t GroupCommitter::queued() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return queue_.size();
 }
 
@@ -215,7 +219,7 @@ class DcgmIngestor::PlanTicket final : public GroupCommitter::Ticket {
   PlanTicket(DcgmIngestor& ingestor, const BuildFn& build) : ing_(ingestor), build_(build) {}
 
   void Apply(GroupCommitter::Group& group) override {
-    std::lock_guard lock(ing_.mu_);
+    MutexLock lock(ing_.mu_);
     const State& base = ing_.in_group_ && ing_.group_ == group.id() ? *ing_.in_group_ : ing_.state_;
     plan_ = build_(base);
     if (plan_->empty) return;
@@ -228,7 +232,7 @@ class DcgmIngestor::PlanTicket final : public GroupCommitter::Ticket {
   }
 
   void Finish(uint64_t group_id, const Status& commit) override {
-    std::lock_guard lock(ing_.mu_);
+    MutexLock lock(ing_.mu_);
     if (ing_.in_group_ && ing_.group_ == group_id) {
       if (commit.ok()) ing_.state_ = std::move(*ing_.in_group_);
       ing_.in_group_.reset();
@@ -262,7 +266,7 @@ Result<DcgmIngestor::Plan> DcgmIngestor::Run(const BuildFn& build) {
     committer_->Run(ticket);
     return ticket.Take();
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Plan plan = build(state_);
   if (plan.empty) return plan;
   GPULEDGER_ASSIGN_OR_RETURN(store::ApplyOutcome outcome, apply_(plan.batch));
@@ -277,7 +281,7 @@ Status DcgmIngestor::Recover(ledger::Ledger& ledger, int64_t now_ms) {
   GPULEDGER_ASSIGN_OR_RETURN(auto open, ledger.OpenAllocations(now_ms));
   std::unordered_map<std::string, int64_t> last_sample_of;
   for (const auto& d : devices) last_sample_of[d.device.uuid] = d.last_sample_ms;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& d : devices) {
     state_.last_sample_ms[d.device.uuid] = d.last_sample_ms;
     if (d.device.sample_interval_ms > 0) state_.interval_ms[d.device.uuid] = d.device.sample_interval_ms;
@@ -320,7 +324,7 @@ Result<DcgmIngestResult> DcgmIngestor::Apply(const prometheus::DcgmBatch& mapped
   // A duplicate is a retry of a request applied before: its effects, state included,
   // are in place, and its drops were counted then.
   if (!plan.result.duplicate) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     CountDropped(mapped, path, plan.no_activity, plan.already_stored);
   }
   if (plan.result.applied) plan.result.samples = plan.batch.samples.size();

@@ -18,6 +18,7 @@
 
 #include "core/batch.h"
 #include "core/model.h"
+#include "core/mutex.h"
 #include "core/status.h"
 #include "core/time.h"
 #include "ledger/ledger.h"
@@ -138,11 +139,11 @@ class GroupCommitter {
   BeginFn begin_;
   ValidateFn validate_;
   size_t max_group_tickets_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Waiter*> queue_;  // GUARDED_BY(mu_)
-  bool leading_ = false;       // GUARDED_BY(mu_): a thread is running groups
-  Stats stats_;                // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::deque<Waiter*> queue_ GUARDED_BY(mu_);
+  bool leading_ GUARDED_BY(mu_) = false;  // a thread is running groups
+  Stats stats_ GUARDED_BY(mu_);
 };
 
 struct DcgmIngestOptions {
@@ -243,19 +244,19 @@ class DcgmIngestor {
 
   // Counts ignored families and dropped points of a request that was applied.
   void CountDropped(const prometheus::DcgmBatch& mapped, std::string_view path, int64_t no_activity,
-                    int64_t already_stored);
+                    int64_t already_stored) REQUIRES(mu_);
 
   DcgmIngestOptions options_;
   prometheus::DcgmMapper mapper_;
   ApplyFn apply_;              // without a committer
   GroupCommitter* committer_;  // or with one
   MetricsRegistry* metrics_;
-  std::mutex mu_;
-  State state_;  // GUARDED_BY(mu_): after every durable batch
+  Mutex mu_;
+  State state_ GUARDED_BY(mu_);  // after every durable batch
   // After the batches applied so far in group `group_` (not yet durable).
-  std::optional<State> in_group_;       // GUARDED_BY(mu_)
-  uint64_t group_ = 0;                  // GUARDED_BY(mu_)
-  std::set<std::string> ignored_seen_;  // GUARDED_BY(mu_): families counted by name
+  std::optional<State> in_group_ GUARDED_BY(mu_);
+  uint64_t group_ GUARDED_BY(mu_) = 0;
+  std::set<std::string> ignored_seen_ GUARDED_BY(mu_);  // families counted by name
 };
 
 // "k8s/..." and "hpc/...": the jobs the DCGM mapper makes.

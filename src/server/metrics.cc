@@ -108,18 +108,18 @@ std::string MetricCatalogMarkdown() {
 }
 
 void MetricsRegistry::Add(MetricId id, const std::vector<std::string>& label_values, double delta) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   values_[{id, label_values}] += delta;
 }
 
 void MetricsRegistry::Set(MetricId id, const std::vector<std::string>& label_values, double value) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   values_[{id, label_values}] = value;
 }
 
 void MetricsRegistry::Observe(MetricId id, const std::vector<std::string>& label_values,
                               double value) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Histogram& h = histograms_[{id, label_values}];
   if (h.counts.empty()) h.counts.assign(kLatencyBuckets.size(), 0);
   for (size_t i = 0; i < kLatencyBuckets.size(); ++i) {
@@ -133,20 +133,20 @@ void MetricsRegistry::Observe(MetricId id, const std::vector<std::string>& label
 }
 
 void MetricsRegistry::Clear(MetricId id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (auto it = values_.begin(); it != values_.end();) {
     it = it->first.first == id ? values_.erase(it) : std::next(it);
   }
 }
 
 double MetricsRegistry::Value(MetricId id, const std::vector<std::string>& label_values) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = values_.find({id, label_values});
   return it == values_.end() ? 0 : it->second;
 }
 
 Result<std::string> MetricsRegistry::Render() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   prometheus::TextWriter w;
   for (const CatalogEntry& e : Catalog()) {
     GPULEDGER_RETURN_IF_ERROR(w.BeginFamily(e.spec));

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/status.h"
 #include "wire/prometheus/prom_text.h"
 
@@ -70,9 +71,9 @@ class MetricsRegistry {
     double count = 0;
   };
   using Key = std::pair<MetricId, std::vector<std::string>>;
-  mutable std::mutex mu_;
-  std::map<Key, double> values_;         // GUARDED_BY(mu_)
-  std::map<Key, Histogram> histograms_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<Key, double> values_ GUARDED_BY(mu_);
+  std::map<Key, Histogram> histograms_ GUARDED_BY(mu_);
 };
 
 }  // namespace gpuledger::server

@@ -99,7 +99,7 @@ Scraper::~Scraper() { Stop(); }
 void Scraper::Start() {
   if (targets_.empty() || thread_.joinable()) return;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = false;
   }
   thread_ = std::thread([this] { Loop(); });
@@ -107,10 +107,10 @@ void Scraper::Start() {
 
 void Scraper::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -182,7 +182,7 @@ Result<ScrapeResult> Scraper::ScrapeProgress(const ScrapeTarget& target, const s
     CountSkipped("progress_absent", 1);
   }
 
-  std::lock_guard lock(progress_mu_);
+  MutexLock lock(progress_mu_);
   ProgressState& state = progress_[TargetKey(target)];
   ProgressState next = state;
   std::optional<prometheus::ProgressCounters> from = state.base;
@@ -288,9 +288,9 @@ void Scraper::Loop() {
       }
       wake = std::min(wake, next_ms[i]);
     }
-    std::unique_lock lock(mu_);
-    if (cv_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(0, wake - steady_ms())),
-                     [this] { return stop_; })) {
+    MutexLock lock(mu_);
+    if (cv_.WaitFor(mu_, std::chrono::milliseconds(std::max<int64_t>(0, wake - steady_ms())),
+                    [this]() REQUIRES(mu_) { return stop_; })) {
       return;
     }
   }

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/status.h"
 #include "core/time.h"
 #include "server/ingest.h"
@@ -113,14 +114,14 @@ class Scraper {
   const Clock& clock_;
   MetricsRegistry* metrics_;
   DcgmIngestor::ApplyFn apply_batch_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  CondVar cv_;
+  bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_;
   // Held across a progress target's read, apply and update, so that two scrapes of one
   // target never interleave. Never held while mu_ is.
-  std::mutex progress_mu_;
-  std::map<std::string, ProgressState> progress_;  // GUARDED_BY(progress_mu_), by target key
+  Mutex progress_mu_;
+  std::map<std::string, ProgressState> progress_ GUARDED_BY(progress_mu_);  // by target key
 };
 
 }  // namespace gpuledger::server

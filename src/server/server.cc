@@ -12,6 +12,7 @@
 #include <span>
 #include <thread>
 
+#include "core/mutex.h"
 #include "dashboard/dashboard.h"
 #include "server/api.h"
 #include "wire/batch.h"
@@ -83,12 +84,12 @@ struct Server::Impl {
   int port = 0;
   std::thread listen_thread;
   std::thread maintenance_thread;
-  std::mutex stop_mu;
-  std::condition_variable stop_cv;
-  bool stopping = false;  // GUARDED_BY(stop_mu)
+  Mutex stop_mu;
+  CondVar stop_cv;
+  bool stopping GUARDED_BY(stop_mu) = false;
   bool started = false;
-  std::mutex metrics_mu;
-  std::optional<int64_t> fleet_metrics_at_ms;  // GUARDED_BY(metrics_mu), steady clock
+  Mutex metrics_mu;
+  std::optional<int64_t> fleet_metrics_at_ms GUARDED_BY(metrics_mu);  // steady clock
 
   // Ledger::Ingest's work split in two: the batch is validated on the request's thread
   // (no lock held), then applied in the next group commit. Returns once durable.
@@ -271,7 +272,7 @@ struct Server::Impl {
   // Recomputes the store and fleet figures of /metrics when they are older than the
   // cache time.
   void RefreshFleetMetrics() {
-    std::lock_guard mlock(metrics_mu);
+    MutexLock mlock(metrics_mu);
     int64_t now_steady = std::chrono::duration_cast<std::chrono::milliseconds>(
                              Clock_::now().time_since_epoch()).count();
     if (fleet_metrics_at_ms && now_steady - *fleet_metrics_at_ms < options.metrics_cache_ms) return;
@@ -308,9 +309,9 @@ struct Server::Impl {
   void Maintenance() {
     for (;;) {
       {
-        std::unique_lock lock(stop_mu);
-        if (stop_cv.wait_for(lock, std::chrono::milliseconds(options.maintenance_interval_ms),
-                             [this] { return stopping; })) {
+        MutexLock lock(stop_mu);
+        if (stop_cv.WaitFor(stop_mu, std::chrono::milliseconds(options.maintenance_interval_ms),
+                            [this]() REQUIRES(stop_mu) { return stopping; })) {
           return;
         }
       }
@@ -521,10 +522,10 @@ void Server::Stop() {
   s.http.stop();  // stops accepting; listen_after_bind returns once the workers are done
   if (s.listen_thread.joinable()) s.listen_thread.join();
   {
-    std::lock_guard lock(s.stop_mu);
+    MutexLock lock(s.stop_mu);
     s.stopping = true;
   }
-  s.stop_cv.notify_all();
+  s.stop_cv.NotifyAll();
   if (s.maintenance_thread.joinable()) s.maintenance_thread.join();
   auto r = s.ledger.RefreshRollups();
   if (!r.ok()) spdlog::warn("event=rollup_refresh_failed error={:?}", r.status().message());

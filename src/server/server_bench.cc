@@ -258,6 +258,12 @@ void UsageLatency(int queries) {
       }
     }
     if (!l.Ingest(b).ok()) return (void)std::fprintf(stderr, "setup ingest failed\n");
+    // A last sample at the end of the 30 days: reports end where the data ends.
+    Batch last = testing::MakeBatch(fmt::format("setup-end-{}", node), fmt::format("n{}", node), 8,
+                                    base + 30 * kMsPerDay, 1, "x", true);
+    last.allocations.clear();
+    last.jobs.clear();
+    if (!l.Ingest(last).ok()) return (void)std::fprintf(stderr, "setup ingest failed\n");
   }
   (void)l.RefreshRollups();
   std::map<std::string, int64_t> job_id;
