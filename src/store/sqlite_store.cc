@@ -366,10 +366,16 @@ class SqliteStore final : public Store {
       GPULEDGER_RETURN_IF_ERROR(
           Done(S(kUpdateDeviceTimes).Reset().Bind(1, id).Bind(2, st.first).Bind(3, st.second)));
     }
-    Stmt& next = S(kNextGeneration).Reset();
-    if (int rc = next.Step(); rc != SQLITE_ROW) return sqlite::Error(db_, rc, "taking a dirty-hour generation");
-    int64_t gen = next.Int(0);
-    next.Reset();
+    Stmt* next = &S(kNextGeneration).Reset();
+    int rc = next->Step();
+    if (rc == SQLITE_DONE) {  // no generation kept yet
+      next->Reset();
+      next = &S(kFirstGeneration).Reset();
+      rc = next->Step();
+    }
+    if (rc != SQLITE_ROW) return sqlite::Error(db_, rc, "taking a dirty-hour generation");
+    int64_t gen = next->Int(0);
+    next->Reset();
     std::vector<std::pair<int64_t, int64_t>>& dirty = learnt.dirty;
     std::sort(dirty.begin(), dirty.end());
     dirty.erase(std::unique(dirty.begin(), dirty.end()), dirty.end());
@@ -464,7 +470,7 @@ class SqliteStore final : public Store {
     kFindAllocation, kInsertAllocation, kCloseAllocation, kInsertChunk, kChunksOverlapping, kInsertProcess,
     kMarkDirty, kDeleteHourRollup, kDeleteMinuteRollup, kInsertHourRollup, kInsertMinuteRollup,
     kClearDirty, kInsertPrice, kPruneSamples, kPruneProcesses, kInsertProgress, kInsertServing,
-    kNextGeneration, kStmtCount
+    kNextGeneration, kFirstGeneration, kStmtCount
   };
 
   Stmt& S(StmtId id) { return *stmts_[id]; }
@@ -540,12 +546,14 @@ class SqliteStore final : public Store {
         {kPruneSamples, "DELETE FROM sample_chunks WHERE first_ms < ?1 RETURNING n"},
         {kPruneProcesses, "DELETE FROM process_samples WHERE t_ms < ?1"},
         // The dirty-hour generation is kept in the database, so that a writer in another
-        // process (or a reopened store) never reuses one. It starts above any stored.
+        // process (or a reopened store) never reuses one. The first one starts above any
+        // stored (a store from before it was kept); the scan of dirty_hours runs only then.
         {kNextGeneration,
-         "INSERT INTO meta(key, value) VALUES('dirty_generation',"
-         " (SELECT coalesce(max(generation), 0) + 1 FROM dirty_hours))"
-         " ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+         "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'dirty_generation'"
          " RETURNING CAST(value AS INTEGER)"},
+        {kFirstGeneration,
+         "INSERT INTO meta(key, value) SELECT 'dirty_generation', coalesce(max(generation), 0) + 1"
+         " FROM dirty_hours RETURNING CAST(value AS INTEGER)"},
     };
     stmts_.resize(kStmtCount);
     for (const auto& [id, sql] : kSql) {
