@@ -884,8 +884,11 @@ class SqliteStore final : public Store {
       }
     }
     std::vector<int64_t> stored;
-    for (const auto& [key, c] : chunks) {
-      const auto& [device, hour] = key;
+    for (const auto& entry : chunks) {
+      // Named variables, not structured bindings: a lambda below uses them (which clang
+      // 14 refuses for bindings).
+      const auto& c = entry.second;
+      const int64_t device = entry.first.first, hour = entry.first.second;
       // A sample at an instant another batch already stored for the device is refused:
       // look at that hour's chunks that overlap this one.
       Stmt& o = S(kChunksOverlapping).Reset();
