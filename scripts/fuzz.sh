@@ -24,7 +24,8 @@ fi
 
 sanitize="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPULEDGER_FUZZ=ON -DGPULEDGER_WERROR=ON \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DGPULEDGER_FUZZ=ON -DGPULEDGER_WERROR=ON \
   -DGPULEDGER_BUILD_TESTS=OFF -DGPULEDGER_BUILD_BENCH=OFF \
   -DCMAKE_C_FLAGS="$sanitize" -DCMAKE_CXX_FLAGS="$sanitize" ${FUZZ_CMAKE_ARGS:-} >/dev/null
 ninja -C "$build" -j "${FUZZ_JOBS:-2}" fuzz_prom_text fuzz_remote_write fuzz_native_batch
