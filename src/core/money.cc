@@ -126,23 +126,8 @@ namespace {
 // Largest-remainder split of `total` by exact weights (ties to the earlier weight).
 std::vector<Money> SplitByWeights(Money total, const std::vector<CostNumerator>& weights) {
   std::vector<Money> out(weights.size());
-  CostNumerator wsum = 0;
-  for (CostNumerator w : weights) wsum += w;
-  if (wsum == 0) return out;
   std::vector<CostNumerator> rem(weights.size());
-  int64_t assigned = 0;
-  for (size_t i = 0; i < weights.size(); ++i) {
-    CostNumerator num = static_cast<CostNumerator>(total.micros()) * weights[i];
-    out[i] = Money::FromMicros(static_cast<int64_t>(num / wsum));
-    rem[i] = num % wsum;
-    assigned += out[i].micros();
-  }
-  std::vector<size_t> order(weights.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rem[a] > rem[b]; });
-  for (size_t k = 0; assigned < total.micros(); ++k, ++assigned) {
-    out[order[k]] += Money::FromMicros(1);
-  }
+  SplitMoneyInto(total, weights, rem, out);
   return out;
 }
 
@@ -157,6 +142,38 @@ std::vector<Money> SplitMoney(Money total, const std::vector<Money>& weights) {
 
 std::vector<Money> SplitMoney(Money total, const std::vector<CostNumerator>& weights) {
   return SplitByWeights(total, weights);
+}
+
+void SplitMoneyInto(Money total, std::span<const CostNumerator> weights, std::span<CostNumerator> rem,
+                    std::span<Money> out) {
+  CostNumerator wsum = 0;
+  for (CostNumerator w : weights) wsum += w;
+  for (Money& m : out) m = Money();
+  if (wsum == 0) return;
+  int64_t assigned = 0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    CostNumerator num = static_cast<CostNumerator>(total.micros()) * weights[i];
+    out[i] = Money::FromMicros(static_cast<int64_t>(num / wsum));
+    rem[i] = num % wsum;
+    assigned += out[i].micros();
+  }
+  // Fewer than weights.size() micro-units are left: one each to the largest remainders,
+  // ties to the earlier weight. A few weights are scanned; many are sorted.
+  if (weights.size() <= 16) {
+    for (; assigned < total.micros(); ++assigned) {
+      size_t best = 0;
+      for (size_t i = 1; i < weights.size(); ++i) {
+        if (rem[i] > rem[best]) best = i;
+      }
+      out[best] += Money::FromMicros(1);
+      rem[best] = -1;
+    }
+    return;
+  }
+  std::vector<size_t> order(weights.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rem[a] > rem[b]; });
+  for (size_t k = 0; assigned < total.micros(); ++k, ++assigned) out[order[k]] += Money::FromMicros(1);
 }
 
 }  // namespace gpuledger

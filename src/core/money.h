@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <span>
 #include <vector>
 
 #include "core/status.h"
@@ -88,5 +89,9 @@ std::vector<Money> SplitMoney(Money total, const std::vector<Money>& weights);
 // rounded from (an idle cost over its causes priced at their own GPUs' prices).
 // REQUIRES: total >= 0, weights >= 0, total x each weight < 2^126.
 std::vector<Money> SplitMoney(Money total, const std::vector<CostNumerator>& weights);
+// The same rule into `out` (out.size() == weights.size()), using `scratch` (the same size)
+// for the remainders: allocation-free for callers that split millions of small sets.
+void SplitMoneyInto(Money total, std::span<const CostNumerator> weights, std::span<CostNumerator> scratch,
+                    std::span<Money> out);
 
 }  // namespace gpuledger

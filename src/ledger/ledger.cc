@@ -27,18 +27,6 @@ constexpr DimensionInfo kDimensions[] = {
     {Dimension::kHour, "hour"},
 };
 
-// Accumulates exact figures per group before money is rounded, once, per report.
-struct Cell {
-  std::array<int64_t, kBucketCount> ticks_ms{};
-  std::array<int64_t, kIdleCauseCount> idle_cause_ticks_ms{};
-  std::array<CostNumerator, kBucketCount> cost{};
-  // allocated_idle's exact cost by cause, each cause at its own GPUs' prices: the weights
-  // its rounded cost is split by (a split by GPU-hours would mix prices).
-  std::array<CostNumerator, kIdleCauseCount> idle_cause_cost{};
-  int64_t coarse_ticks_ms = 0;
-  int64_t unpriced_ticks_ms = 0;
-};
-
 // Everything a report needs to know about the fleet, loaded once per query.
 class FleetIndex {
  public:
@@ -145,34 +133,6 @@ std::string KeyPart(Dimension d, const store::DeviceRecord& dev, const Job* job,
   }
 }
 
-// An atom's rounded idle cost split over its causes by their exact costs (largest
-// remainder, ties to the earlier cause), as SplitMoney does, without allocating: a report
-// splits one per atom.
-std::array<Money, kIdleCauseCount> SplitIdleCost(Money total, const std::array<CostNumerator, kIdleCauseCount>& by_cause) {
-  std::array<Money, kIdleCauseCount> out{};
-  CostNumerator sum = 0;
-  for (CostNumerator c : by_cause) sum += c;
-  if (sum == 0 || total == Money()) return out;
-  std::array<CostNumerator, kIdleCauseCount> rem{};
-  int64_t assigned = 0;
-  for (size_t i = 0; i < kIdleCauseCount; ++i) {
-    CostNumerator num = static_cast<CostNumerator>(total.micros()) * by_cause[i];
-    out[i] = Money::FromMicros(static_cast<int64_t>(num / sum));
-    rem[i] = num % sum;
-    assigned += out[i].micros();
-  }
-  while (assigned < total.micros()) {
-    size_t best = 0;
-    for (size_t i = 1; i < kIdleCauseCount; ++i) {
-      if (rem[i] > rem[best]) best = i;
-    }
-    out[best] += Money::FromMicros(1);
-    rem[best] = -1;
-    ++assigned;
-  }
-  return out;
-}
-
 // The order of a report's rows: by descending cost, then time, then key.
 bool RowBefore(const UsageRow& a, const UsageRow& b) {
   if (a.total_cost() != b.total_cost()) return a.total_cost() > b.total_cost();
@@ -183,12 +143,20 @@ bool RowBefore(const UsageRow& a, const UsageRow& b) {
 // Collects one report's figures per atom, with a per-device conservation check.
 //
 // The rounding rule (core/money.h) is applied to atoms, not to groups: an atom is one
-// device's time held by one job (or by none) over the window, or over one hour of it when
-// the report is grouped by hour. Atoms are rounded once, together, by largest remainder,
-// and every row is the sum of its atoms. So any two groupings of the same window (usage
-// by team, chargeback by team and project, the waste by team, project and kind, a
-// report's tables) are sums of the same rounded atoms: a part never exceeds its whole and
-// a group costs the same in every table, to the micro-unit.
+// device's time held by one job (or by none) at one price over the window, or over one
+// hour of it when the report is grouped by hour. Atoms are rounded once, together, by
+// largest remainder (ties to the earlier atom by device, job, hour and price), and every
+// row is the sum of its atoms. So any
+// two groupings of the same window (usage by team, chargeback by team and project, the
+// waste by team, project and kind, a report's tables) are sums of the same rounded atoms:
+// a part never exceeds its whole and a group costs the same in every table, to the
+// micro-unit.
+//
+// An atom keeps only integer times; its price is constant, so its exact cost is its time
+// times its price, made when it is rounded. Grouped by hour, the atoms of an hour are all
+// met while that hour is read (the rollups of settled device-hours, then the samples of
+// the dirty ones and of the window's edges, which no rollup covers), so the lookup of an
+// atom is kept for the current hour only: memory is the atoms themselves.
 class Accumulator {
  public:
   Accumulator(const FleetIndex& fleet, const std::vector<Dimension>& by)
@@ -200,33 +168,30 @@ class Accumulator {
            const std::optional<Money>& price) {
     if (ms == 0 && coarse_ms == 0) return;
     device_ms_[dev.id] += ms;
-    Cell& c = CellFor(dev, job_id);
+    AtomCell& c = CellFor(dev, job_id, price);
     int64_t ticks = fleet_.ticks(dev.id);
     c.ticks_ms[static_cast<size_t>(b)] += ms * ticks;
     c.coarse_ticks_ms += coarse_ms * ticks;
-    if (price) {
-      c.cost[static_cast<size_t>(b)] += CostOf(ms, ticks, *price);
-    } else {
-      c.unpriced_ticks_ms += ms * ticks;
-      unpriced_[{dev.device.model, dev.device.pool, dev.device.capacity_type}] += ms * ticks;
-    }
+    if (!price) unpriced_[{dev.device.model, dev.device.pool, dev.device.capacity_type}] += ms * ticks;
   }
 
   // Adds the causes of allocated_idle time already added with Add, at the same price.
   void AddIdleCauses(const store::DeviceRecord& dev, int64_t job_id,
                      const std::array<int64_t, kIdleCauseCount>& ms, const std::optional<Money>& price) {
-    Cell& c = CellFor(dev, job_id);
+    bool any = false;
+    for (int64_t v : ms) any = any || v != 0;
+    if (!any) return;
+    AtomCell& c = CellFor(dev, job_id, price);
     int64_t ticks = fleet_.ticks(dev.id);
-    for (size_t k = 0; k < kIdleCauseCount; ++k) {
-      c.idle_cause_ticks_ms[k] += ms[k] * ticks;
-      if (price) c.idle_cause_cost[k] += CostOf(ms[k], ticks, *price);
-    }
+    for (size_t k = 0; k < kIdleCauseCount; ++k) c.idle_cause_ticks_ms[k] += ms[k] * ticks;
   }
 
   // The hour the time added next falls in (an atom of its own when grouping by hour).
   void set_hour(int64_t hour_ms) {
-    hour_ms_ = hourly_ ? hour_ms : 0;
-    last_cell_ = nullptr;
+    int64_t h = hourly_ ? hour_ms : 0;
+    if (h != hour_ms_) index_.clear();
+    hour_ms_ = h;
+    last_cell_ = kNone;
   }
 
   int64_t device_ms(int64_t device_id) const {
@@ -238,18 +203,50 @@ class Accumulator {
     UsageReport report;
     report.window = window;
     report.by = by_;
-    // In atom order, so that the largest-remainder ties (to the earlier atom) are
-    // deterministic.
-    std::vector<const std::pair<const Atom, Cell>*> order;
-    order.reserve(atoms_.size());
-    for (const auto& entry : atoms_) order.push_back(&entry);
-    std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->first < b->first; });
-    std::vector<CostNumerator> exact;
-    exact.reserve(atoms_.size() * kBucketCount);
-    for (const auto* entry : order) {
-      for (size_t b = 0; b < kBucketCount; ++b) exact.push_back(entry->second.cost[b]);
+    // Each atom's exact bucket costs, floored; the micro-units the floors leave out of the
+    // rounded total go to the largest remainders (core/money.h's ApportionCosts, without
+    // a vector of every exact cost: a remainder is below kCostDenominator < 2^32).
+    struct Remainder {
+      uint32_t rem;
+      uint32_t atom;
+      uint8_t bucket;
+    };
+    static_assert(kCostDenominator < (int64_t{1} << 32));
+    std::vector<std::array<Money, kBucketCount>> cost(atoms_.size());
+    std::vector<Remainder> rems;
+    CostNumerator sum = 0;
+    int64_t floor_sum = 0;
+    for (size_t i = 0; i < atoms_.size(); ++i) {
+      const AtomCell& a = atoms_[i];
+      if (a.price_micros < 0) continue;
+      for (size_t b = 0; b < kBucketCount; ++b) {
+        CostNumerator exact = static_cast<CostNumerator>(a.ticks_ms[b]) * a.price_micros;
+        sum += exact;
+        auto f = static_cast<int64_t>(exact / kCostDenominator);
+        cost[i][b] = Money::FromMicros(f);
+        floor_sum += f;
+        if (auto r = static_cast<uint32_t>(exact % kCostDenominator); r != 0) {
+          rems.push_back({r, static_cast<uint32_t>(i), static_cast<uint8_t>(b)});
+        }
+      }
     }
-    std::vector<Money> rounded = ApportionCosts(exact);
+    int64_t extra = RoundCost(sum).micros() - floor_sum;
+    if (extra > 0) {
+      auto n = static_cast<std::ptrdiff_t>(std::min(rems.size(), static_cast<size_t>(extra)));
+      // Ties go to the earlier atom in (device, job, hour, price) order, then bucket.
+      auto key = [&](const Remainder& r) {
+        const AtomCell& a = atoms_[r.atom];
+        return std::tie(a.device_id, a.job_id, a.hour_ms, a.price_micros, r.bucket);
+      };
+      std::nth_element(rems.begin(), rems.begin() + n, rems.end(), [&](const Remainder& x, const Remainder& y) {
+        return x.rem != y.rem ? x.rem > y.rem : key(x) < key(y);
+      });
+      for (std::ptrdiff_t k = 0; k < n; ++k) {
+        const Remainder& r = rems[static_cast<size_t>(k)];
+        cost[r.atom][r.bucket] += Money::FromMicros(1);
+      }
+    }
+    rems = {};
     // A row per distinct key. The key of an atom's (device, job) is made once; grouped by
     // hour, the row is found by (that key, hour) without building strings per atom.
     struct PairHash {
@@ -263,10 +260,10 @@ class Accumulator {
     std::unordered_map<std::pair<int64_t, int64_t>, size_t, PairHash> row_of;  // (key id, hour) -> row
     std::unordered_map<int64_t, std::string> hour_keys;
     auto hour_at = std::find(by_.begin(), by_.end(), Dimension::kHour);
-    size_t k = 0;
-    for (const auto* entry : order) {
-      const Atom& atom = entry->first;
-      const Cell& cell = entry->second;
+    std::array<CostNumerator, kIdleCauseCount> weights{}, scratch{};
+    std::array<Money, kIdleCauseCount> split{};
+    for (size_t i = 0; i < atoms_.size(); ++i) {
+      const AtomCell& atom = atoms_[i];
       auto [pit, fresh] = partial_of.try_emplace({atom.device_id, atom.job_id}, 0);
       if (fresh) {
         const store::DeviceRecord* dev = fleet_.device(atom.device_id);
@@ -289,21 +286,24 @@ class Accumulator {
         report.rows.push_back(std::move(r));
       }
       UsageRow& row = report.rows[rit->second];
-      std::array<Money, kBucketCount> cost{};
-      for (size_t b = 0; b < kBucketCount; ++b) cost[b] = rounded[k++];
-      std::array<Money, kIdleCauseCount> split =
-          SplitIdleCost(cost[static_cast<size_t>(Bucket::kAllocatedIdle)], cell.idle_cause_cost);
+      // The rounded idle cost over its causes, by their time (one price within an atom).
+      for (size_t c = 0; c < kIdleCauseCount; ++c) weights[c] = atom.idle_cause_ticks_ms[c];
+      SplitMoneyInto(cost[i][static_cast<size_t>(Bucket::kAllocatedIdle)], weights, scratch, split);
+      int64_t unpriced = 0;
+      if (atom.price_micros < 0) {
+        for (int64_t t : atom.ticks_ms) unpriced += t;
+      }
       for (UsageRow* r : {&row, &report.total}) {
         for (size_t b = 0; b < kBucketCount; ++b) {
-          r->gpu_ticks_ms[b] += cell.ticks_ms[b];
-          r->cost[b] += cost[b];
+          r->gpu_ticks_ms[b] += atom.ticks_ms[b];
+          r->cost[b] += cost[i][b];
         }
         for (size_t c = 0; c < kIdleCauseCount; ++c) {
-          r->idle_cause_ticks_ms[c] += cell.idle_cause_ticks_ms[c];
+          r->idle_cause_ticks_ms[c] += atom.idle_cause_ticks_ms[c];
           r->idle_cause_cost[c] += split[c];
         }
-        r->coarse_ticks_ms += cell.coarse_ticks_ms;
-        r->unpriced_ticks_ms += cell.unpriced_ticks_ms;
+        r->coarse_ticks_ms += atom.coarse_ticks_ms;
+        r->unpriced_ticks_ms += unpriced;
       }
     }
     std::stable_sort(report.rows.begin(), report.rows.end(), RowBefore);
@@ -315,36 +315,60 @@ class Accumulator {
   }
 
  private:
-  struct Atom {
+  static constexpr size_t kNone = ~size_t{0};
+
+  // One device's time held by one job (0: none) in one hour (0 unless grouping by hour)
+  // at one price (-1: unpriced), in integer ticks x ms.
+  struct AtomCell {
     int64_t device_id = 0;
     int64_t job_id = 0;
-    int64_t hour_ms = 0;  // 0 unless grouping by hour
-    auto operator<=>(const Atom&) const = default;
+    int64_t hour_ms = 0;
+    int64_t price_micros = -1;
+    std::array<int64_t, kBucketCount> ticks_ms{};
+    std::array<int64_t, kIdleCauseCount> idle_cause_ticks_ms{};
+    int64_t coarse_ticks_ms = 0;
+  };
+  struct Key {
+    int64_t device_id, job_id, price_micros;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<int64_t>()((k.device_id * 1'000'003 + k.job_id) * 1'000'033 + k.price_micros);
+    }
   };
 
-  Cell& CellFor(const store::DeviceRecord& dev, int64_t job_id) {
-    // A rollup row adds each bucket and its idle causes in turn: look its cell up once.
-    if (last_cell_ != nullptr && last_device_ == dev.id && last_job_ == job_id) return *last_cell_;
-    last_cell_ = &atoms_[Atom{dev.id, job_id, hour_ms_}];
+  AtomCell& CellFor(const store::DeviceRecord& dev, int64_t job_id, const std::optional<Money>& price) {
+    int64_t p = price ? price->micros() : -1;
+    // A rollup row adds each bucket and its idle causes in turn: look its atom up once.
+    if (last_cell_ != kNone && last_device_ == dev.id && last_job_ == job_id && last_price_ == p) {
+      return atoms_[last_cell_];
+    }
+    auto [it, added] = index_.try_emplace(Key{dev.id, job_id, p}, atoms_.size());
+    if (added) {
+      AtomCell& c = atoms_.emplace_back();
+      c.device_id = dev.id;
+      c.job_id = job_id;
+      c.hour_ms = hour_ms_;
+      c.price_micros = p;
+    }
+    last_cell_ = it->second;
     last_device_ = dev.id;
     last_job_ = job_id;
-    return *last_cell_;
+    last_price_ = p;
+    return atoms_[last_cell_];
   }
 
   const FleetIndex& fleet_;
   const std::vector<Dimension>& by_;
   bool hourly_;
-  struct AtomHash {
-    size_t operator()(const Atom& a) const {
-      return std::hash<int64_t>()((a.device_id * 1'000'003 + a.job_id) * 1'000'033 + a.hour_ms);
-    }
-  };
-  std::unordered_map<Atom, Cell, AtomHash> atoms_;  // node-based: a cell's address stays
+  std::vector<AtomCell> atoms_;                        // in the order they were met
+  std::unordered_map<Key, size_t, KeyHash> index_;     // the current hour's atoms
   std::unordered_map<int64_t, int64_t> device_ms_;
   std::map<std::tuple<std::string, std::string, CapacityType>, int64_t> unpriced_;
   int64_t hour_ms_ = 0;
-  Cell* last_cell_ = nullptr;
-  int64_t last_device_ = 0, last_job_ = 0;
+  size_t last_cell_ = kNone;
+  int64_t last_device_ = 0, last_job_ = 0, last_price_ = 0;
 };
 
 int64_t CeilTo(int64_t t, int64_t step) { return -FloorTo(-t, step); }

@@ -162,7 +162,9 @@ class SqliteStore final : public Store {
     GPULEDGER_RETURN_IF_ERROR(PrepareAll());
     GPULEDGER_ASSIGN_OR_RETURN(reads_, sqlite::Reads::Create(db_));
     path_ = path;
-    return LoadCaches();
+    GPULEDGER_RETURN_IF_ERROR(LoadCaches());
+    GPULEDGER_ASSIGN_OR_RETURN(data_version_, DataVersion());
+    return Status::Ok();
   }
 
   Result<ApplyOutcome> ApplyBatch(const Batch& b) override {
@@ -323,7 +325,9 @@ class SqliteStore final : public Store {
     Status Begin() {
       GPULEDGER_RETURN_IF_ERROR(s_.Exec("BEGIN IMMEDIATE"));
       open_ = true;
-      return Status::Ok();
+      // Holding the write lock, the caches are checked against what other connections
+      // (another process on the same file) committed since this one last wrote.
+      return s_.ReloadCachesIfChanged();
     }
     // On error the transaction is rolled back (by SQLite or by the destructor).
     Status Commit() {
@@ -398,7 +402,9 @@ class SqliteStore final : public Store {
     Status Begin() {
       GPULEDGER_RETURN_IF_ERROR(s_.Exec("BEGIN IMMEDIATE"));
       open_ = true;
-      return Status::Ok();
+      // Holding the write lock, the caches are checked against what other connections
+      // (another process on the same file) committed since this one last wrote.
+      return s_.ReloadCachesIfChanged();
     }
 
     Result<ApplyOutcome> Apply(const Batch& b) override {
@@ -666,6 +672,31 @@ class SqliteStore final : public Store {
     q.Reset();  // a table being read cannot be dropped
     ins.Reset();
     return Exec("DROP TABLE samples");
+  }
+
+  // The database's change counter as this connection sees it: it moves when another
+  // connection commits (PRAGMA data_version), not when this one does.
+  Result<int64_t> DataVersion() {
+    Stmt q;
+    GPULEDGER_RETURN_IF_ERROR(q.Prepare(db_, "PRAGMA data_version"));
+    if (int rc = q.Step(); rc != SQLITE_ROW) return sqlite::Error(db_, rc, "reading the data version");
+    return q.Int(0);
+  }
+
+  // The id and device caches are this connection's memory of the tables: another writer
+  // on the same file may have added devices and jobs or moved a device's times since.
+  // Then they are read again (once per change, inside the write transaction, so nothing
+  // can change them until it commits).
+  Status ReloadCachesIfChanged() {
+    GPULEDGER_ASSIGN_OR_RETURN(int64_t version, DataVersion());
+    if (version == data_version_) return Status::Ok();
+    device_ids_.clear();
+    job_ids_.clear();
+    device_state_.clear();
+    device_rows_.clear();
+    GPULEDGER_RETURN_IF_ERROR(LoadCaches());
+    data_version_ = version;
+    return Status::Ok();
   }
 
   Status LoadCaches() {
@@ -1063,6 +1094,7 @@ class SqliteStore final : public Store {
   std::unordered_map<std::string, int64_t> job_ids_;
   std::unordered_map<int64_t, std::pair<int64_t, int64_t>> device_state_;
   std::unordered_map<int64_t, DeviceRow> device_rows_;
+  int64_t data_version_ = -1;  // when the caches were loaded (DataVersion)
   std::mutex pool_mu_;
   std::vector<std::unique_ptr<Reader>> idle_readers_;  // guarded by pool_mu_
 };

@@ -646,6 +646,50 @@ TEST_P(StoreContractTest, DirtyGenerationsOutliveTheProcess) {
   EXPECT_EQ(store_->DirtyHoursIn(hour)->size(), 1u);
 }
 
+// Two writers on one database (two processes on the SQLite file, two servers on one
+// PostgreSQL): each sees the devices and jobs the other added, and a device's times are
+// the latest of both, never one writer's older memory of them.
+TEST_P(StoreContractTest, TwoWritersOnOneDatabaseSeeEachOthersDevicesAndJobs) {
+  auto opened = backend_.open(dir_);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<Store> other = std::move(*opened);  // opened before GPU-a exists
+  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+
+  Batch b2 = SamplesAt("b2", kT0 + 60'000, 3);  // GPU-a, declared only by the first writer
+  b2.devices.push_back(Device{.uuid = "GPU-b", .node = "node-b", .model = "NVIDIA H200", .pool = "training"});
+  b2.jobs.push_back(Job{.id = "j2", .team = "speech", .kind = JobKind::kTraining});
+  b2.allocations.push_back(Allocation{"GPU-b", "j2", kT0, std::nullopt});
+  auto r2 = other->ApplyBatch(b2);
+  ASSERT_TRUE(r2.ok()) << r2.status().ToString();
+
+  Batch b3;  // GPU-b and j2, declared only by the second writer
+  b3.batch_id = "b3";
+  b3.allocations.push_back(Allocation{"GPU-a", "j2", kT0 + 120'000, std::nullopt});
+  Sample s;
+  s.device_uuid = "GPU-b";
+  s.t_ms = kT0 + 10'000;
+  s.sm_active = 0.5;
+  b3.samples.push_back(s);
+  auto r3 = store_->ApplyBatch(b3);
+  ASSERT_TRUE(r3.ok()) << r3.status().ToString();
+  // And the second writer again, after the first moved GPU-a's and GPU-b's times.
+  ASSERT_TRUE(other->ApplyBatch(SamplesAt("b4", kT0 + 200'000, 1)).ok());
+
+  for (Store* st : {store_.get(), other.get()}) {
+    auto devices = *st->ListDevices();
+    ASSERT_EQ(devices.size(), 2u);
+    std::map<std::string, DeviceRecord> by_uuid;
+    for (auto& d : devices) by_uuid[d.device.uuid] = d;
+    EXPECT_EQ(by_uuid["GPU-a"].in_service_ms, kT0);
+    EXPECT_EQ(by_uuid["GPU-a"].last_sample_ms, kT0 + 200'000);
+    EXPECT_EQ(by_uuid["GPU-b"].in_service_ms, kT0);
+    EXPECT_EQ(by_uuid["GPU-b"].last_sample_ms, kT0 + 10'000);
+    EXPECT_EQ(st->ListJobs()->size(), 2u);
+    EXPECT_EQ(st->Stats()->samples, 8);
+    EXPECT_EQ(st->AllocationsOverlapping({0, kForever})->size(), 3u);
+  }
+}
+
 TEST_P(StoreContractTest, LatestSamplesAreOneReadForTheFleet) {
   Batch b = Basic("b1");
   b.devices.push_back(Device{.uuid = "GPU-b", .node = "node-a", .model = "NVIDIA H200", .memory_mib = 143771});
