@@ -373,18 +373,43 @@ class Accumulator {
 
 int64_t CeilTo(int64_t t, int64_t step) { return -FloorTo(-t, step); }
 
-// Attributes `span` (within one hour, in `dev`'s service) from the device's samples, as the
-// rollup refresh does, calling `fn` with each piece and the price of its hour.
+// A span of one device's time (within one hour, in its service) that no settled rollup
+// covers: attributed from the device's samples.
+struct SampledSpan {
+  const store::DeviceRecord* dev = nullptr;
+  TimeRange span;
+};
+
+// How many spans' samples one batch-oriented read brings: bounds the samples in memory.
+constexpr size_t kSpansPerRead = 64;
+
+// Attributes each of `spans` from its device's samples, as the rollup refresh does,
+// calling `fn(span, piece, price of its hour)` in the order of `spans`. The samples and
+// allocations are read kSpansPerRead spans at a time, in one call each.
 template <class Fn>
-Status AttributeFromSamples(store::StoreReads& reads, const FleetIndex& fleet, const store::DeviceRecord& dev,
-                            const TimeRange& span, int64_t staleness_override_ms, Fn&& fn) {
-  int64_t limit = StalenessLimitMs(dev.device, staleness_override_ms);
-  GPULEDGER_ASSIGN_OR_RETURN(auto samples, reads.Samples(dev.id, {span.begin_ms - limit - store::kIdleContextMs,
-                                                                  span.end_ms + limit + store::kIdleContextMs}));
-  GPULEDGER_ASSIGN_OR_RETURN(auto allocs, reads.Allocations(dev.id, span));
-  auto price = fleet.PriceAt(dev, span.begin_ms);
-  DeviceTimeline t{span, limit, samples, allocs, [&](const std::string& key) { return fleet.JobIdOf(key); }};
-  Attribute(t, [&](const Piece& p) { fn(p, price); });
+Status AttributeFromSamples(store::StoreReads& reads, const FleetIndex& fleet, const std::vector<SampledSpan>& spans,
+                            int64_t staleness_override_ms, Fn&& fn) {
+  std::vector<store::DeviceRange> sample_ranges, alloc_ranges;
+  for (size_t first = 0; first < spans.size(); first += kSpansPerRead) {
+    size_t end = std::min(spans.size(), first + kSpansPerRead);
+    sample_ranges.clear();
+    alloc_ranges.clear();
+    for (size_t i = first; i < end; ++i) {
+      const SampledSpan& s = spans[i];
+      int64_t reach = StalenessLimitMs(s.dev->device, staleness_override_ms) + store::kIdleContextMs;
+      sample_ranges.push_back({s.dev->id, {s.span.begin_ms - reach, s.span.end_ms + reach}});
+      alloc_ranges.push_back({s.dev->id, s.span});
+    }
+    GPULEDGER_ASSIGN_OR_RETURN(auto samples, reads.SamplesOf(sample_ranges));
+    GPULEDGER_ASSIGN_OR_RETURN(auto allocs, reads.AllocationsOf(alloc_ranges));
+    for (size_t i = first; i < end; ++i) {
+      const SampledSpan& s = spans[i];
+      auto price = fleet.PriceAt(*s.dev, s.span.begin_ms);
+      DeviceTimeline t{s.span, StalenessLimitMs(s.dev->device, staleness_override_ms), samples[i - first],
+                       allocs[i - first], [&](const std::string& key) { return fleet.JobIdOf(key); }};
+      Attribute(t, [&](const Piece& p) { fn(s, p, price); });
+    }
+  }
   return Status::Ok();
 }
 
@@ -627,8 +652,11 @@ Result<int64_t> Ledger::RefreshRollups() {
     std::sort(dirty.begin(), dirty.end(), [](const store::DirtyHour& a, const store::DirtyHour& b) {
       return std::tie(a.device_id, a.hour_ms) < std::tie(b.device_id, b.hour_ms);
     });
-    std::vector<store::RollupUpdate> updates;
-    updates.reserve(dirty.size());
+    struct Run {
+      size_t first, end;  // dirty[first, end): consecutive hours of one device
+      const store::DeviceRecord* dev;
+    };
+    std::vector<Run> runs;
     for (size_t run = 0; run < dirty.size();) {
       size_t end = run + 1;
       while (end < dirty.size() && dirty[end].device_id == dirty[run].device_id &&
@@ -636,46 +664,67 @@ Result<int64_t> Ledger::RefreshRollups() {
         ++end;
       }
       const store::DeviceRecord* dev = fleet.device(dirty[run].device_id);
-      std::vector<Sample> samples;
-      std::vector<store::AllocationRecord> allocs;
-      int64_t limit = dev ? StalenessLimitMs(dev->device, options_.staleness_override_ms) : 0;
-      if (dev != nullptr && dev->in_service_ms > 0) {
-        TimeRange hours{dirty[run].hour_ms, dirty[end - 1].hour_ms + kMsPerHour};
-        GPULEDGER_ASSIGN_OR_RETURN(
-            samples, store_->Samples(dev->id, {hours.begin_ms - limit - store::kIdleContextMs,
-                                               hours.end_ms + limit + store::kIdleContextMs}));
-        GPULEDGER_ASSIGN_OR_RETURN(allocs, store_->Allocations(dev->id, hours));
-      }
-      for (size_t k = run; k < end; ++k) {
-        const store::DirtyHour& d = dirty[k];
-        store::RollupUpdate& u = updates.emplace_back();
-        u.dirty = d;
-        TimeRange span{std::max(d.hour_ms, dev ? dev->in_service_ms : 0), d.hour_ms + kMsPerHour};
-        if (dev == nullptr || dev->in_service_ms == 0 || span.empty()) continue;
-        std::map<int64_t, store::RollupRow> by_job, by_minute;
-        DeviceTimeline t{span, limit, samples, allocs,
-                         [&](const std::string& key) { return fleet.JobIdOf(key); }};
-        Attribute(t, [&](const Piece& p) {
-          auto& h = by_job[p.job_id];
-          h.ms[static_cast<size_t>(p.bucket)] += p.ms;
-          if (p.coarse) h.coarse_ms += p.ms;
-          if (p.bucket == Bucket::kAllocatedIdle) h.idle_causes[static_cast<size_t>(p.cause)] += p.ms;
-          by_minute[p.minute_ms].ms[static_cast<size_t>(p.bucket)] += p.ms;
-        });
-        for (auto& [job, row] : by_job) {
-          row.period_ms = d.hour_ms;
-          row.device_id = d.device_id;
-          row.job_id = job;
-          u.hour_rows.push_back(row);
-        }
-        for (auto& [minute, row] : by_minute) {
-          row.period_ms = minute;
-          row.device_id = d.device_id;
-          u.minute_rows.push_back(row);
-        }
-        ++rebuilt;
-      }
+      runs.push_back({run, end, dev != nullptr && dev->in_service_ms > 0 ? dev : nullptr});
       run = end;
+    }
+    std::vector<store::RollupUpdate> updates;
+    updates.reserve(dirty.size());
+    // The samples and allocations of kSpansPerRead runs in one read each.
+    std::vector<store::DeviceRange> sample_ranges, alloc_ranges;
+    for (size_t first_run = 0; first_run < runs.size(); first_run += kSpansPerRead) {
+      size_t end_run = std::min(runs.size(), first_run + kSpansPerRead);
+      sample_ranges.clear();
+      alloc_ranges.clear();
+      for (size_t r = first_run; r < end_run; ++r) {
+        const Run& run = runs[r];
+        if (run.dev == nullptr) continue;
+        int64_t reach = StalenessLimitMs(run.dev->device, options_.staleness_override_ms) + store::kIdleContextMs;
+        TimeRange hours{dirty[run.first].hour_ms, dirty[run.end - 1].hour_ms + kMsPerHour};
+        sample_ranges.push_back({run.dev->id, {hours.begin_ms - reach, hours.end_ms + reach}});
+        alloc_ranges.push_back({run.dev->id, hours});
+      }
+      GPULEDGER_ASSIGN_OR_RETURN(auto samples_of, store_->SamplesOf(sample_ranges));
+      GPULEDGER_ASSIGN_OR_RETURN(auto allocs_of, store_->AllocationsOf(alloc_ranges));
+      size_t read = 0;
+      for (size_t r = first_run; r < end_run; ++r) {
+        const Run& run = runs[r];
+        const store::DeviceRecord* dev = run.dev;
+        static const std::vector<Sample> kNoSamples;
+        static const std::vector<store::AllocationRecord> kNoAllocations;
+        const auto& samples = dev ? samples_of[read] : kNoSamples;
+        const auto& allocs = dev ? allocs_of[read] : kNoAllocations;
+        if (dev) ++read;
+        int64_t limit = dev ? StalenessLimitMs(dev->device, options_.staleness_override_ms) : 0;
+        for (size_t k = run.first; k < run.end; ++k) {
+          const store::DirtyHour& d = dirty[k];
+          store::RollupUpdate& u = updates.emplace_back();
+          u.dirty = d;
+          if (dev == nullptr) continue;
+          TimeRange span{std::max(d.hour_ms, dev->in_service_ms), d.hour_ms + kMsPerHour};
+          if (span.empty()) continue;
+          std::map<int64_t, store::RollupRow> by_job, by_minute;
+          DeviceTimeline t{span, limit, samples, allocs, [&](const std::string& key) { return fleet.JobIdOf(key); }};
+          Attribute(t, [&](const Piece& p) {
+            auto& h = by_job[p.job_id];
+            h.ms[static_cast<size_t>(p.bucket)] += p.ms;
+            if (p.coarse) h.coarse_ms += p.ms;
+            if (p.bucket == Bucket::kAllocatedIdle) h.idle_causes[static_cast<size_t>(p.cause)] += p.ms;
+            by_minute[p.minute_ms].ms[static_cast<size_t>(p.bucket)] += p.ms;
+          });
+          for (auto& [job, row] : by_job) {
+            row.period_ms = d.hour_ms;
+            row.device_id = d.device_id;
+            row.job_id = job;
+            u.hour_rows.push_back(row);
+          }
+          for (auto& [minute, row] : by_minute) {
+            row.period_ms = minute;
+            row.device_id = d.device_id;
+            u.minute_rows.push_back(row);
+          }
+          ++rebuilt;
+        }
+      }
     }
     GPULEDGER_RETURN_IF_ERROR(store_->WriteRollups(updates));
   }
@@ -768,29 +817,31 @@ Result<UsageReport> Ledger::Usage(const TimeRange& asked, const std::vector<Dime
   }
 
   // From raw samples: the partial hours at the window's edges, and the dirty hours.
-  std::vector<std::pair<int64_t, TimeRange>> spans;  // device (0: every device), span
+  std::vector<SampledSpan> spans;
+  auto sampled = [&](const store::DeviceRecord& dev, const TimeRange& hour_span) {
+    TimeRange span = hour_span.Intersect(fleet.ServiceSpan(dev));
+    if (dev.in_service_ms != 0 && !span.empty()) spans.push_back({&dev, span});
+  };
   TimeRange head{window.begin_ms, std::min(first_hour, window.end_ms)};
   TimeRange tail{std::max(last_hour, first_hour), window.end_ms};
-  if (!head.empty()) spans.push_back({0, head});
-  if (!tail.empty()) spans.push_back({0, tail});
-  for (const store::DirtyHour& d : dirty) spans.push_back({d.device_id, {d.hour_ms, d.hour_ms + kMsPerHour}});
-  for (const auto& [device_id, hour_span] : spans) {
-    acc.set_hour(FloorTo(hour_span.begin_ms, kMsPerHour));  // each span lies within one hour
-    for (const store::DeviceRecord& dev : fleet.devices()) {
-      if (dev.in_service_ms == 0 || (device_id != 0 && dev.id != device_id)) continue;
-      TimeRange span = hour_span.Intersect(fleet.ServiceSpan(dev));
-      if (span.empty()) continue;
-      GPULEDGER_RETURN_IF_ERROR(AttributeFromSamples(*snap, fleet, dev, span, options_.staleness_override_ms,
-                                                     [&](const Piece& p, const std::optional<Money>& price) {
-        acc.Add(dev, p.job_id, p.bucket, p.ms, p.coarse ? p.ms : 0, price);
+  for (const TimeRange& edge : {head, tail}) {
+    if (edge.empty()) continue;
+    for (const store::DeviceRecord& dev : fleet.devices()) sampled(dev, edge);
+  }
+  for (const store::DirtyHour& d : dirty) {
+    if (const store::DeviceRecord* dev = fleet.device(d.device_id)) sampled(*dev, {d.hour_ms, d.hour_ms + kMsPerHour});
+  }
+  GPULEDGER_RETURN_IF_ERROR(AttributeFromSamples(
+      *snap, fleet, spans, options_.staleness_override_ms,
+      [&](const SampledSpan& s, const Piece& p, const std::optional<Money>& price) {
+        acc.set_hour(FloorTo(s.span.begin_ms, kMsPerHour));  // each span lies within one hour
+        acc.Add(*s.dev, p.job_id, p.bucket, p.ms, p.coarse ? p.ms : 0, price);
         if (p.bucket == Bucket::kAllocatedIdle) {
           std::array<int64_t, kIdleCauseCount> causes{};
           causes[static_cast<size_t>(p.cause)] = p.ms;
-          acc.AddIdleCauses(dev, p.job_id, causes, price);
+          acc.AddIdleCauses(*s.dev, p.job_id, causes, price);
         }
       }));
-    }
-  }
 
   // The conservation law, device by device: every millisecond in service, once.
   for (const store::DeviceRecord& dev : fleet.devices()) {
@@ -928,16 +979,17 @@ Result<std::vector<TimelinePoint>> Ledger::Timeline(const TimeRange& window, int
   }, /*settled_only=*/true));
   // The device-hours still dirty in the snapshot, from their samples (as in Usage).
   GPULEDGER_ASSIGN_OR_RETURN(auto dirty, snap->DirtyHoursIn({FloorTo(window.begin_ms, kMsPerHour), window.end_ms}));
+  std::vector<SampledSpan> spans;
   for (const store::DirtyHour& d : dirty) {
     const store::DeviceRecord* dev = fleet.device(d.device_id);
     if (dev == nullptr || !wanted(*dev)) continue;
     TimeRange span = window.Intersect({d.hour_ms, d.hour_ms + kMsPerHour}).Intersect(in_service(*dev));
-    if (span.empty()) continue;
-    GPULEDGER_RETURN_IF_ERROR(AttributeFromSamples(*snap, fleet, *dev, span, options_.staleness_override_ms,
-                                                   [&](const Piece& p, const std::optional<Money>&) {
-                                                     add(*dev, p.minute_ms, p.bucket, p.ms);
-                                                   }));
+    if (!span.empty()) spans.push_back({dev, span});
   }
+  GPULEDGER_RETURN_IF_ERROR(AttributeFromSamples(*snap, fleet, spans, options_.staleness_override_ms,
+                                                 [&](const SampledSpan& s, const Piece& p, const std::optional<Money>&) {
+                                                   add(*s.dev, p.minute_ms, p.bucket, p.ms);
+                                                 }));
   for (size_t i = 0; i < n; ++i) {
     TimeRange step{points[i].begin_ms, std::min(points[i].begin_ms + step_ms, window.end_ms)};
     int64_t capacity = 0;

@@ -179,10 +179,17 @@ Result<std::vector<AllocationRecord>> Reads::ReadAllocations(Stmt& q) {
   return out;
 }
 
-Result<std::vector<AllocationRecord>> Reads::Allocations(int64_t device_id, const TimeRange& range) {
-  Stmt& q = S(kAllocationsOfDevice);
-  q.Bind(1, device_id).Bind(2, range.end_ms).Bind(3, range.begin_ms);
-  return ReadAllocations(q);
+Result<std::vector<std::vector<AllocationRecord>>> Reads::AllocationsOf(std::span<const DeviceRange> ranges) {
+  // In-process SQLite pays no round trip per statement: one indexed read per entry.
+  std::vector<std::vector<AllocationRecord>> out;
+  out.reserve(ranges.size());
+  for (const DeviceRange& r : ranges) {
+    Stmt& q = S(kAllocationsOfDevice);
+    q.Bind(1, r.device_id).Bind(2, r.range.end_ms).Bind(3, r.range.begin_ms);
+    GPULEDGER_ASSIGN_OR_RETURN(auto allocs, ReadAllocations(q));
+    out.push_back(std::move(allocs));
+  }
+  return out;
 }
 
 Result<std::vector<AllocationRecord>> Reads::AllocationsOverlapping(const TimeRange& range) {
@@ -237,7 +244,17 @@ Result<std::vector<Progress>> Reads::ProgressOf(int64_t job_id, const TimeRange&
   return out;
 }
 
-Result<std::vector<Sample>> Reads::Samples(int64_t device_id, const TimeRange& range) {
+Result<std::vector<std::vector<Sample>>> Reads::SamplesOf(std::span<const DeviceRange> ranges) {
+  std::vector<std::vector<Sample>> out;
+  out.reserve(ranges.size());
+  for (const DeviceRange& r : ranges) {
+    GPULEDGER_ASSIGN_OR_RETURN(auto samples, SamplesOfDevice(r.device_id, r.range));
+    out.push_back(std::move(samples));
+  }
+  return out;
+}
+
+Result<std::vector<Sample>> Reads::SamplesOfDevice(int64_t device_id, const TimeRange& range) {
   Stmt& q = S(kSamplesOfDevice);
   q.Bind(1, device_id).Bind(2, FloorTo(range.begin_ms, kMsPerHour)).Bind(3, range.end_ms);
   std::vector<Sample> out;

@@ -28,11 +28,11 @@ class Reads : public StoreSnapshot {
 
   Result<std::vector<DeviceRecord>> ListDevices() override;
   Result<std::vector<JobRecord>> ListJobs() override;
-  Result<std::vector<AllocationRecord>> Allocations(int64_t device_id, const TimeRange& range) override;
+  Result<std::vector<std::vector<AllocationRecord>>> AllocationsOf(std::span<const DeviceRange> ranges) override;
   Result<std::vector<AllocationRecord>> AllocationsOverlapping(const TimeRange& range) override;
   Result<std::vector<ServingSnapshot>> ServingOf(int64_t job_id, const TimeRange& range) override;
   Result<std::vector<Progress>> ProgressOf(int64_t job_id, const TimeRange& range) override;
-  Result<std::vector<Sample>> Samples(int64_t device_id, const TimeRange& range) override;
+  Result<std::vector<std::vector<Sample>>> SamplesOf(std::span<const DeviceRange> ranges) override;
   Result<std::unordered_map<int64_t, Sample>> LatestSamples() override;
   Result<std::vector<DirtyHour>> DirtyHours(size_t limit) override;
   Result<std::vector<DirtyHour>> DirtyHoursIn(const TimeRange& hours) override;
@@ -57,6 +57,7 @@ class Reads : public StoreSnapshot {
   Stmt& S(Id id);
   Result<std::vector<AllocationRecord>> ReadAllocations(Stmt& q);
   Result<std::vector<RollupSum>> ReadRollupSums(Stmt& q);
+  Result<std::vector<Sample>> SamplesOfDevice(int64_t device_id, const TimeRange& range);
 
   sqlite3* db_;
   std::vector<std::unique_ptr<Stmt>> stmts_;

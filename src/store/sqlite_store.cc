@@ -185,8 +185,8 @@ class SqliteStore final : public Store {
   // and wait for a group being applied (readers that must not wait take a Snapshot).
   Result<std::vector<DeviceRecord>> ListDevices() override { return Locked([&] { return reads_->ListDevices(); }); }
   Result<std::vector<JobRecord>> ListJobs() override { return Locked([&] { return reads_->ListJobs(); }); }
-  Result<std::vector<AllocationRecord>> Allocations(int64_t device_id, const TimeRange& range) override {
-    return Locked([&] { return reads_->Allocations(device_id, range); });
+  Result<std::vector<std::vector<AllocationRecord>>> AllocationsOf(std::span<const DeviceRange> ranges) override {
+    return Locked([&] { return reads_->AllocationsOf(ranges); });
   }
   Result<std::vector<AllocationRecord>> AllocationsOverlapping(const TimeRange& range) override {
     return Locked([&] { return reads_->AllocationsOverlapping(range); });
@@ -197,8 +197,8 @@ class SqliteStore final : public Store {
   Result<std::vector<Progress>> ProgressOf(int64_t job_id, const TimeRange& range) override {
     return Locked([&] { return reads_->ProgressOf(job_id, range); });
   }
-  Result<std::vector<Sample>> Samples(int64_t device_id, const TimeRange& range) override {
-    return Locked([&] { return reads_->Samples(device_id, range); });
+  Result<std::vector<std::vector<Sample>>> SamplesOf(std::span<const DeviceRange> ranges) override {
+    return Locked([&] { return reads_->SamplesOf(ranges); });
   }
   Result<std::unordered_map<int64_t, Sample>> LatestSamples() override {
     return Locked([&] { return reads_->LatestSamples(); });
@@ -1110,8 +1110,8 @@ class SqliteStore::PooledSnapshot final : public StoreSnapshot {
   }
   Result<std::vector<DeviceRecord>> ListDevices() override { return r_->reads->ListDevices(); }
   Result<std::vector<JobRecord>> ListJobs() override { return r_->reads->ListJobs(); }
-  Result<std::vector<AllocationRecord>> Allocations(int64_t device_id, const TimeRange& range) override {
-    return r_->reads->Allocations(device_id, range);
+  Result<std::vector<std::vector<AllocationRecord>>> AllocationsOf(std::span<const DeviceRange> ranges) override {
+    return r_->reads->AllocationsOf(ranges);
   }
   Result<std::vector<AllocationRecord>> AllocationsOverlapping(const TimeRange& range) override {
     return r_->reads->AllocationsOverlapping(range);
@@ -1122,8 +1122,8 @@ class SqliteStore::PooledSnapshot final : public StoreSnapshot {
   Result<std::vector<Progress>> ProgressOf(int64_t job_id, const TimeRange& range) override {
     return r_->reads->ProgressOf(job_id, range);
   }
-  Result<std::vector<Sample>> Samples(int64_t device_id, const TimeRange& range) override {
-    return r_->reads->Samples(device_id, range);
+  Result<std::vector<std::vector<Sample>>> SamplesOf(std::span<const DeviceRange> ranges) override {
+    return r_->reads->SamplesOf(ranges);
   }
   Result<std::unordered_map<int64_t, Sample>> LatestSamples() override { return r_->reads->LatestSamples(); }
   Result<std::vector<DirtyHour>> DirtyHours(size_t limit) override { return r_->reads->DirtyHours(limit); }
@@ -1189,21 +1189,6 @@ Result<std::unique_ptr<StoreSnapshot>> SqliteStore::Snapshot() {
 }
 
 }  // namespace
-
-std::vector<Result<ApplyOutcome>> Store::ApplyBatches(std::span<const Batch* const> batches) {
-  std::vector<Result<ApplyOutcome>> out;
-  out.reserve(batches.size());
-  auto group = BeginBatchGroup();
-  if (!group.ok()) {
-    for (size_t i = 0; i < batches.size(); ++i) out.emplace_back(group.status());
-    return out;
-  }
-  for (const Batch* b : batches) out.push_back((*group)->Apply(*b));
-  if (Status st = (*group)->Commit(); !st.ok()) {
-    for (auto& r : out) r = st;
-  }
-  return out;
-}
 
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
                                                const SqliteOptions& options) {

@@ -119,17 +119,27 @@ class BatchGroup {
   virtual Status Commit() = 0;
 };
 
+// One device over one span of time: a part of a batch-oriented read.
+struct DeviceRange {
+  int64_t device_id = 0;
+  TimeRange range;
+};
+
 // What a store can be asked. Every read returns a Status that is not Ok when the database
 // failed (an I/O error, a corrupt row named by its table and key), never a truncated list.
+// Reads are batch-oriented: a query over the fleet asks for many devices in one call (one
+// round trip for a networked database), not one call per device.
 class StoreReads {
  public:
   virtual ~StoreReads() = default;
 
   virtual Result<std::vector<DeviceRecord>> ListDevices() = 0;
   virtual Result<std::vector<JobRecord>> ListJobs() = 0;
-  // Allocations of `device_id` that overlap `range`, by from_ms.
-  virtual Result<std::vector<AllocationRecord>> Allocations(int64_t device_id,
-                                                            const TimeRange& range) = 0;
+  // For each entry of `ranges`, in order: the allocations of its device that overlap its
+  // range, by from_ms.
+  virtual Result<std::vector<std::vector<AllocationRecord>>> AllocationsOf(std::span<const DeviceRange> ranges) = 0;
+  // Allocations of one device that overlap `range`, by from_ms (AllocationsOf for one).
+  Result<std::vector<AllocationRecord>> Allocations(int64_t device_id, const TimeRange& range);
   // All allocations overlapping `range`, by device and from_ms.
   virtual Result<std::vector<AllocationRecord>> AllocationsOverlapping(const TimeRange& range) = 0;
   // Serving snapshots of `job_id` with t in [range.begin, range.end], by engine, model
@@ -137,9 +147,12 @@ class StoreReads {
   virtual Result<std::vector<ServingSnapshot>> ServingOf(int64_t job_id, const TimeRange& range) = 0;
   // Progress reports of `job_id` whose interval overlaps `range`, by time.
   virtual Result<std::vector<Progress>> ProgressOf(int64_t job_id, const TimeRange& range) = 0;
-  // Samples of `device_id` with t in [range.begin, range.end], by time, with their
-  // per-process figures. The returned samples' device_uuid is left empty.
-  virtual Result<std::vector<Sample>> Samples(int64_t device_id, const TimeRange& range) = 0;
+  // For each entry of `ranges`, in order: the samples of its device with t in
+  // [range.begin, range.end], by time, with their per-process figures. The returned
+  // samples' device_uuid is left empty.
+  virtual Result<std::vector<std::vector<Sample>>> SamplesOf(std::span<const DeviceRange> ranges) = 0;
+  // Samples of one device (SamplesOf for one).
+  Result<std::vector<Sample>> Samples(int64_t device_id, const TimeRange& range);
 
   // The latest sample of every device that has one (without its processes), by device
   // id: one read for the fleet.

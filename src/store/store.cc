@@ -1,0 +1,34 @@
+// What every Store backend shares: the group of batches applied at once, and the
+// single-device forms of the batch-oriented reads.
+#include "store/store.h"
+
+namespace gpuledger::store {
+
+std::vector<Result<ApplyOutcome>> Store::ApplyBatches(std::span<const Batch* const> batches) {
+  std::vector<Result<ApplyOutcome>> out;
+  out.reserve(batches.size());
+  auto group = BeginBatchGroup();
+  if (!group.ok()) {
+    for (size_t i = 0; i < batches.size(); ++i) out.emplace_back(group.status());
+    return out;
+  }
+  for (const Batch* b : batches) out.push_back((*group)->Apply(*b));
+  if (Status st = (*group)->Commit(); !st.ok()) {
+    for (auto& r : out) r = st;
+  }
+  return out;
+}
+
+Result<std::vector<Sample>> StoreReads::Samples(int64_t device_id, const TimeRange& range) {
+  DeviceRange one{device_id, range};
+  GPULEDGER_ASSIGN_OR_RETURN(auto out, SamplesOf({&one, 1}));
+  return std::move(out.at(0));
+}
+
+Result<std::vector<AllocationRecord>> StoreReads::Allocations(int64_t device_id, const TimeRange& range) {
+  DeviceRange one{device_id, range};
+  GPULEDGER_ASSIGN_OR_RETURN(auto out, AllocationsOf({&one, 1}));
+  return std::move(out.at(0));
+}
+
+}  // namespace gpuledger::store
