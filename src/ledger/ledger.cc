@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "ledger/attribution.h"
+#include "ledger/ingest_plan.h"
 
 namespace gpuledger::ledger {
 namespace {
@@ -523,7 +524,27 @@ Status Ledger::Validate(const Batch& batch) const {
   return ValidateBatch(batch, clock_.NowMs(), options_.max_future_skew_ms);
 }
 
-Result<std::unique_ptr<store::BatchGroup>> Ledger::BeginIngestGroup() { return store_->BeginBatchGroup(); }
+namespace {
+
+class StoreIngestGroup final : public IngestGroup {
+ public:
+  explicit StoreIngestGroup(std::unique_ptr<store::BatchGroup> group) : group_(std::move(group)) {}
+  Result<store::ApplyOutcome> Apply(const Batch& batch) override {
+    GPULEDGER_ASSIGN_OR_RETURN(store::IngestPlan plan, PlanIngest(batch));
+    return group_->Apply(plan);
+  }
+  Status Commit() override { return group_->Commit(); }
+
+ private:
+  std::unique_ptr<store::BatchGroup> group_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<IngestGroup>> Ledger::BeginIngestGroup() {
+  GPULEDGER_ASSIGN_OR_RETURN(auto group, store_->BeginBatchGroup());
+  return std::unique_ptr<IngestGroup>(new StoreIngestGroup(std::move(group)));
+}
 
 Result<std::vector<store::DeviceRecord>> Ledger::Devices() {
   GPULEDGER_ASSIGN_OR_RETURN(auto snap, store_->Snapshot());
@@ -633,7 +654,8 @@ Ledger::Ledger(std::unique_ptr<store::Store> store, const Clock& clock, LedgerOp
 Result<store::ApplyOutcome> Ledger::Ingest(const Batch& batch) {
   GPULEDGER_RETURN_IF_ERROR(
       ValidateBatch(batch, clock_.NowMs(), options_.max_future_skew_ms));
-  return store_->ApplyBatch(batch);
+  GPULEDGER_ASSIGN_OR_RETURN(store::IngestPlan plan, PlanIngest(batch));
+  return store_->ApplyBatch(plan);
 }
 
 Result<int64_t> Ledger::RefreshRollups() {

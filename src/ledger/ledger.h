@@ -190,6 +190,16 @@ struct JobAllocation {
 //    one refresh runs at a time, and a batch committed while it runs leaves its hours
 //    dirty for the next one (the store's generation check).
 // The ledger has no other mutable state.
+// A group commit of batches through the ledger (Ledger::BeginIngestGroup): each batch is
+// planned (ledger/ingest_plan.h) and applied under its own savepoint of one store
+// transaction, with store::BatchGroup's outcomes, errors and REQUIRES.
+class IngestGroup {
+ public:
+  virtual ~IngestGroup() = default;
+  virtual Result<store::ApplyOutcome> Apply(const Batch& batch) = 0;
+  virtual Status Commit() = 0;
+};
+
 class Ledger {
  public:
   Ledger(std::unique_ptr<store::Store> store, const Clock& clock, LedgerOptions options = {});
@@ -201,10 +211,10 @@ class Ledger {
   // skew limit): for callers that validate on their own thread, outside any group.
   Status Validate(const Batch& batch) const;
 
-  // A group commit (store::BatchGroup) of the ledger's store: batches applied in it are
+  // A group commit (IngestGroup) of the ledger's store: batches applied in it are
   // durable together when it commits. REQUIRES of each batch: Validate passed. Holds the
   // store's writer until committed or destroyed; queries go on meanwhile.
-  Result<std::unique_ptr<store::BatchGroup>> BeginIngestGroup();
+  Result<std::unique_ptr<IngestGroup>> BeginIngestGroup();
 
   // Where the data begins and ends (see UsageReport::window).
   Result<DataSpan> Data();

@@ -54,7 +54,7 @@ Status CheckBatchAge(const Batch& batch, int64_t min_t_ms);
 
 // Group commit for ingest (docs/server.md, "Ingest and durability"). Requests that
 // arrive while a group is being applied and committed wait; then they are applied
-// together in one store transaction (store::BatchGroup), each batch under its own
+// together in one store transaction (ledger::IngestGroup), each batch under its own
 // savepoint, and made durable by one commit: one fsync for all of them. A batch that
 // fails is refused with its own error and the others are applied; when the commit
 // fails, every request of the group gets that error and none is applied. No request is
@@ -71,17 +71,17 @@ class GroupCommitter {
     // Tells groups apart (1, 2, ... in commit order).
     uint64_t id() const { return id_; }
     // Validates `batch` (ValidateBatch, with the committer's validate function) and
-    // applies it under its own savepoint (store::BatchGroup::Apply).
+    // applies it under its own savepoint (ledger::IngestGroup::Apply).
     Result<store::ApplyOutcome> Apply(const Batch& batch);
     // Applies a batch the caller validated.
     Result<store::ApplyOutcome> ApplyValidated(const Batch& batch);
 
    private:
     friend class GroupCommitter;
-    Group(GroupCommitter& committer, store::BatchGroup& group, uint64_t id)
+    Group(GroupCommitter& committer, ledger::IngestGroup& group, uint64_t id)
         : committer_(committer), group_(group), id_(id) {}
     GroupCommitter& committer_;
-    store::BatchGroup& group_;
+    ledger::IngestGroup& group_;
     uint64_t id_;
   };
 
@@ -101,7 +101,7 @@ class GroupCommitter {
 
   // Opens a group: a store transaction, and whatever lock keeps queries from seeing
   // part of it (held by the returned group until it is destroyed).
-  using BeginFn = std::function<Result<std::unique_ptr<store::BatchGroup>>()>;
+  using BeginFn = std::function<Result<std::unique_ptr<ledger::IngestGroup>>()>;
   // Checks a batch alone before it is applied (the server: ValidateBatch with its clock).
   using ValidateFn = std::function<Status(const Batch&)>;
 

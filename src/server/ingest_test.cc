@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <thread>
 
+#include "ledger/ingest_plan.h"
 #include "server/metrics.h"
 #include "server/scrape.h"
 #include "server/test_support.h"
@@ -174,11 +175,14 @@ class TestCommitter {
   }
 
  private:
-  class Group final : public store::BatchGroup {
+  class Group final : public ledger::IngestGroup {
    public:
     Group(TestCommitter& t, std::unique_ptr<store::BatchGroup> inner)
         : t_(t), inner_(std::move(inner)) {}
-    Result<store::ApplyOutcome> Apply(const Batch& batch) override { return inner_->Apply(batch); }
+    Result<store::ApplyOutcome> Apply(const Batch& batch) override {
+      GPULEDGER_ASSIGN_OR_RETURN(store::IngestPlan plan, ledger::PlanIngest(batch));
+      return inner_->Apply(plan);
+    }
     Status Commit() override {
       std::lock_guard lock(t_.mu_);
       if (t_.fail_commits_ > 0) {
@@ -194,7 +198,7 @@ class TestCommitter {
     std::unique_ptr<store::BatchGroup> inner_;
   };
 
-  Result<std::unique_ptr<store::BatchGroup>> Begin() {
+  Result<std::unique_ptr<ledger::IngestGroup>> Begin() {
     {
       std::unique_lock lock(mu_);
       if (hold_) {
@@ -205,7 +209,7 @@ class TestCommitter {
       }
     }
     GPULEDGER_ASSIGN_OR_RETURN(auto inner, store_.BeginBatchGroup());
-    return std::unique_ptr<store::BatchGroup>(new Group(*this, std::move(inner)));
+    return std::unique_ptr<ledger::IngestGroup>(new Group(*this, std::move(inner)));
   }
 
   store::Store& store_;

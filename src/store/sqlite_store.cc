@@ -167,10 +167,10 @@ class SqliteStore final : public Store {
     return Status::Ok();
   }
 
-  Result<ApplyOutcome> ApplyBatch(const Batch& b) override {
+  Result<ApplyOutcome> ApplyBatch(const IngestPlan& plan) override {
     Group group(*this);
     GPULEDGER_RETURN_IF_ERROR(group.Begin());
-    GPULEDGER_ASSIGN_OR_RETURN(ApplyOutcome outcome, group.Apply(b));
+    GPULEDGER_ASSIGN_OR_RETURN(ApplyOutcome outcome, group.Apply(plan));
     GPULEDGER_RETURN_IF_ERROR(group.Commit());
     return outcome;
   }
@@ -407,7 +407,11 @@ class SqliteStore final : public Store {
       return s_.ReloadCachesIfChanged();
     }
 
-    Result<ApplyOutcome> Apply(const Batch& b) override {
+    Result<ApplyOutcome> Apply(const IngestPlan& plan) override {
+      if (plan.batch == nullptr || !plan.check_stored_instants || !plan.allocation_dirty_hours) {
+        return InvalidArgument("an ingest plan needs its batch and its rules (ledger::PlanIngest makes them)");
+      }
+      const Batch& b = *plan.batch;
       if (!broken_.ok()) return broken_;
       if (!open_)
         return FailedPrecondition(
@@ -415,7 +419,7 @@ class SqliteStore final : public Store {
       if (Status st = s_.Exec("SAVEPOINT batch"); !st.ok()) return Break(st);
       Pending pending;
       pending.parent = &learnt_;
-      auto outcome = s_.ApplyInTransaction(b, pending);
+      auto outcome = s_.ApplyInTransaction(plan, pending);
       if (outcome.ok() && *outcome == ApplyOutcome::kApplied) {
         if (Status st = s_.Exec("RELEASE batch"); !st.ok()) return Break(st);
         learnt_.MergeFrom(pending);
@@ -756,7 +760,9 @@ class SqliteStore final : public Store {
                cached != device_state_.end() ? cached->second : std::pair<int64_t, int64_t>{0, 0};
   }
 
-  Result<ApplyOutcome> ApplyInTransaction(const Batch& b, Pending& pending) {
+  // Executes `plan` (store.h) in the open transaction: the SQL half of applying a batch.
+  Result<ApplyOutcome> ApplyInTransaction(const IngestPlan& plan, Pending& pending) {
+    const Batch& b = *plan.batch;
     auto bad = [&](std::string where, std::string what) {
       return InvalidArgument(fmt::format("batch {}: {}: {}", b.batch_id, where, what));
     };
@@ -779,10 +785,8 @@ class SqliteStore final : public Store {
     }
     // (device id, hour), sorted and made unique before they are written.
     std::vector<std::pair<int64_t, int64_t>> dirty;
-    auto mark = [&](int64_t device_id, int64_t from_ms, int64_t to_ms) {
-      for (int64_t h = FloorTo(from_ms, kMsPerHour); h <= to_ms; h += kMsPerHour) {
-        dirty.emplace_back(device_id, h);
-      }
+    auto mark = [&](int64_t device_id, const TimeRange& hours) {
+      for (int64_t h = hours.begin_ms; h < hours.end_ms; h += kMsPerHour) dirty.emplace_back(device_id, h);
     };
 
     // Devices: parents first, so that a slice can name a parent declared in this batch.
@@ -846,106 +850,43 @@ class SqliteStore final : public Store {
       if (!job_ids_.count(j.id)) pending.jobs[j.id] = id;
     }
 
-    // Samples come in runs of one device: the device is looked up once per run. A
-    // device's times increase within a batch (ValidateBatch), so the hours a sample
-    // marks mostly continue the run marked so far, which is tracked per device as
-    // [first, last] hour to mark each hour once.
-    struct Run {
-      std::pair<int64_t, int64_t>* state = nullptr;  // (in service, last sample)
-      int64_t marked_first = 0, marked_last = -1;    // hours already in `dirty`
-    };
-    std::unordered_map<int64_t, Run> runs;
-    const std::string* run_uuid = nullptr;
-    int64_t run_id = 0;
-    Run* run = nullptr;
-    constexpr int64_t kReachMs = kMaxStalenessMs + kIdleContextMs;
-    // The batch's samples of each device-hour become one chunk (store/sample_chunk.h).
-    struct Chunk {
-      int64_t first_ms = 0, last_ms = 0;
-      std::string data;
-      std::vector<size_t> index;  // each sample's place in the batch, for errors
-      bool with_processes = false;
-    };
-    std::map<std::pair<int64_t, int64_t>, Chunk> chunks;  // (device, hour)
-    for (size_t i = 0; i < b.samples.size(); ++i) {
-      const Sample& smp = b.samples[i];
-      if (run_uuid == nullptr || smp.device_uuid != *run_uuid) {
-        auto id = DeviceId(smp.device_uuid, pending);
-        if (!id) {
-          return bad(fmt::format("samples[{}].device", i),
-                     fmt::format("unknown device {} (declare it in the batch's devices)",
-                                 smp.device_uuid));
-        }
-        run_uuid = &smp.device_uuid;
-        run_id = *id;
-        run = &runs[*id];
-        if (!run->state) run->state = &DeviceState(*id, pending);
+    // The devices the samples are of: their times and the hours the plan marks.
+    std::unordered_map<std::string_view, int64_t> sampled_id;
+    for (const SampledDevice& sd : plan.sampled) {
+      auto id = DeviceId(sd.device_uuid, pending);
+      if (!id) {
+        return bad(fmt::format("samples[{}].device", sd.first_sample),
+                   fmt::format("unknown device {} (declare it in the batch's devices)", sd.device_uuid));
       }
-      // A device's times increase within a batch (ValidateBatch): appended in order. The
-      // chunk format depends on it, so it is checked here too.
-      Chunk& c = chunks[{run_id, FloorTo(smp.t_ms, kMsPerHour)}];
-      if (!c.index.empty() && smp.t_ms <= c.last_ms) {
-        return bad(fmt::format("samples[{}].t", i),
-                   fmt::format("{} is not after device {}'s previous sample in the batch ({})",
-                               FormatTime(smp.t_ms), smp.device_uuid, FormatTime(c.last_ms)));
-      }
-      if (c.index.empty()) c.first_ms = smp.t_ms;
-      AppendChunkSample(c.data, smp, c.index.empty() ? smp.t_ms : c.last_ms);
-      c.last_ms = smp.t_ms;
-      c.index.push_back(i);
-      if (!smp.processes.empty()) c.with_processes = true;
-      auto& [in_service, last] = *run->state;
-      in_service = in_service == 0 ? smp.t_ms : std::min(in_service, smp.t_ms);
-      last = std::max(last, smp.t_ms);
-      // A sample changes the hours it covers and those whose idle causes it informs:
-      // those from t - kReachMs to t + kReachMs. Hours inside the device's marked run are
-      // in `dirty` already.
-      int64_t first = FloorTo(smp.t_ms - kReachMs, kMsPerHour);
-      int64_t to_ms = smp.t_ms + kReachMs;
-      int64_t from = first;
-      if (run->marked_last >= run->marked_first && first >= run->marked_first &&
-          first <= run->marked_last + kMsPerHour) {
-        from = run->marked_last + kMsPerHour;  // continues the run
-      } else {
-        run->marked_first = first;
-      }
-      for (int64_t h = from; h <= to_ms; h += kMsPerHour) {
-        dirty.emplace_back(run_id, h);
-        run->marked_last = h;
-      }
+      sampled_id[sd.device_uuid] = *id;
+      auto& [in_service, last] = DeviceState(*id, pending);
+      in_service = in_service == 0 ? sd.first_ms : std::min(in_service, sd.first_ms);
+      last = std::max(last, sd.last_ms);
+      for (const TimeRange& hours : sd.dirty_hours) mark(*id, hours);
     }
-    std::vector<int64_t> stored;
-    for (const auto& entry : chunks) {
-      // Named variables, not structured bindings: a lambda below uses them (which clang
-      // 14 refuses for bindings).
-      const auto& c = entry.second;
-      const int64_t device = entry.first.first, hour = entry.first.second;
-      // A sample at an instant another batch already stored for the device is refused:
-      // look at that hour's chunks that overlap this one.
+    std::vector<int64_t> stored, times;
+    for (const ChunkPlan& c : plan.chunks) {
+      const int64_t device = sampled_id.at(c.device_uuid);
+      // The instants of the device's stored chunks of that hour that overlap this one,
+      // for the plan's duplicate check.
       Stmt& o = S(kChunksOverlapping).Reset();
-      o.Bind(1, device).Bind(2, hour).Bind(3, hour + kMsPerHour).Bind(4, c.first_ms).Bind(5, c.last_ms);
-      std::vector<int64_t> mine;
+      o.Bind(1, device).Bind(2, c.hour_ms).Bind(3, c.hour_ms + kMsPerHour).Bind(4, c.first_ms).Bind(5, c.last_ms);
+      stored.clear();
       GPULEDGER_RETURN_IF_ERROR(sqlite::ForEach(db_, o, "sample_chunks", [&]() -> Status {
-        stored.clear();
-        if (!ChunkTimes(o.Blob(1), o.Int(0), stored)) {
+        times.clear();
+        if (!ChunkTimes(o.Blob(1), o.Int(0), times)) {
           return Internal(fmt::format("store: sample_chunks row of device {} at {} is corrupt: the chunk does not decode",
                                       device, FormatTime(o.Int(0))));
         }
-        if (mine.empty()) (void)ChunkTimes(c.data, c.first_ms, mine);
-        auto a = mine.begin();
-        for (int64_t t : stored) {
-          a = std::lower_bound(a, mine.end(), t);
-          if (a != mine.end() && *a == t) {
-            size_t i = c.index[static_cast<size_t>(a - mine.begin())];
-            return bad(fmt::format("samples[{}]", i),
-                       fmt::format("a sample of device {} at {} is already stored (by another batch)",
-                                   b.samples[i].device_uuid, FormatTime(t)));
-          }
-        }
+        stored.insert(stored.end(), times.begin(), times.end());
         return Status::Ok();
       }));
+      if (!stored.empty()) {
+        std::sort(stored.begin(), stored.end());
+        GPULEDGER_RETURN_IF_ERROR(plan.check_stored_instants(c, stored));
+      }
       Stmt& ins = S(kInsertChunk).Reset();
-      ins.Bind(1, device).Bind(2, c.first_ms).Bind(3, c.last_ms).Bind(4, static_cast<int64_t>(c.index.size()));
+      ins.Bind(1, device).Bind(2, c.first_ms).Bind(3, c.last_ms).Bind(4, static_cast<int64_t>(c.times.size()));
       sqlite3_bind_blob(ins.get(), 5, c.data.data(), static_cast<int>(c.data.size()), SQLITE_STATIC);
       if (int rc = ins.Step(); rc != SQLITE_DONE) {
         return Internal(fmt::format("sqlite: inserting samples of device {} at {}: {}", device,
@@ -953,7 +894,7 @@ class SqliteStore final : public Store {
       }
       // The processes each sample saw, once its instant is known to be new.
       if (!c.with_processes) continue;
-      for (size_t i : c.index) {
+      for (size_t i : c.sample_index) {
         const Sample& smp = b.samples[i];
         for (const ProcessSample& p : smp.processes) {
           Stmt& ps = S(kInsertProcess).Reset();
@@ -1007,8 +948,7 @@ class SqliteStore final : public Store {
       }
       auto& [in_service, last] = DeviceState(*device_id, pending);
       in_service = in_service == 0 ? a.from_ms : std::min(in_service, a.from_ms);
-      // An allocation changes every hour it spans up to the device's newest sample.
-      mark(*device_id, a.from_ms, std::max(a.to_ms.value_or(a.from_ms), last));
+      mark(*device_id, plan.allocation_dirty_hours(a, last));
     }
 
     for (size_t i = 0; i < b.progress.size(); ++i) {

@@ -12,6 +12,7 @@
 #include <sqlite3.h>
 
 #include "core/testing/missing_component.h"
+#include "ledger/ingest_plan.h"
 #include "store/store.h"
 
 namespace gpuledger::store {
@@ -20,6 +21,19 @@ namespace {
 using ::testing::HasSubstr;
 
 constexpr int64_t kT0 = 1'795'420'800'000;  // 2026-11-23T08:00:00Z, a whole hour
+
+// The ledger plans each batch (ledger/ingest_plan.h); a store executes plans. A plan
+// made here is used within the same full expression as its batch.
+store::IngestPlan Plan(const Batch& b) {
+  auto plan = ledger::PlanIngest(b);
+  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+  return plan.ok() ? std::move(*plan) : store::IngestPlan{};
+}
+std::vector<store::IngestPlan> Plans(const std::vector<const Batch*>& batches) {
+  std::vector<store::IngestPlan> out;
+  for (const Batch* b : batches) out.push_back(Plan(*b));
+  return out;
+}
 
 // A backend under the store contract: its name and how to open a fresh store in `dir`.
 // The PostgreSQL store joins the list below; every TEST_P here then runs on it too.
@@ -93,7 +107,7 @@ class SqliteStoreTest : public StoreFixture {
 };
 
 TEST_P(StoreContractTest, AppliesABatchAndReadsItBack) {
-  auto r = store_->ApplyBatch(Basic("b1"));
+  auto r = store_->ApplyBatch(Plan(Basic("b1")));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(*r, ApplyOutcome::kApplied);
   auto devices = *store_->ListDevices();
@@ -117,8 +131,8 @@ TEST_P(StoreContractTest, AppliesABatchAndReadsItBack) {
 }
 
 TEST_P(StoreContractTest, ARetriedBatchIsNotAppliedTwice) {
-  ASSERT_EQ(*store_->ApplyBatch(Basic("b1")), ApplyOutcome::kApplied);
-  ASSERT_EQ(*store_->ApplyBatch(Basic("b1")), ApplyOutcome::kDuplicate);
+  ASSERT_EQ(*store_->ApplyBatch(Plan(Basic("b1"))), ApplyOutcome::kApplied);
+  ASSERT_EQ(*store_->ApplyBatch(Plan(Basic("b1"))), ApplyOutcome::kDuplicate);
   EXPECT_EQ(store_->Stats()->samples, 3);
   EXPECT_EQ(store_->Stats()->batches, 1);
 }
@@ -126,16 +140,16 @@ TEST_P(StoreContractTest, ARetriedBatchIsNotAppliedTwice) {
 TEST_P(StoreContractTest, ABatchIdReusedForOtherContentIsRefused) {
   Batch a = Basic("b1");
   a.content_digest = 1;
-  ASSERT_TRUE(store_->ApplyBatch(a).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(a)).ok());
   Batch b = Basic("b1");
   b.content_digest = 2;
-  auto r = store_->ApplyBatch(b);
+  auto r = store_->ApplyBatch(Plan(b));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kAlreadyExists);
 }
 
 TEST_P(StoreContractTest, AFailingBatchLeavesTheStoreUnchanged) {
-  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
   auto before = *store_->Stats();
 
   Batch b;
@@ -150,7 +164,7 @@ TEST_P(StoreContractTest, AFailingBatchLeavesTheStoreUnchanged) {
   Sample orphan = ok;
   orphan.device_uuid = "GPU-ghost";
   b.samples.push_back(orphan);
-  auto r = store_->ApplyBatch(b);
+  auto r = store_->ApplyBatch(Plan(b));
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(),
               HasSubstr("batch b2: samples[1].device: unknown device GPU-ghost"));
@@ -164,13 +178,13 @@ TEST_P(StoreContractTest, AFailingBatchLeavesTheStoreUnchanged) {
   Batch c;
   c.batch_id = "b3";
   c.samples.push_back(ok);
-  EXPECT_THAT(store_->ApplyBatch(c).status().message(), HasSubstr("unknown device GPU-new"));
+  EXPECT_THAT(store_->ApplyBatch(Plan(c)).status().message(), HasSubstr("unknown device GPU-new"));
 }
 
 TEST_P(StoreContractTest, ASampleStoredByAnotherBatchIsADuplicate) {
-  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
   Batch b = Basic("b2");
-  auto r = store_->ApplyBatch(b);
+  auto r = store_->ApplyBatch(Plan(b));
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("batch b2: samples[0]: a sample of device GPU-a"));
 }
@@ -214,7 +228,7 @@ TEST_P(StoreContractTest, AGroupRefusesItsBadBatchAloneAndCommitsTheOthers) {
   d.samples.push_back(later);
 
   std::vector<const Batch*> group = {&a, &bad, &c, &d};
-  auto out = store_->ApplyBatches(group);
+  auto out = store_->ApplyBatches(Plans(group));
   ASSERT_EQ(out.size(), 4u);
   ASSERT_TRUE(out[0].ok()) << out[0].status().ToString();
   EXPECT_EQ(*out[0], ApplyOutcome::kApplied);
@@ -243,10 +257,10 @@ TEST_P(StoreContractTest, AGroupRefusesItsBadBatchAloneAndCommitsTheOthers) {
   Batch uses_bad;
   uses_bad.batch_id = "e";
   uses_bad.samples.push_back(bad.samples.front());
-  EXPECT_THAT(store_->ApplyBatch(uses_bad).status().message(),
+  EXPECT_THAT(store_->ApplyBatch(Plan(uses_bad)).status().message(),
               HasSubstr("unknown device GPU-nbad"));
   bad.samples.pop_back();
-  EXPECT_EQ(*store_->ApplyBatch(bad), ApplyOutcome::kApplied);
+  EXPECT_EQ(*store_->ApplyBatch(Plan(bad)), ApplyOutcome::kApplied);
   // Every device-hour the group's batches reach is dirty: one mark each.
   auto dirty = *store_->DirtyHours(1000);
   EXPECT_EQ(dirty.size(), 3u * 4u);
@@ -261,7 +275,7 @@ TEST_P(StoreContractTest, ABatchIdTwiceInOneGroupIsADuplicate) {
   Batch other = OnNode("a", "nz", kT0 + kMsPerHour);
   other.content_digest = 8;
   std::vector<const Batch*> group = {&a, &again, &other};
-  auto out = store_->ApplyBatches(group);
+  auto out = store_->ApplyBatches(Plans(group));
   ASSERT_TRUE(out[0].ok());
   EXPECT_EQ(*out[0], ApplyOutcome::kApplied);
   ASSERT_TRUE(out[1].ok()) << out[1].status().ToString();
@@ -272,7 +286,7 @@ TEST_P(StoreContractTest, ABatchIdTwiceInOneGroupIsADuplicate) {
   EXPECT_EQ(stats.batches, 1);
   EXPECT_EQ(stats.samples, 3);
   EXPECT_EQ(stats.devices, 1);
-  EXPECT_EQ(*store_->ApplyBatch(a), ApplyOutcome::kDuplicate);
+  EXPECT_EQ(*store_->ApplyBatch(Plan(a)), ApplyOutcome::kDuplicate);
 }
 
 // A group given up before its commit (or whose commit failed) leaves nothing, and the
@@ -281,8 +295,8 @@ TEST_P(StoreContractTest, AGroupNotCommittedLeavesNothing) {
   {
     auto group = store_->BeginBatchGroup();
     ASSERT_TRUE(group.ok()) << group.status().ToString();
-    ASSERT_EQ(*(*group)->Apply(OnNode("a", "na", kT0)), ApplyOutcome::kApplied);
-    ASSERT_EQ(*(*group)->Apply(OnNode("b", "nb", kT0)), ApplyOutcome::kApplied);
+    ASSERT_EQ(*(*group)->Apply(Plan(OnNode("a", "na", kT0))), ApplyOutcome::kApplied);
+    ASSERT_EQ(*(*group)->Apply(Plan(OnNode("b", "nb", kT0))), ApplyOutcome::kApplied);
   }  // destroyed without Commit()
   auto stats = *store_->Stats();
   EXPECT_EQ(stats.batches, 0);
@@ -292,52 +306,52 @@ TEST_P(StoreContractTest, AGroupNotCommittedLeavesNothing) {
   Batch uses;
   uses.batch_id = "c";
   uses.samples.push_back(OnNode("x", "na", kT0).samples[0]);
-  EXPECT_THAT(store_->ApplyBatch(uses).status().message(), HasSubstr("unknown device GPU-na"));
+  EXPECT_THAT(store_->ApplyBatch(Plan(uses)).status().message(), HasSubstr("unknown device GPU-na"));
   // The ids are free: the same batches apply in a later group, which a reopened store
   // finds.
   auto group = store_->BeginBatchGroup();
   ASSERT_TRUE(group.ok());
-  ASSERT_EQ(*(*group)->Apply(OnNode("a", "na", kT0)), ApplyOutcome::kApplied);
+  ASSERT_EQ(*(*group)->Apply(Plan(OnNode("a", "na", kT0))), ApplyOutcome::kApplied);
   ASSERT_TRUE((*group)->Commit().ok());
-  EXPECT_FALSE((*group)->Apply(OnNode("b", "nb", kT0)).ok())
+  EXPECT_FALSE((*group)->Apply(Plan(OnNode("b", "nb", kT0))).ok())
       << "a committed group takes no more batches";
   group->reset();
   Reopen();
   EXPECT_EQ(store_->Stats()->batches, 1);
-  EXPECT_EQ(*store_->ApplyBatch(OnNode("a", "na", kT0)), ApplyOutcome::kDuplicate);
+  EXPECT_EQ(*store_->ApplyBatch(Plan(OnNode("a", "na", kT0))), ApplyOutcome::kDuplicate);
 }
 
 // A device declared again exactly as stored is not rewritten; a changed one is.
 TEST_P(StoreContractTest, ADeviceDeclaredAgainKeepsOrUpdatesItsRecord) {
-  ASSERT_TRUE(store_->ApplyBatch(OnNode("a", "na", kT0)).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(OnNode("a", "na", kT0))).ok());
   Batch same = OnNode("b", "na", kT0 + kMsPerHour);
-  ASSERT_TRUE(store_->ApplyBatch(same).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(same)).ok());
   Batch moved = OnNode("c", "na", kT0 + 2 * kMsPerHour);
   moved.devices[0].pool = "other";
-  ASSERT_TRUE(store_->ApplyBatch(moved).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(moved)).ok());
   auto devices = *store_->ListDevices();
   ASSERT_EQ(devices.size(), 1u);
   EXPECT_EQ(devices[0].device.pool, "other");
   EXPECT_EQ(devices[0].last_sample_ms, kT0 + 2 * kMsPerHour + 2 * kMsPerMinute);
   Reopen();  // the record cache is loaded from the table
   Batch back = OnNode("d", "na", kT0 + 3 * kMsPerHour);
-  ASSERT_TRUE(store_->ApplyBatch(back).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(back)).ok());
   EXPECT_EQ((*store_->ListDevices())[0].device.pool, "p");
 }
 
 TEST_P(StoreContractTest, AllocationsCloseOnceAndRetriesAreHarmless) {
-  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
   Batch close;
   close.batch_id = "b2";
   close.allocations.push_back(Allocation{"GPU-a", "j1", kT0, kT0 + kMsPerHour});
-  ASSERT_TRUE(store_->ApplyBatch(close).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(close)).ok());
   Batch again = close;
   again.batch_id = "b3";
-  ASSERT_TRUE(store_->ApplyBatch(again).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(again)).ok());
   Batch other = close;
   other.batch_id = "b4";
   other.allocations[0].to_ms = kT0 + 2 * kMsPerHour;
-  auto r = store_->ApplyBatch(other);
+  auto r = store_->ApplyBatch(Plan(other));
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("allocations[0].to: job j1 on GPU-a was already released"));
   int64_t id = store_->ListDevices()->at(0).id;
@@ -347,7 +361,7 @@ TEST_P(StoreContractTest, AllocationsCloseOnceAndRetriesAreHarmless) {
   Batch unknown;
   unknown.batch_id = "b5";
   unknown.allocations.push_back(Allocation{"GPU-a", "nope", kT0, std::nullopt});
-  EXPECT_THAT(store_->ApplyBatch(unknown).status().message(),
+  EXPECT_THAT(store_->ApplyBatch(Plan(unknown)).status().message(),
               HasSubstr("allocations[0].job: unknown job nope"));
 }
 
@@ -358,7 +372,7 @@ TEST_P(StoreContractTest, MigSlicesNameTheirParent) {
   b.devices.push_back(Device{.uuid = "MIG-1", .parent_uuid = "GPU-p", .share = {3, 7},
                              .mig_profile = "3g.71gb"});
   b.devices.push_back(Device{.uuid = "GPU-p", .model = "NVIDIA H200"});
-  ASSERT_TRUE(store_->ApplyBatch(b).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(b)).ok());
   auto devices = *store_->ListDevices();
   auto slice = std::find_if(devices.begin(), devices.end(),
                             [](const DeviceRecord& d) { return d.device.uuid == "MIG-1"; });
@@ -378,7 +392,7 @@ DirtyHour HourOfSamples(Store& s) {
 }
 
 TEST_P(StoreContractTest, RollupsReplaceAndSum) {
-  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
   DirtyHour own = HourOfSamples(*store_);
   RollupRow row{kT0, 1, 1, {100, 200, 0, 0, 50}, 0};
   ASSERT_TRUE(store_->WriteRollups({{own, {row}, {}}}).ok());
@@ -392,7 +406,7 @@ TEST_P(StoreContractTest, RollupsReplaceAndSum) {
 }
 
 TEST_P(StoreContractTest, ADirtyMarkNewerThanTheRollupSurvivesIt) {
-  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
   DirtyHour own = HourOfSamples(*store_);
   Batch more;
   more.batch_id = "b2";
@@ -401,7 +415,7 @@ TEST_P(StoreContractTest, ADirtyMarkNewerThanTheRollupSurvivesIt) {
   s.t_ms = kT0 + 40'000;
   s.sm_active = 1;
   more.samples.push_back(s);
-  ASSERT_TRUE(store_->ApplyBatch(more).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(more)).ok());
   ASSERT_TRUE(store_->WriteRollups({{own, {}, {}}}).ok());
   auto still = *store_->DirtyHours(100);
   EXPECT_EQ(still.size(), 4u);
@@ -411,25 +425,25 @@ TEST_P(StoreContractTest, PriceBookAndDataSurviveReopening) {
   auto book = *PriceBook::Create({PriceEntry{"NVIDIA H200", "*", CapacityType::kReserved,
                                              *Money::Parse("2.75"), {0, kForever}}});
   ASSERT_TRUE(store_->SavePriceBook(book).ok());
-  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
   Reopen();
   auto loaded = *store_->LoadPriceBook();
   ASSERT_EQ(loaded.entries().size(), 1u);
   EXPECT_EQ(loaded.entries()[0].per_gpu_hour.micros(), 2'750'000);
-  EXPECT_EQ(*store_->ApplyBatch(Basic("b1")), ApplyOutcome::kDuplicate);
+  EXPECT_EQ(*store_->ApplyBatch(Plan(Basic("b1"))), ApplyOutcome::kDuplicate);
   EXPECT_EQ(store_->Stats()->samples, 3);
 }
 
 // Raw samples are kept in hourly chunks: retention prunes the whole hours before the
 // hour that holds its limit, and leaves rollups alone.
 TEST_P(StoreContractTest, PrunesRawSamplesOnlyInWholeHours) {
-  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());  // three samples at 08:00:00..08:00:20
+  ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());  // three samples at 08:00:00..08:00:20
   Batch later = Basic("b2");
   later.devices.clear();
   later.jobs.clear();
   later.allocations.clear();
   for (Sample& smp : later.samples) smp.t_ms += kMsPerHour;  // 09:00:00..09:00:20
-  ASSERT_TRUE(store_->ApplyBatch(later).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(later)).ok());
   EXPECT_EQ(*store_->PruneSamples(kT0 + 15'000), 0);  // within the 08:00 hour: kept
   EXPECT_EQ(store_->Stats()->samples, 6);
   EXPECT_EQ(*store_->PruneSamples(kT0 + kMsPerHour + 15'000), 3);  // the 08:00 hour goes
@@ -441,7 +455,7 @@ TEST_P(StoreContractTest, PrunesRawSamplesOnlyInWholeHours) {
 // Two batches may bring samples of one device-hour in interleaved times: both stored,
 // read back in time order; an instant stored already is refused by name.
 TEST_P(StoreContractTest, InterleavedBatchesOfOneHourReadBackInOrder) {
-  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());  // 08:00:00, :10, :20
+  ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());  // 08:00:00, :10, :20
   Batch between = Basic("b2");
   between.devices.clear();
   between.jobs.clear();
@@ -449,7 +463,7 @@ TEST_P(StoreContractTest, InterleavedBatchesOfOneHourReadBackInOrder) {
   between.samples.resize(2);
   between.samples[0].t_ms = kT0 + 5'000;
   between.samples[1].t_ms = kT0 + 25'000;
-  ASSERT_TRUE(store_->ApplyBatch(between).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(between)).ok());
   auto devices = *store_->ListDevices();
   auto read = *store_->Samples(devices[0].id, {kT0, kT0 + kMsPerHour});
   ASSERT_EQ(read.size(), 5u);
@@ -461,27 +475,31 @@ TEST_P(StoreContractTest, InterleavedBatchesOfOneHourReadBackInOrder) {
   again.batch_id = "b3";
   again.samples = {between.samples[1]};
   again.samples[0].t_ms = kT0 + 20'000;  // b1's third sample
-  auto r = store_->ApplyBatch(again);
+  auto r = store_->ApplyBatch(Plan(again));
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(),
               HasSubstr("batch b3: samples[0]: a sample of device GPU-a at 2026-11-23T08:00:20Z is already stored"));
   EXPECT_EQ(store_->Stats()->samples, 5);
 
-  // The store does not rely on the batch having been validated: a device's samples out of
-  // order within one batch are refused, not packed.
+  // The plan does not rely on the batch having been validated: a device's samples out of
+  // order within one batch are refused, not packed; a store refuses a plan without its
+  // batch and rules.
   Batch unordered = between;
   unordered.batch_id = "b4";
   unordered.samples[0].t_ms = kT0 + 50'000;
   unordered.samples[1].t_ms = kT0 + 45'000;
-  auto u = store_->ApplyBatch(unordered);
+  auto u = ledger::PlanIngest(unordered);
   ASSERT_FALSE(u.ok());
   EXPECT_THAT(u.status().message(), HasSubstr("batch b4: samples[1].t: 2026-11-23T08:00:45Z is not after device GPU-a's"));
+  auto empty = store_->ApplyBatch(IngestPlan{});
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(store_->Stats()->samples, 5);
 }
 
 // A store of schema version 4 kept one row per sample; opening it moves them into chunks.
 TEST_F(SqliteStoreTest, MigratesOneRowPerSampleIntoChunks) {
-  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
   auto before = *store_->Samples(store_->ListDevices()->at(0).id, {kT0, kT0 + kMsPerHour});
   store_.reset();
   // Turn the store back into version 4: the samples table as it was, holding the same
@@ -537,7 +555,7 @@ namespace gpuledger::store {
 namespace {
 
 TEST_P(StoreContractTest, MinuteRollupsRoundTripPerMinute) {
-  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
   RollupRow m0{kT0, 1, 0, {60'000, 0, 0, 0, 0}, 0};
   RollupRow m7{kT0 + 7 * kMsPerMinute, 1, 0, {1, 2, 3, 4, 59'990}, 0};
   ASSERT_TRUE(store_->WriteRollups({{{1, kT0, 0}, {}, {m0, m7}}}).ok());
@@ -571,10 +589,10 @@ Batch SamplesAt(std::string id, int64_t from_ms, int n) {
 
 // A snapshot sees the store as it was when taken, whatever is committed later.
 TEST_P(StoreContractTest, ASnapshotSeesOneCommittedMoment) {
-  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
   auto snap = store_->Snapshot();
   ASSERT_TRUE(snap.ok()) << snap.status().ToString();
-  ASSERT_TRUE(store_->ApplyBatch(SamplesAt("b2", kT0 + 60'000, 3)).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(SamplesAt("b2", kT0 + 60'000, 3))).ok());
   int64_t id = store_->ListDevices()->at(0).id;
   EXPECT_EQ((*snap)->Samples(id, {kT0, kT0 + kMsPerHour})->size(), 3u);
   EXPECT_EQ((*snap)->Stats()->batches, 1);
@@ -587,10 +605,10 @@ TEST_P(StoreContractTest, ASnapshotSeesOneCommittedMoment) {
 
 // A group holds the writer; a snapshot is taken and read meanwhile, on another thread.
 TEST_P(StoreContractTest, ASnapshotNeverWaitsForAGroup) {
-  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
   auto group = store_->BeginBatchGroup();
   ASSERT_TRUE(group.ok());
-  ASSERT_TRUE((*group)->Apply(SamplesAt("b2", kT0 + 60'000, 3)).ok());
+  ASSERT_TRUE((*group)->Apply(Plan(SamplesAt("b2", kT0 + 60'000, 3))).ok());
   auto read = std::async(std::launch::async, [&]() -> Result<size_t> {
     GPULEDGER_ASSIGN_OR_RETURN(auto snap, store_->Snapshot());
     GPULEDGER_ASSIGN_OR_RETURN(auto devices, snap->ListDevices());
@@ -607,7 +625,7 @@ TEST_P(StoreContractTest, ASnapshotNeverWaitsForAGroup) {
 // Dirty device-hours are told apart: a reader sums only the settled rollups and
 // attributes the dirty hours itself.
 TEST_P(StoreContractTest, SettledRollupsLeaveOutTheDirtyHours) {
-  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
   int64_t id = store_->ListDevices()->at(0).id;
   // A sample can change the hours around it (staleness, idle-cause context): 08:00's is one.
   auto dirty = *store_->DirtyHoursIn({kT0, kT0 + kMsPerHour});
@@ -616,7 +634,7 @@ TEST_P(StoreContractTest, SettledRollupsLeaveOutTheDirtyHours) {
   ASSERT_TRUE(store_->WriteRollups({{dirty[0], {row}, {}}}).ok());
   EXPECT_EQ(store_->SumSettledHourRollups({kT0, kT0 + kMsPerHour})->size(), 1u);
   EXPECT_TRUE(store_->DirtyHoursIn({kT0, kT0 + kMsPerHour})->empty());
-  ASSERT_TRUE(store_->ApplyBatch(SamplesAt("b2", kT0 + 60'000, 3)).ok());  // the hour is dirty again
+  ASSERT_TRUE(store_->ApplyBatch(Plan(SamplesAt("b2", kT0 + 60'000, 3))).ok());  // the hour is dirty again
   EXPECT_EQ(store_->SumHourRollups({kT0, kT0 + kMsPerHour})->size(), 1u);
   EXPECT_TRUE(store_->SumSettledHourRollups({kT0, kT0 + kMsPerHour})->empty());
   auto in = *store_->DirtyHoursIn({kT0, kT0 + kMsPerHour});
@@ -633,11 +651,11 @@ TEST_P(StoreContractTest, SettledRollupsLeaveOutTheDirtyHours) {
 // The generation that tells a newer dirty mark from an older one lives in the database:
 // a reopened store (or another writer) never reuses one.
 TEST_P(StoreContractTest, DirtyGenerationsOutliveTheProcess) {
-  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
   const TimeRange hour{kT0, kT0 + kMsPerHour};
   int64_t first = store_->DirtyHoursIn(hour)->at(0).generation;
   Reopen();
-  ASSERT_TRUE(store_->ApplyBatch(SamplesAt("b2", kT0 + 60'000, 3)).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(SamplesAt("b2", kT0 + 60'000, 3))).ok());
   int64_t second = store_->DirtyHoursIn(hour)->at(0).generation;
   EXPECT_GT(second, first);
   // A refresh that read the first generation leaves the newer mark alone.
@@ -653,13 +671,13 @@ TEST_P(StoreContractTest, TwoWritersOnOneDatabaseSeeEachOthersDevicesAndJobs) {
   auto opened = backend_.open(dir_);
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   std::unique_ptr<Store> other = std::move(*opened);  // opened before GPU-a exists
-  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
 
   Batch b2 = SamplesAt("b2", kT0 + 60'000, 3);  // GPU-a, declared only by the first writer
   b2.devices.push_back(Device{.uuid = "GPU-b", .node = "node-b", .model = "NVIDIA H200", .pool = "training"});
   b2.jobs.push_back(Job{.id = "j2", .team = "speech", .kind = JobKind::kTraining});
   b2.allocations.push_back(Allocation{"GPU-b", "j2", kT0, std::nullopt});
-  auto r2 = other->ApplyBatch(b2);
+  auto r2 = other->ApplyBatch(Plan(b2));
   ASSERT_TRUE(r2.ok()) << r2.status().ToString();
 
   Batch b3;  // GPU-b and j2, declared only by the second writer
@@ -670,10 +688,10 @@ TEST_P(StoreContractTest, TwoWritersOnOneDatabaseSeeEachOthersDevicesAndJobs) {
   s.t_ms = kT0 + 10'000;
   s.sm_active = 0.5;
   b3.samples.push_back(s);
-  auto r3 = store_->ApplyBatch(b3);
+  auto r3 = store_->ApplyBatch(Plan(b3));
   ASSERT_TRUE(r3.ok()) << r3.status().ToString();
   // And the second writer again, after the first moved GPU-a's and GPU-b's times.
-  ASSERT_TRUE(other->ApplyBatch(SamplesAt("b4", kT0 + 200'000, 1)).ok());
+  ASSERT_TRUE(other->ApplyBatch(Plan(SamplesAt("b4", kT0 + 200'000, 1))).ok());
 
   for (Store* st : {store_.get(), other.get()}) {
     auto devices = *st->ListDevices();
@@ -698,8 +716,8 @@ TEST_P(StoreContractTest, LatestSamplesAreOneReadForTheFleet) {
   s.t_ms = kT0 + 2 * kMsPerHour + 5'000;
   s.sm_active = 0.75;
   b.samples.push_back(s);
-  ASSERT_TRUE(store_->ApplyBatch(b).ok());
-  ASSERT_TRUE(store_->ApplyBatch(SamplesAt("b2", kT0 + 60'000, 2)).ok());  // GPU-a's latest: 08:01:10
+  ASSERT_TRUE(store_->ApplyBatch(Plan(b)).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(SamplesAt("b2", kT0 + 60'000, 2))).ok());  // GPU-a's latest: 08:01:10
   auto latest = store_->LatestSamples();
   ASSERT_TRUE(latest.ok()) << latest.status().ToString();
   ASSERT_EQ(latest->size(), 2u);
@@ -715,7 +733,7 @@ TEST_P(StoreContractTest, LatestSamplesAreOneReadForTheFleet) {
 // A stored row that does not read back is an error naming its table and key, never an
 // assert or a row quietly dropped.
 TEST_F(SqliteStoreTest, ACorruptRowIsAnErrorNamingItsTableAndKey) {
-  ASSERT_TRUE(store_->ApplyBatch(Basic("b1")).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
   store_.reset();
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((dir_ / "ledger.db").string().c_str(), &db), SQLITE_OK);

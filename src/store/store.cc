@@ -4,15 +4,15 @@
 
 namespace gpuledger::store {
 
-std::vector<Result<ApplyOutcome>> Store::ApplyBatches(std::span<const Batch* const> batches) {
+std::vector<Result<ApplyOutcome>> Store::ApplyBatches(std::span<const IngestPlan> plans) {
   std::vector<Result<ApplyOutcome>> out;
-  out.reserve(batches.size());
+  out.reserve(plans.size());
   auto group = BeginBatchGroup();
   if (!group.ok()) {
-    for (size_t i = 0; i < batches.size(); ++i) out.emplace_back(group.status());
+    for (size_t i = 0; i < plans.size(); ++i) out.emplace_back(group.status());
     return out;
   }
-  for (const Batch* b : batches) out.push_back((*group)->Apply(*b));
+  for (const IngestPlan& p : plans) out.push_back((*group)->Apply(p));
   if (Status st = (*group)->Commit(); !st.ok()) {
     for (auto& r : out) r = st;
   }

@@ -93,6 +93,42 @@ struct StoreStats {
 
 enum class ApplyOutcome { kApplied, kDuplicate };
 
+// One device-hour of a batch's samples as one chunk (store/sample_chunk.h's encoding).
+struct ChunkPlan {
+  std::string device_uuid;
+  int64_t hour_ms = 0;
+  int64_t first_ms = 0, last_ms = 0;
+  std::string data;                  // the encoded samples
+  std::vector<int64_t> times;        // their instants, ascending
+  std::vector<size_t> sample_index;  // their places in batch.samples, for errors
+  bool with_processes = false;
+};
+
+// What a batch's samples do to one device: the span of their times (the device's time in
+// service and its newest sample move to cover it) and the rollup hours they make dirty.
+struct SampledDevice {
+  std::string device_uuid;
+  size_t first_sample = 0;  // its first place in batch.samples, for errors
+  int64_t first_ms = 0, last_ms = 0;
+  std::vector<TimeRange> dirty_hours;  // [first hour, last hour + 1h), disjoint, ascending
+};
+
+// A validated batch as the ledger prepared it for a store (ledger/ingest_plan.h): the
+// backend-neutral decisions, made once for every backend, so that what is left in a store
+// is reading and writing. A store resolves the names to its ids and applies the rules at
+// the two points where they need what is stored.
+struct IngestPlan {
+  const Batch* batch = nullptr;
+  std::vector<ChunkPlan> chunks;        // by device (in batch order) and hour
+  std::vector<SampledDevice> sampled;   // one per device with samples
+  // Refuses a chunk some of whose instants another batch stored already (`stored`: the
+  // instants of the device's stored chunks that overlap it, ascending, maybe repeated).
+  std::function<Status(const ChunkPlan&, std::span<const int64_t> stored)> check_stored_instants;
+  // The rollup hours a new or newly closed allocation makes dirty, given its device's
+  // newest sample (in the store, with this batch's samples).
+  std::function<TimeRange(const Allocation&, int64_t newest_sample_ms)> allocation_dirty_hours;
+};
+
 // Group commit: one store transaction in which several batches are applied, each under
 // its own savepoint, and made durable together by one commit (with synchronous=FULL, one
 // fsync for all of them). A batch that fails leaves nothing behind and the batches
@@ -110,8 +146,8 @@ class BatchGroup {
   // content is kDuplicate, other content kAlreadyExists. An outcome holds only once
   // Commit() returns Ok. After an error that cost the whole transaction (the disk full,
   // an I/O error) this and every later call fail, and so does Commit().
-  // REQUIRES: ValidateBatch(batch) passed; Commit() not called yet.
-  virtual Result<ApplyOutcome> Apply(const Batch& batch) = 0;
+  // REQUIRES: ValidateBatch(*plan.batch) passed; Commit() not called yet.
+  virtual Result<ApplyOutcome> Apply(const IngestPlan& plan) = 0;
 
   // Commits the group: on Ok every batch Apply() accepted is durable (as the store's
   // synchronous setting promises); on error none of them is applied. REQUIRES: called
@@ -196,7 +232,7 @@ class Store : public StoreReads {
   // Applies `batches` in one group: one outcome per batch, in order. A batch that fails
   // is refused with its own error and the others are applied; when the group cannot be
   // begun or committed, every batch gets that error and none is applied. Thread-safe.
-  std::vector<Result<ApplyOutcome>> ApplyBatches(std::span<const Batch* const> batches);
+  std::vector<Result<ApplyOutcome>> ApplyBatches(std::span<const IngestPlan> plans);
 
   // Applies `batch` in one transaction: all of it or, on any error, none of it. A batch
   // whose id was applied before is not applied again and returns kDuplicate; the same
@@ -204,9 +240,9 @@ class Store : public StoreReads {
   // allocation on an unknown device, an allocation of an unknown job, a sample already
   // stored by another batch, an allocation closed twice at different times) fail with
   // kInvalidArgument naming the batch and the field. Marks the rollup hours it changes
-  // as dirty. A group of one: durable when it returns. REQUIRES: ValidateBatch(batch)
+  // as dirty. A group of one: durable when it returns. REQUIRES: ValidateBatch(*plan.batch)
   // passed. Thread-safe.
-  virtual Result<ApplyOutcome> ApplyBatch(const Batch& batch) = 0;
+  virtual Result<ApplyOutcome> ApplyBatch(const IngestPlan& plan) = 0;
 
   // A snapshot for a reader (see StoreSnapshot). Thread-safe; never waits for a group.
   virtual Result<std::unique_ptr<StoreSnapshot>> Snapshot() = 0;

@@ -1,0 +1,107 @@
+#include "ledger/ingest_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "store/sample_chunk.h"
+
+namespace gpuledger::ledger {
+namespace {
+
+Status Bad(const Batch& b, const std::string& where, const std::string& what) {
+  return InvalidArgument(fmt::format("batch {}: {}: {}", b.batch_id, where, what));
+}
+
+// A sample at an instant the store holds for its device already is refused: the first
+// such sample of the chunk is named.
+Status CheckStoredInstants(const Batch& b, const store::ChunkPlan& c, std::span<const int64_t> stored) {
+  auto mine = c.times.begin();
+  for (int64_t t : stored) {
+    mine = std::lower_bound(mine, c.times.end(), t);
+    if (mine == c.times.end()) break;
+    if (*mine == t) {
+      size_t i = c.sample_index[static_cast<size_t>(mine - c.times.begin())];
+      return Bad(b, fmt::format("samples[{}]", i),
+                 fmt::format("a sample of device {} at {} is already stored (by another batch)", c.device_uuid,
+                             FormatTime(t)));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<store::IngestPlan> PlanIngest(const Batch& b) {
+  store::IngestPlan plan;
+  plan.batch = &b;
+  // Devices in the order their samples first appear; per device its chunks by hour.
+  std::unordered_map<std::string_view, size_t> device_at;
+  std::vector<std::map<int64_t, store::ChunkPlan>> chunks_of;
+  for (size_t i = 0; i < b.samples.size(); ++i) {
+    const Sample& smp = b.samples[i];
+    auto [it, fresh] = device_at.try_emplace(smp.device_uuid, plan.sampled.size());
+    if (fresh) {
+      plan.sampled.push_back({smp.device_uuid, i, smp.t_ms, smp.t_ms, {}});
+      chunks_of.emplace_back();
+    }
+    store::SampledDevice& dev = plan.sampled[it->second];
+    store::ChunkPlan& c = chunks_of[it->second][FloorTo(smp.t_ms, kMsPerHour)];
+    if (!c.times.empty() && smp.t_ms <= c.last_ms) {
+      return Bad(b, fmt::format("samples[{}].t", i),
+                 fmt::format("{} is not after device {}'s previous sample in the batch ({})", FormatTime(smp.t_ms),
+                             smp.device_uuid, FormatTime(c.last_ms)));
+    }
+    if (c.times.empty()) {
+      c.device_uuid = smp.device_uuid;
+      c.hour_ms = FloorTo(smp.t_ms, kMsPerHour);
+      c.first_ms = smp.t_ms;
+    }
+    store::AppendChunkSample(c.data, smp, c.times.empty() ? smp.t_ms : c.last_ms);
+    c.last_ms = smp.t_ms;
+    c.times.push_back(smp.t_ms);
+    c.sample_index.push_back(i);
+    c.with_processes = c.with_processes || !smp.processes.empty();
+    dev.first_ms = std::min(dev.first_ms, smp.t_ms);
+    dev.last_ms = std::max(dev.last_ms, smp.t_ms);
+    // The hours from t - reach to t + reach; a device's runs of samples mostly extend the
+    // last range.
+    TimeRange hours{FloorTo(smp.t_ms - kSampleReachMs, kMsPerHour),
+                    FloorTo(smp.t_ms + kSampleReachMs, kMsPerHour) + kMsPerHour};
+    if (!dev.dirty_hours.empty() && hours.begin_ms <= dev.dirty_hours.back().end_ms &&
+        hours.end_ms >= dev.dirty_hours.back().begin_ms) {
+      TimeRange& last = dev.dirty_hours.back();
+      last = {std::min(last.begin_ms, hours.begin_ms), std::max(last.end_ms, hours.end_ms)};
+    } else {
+      dev.dirty_hours.push_back(hours);
+    }
+  }
+  for (store::SampledDevice& dev : plan.sampled) {
+    // Times increase per device, so the ranges do too; merge any that touch.
+    std::vector<TimeRange> merged;
+    for (const TimeRange& r : dev.dirty_hours) {
+      if (!merged.empty() && r.begin_ms <= merged.back().end_ms) {
+        merged.back().end_ms = std::max(merged.back().end_ms, r.end_ms);
+      } else {
+        merged.push_back(r);
+      }
+    }
+    dev.dirty_hours = std::move(merged);
+  }
+  for (auto& by_hour : chunks_of) {
+    for (auto& entry : by_hour) plan.chunks.push_back(std::move(entry.second));
+  }
+  plan.check_stored_instants = [&b](const store::ChunkPlan& c, std::span<const int64_t> stored) {
+    return CheckStoredInstants(b, c, stored);
+  };
+  // An allocation changes every hour it spans, up to its device's newest sample.
+  plan.allocation_dirty_hours = [](const Allocation& a, int64_t newest_sample_ms) {
+    int64_t last = std::max(a.to_ms.value_or(a.from_ms), newest_sample_ms);
+    return TimeRange{FloorTo(a.from_ms, kMsPerHour), FloorTo(last, kMsPerHour) + kMsPerHour};
+  };
+  return plan;
+}
+
+}  // namespace gpuledger::ledger
