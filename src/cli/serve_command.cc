@@ -40,7 +40,7 @@ void AddServeCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    SystemClock clock;
                    // Every acknowledged batch is durable against power loss.
                    Config config;
-                   auto ledger = OpenLedger(common, clock, &config, {.synchronous_full = true});
+                   auto ledger = OpenLedger(common, clock, &config, {.synchronous_full = true, .exclusive_writer = true});
                    if (!ledger.ok()) return Fail(ledger.status());
                    server::ServerOptions options;
                    Status applied = server::ApplyServerConfig(config.server, options);

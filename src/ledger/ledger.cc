@@ -753,14 +753,24 @@ Result<int64_t> Ledger::RefreshRollups() {
 }
 
 Result<UsageReport> Ledger::Usage(const TimeRange& asked, const std::vector<Dimension>& by) {
+  // One snapshot for the whole report: it never waits for ingest, and ingest committed
+  // meanwhile changes nothing in it.
+  GPULEDGER_ASSIGN_OR_RETURN(auto snap, store_->Snapshot());
+  return UsageOn(*snap, asked, by);
+}
+
+Result<UsageReport> internal_UsageOn(Ledger& ledger, store::StoreReads& snap, const TimeRange& window,
+                                     const std::vector<Dimension>& by) {
+  return ledger.UsageOn(snap, window, by);
+}
+
+Result<UsageReport> Ledger::UsageOn(store::StoreReads& reads, const TimeRange& asked, const std::vector<Dimension>& by) {
+  store::StoreReads* snap = &reads;
   if (asked.empty()) {
     return InvalidArgument(fmt::format("window [{}, {}) is empty", FormatTime(asked.begin_ms),
                                        FormatTime(asked.end_ms)));
   }
   if (by.empty()) return InvalidArgument("usage needs at least one dimension to group by");
-  // One snapshot for the whole report: it never waits for ingest, and ingest committed
-  // meanwhile changes nothing in it.
-  GPULEDGER_ASSIGN_OR_RETURN(auto snap, store_->Snapshot());
   FleetIndex fleet;
   GPULEDGER_RETURN_IF_ERROR(fleet.Load(*snap, clock_.NowMs(), options_.retire_after_ms));
   Accumulator acc(fleet, by);

@@ -272,6 +272,10 @@ class Ledger {
 
  private:
   friend store::Store& internal_StoreOf(Ledger&);  // ledger/store_access.h
+  friend Result<UsageReport> internal_UsageOn(Ledger&, store::StoreReads&, const TimeRange&,
+                                              const std::vector<Dimension>&);
+  // Usage on `reads` (a snapshot the caller holds).
+  Result<UsageReport> UsageOn(store::StoreReads& reads, const TimeRange& window, const std::vector<Dimension>& by);
   std::unique_ptr<store::Store> store_;
   const Clock& clock_;
   LedgerOptions options_;

@@ -82,11 +82,11 @@ std::string_view RecommendationKindName(RecommendationKind k) {
 Result<std::vector<Recommendation>> Recommend(Ledger& ledger, const TimeRange& window,
                                               const std::string& team,
                                               const RightSizingOptions& options) {
-  GPULEDGER_ASSIGN_OR_RETURN(UsageReport usage, ledger.Usage(window, {Dimension::kJob}));
-  std::map<std::string, const UsageRow*> usage_of;
-  for (const auto& row : usage.rows) usage_of[row.key[0]] = &row;
   GPULEDGER_ASSIGN_OR_RETURN(auto snap, internal_StoreOf(ledger).Snapshot());
   store::StoreSnapshot& store = *snap;
+  GPULEDGER_ASSIGN_OR_RETURN(UsageReport usage, internal_UsageOn(ledger, store, window, {Dimension::kJob}));
+  std::map<std::string, const UsageRow*> usage_of;
+  for (const auto& row : usage.rows) usage_of[row.key[0]] = &row;
   GPULEDGER_ASSIGN_OR_RETURN(auto devices, store.ListDevices());
   GPULEDGER_ASSIGN_OR_RETURN(auto jobs, store.ListJobs());
   GPULEDGER_ASSIGN_OR_RETURN(auto allocations, store.AllocationsOverlapping(window));

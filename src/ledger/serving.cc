@@ -151,7 +151,7 @@ Result<std::vector<JobServingReport>> JobServing(Ledger& ledger, const std::stri
   }
   std::optional<Money> cost;
   if (series.size() == 1) {
-    GPULEDGER_ASSIGN_OR_RETURN(UsageReport usage, ledger.Usage(window, {Dimension::kJob}));
+    GPULEDGER_ASSIGN_OR_RETURN(UsageReport usage, internal_UsageOn(ledger, *snap, window, {Dimension::kJob}));
     for (const auto& row : usage.rows) {
       if (row.key[0] == job_id) cost = row.total_cost();
     }

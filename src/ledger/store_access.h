@@ -11,4 +11,9 @@ namespace gpuledger::ledger {
 // Ledger's own queries do, so that they never wait for ingest.
 store::Store& internal_StoreOf(Ledger& ledger);
 
+// Ledger::Usage on a snapshot the caller holds: an analysis that reads the store too
+// sees its costs and its samples at one committed moment.
+Result<UsageReport> internal_UsageOn(Ledger& ledger, store::StoreReads& snapshot, const TimeRange& window,
+                                     const std::vector<Dimension>& by);
+
 }  // namespace gpuledger::ledger

@@ -48,8 +48,8 @@ Result<Workload> RecordedWorkload(Ledger& ledger, const TimeRange& asked) {
   if (window.empty()) window = asked;
   GPULEDGER_ASSIGN_OR_RETURN(auto records, store.ListJobs());
   GPULEDGER_ASSIGN_OR_RETURN(auto allocations, store.AllocationsOverlapping(window));
-  GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_job, ledger.Usage(window, {Dimension::kJob}));
-  GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_pool, ledger.Usage(window, {Dimension::kPool}));
+  GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_job, internal_UsageOn(ledger, store, window, {Dimension::kJob}));
+  GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_pool, internal_UsageOn(ledger, store, window, {Dimension::kPool}));
   GPULEDGER_ASSIGN_OR_RETURN(auto advice, Recommend(ledger, window));
 
   Workload w;

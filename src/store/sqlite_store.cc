@@ -3,12 +3,17 @@
 // Dialect notes for the PostgreSQL implementation: the schema uses only INTEGER, REAL
 // and TEXT columns and "INSERT ... ON CONFLICT" upserts, which both databases speak.
 // WITHOUT ROWID is SQLite's own and is kept in kSqliteTableSuffix.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sqlite3.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -137,6 +142,28 @@ class SqliteStore final : public Store {
     reads_.reset();
     stmts_.clear();
     sqlite3_close_v2(db_);
+    if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the writer's lock
+  }
+
+  // The advisory lock of SqliteOptions::exclusive_writer: flock on the database file
+  // itself (independent of SQLite's own fcntl locks), held by this descriptor until the
+  // store is destroyed or the process ends, however it ends.
+  Status LockExclusively(const std::string& path) {
+    lock_fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (lock_fd_ < 0) return Unavailable(fmt::format("store {}: cannot open it to lock it: {}", path, std::strerror(errno)));
+    if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+      int err = errno;
+      ::close(lock_fd_);
+      lock_fd_ = -1;
+      if (err == EWOULDBLOCK) {
+        return FailedPrecondition(fmt::format(
+            "store {} is held by another gpuledger server or import: one writer per SQLite file "
+            "(stop the other, or give this one another --db; several servers share a PostgreSQL store)",
+            path));
+      }
+      return Unavailable(fmt::format("store {}: cannot lock it: {}", path, std::strerror(err)));
+    }
+    return Status::Ok();
   }
 
   Status Open(const std::string& path, const SqliteOptions& options) {
@@ -149,6 +176,7 @@ class SqliteStore final : public Store {
                                      db_ ? sqlite3_errmsg(db_) : "out of memory"));
     }
     sqlite3_busy_timeout(db_, 5000);
+    if (options.exclusive_writer) GPULEDGER_RETURN_IF_ERROR(LockExclusively(path));
     GPULEDGER_RETURN_IF_ERROR(Exec("PRAGMA journal_mode=WAL"));
     GPULEDGER_RETURN_IF_ERROR(
         Exec(options.synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
@@ -1035,6 +1063,7 @@ class SqliteStore final : public Store {
   std::unordered_map<int64_t, std::pair<int64_t, int64_t>> device_state_;
   std::unordered_map<int64_t, DeviceRow> device_rows_;
   int64_t data_version_ = -1;  // when the caches were loaded (DataVersion)
+  int lock_fd_ = -1;           // holds SqliteOptions::exclusive_writer's lock
   std::mutex pool_mu_;
   std::vector<std::unique_ptr<Reader>> idle_readers_;  // guarded by pool_mu_
 };

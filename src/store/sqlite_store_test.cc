@@ -531,6 +531,27 @@ TEST_F(SqliteStoreTest, MigratesOneRowPerSampleIntoChunks) {
   EXPECT_EQ(store_->Stats()->samples, static_cast<int64_t>(before.size()));
 }
 
+// A second server (or an import) on the same SQLite file is refused with a clear message
+// while the first holds it; the CLI's reports still open it; once the first is closed the
+// file is free again.
+TEST_F(SqliteStoreTest, ASecondExclusiveWriterIsRefusedWhileTheFirstHoldsTheFile) {
+  const std::string path = (dir_ / "ledger.db").string();
+  store_.reset();
+  auto first = OpenSqliteStore(path, {.exclusive_writer = true});
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  auto second = OpenSqliteStore(path, {.exclusive_writer = true});
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(second.status().message(), HasSubstr("is held by another gpuledger server or import"));
+  auto reader = OpenSqliteStore(path);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  ASSERT_TRUE((*first)->ApplyBatch(Plan(Basic("b1"))).ok());
+  EXPECT_EQ((*reader)->Stats()->samples, 3);
+  first->reset();
+  auto again = OpenSqliteStore(path, {.exclusive_writer = true});
+  EXPECT_TRUE(again.ok()) << again.status().ToString();
+}
+
 TEST_F(SqliteStoreTest, RefusesAStoreFromANewerBuild) {
   store_.reset();
   {

@@ -263,6 +263,12 @@ struct SqliteOptions {
   // FULL makes each acknowledged batch durable against power loss; NORMAL (WAL) only
   // against a crash of the process. The server uses FULL.
   bool synchronous_full = false;
+  // Holds the file for this store alone while it is open: another store opened on it
+  // with `exclusive_writer` (a second server, an import meanwhile) is refused with
+  // kFailedPrecondition saying so, instead of both writing and half the batches failing.
+  // Stores opened without it (the CLI's reports) still read and write alongside. Several
+  // servers share a PostgreSQL store, not a SQLite file.
+  bool exclusive_writer = false;
 };
 
 // Opens (creating if needed, migrating if older) the SQLite store at `path`.
