@@ -24,6 +24,9 @@ void AddCommonOptions(CLI::App& sub, CommonOptions& common);
 void AddImportCommand(CLI::App& app, CommonOptions& common, Commands& out);
 void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out);  // usage, chargeback
 void AddPricesCommand(CLI::App& app, CommonOptions& common, Commands& out);
+void AddStoreCommand(CLI::App& app, CommonOptions& common, Commands& out);
+// "the store is sound", or its problems and the tables they name (Store::Check).
+std::string StoreCheckText(const store::StoreCheck& check);
 void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out);
 void AddServeCommand(CLI::App& app, CommonOptions& common, Commands& out);  // serve, token
 void AddAgentCommand(CLI::App& app, CommonOptions& common, Commands& out);  // src/agent

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   AddImportCommand(app, common, commands);
   AddUsageCommands(app, common, commands);
   AddPricesCommand(app, common, commands);
+  AddStoreCommand(app, common, commands);
   AddAgentCommand(app, common, commands);
   AddMfuCommand(app, common, commands);
   AddReportCommand(app, common, commands);

@@ -42,6 +42,14 @@ void AddServeCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    Config config;
                    auto ledger = OpenLedger(common, clock, &config, {.synchronous_full = true, .exclusive_writer = true});
                    if (!ledger.ok()) return Fail(ledger.status());
+                   // A damaged database is not served: the quick structural check first
+                   // (`gpuledger store check` runs the full one).
+                   auto check = (*ledger)->CheckStore(/*full=*/false);
+                   if (!check.ok()) return Fail(check.status());
+                   if (!check->ok()) {
+                     return Fail(FailedPrecondition(StoreCheckText(*check) +
+                                                    "\n(restore a backup; `gpuledger store check` for the full check)"));
+                   }
                    server::ServerOptions options;
                    Status applied = server::ApplyServerConfig(config.server, options);
                    if (!applied.ok()) return Fail(applied);

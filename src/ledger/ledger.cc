@@ -631,6 +631,7 @@ Result<std::vector<DeviceNow>> Ledger::FleetNow(int64_t now_ms) {
 Result<PriceBook> Ledger::Prices() { return store_->LoadPriceBook(); }
 Status Ledger::SetPrices(const PriceBook& book) { return store_->SavePriceBook(book); }
 Result<int64_t> Ledger::PruneSamples(int64_t before_ms) { return store_->PruneSamples(before_ms); }
+Result<store::StoreCheck> Ledger::CheckStore(bool full) { return store_->Check(full); }
 Result<store::StoreStats> Ledger::Stats() {
   GPULEDGER_ASSIGN_OR_RETURN(auto snap, store_->Snapshot());
   return snap->Stats();

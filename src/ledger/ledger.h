@@ -266,6 +266,8 @@ class Ledger {
   Status SetPrices(const PriceBook& book);
   // Deletes raw samples older than `before_ms` (rollups stay). Returns chunks deleted.
   Result<int64_t> PruneSamples(int64_t before_ms);
+  // The store's integrity (store::Store::Check).
+  Result<store::StoreCheck> CheckStore(bool full);
   Result<store::StoreStats> Stats();
 
   const LedgerOptions& options() const { return options_; }

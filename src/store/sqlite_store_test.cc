@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <fstream>
 #include <future>
 #include <map>
 #include <filesystem>
@@ -771,6 +772,51 @@ TEST_F(SqliteStoreTest, ACorruptRowIsAnErrorNamingItsTableAndKey) {
   auto samples = store_->Samples(1, {kT0, kT0 + kMsPerHour});
   ASSERT_FALSE(samples.ok());
   EXPECT_THAT(samples.status().message(), HasSubstr("sample_chunks row of device 1 at 2026-11-23T08:00:10Z is corrupt"));
+}
+
+// A damaged page is found by the quick check and the full one, which name its table; a
+// sound store passes both.
+TEST_F(SqliteStoreTest, TheIntegrityCheckNamesTheDamagedTable) {
+  ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b"))).ok());
+  for (int i = 1; i <= 40; ++i) {
+    ASSERT_TRUE(store_->ApplyBatch(Plan(SamplesAt("b" + std::to_string(i), kT0 + i * kMsPerHour, 200))).ok());
+  }
+  for (bool full : {false, true}) {
+    auto sound = store_->Check(full);
+    ASSERT_TRUE(sound.ok()) << sound.status().ToString();
+    EXPECT_TRUE(sound->ok()) << sound->problems.front();
+  }
+  const std::string path = (dir_ / "ledger.db").string();
+  int64_t root = 0, page_size = 0;
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* q = nullptr;
+    sqlite3_prepare_v2(db, "SELECT rootpage FROM sqlite_master WHERE name = 'sample_chunks'", -1, &q, nullptr);
+    ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+    root = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_prepare_v2(db, "PRAGMA page_size", -1, &q, nullptr);
+    ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+    page_size = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+  }
+  store_.reset();  // checkpoints the WAL into the file
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp((root - 1) * page_size);
+    std::string garbage(static_cast<size_t>(page_size), '\x5a');
+    f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  }
+  Reopen();
+  for (bool full : {false, true}) {
+    auto damaged = store_->Check(full);
+    ASSERT_TRUE(damaged.ok()) << (full ? "full: " : "quick: ") << damaged.status().ToString();
+    ASSERT_FALSE(damaged->ok());
+    EXPECT_THAT(damaged->tables, ::testing::Contains("sample_chunks"));
+    EXPECT_THAT(damaged->tables, ::testing::Not(::testing::Contains("devices")));
+  }
 }
 
 }  // namespace

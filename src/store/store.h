@@ -93,6 +93,13 @@ struct StoreStats {
 
 enum class ApplyOutcome { kApplied, kDuplicate };
 
+// What Store::Check found: nothing when the database is sound.
+struct StoreCheck {
+  std::vector<std::string> problems;  // the database's own words, at most 100
+  std::vector<std::string> tables;    // the tables (or their indexes' tables) they name
+  bool ok() const { return problems.empty(); }
+};
+
 // One device-hour of a batch's samples as one chunk (store/sample_chunk.h's encoding).
 struct ChunkPlan {
   std::string device_uuid;
@@ -257,6 +264,11 @@ class Store : public StoreReads {
 
   // Deletes raw samples older than `before_ms` (rollups stay). Returns rows deleted.
   virtual Result<int64_t> PruneSamples(int64_t before_ms) = 0;
+
+  // Checks the database's own integrity: `full` checks every table and index against each
+  // other (slow on a large store), otherwise the cheaper structural check. Ok with
+  // problems listed when the database is damaged; an error only when it cannot check.
+  virtual Result<StoreCheck> Check(bool full) = 0;
 };
 
 struct SqliteOptions {
