@@ -32,6 +32,14 @@ std::string Esc(std::string_view s) {
 
 std::string Pct(double r) { return fmt::format("{:.1f}%", r * 100.0); }
 
+// A bucket in words, as the dashboard's legends say it: "allocated idle", not
+// "allocated_idle".
+std::string BucketWords(Bucket b) {
+  std::string name(BucketName(b));
+  std::replace(name.begin(), name.end(), '_', ' ');
+  return name;
+}
+
 // Why a source of waste cost what it did: the idle causes by money for held GPUs, what
 // the bucket means otherwise.
 std::string WasteCauses(const ledger::WasteItem& w) {
@@ -99,7 +107,7 @@ std::string StackedAreaSvg(const std::vector<ledger::TimelinePoint>& points, int
     }
     for (size_t i = points.size(); i-- > 0;) path += fmt::format("L{:.1f},{:.1f} ", x(i), y(base[i]));
     svg += fmt::format("<path d=\"{}Z\" fill=\"{}\"><title>{}</title></path>", path,
-                       kBucketColors[b], BucketName(kAllBuckets[b]));
+                       kBucketColors[b], BucketWords(kAllBuckets[b]));
     for (size_t i = 0; i < points.size(); ++i) base[i] += gpus[i][b];
   }
   for (int k = 0; k <= 4; ++k) {
@@ -180,8 +188,12 @@ tr.total td{font-weight:600;border-top:2px solid #c9ced4}
 .legend span{display:inline-block;margin-right:14px;font-size:12px}
 .legend i{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}
 .met{color:#2e7d32;font-weight:600} .missed{color:#c62828;font-weight:600}
+td.id{white-space:nowrap}
 footer{margin-top:32px;color:#59636e;font-size:12px}
-@media print{body{margin:0;max-width:none}.kpis{grid-template-columns:repeat(5,1fr)}h2{break-after:avoid}table,svg{break-inside:avoid}}
+@media print{body{margin:0;max-width:none}.kpis{grid-template-columns:repeat(5,1fr)}
+h2,h2+p,h2+.legend{break-after:avoid;break-inside:avoid}
+svg,tr,.kpis{break-inside:avoid}
+table{break-inside:auto}}
 )";
 
 }  // namespace
@@ -261,7 +273,7 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
   html += "<h2>Where the capacity went</h2><div class=\"legend\">";
   for (size_t b = 0; b < kBucketCount; ++b) {
     html += fmt::format("<span><i style=\"background:{}\"></i>{}</span>", kBucketColors[b],
-                        BucketName(kAllBuckets[b]));
+                        BucketWords(kAllBuckets[b]));
   }
   html += "</div>" + StackedAreaSvg(hourly, kMsPerHour);
   html += "<h2>Effective utilization by day</h2>" + DailyUtilizationSvg(daily, fleet_target.target);
@@ -363,7 +375,7 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
     html += fmt::format(
         "<tr data-waste=\"{}\"><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{:.1f}</td><td>{}</td>"
         "<td class=\"l\">{}</td></tr>",
-        i + 1, i + 1, Esc(waste[i].what), BucketName(waste[i].bucket), waste[i].gpu_hours,
+        i + 1, i + 1, Esc(waste[i].what), BucketWords(waste[i].bucket), waste[i].gpu_hours,
         Esc(waste[i].cost.ToDisplay()), Esc(WasteCauses(waste[i])));
   }
   html += "</table>";
@@ -379,7 +391,7 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
   for (size_t i = 0; i < recs.size() && i < options.recommendations; ++i) {
     const auto& r = recs[i];
     html += fmt::format(
-        "<tr data-recommendation=\"{}\"><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>"
+        "<tr data-recommendation=\"{}\"><td class=\"id\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>"
         "<td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td></tr>",
         Esc(r.job_id), Esc(r.job_id), Esc(r.team), Esc(r.action), Esc(r.evidence), Esc(r.confidence),
         Esc(r.saving.ToDisplay()), Esc(r.net_saving.ToDisplay()));
