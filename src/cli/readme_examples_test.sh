@@ -6,7 +6,7 @@
 #
 #   readme_examples_test.sh GPULEDGER README
 set -u
-bin=$1
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 readme=$2
 dir=$(mktemp -d "${TMPDIR:-/tmp}/gpuledger-readme-XXXXXX")
 trap 'rm -rf "$dir"' EXIT INT TERM
