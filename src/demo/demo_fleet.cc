@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <random>
 
 namespace gpuledger::demo {
@@ -448,6 +449,17 @@ struct DemoFleet::Impl {
     return out;
   }
 
+  // Whether the job's first device is on `node`: that node's agent reports the job's own
+  // figures (engine scrapes, training progress), once for the whole job.
+  // Returns that device's index, or none.
+  std::optional<size_t> FirstDeviceOn(const SimJob& j, const Node& node) const {
+    if (j.d.devices.empty()) return std::nullopt;
+    for (size_t d : node.devices) {
+      if (devices[d].uuid == j.d.devices.front()) return d;
+    }
+    return std::nullopt;
+  }
+
   // Node `node_no`'s batch for [h, h_end).
   Batch NodeSpan(size_t node_no, int64_t h, int64_t h_end) const {
     const Node& node = nodes[node_no];
@@ -475,14 +487,12 @@ struct DemoFleet::Impl {
     // Serving deployments' agents scrape their vLLM engine every minute.
     for (size_t k = 0; k < jobs.size(); ++k) {
       const SimJob& j = jobs[k];
-      if (j.pattern != Pattern::kServing || j.d.devices.empty() ||
-          j.d.devices.front() != devices[node.devices.front()].uuid) {
-        continue;
-      }
+      std::optional<size_t> first = j.pattern == Pattern::kServing ? FirstDeviceOn(j, node) : std::nullopt;
+      if (!first) continue;
       for (int64_t t = h + kMsPerMinute; t <= h_end; t += kMsPerMinute) {
         if (t <= j.d.from_ms || t > std::min(j.d.to_ms, end)) continue;
         const SimJob* held = nullptr;
-        double a = Activity(node.devices.front(), t, &held);
+        double a = Activity(*first, t, &held);
         ServingSnapshot v;
         v.job_id = j.d.job.id;
         v.t_ms = t;
@@ -508,10 +518,8 @@ struct DemoFleet::Impl {
     // GPU: every ten minutes, what their GPUs' busy time at their efficiency amounts to.
     for (size_t k = 0; k < jobs.size(); ++k) {
       const SimJob& j = jobs[k];
-      if (j.pattern != Pattern::kTraining || j.d.devices.empty() ||
-          j.d.devices.front() != devices[node.devices.front()].uuid) {
-        continue;
-      }
+      std::optional<size_t> first = j.pattern == Pattern::kTraining ? FirstDeviceOn(j, node) : std::nullopt;
+      if (!first) continue;
       double per_token = 6.0 * *j.d.job.model_parameters +
                          12.0 * static_cast<double>(j.d.job.model_layers * j.d.job.model_hidden *
                                                     j.d.job.model_sequence);
@@ -521,7 +529,7 @@ struct DemoFleet::Impl {
         double busy = 0;
         for (int64_t x = t - step + opt.sample_interval_ms; x <= t; x += opt.sample_interval_ms) {
           const SimJob* held = nullptr;
-          busy += Activity(node.devices.front(), x, &held);
+          busy += Activity(*first, x, &held);
         }
         busy /= static_cast<double>(step / opt.sample_interval_ms);
         double flops = busy * j.mfu_when_busy * 989.4e12 * static_cast<double>(j.d.devices.size()) *

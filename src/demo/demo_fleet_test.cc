@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 
 #include "ledger/ledger.h"
 #include "store/store.h"
@@ -96,8 +97,11 @@ TEST(DemoFleetTest, FeedsTheLedgerAndShowsEveryKindOfWaste) {
 TEST(DemoFleetTest, BatchesSayOnlyWhatIsKnownByThen) {
   DemoFleet f(Small());
   int notebooks = 0, running = 0;
+  std::set<std::string> reported;  // jobs with engine scrapes or progress reports
   for (int64_t h = kStart + kMsPerHour; h <= f.end_ms(); h += kMsPerHour) {
     for (const Batch& b : f.Advance(h)) {
+      for (const auto& v : b.serving) reported.insert(v.job_id);
+      for (const auto& p : b.progress) reported.insert(p.job_id);
       for (const Job& j : b.jobs) {
         if (j.end_ms) {
           EXPECT_LT(*j.end_ms, h) << b.batch_id << " " << j.id;
@@ -112,6 +116,14 @@ TEST(DemoFleetTest, BatchesSayOnlyWhatIsKnownByThen) {
   }
   EXPECT_GT(notebooks, 20);
   EXPECT_GT(running, 0);
+  // Every serving job's engine is scraped and every training job reports its progress,
+  // whichever of its node's GPUs comes first.
+  for (const auto& j : f.jobs()) {
+    bool reports = j.job.kind == JobKind::kServing || j.job.kind == JobKind::kTraining;
+    if (reports && j.to_ms - j.from_ms > 20 * kMsPerMinute && j.from_ms < f.end_ms()) {
+      EXPECT_TRUE(reported.count(j.job.id)) << j.job.id << " sent no engine or progress figures";
+    }
+  }
 }
 
 // The live feed's batches cover one sample interval each, so the fleet never reads as
