@@ -193,6 +193,7 @@ class App {
     document.body.dataset.from = win.from;
     document.body.dataset.to = win.to;
     // Signed in: only the way out; the token field is for signing in.
+    document.getElementById('token-form').hidden = false;
     document.getElementById('sign-out').hidden = !getToken();
     document.getElementById('token-input').hidden = !!getToken();
     document.querySelector('#token-form button[type="submit"]').hidden = !!getToken();
@@ -203,6 +204,7 @@ class App {
     this.status.textContent = 'refresh failed';
     if (e instanceof ApiError && e.status === 401) {
       this.status.textContent = '';
+      document.getElementById('token-form').hidden = true;  // the form below asks for it
       try {
         localStorage.setItem(NEEDS_TOKEN_KEY, '1');
       } catch {

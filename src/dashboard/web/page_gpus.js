@@ -153,6 +153,15 @@ export class GpusPage {
       this.canvas.hidden = true;
     } else {
       attachCellKinds(data.heatmap, data.byDevice);
+      // Within a node, by GPU index, each GPU followed by its slices (the rows' labels).
+      const place = (d) => {
+        const n = this.byUuid.get(d.uuid);
+        return n ? [n.index, n.slice_index ?? -1] : [1e9, 0];
+      };
+      const nodeOrder = new Map();
+      for (const d of data.heatmap.devices) if (!nodeOrder.has(d.node)) nodeOrder.set(d.node, nodeOrder.size);
+      data.heatmap.devices.sort((a, b) => nodeOrder.get(a.node) - nodeOrder.get(b.node) ||
+        place(a)[0] - place(b)[0] || place(a)[1] - place(b)[1]);
       const others = data.heatmap.devices.some((d) => d.held_by_other_teams);
       this.heatNote.replaceChildren(h('p', {class: 'muted'},
         `${data.heatmap.devices.length} GPUs and slices × ${data.heatmap.times.length} hours, ${formatTime(data.heatmap.from)} – ${formatTime(data.heatmap.to)}. `,
@@ -274,9 +283,10 @@ export function attachCellKinds(heatmap, byDevice) {
   const groups = new Map(byDevice.groups.map((g) => [g.key[0], g]));
   for (const d of heatmap.devices) {
     const g = groups.get(d.uuid);
+    if (!g) continue;
     d.kinds = heatmap.times.map((t) => {
       const i = col.get(t);
-      if (!g || i === undefined) return null;
+      if (i === undefined) return null;
       const x = (b) => (g.gpu_hours[b] && g.gpu_hours[b][i]) || 0;
       const total = STATES.reduce((a, b) => a + x(b), 0);
       if (total <= 0) return null;
