@@ -101,8 +101,10 @@ int RunLive(const demo::DemoOptions& d, const CommonOptions& mine, const std::st
   server::HttpRequestOptions post;
   post.token = token;
   int64_t batches = 0;
-  auto send = [&](int64_t until) -> Status {
-    for (const Batch& b : fleet.Advance(until)) {
+  // History goes in hour-long batches; the live feed in a batch per node and sample
+  // interval (see MaxLiveSpeed).
+  auto send = [&](int64_t until, int64_t span) -> Status {
+    for (const Batch& b : fleet.Advance(until, span)) {
       auto r = server::HttpPost(url, "/api/v1/batches", wire::WriteBatch(b), "application/json", post);
       if (!r.ok()) return r.status();
       if (r->status != 200) {
@@ -114,7 +116,7 @@ int RunLive(const demo::DemoOptions& d, const CommonOptions& mine, const std::st
   };
   std::fprintf(stderr, "demo: sending %s of history, %s to %s ...\n", FormatDuration(history_ms).c_str(),
                FormatTime(d.start_ms).c_str(), FormatTime(d.start_ms + history_ms).c_str());
-  st = send(d.start_ms + history_ms);
+  st = send(d.start_ms + history_ms, kMsPerHour);
   if (!st.ok()) return Fail(st);
   std::printf("gpuledger demo: serving %s (store %s, config %s)\n  token (admin): %s\n"
               "  dashboard: open %s/ in a browser and paste the token\n"
@@ -133,7 +135,7 @@ int RunLive(const demo::DemoOptions& d, const CommonOptions& mine, const std::st
     double real_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     int64_t sim_now = std::min(fleet.end_ms(), sim0 + static_cast<int64_t>(real_ms * speed));
     sim_clock.Set(sim_now);
-    st = send(sim_now);
+    st = send(sim_now, d.sample_interval_ms);
     if (!st.ok()) {
       (*srv)->Stop();
       return Fail(st);
@@ -230,7 +232,6 @@ void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                            "with --interval {} (a longer interval allows more)",
                            o->speed, MaxLiveSpeed(d.sample_interval_ms), o->interval)));
                      }
-                     d.batch_span_ms = d.sample_interval_ms;  // a batch per node and sample
                      if (o->start.empty()) d.start_ms = FloorTo(clock.NowMs(), kMsPerHour) - *history;
                      return RunLive(d, mine, o->listen, o->speed, *history);
                    }

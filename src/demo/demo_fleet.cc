@@ -438,10 +438,9 @@ struct DemoFleet::Impl {
     return s;
   }
 
-  std::vector<Batch> Advance(int64_t until) {
+  std::vector<Batch> Advance(int64_t until, int64_t span) {
     std::vector<Batch> out;
     until = std::min(until, end);
-    const int64_t span = opt.batch_span_ms;
     for (int64_t h = FloorTo(cursor, span); h + span <= until; h += span) {
       for (size_t n = 0; n < nodes.size(); ++n) out.push_back(NodeSpan(n, h, h + span));
       cursor = h + span;
@@ -586,7 +585,7 @@ PriceBook DemoFleet::Prices() const {
 
 const std::vector<Device>& DemoFleet::devices() const { return impl_->devices; }
 const std::vector<DemoJob>& DemoFleet::jobs() const { return impl_->public_jobs; }
-std::vector<Batch> DemoFleet::Advance(int64_t until_ms) { return impl_->Advance(until_ms); }
+std::vector<Batch> DemoFleet::Advance(int64_t until_ms, int64_t span_ms) { return impl_->Advance(until_ms, span_ms); }
 int64_t DemoFleet::cursor_ms() const { return impl_->cursor; }
 int64_t DemoFleet::end_ms() const { return impl_->end; }
 

@@ -135,15 +135,13 @@ TEST(DemoFleetTest, LiveBatchesKeepTheFleetMonitored) {
                 ("gpuledger-demo-live-" + std::to_string(::getpid()) + "-" + std::to_string(span_ms) + ".db");
     std::filesystem::remove(path);
     ManualClock clock(now);
-    DemoOptions o = Small();
-    o.batch_span_ms = span_ms;
-    DemoFleet fleet(o);
+    DemoFleet fleet(Small());
     int unmonitored = -1;
     {
       auto store = store::OpenSqliteStore(path.string());
       EXPECT_TRUE(store.ok());
       ledger::Ledger ledger(std::move(*store), clock);
-      for (const Batch& b : fleet.Advance(sent_until)) EXPECT_TRUE(ledger.Ingest(b).ok());
+      for (const Batch& b : fleet.Advance(sent_until, span_ms)) EXPECT_TRUE(ledger.Ingest(b).ok());
       auto now_fleet = ledger.FleetNow(now);
       EXPECT_TRUE(now_fleet.ok());
       unmonitored = 0;

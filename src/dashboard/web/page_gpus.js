@@ -111,14 +111,22 @@ export class GpusPage {
 
   async load({win, info}) {
     const admin = info.role === 'admin';
+    // The buckets per device and hour tell a held-idle cell from an unallocated one (an
+    // admin's heatmap: a viewer's cells are only its own jobs' time). That answer is
+    // large (every bucket of every device and hour), so it is asked for once per window,
+    // not on every refresh: a trailing window moves on the hour, and the cells with it.
+    const key = `${win.from}|${win.to}`;
+    const wantSeries = admin && this.byDeviceKey !== key;
     const [heatmap, fleet, byDevice] = await Promise.all([
       getOptional('/api/v1/heatmap', {from: win.from, to: win.to}),
       getJson('/api/v1/fleet'),
-      // The buckets per device and hour tell a held-idle cell from an unallocated one
-      // (an admin's heatmap: a viewer's cells are only its own jobs' time).
-      admin ? getOptional('/api/v1/series', {from: win.from, to: win.to, by: 'device'}) : null,
+      wantSeries ? getOptional('/api/v1/series', {from: win.from, to: win.to, by: 'device'}) : null,
     ]);
-    return {heatmap, fleet, byDevice};
+    if (wantSeries) {
+      this.byDevice = byDevice;
+      this.byDeviceKey = key;
+    }
+    return {heatmap, fleet, byDevice: admin ? this.byDevice : null};
   }
 
   render(data) {
