@@ -280,8 +280,8 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
 
   // SLOs: the fleet and each pool against its utilization target, each budgeted team's
   // week against its budget's share of the week.
-  html += "<h2>SLO status</h2><table><tr><th class=\"l\">objective</th><th>target</th>"
-          "<th>this week</th><th class=\"l\">status</th></tr>";
+  html += "<h2>SLO status</h2><table><thead><tr><th class=\"l\">objective</th><th>target</th>"
+          "<th>this week</th><th class=\"l\">status</th></tr></thead>";
   auto slo = [&](const std::string& key, const std::string& what, const std::string& target,
                  const std::string& actual, bool met) {
     html += fmt::format("<tr data-slo=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td class=\"l {}\">{}</td></tr>",
@@ -298,12 +298,12 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
   }
   html += "</table>";
 
-  html += "<h2>Teams</h2><table><tr><th class=\"l\">team</th><th>GPU-hours</th><th>effective util.</th>"
-          "<th>allocated eff.</th><th>idle cost</th><th>cost</th><th>w/w</th></tr>";
+  html += "<h2>Teams</h2><table><thead><tr><th class=\"l\">team</th><th>GPU-hours</th><th>effective util.</th>"
+          "<th>allocated eff.</th><th>idle cost</th><th>cost</th><th>w/w</th></tr></thead>";
   std::string causes_table =
       "<h2>Why held GPUs idled</h2><p>An estimate from the agents' evidence "
-      "(docs/idle-causes.md).</p><table><tr><th class=\"l\">team</th><th>input stall</th>"
-      "<th>checkpoint stall</th><th>held idle</th><th>other</th></tr>";
+      "(docs/idle-causes.md).</p><table><thead><tr><th class=\"l\">team</th><th>input stall</th>"
+      "<th>checkpoint stall</th><th>held idle</th><th>other</th></tr></thead>";
   for (const auto& row : by_team.rows) {
     if (row.key[0] != ledger::kNoJob) {
       causes_table += fmt::format("<tr><td>{}</td>", Esc(row.key[0]));
@@ -330,8 +330,8 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
       has_previous ? DeltaMoney(t.total_cost(), p.total_cost()) : "—");
 
   html += causes_table + "</table>";
-  html += "<h2>Chargeback</h2><table><tr><th class=\"l\">team</th><th class=\"l\">project</th>"
-          "<th>GPU-hours</th><th>active</th><th>idle</th><th>cost</th></tr>";
+  html += "<h2>Chargeback</h2><table><thead><tr><th class=\"l\">team</th><th class=\"l\">project</th>"
+          "<th>GPU-hours</th><th>active</th><th>idle</th><th>cost</th></tr></thead>";
   for (const auto& l : chargeback.lines) {
     html += fmt::format(
         "<tr data-chargeback=\"{}/{}\"><td>{}</td><td class=\"l\">{}</td><td>{:.1f}</td><td>{:.1f}</td>"
@@ -346,8 +346,8 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
       "<h2>Pools and kinds of work</h2><p>Idle serving headroom is expected; idle training "
       "capacity is waste. Each pool is held to its own target ({} where none is set).</p>",
       Pct(goals.fleet_target));
-  html += "<table><tr><th class=\"l\">pool</th><th>GPU-hours</th><th>effective util.</th>"
-          "<th>allocated eff.</th><th>unallocated</th><th>cost</th><th>target</th></tr>";
+  html += "<table><thead><tr><th class=\"l\">pool</th><th>GPU-hours</th><th>effective util.</th>"
+          "<th>allocated eff.</th><th>unallocated</th><th>cost</th><th>target</th></tr></thead>";
   for (size_t i = 0; i < by_pool.rows.size(); ++i) {
     const UsageRow& row = by_pool.rows[i];
     double target = targets[i + 1].target;  // JudgeTargets keeps by_pool's order
@@ -360,7 +360,7 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
         Esc(row.total_cost().ToDisplay()), met ? "met" : "missed", Pct(target), met ? "met" : "missed");
   }
   html += fmt::format("</table><p>{}</p><table>", Esc(options.goals.Describe()));
-  html += "</table><table><tr><th class=\"l\">kind</th><th>GPU-hours held</th><th>allocated eff.</th><th>idle cost</th><th>cost</th></tr>";
+  html += "</table><table><thead><tr><th class=\"l\">kind</th><th>GPU-hours held</th><th>allocated eff.</th><th>idle cost</th><th>cost</th></tr></thead>";
   for (const auto& row : by_kind.rows) {
     if (row.key[0] == ledger::kNoJob) continue;
     html += fmt::format("<tr><td>{}</td><td>{:.1f}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -369,8 +369,8 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
   }
   html += "</table>";
 
-  html += "<h2>Largest sources of waste</h2><table><tr><th class=\"l\">#</th><th class=\"l\">what</th>"
-          "<th class=\"l\">bucket</th><th>GPU-hours</th><th>cost</th><th class=\"l\">causes</th></tr>";
+  html += "<h2>Largest sources of waste</h2><table><thead><tr><th class=\"l\">#</th><th class=\"l\">what</th>"
+          "<th class=\"l\">bucket</th><th>GPU-hours</th><th>cost</th><th class=\"l\">causes</th></tr></thead>";
   for (size_t i = 0; i < waste.size(); ++i) {
     html += fmt::format(
         "<tr data-waste=\"{}\"><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{:.1f}</td><td>{}</td>"
@@ -386,8 +386,8 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
       "this one, net: a job's pieces of advice compound (each applies to what the larger ones "
       "leave), so no job saves more than it cost.</p>",
       recs.size(), Esc(ledger::TotalNetSaving(recs).ToDisplay()));
-  html += "<table><tr><th class=\"l\">job</th><th class=\"l\">team</th><th class=\"l\">advice</th>"
-          "<th class=\"l\">evidence</th><th class=\"l\">confidence</th><th>saving alone</th><th>net saving</th></tr>";
+  html += "<table><thead><tr><th class=\"l\">job</th><th class=\"l\">team</th><th class=\"l\">advice</th>"
+          "<th class=\"l\">evidence</th><th class=\"l\">confidence</th><th>saving alone</th><th>net saving</th></tr></thead>";
   for (size_t i = 0; i < recs.size() && i < options.recommendations; ++i) {
     const auto& r = recs[i];
     html += fmt::format(
