@@ -18,10 +18,11 @@ export const BUCKET_COLORS = {
   unavailable: '#e03131',
   unmonitored: '#ced4da',
 };
-// One meaning per colour: green, orange, red and grey are the buckets' (above) and are
-// never a series' colour; the palette for pools, teams and kinds has none of them.
-export const PALETTE = ['#1c7ed6', '#5f3dc4', '#0b7285', '#a61e4d', '#364fc7', '#ae3ec9', '#15aabf',
-  '#862e9c', '#4263eb', '#e64980', '#1864ab', '#7048e8'];
+// One meaning per colour: green, orange, red and grey are the buckets' (above), the
+// utilization line's blue and the kinds' colours (below) are theirs alone; the palette
+// for pools and teams has none of them.
+export const PALETTE = ['#364fc7', '#15aabf', '#e64980', '#ae3ec9', '#7048e8', '#1864ab', '#5c7cfa',
+  '#3bc9db', '#be4bdb', '#f783ac', '#4dabf7', '#9775fa'];
 // The effective-utilization line of the fleet, a team or a job.
 export const UTIL_COLOR = '#1c7ed6';
 export const KIND_COLORS = {training: '#5f3dc4', serving: '#0b7285', notebook: '#a61e4d', batch: '#862e9c', unknown: '#495057'};

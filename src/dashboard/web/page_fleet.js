@@ -3,6 +3,7 @@
 import {getJson, getOptional} from './api.js';
 import {h, kpi, section, notice, money, ratio, hours, tid} from './dom.js';
 import {formatRatio, moneyToNumber, formatTime, formatDuration, formatHours} from './format.js';
+import {SortableTable, moneyColumn, hoursColumn} from './table.js';
 import {drawChart, BUCKETS, BUCKET_LABELS, BUCKET_COLORS, UTIL_COLOR, KIND_COLORS, stableColors, TARGET_COLOR, constantSeries} from './charts.js';
 
 let bucketUnit = 'hours';  // kept across refreshes and visits: 'hours' | 'money'
@@ -32,18 +33,21 @@ export function utilizationSpec(times, groups, target, height = 240) {
   return {kind: 'line', times, series, yFormat: 'ratio', height};
 }
 
+// The five buckets of a usage total as a table (CSV, and the total row: the capacity).
 export function bucketTable(total, testPrefix) {
   const totalHours = total.gpu_hours || 0;
-  return h('table', {class: 'data compact'},
-    h('thead', {}, h('tr', {}, h('th', {}, 'bucket'), h('th', {class: 'num'}, 'GPU-hours'), h('th', {class: 'num'}, 'share'), h('th', {class: 'num'}, 'cost'))),
-    h('tbody', {}, BUCKETS.map((b) => {
-      const x = (total.buckets && total.buckets[b]) || {gpu_hours: 0, cost: '0'};
-      return h('tr', {},
-        h('td', {}, h('span', {class: 'swatch', style: {background: BUCKET_COLORS[b]}}), BUCKET_LABELS[b]),
-        h('td', {class: 'num'}, hours(x.gpu_hours, `${testPrefix}-hours-${b}`)),
-        h('td', {class: 'num'}, formatRatio(totalHours > 0 ? x.gpu_hours / totalHours : null)),
-        h('td', {class: 'num'}, money(x.cost, `${testPrefix}-cost-${b}`)));
-    })));
+  const rows = BUCKETS.map((b) => ({bucket: b, ...((total.buckets && total.buckets[b]) || {gpu_hours: 0, cost: '0'})}));
+  const t = new SortableTable(`${testPrefix}-buckets`, [
+    {key: 'bucket', label: 'bucket', sort: (r) => BUCKETS.indexOf(r.bucket), csv: (r) => r.bucket,
+      cell: (r) => h('span', {}, h('span', {class: 'swatch', style: {background: BUCKET_COLORS[r.bucket]}}), BUCKET_LABELS[r.bucket])},
+    hoursColumn('hours', 'GPU-hours', (r) => r.gpu_hours, (r) => `${testPrefix}-hours-${r.bucket}`),
+    {key: 'share', label: 'share', num: true, sort: (r) => (totalHours > 0 ? r.gpu_hours / totalHours : null),
+      cell: (r) => formatRatio(totalHours > 0 ? r.gpu_hours / totalHours : null)},
+    moneyColumn('cost', 'cost', (r) => r.cost, (r) => `${testPrefix}-cost-${r.bucket}`),
+  ], {defaultSort: {key: 'bucket', dir: 1}});
+  t.el.classList.add('compact-wrap');
+  t.setRows(rows);
+  return t.el;
 }
 
 // The fleet's utilization in the last hour with data, saying how old that hour is; past
@@ -80,7 +84,17 @@ export class FleetPage {
       }, label)));
     this.bucketTableHolder = h('div');
     this.pools = h('div', {class: 'multiples', testid: 'pools'});
-    this.kinds = h('div', {class: 'split'});
+    this.kindTable = new SortableTable('kinds', [
+      {key: 'kind', label: 'kind', sort: (r) => r.group.kind, cell: (r) => r.group.kind},
+      hoursColumn('hours', 'GPU-hours', (r) => r.gpu_hours, (r) => tid('kind-hours', r.group.kind)),
+      {key: 'eff', label: 'eff. util', num: true, sort: (r) => r.effective_utilization,
+        cell: (r) => ratio(r.effective_utilization, tid('kind-eff', r.group.kind))},
+      {key: 'alloc', label: 'alloc. eff', num: true, sort: (r) => r.allocated_efficiency,
+        cell: (r) => ratio(r.allocated_efficiency, tid('kind-alloc-eff', r.group.kind))},
+      moneyColumn('idle', 'idle cost', (r) => r.buckets.allocated_idle.cost, (r) => tid('kind-idle-cost', r.group.kind)),
+      moneyColumn('cost', 'cost', (r) => r.cost, (r) => tid('kind-cost', r.group.kind)),
+    ], {defaultSort: {key: 'cost', dir: -1}});
+    this.kinds = h('div', {class: 'split'}, this.kindTable.el);
     this.kindChart = h('div', {class: 'chart', testid: 'chart-kinds'});
     this.seriesNotice = h('div');
     this.scopeNote = h('p', {class: 'muted', hidden: true, testid: 'viewer-scope'});
@@ -198,19 +212,7 @@ export class FleetPage {
   renderKinds() {
     const usage = this.data.usageKind;
     const series = this.data.seriesKind;
-    const rows = usage.rows || [];
-    this.kinds.replaceChildren(h('table', {class: 'data compact'},
-      h('thead', {}, h('tr', {}, ['kind', 'GPU-hours', 'eff. util', 'alloc. eff', 'idle cost', 'cost'].map((t, i) => h('th', {class: i ? 'num' : ''}, t)))),
-      h('tbody', {}, rows.map((r) => {
-        const kind = r.group.kind;
-        return h('tr', {},
-          h('td', {}, kind),
-          h('td', {class: 'num'}, hours(r.gpu_hours, tid('kind-hours', kind))),
-          h('td', {class: 'num'}, ratio(r.effective_utilization, tid('kind-eff', kind))),
-          h('td', {class: 'num'}, ratio(r.allocated_efficiency, tid('kind-alloc-eff', kind))),
-          h('td', {class: 'num'}, money(r.buckets.allocated_idle.cost, tid('kind-idle-cost', kind))),
-          h('td', {class: 'num'}, money(r.cost, tid('kind-cost', kind))));
-      }))));
+    this.kindTable.setRows(usage.rows || []);
     if (series) {
       const shown = series.groups.filter((g) => g.key[0] === 'training' || g.key[0] === 'serving');
       const groups = (shown.length ? shown : series.groups).map((g) => ({

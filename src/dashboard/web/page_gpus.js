@@ -54,7 +54,7 @@ export class GpusPage {
       {key: 'since', label: 'since', sort: (r) => r.since, cell: (r) => formatTime(r.since)},
     ], {defaultSort: {key: 'gpus', dir: -1}, rowTestId: (r) => (r.hidden ? 'holder-row-hidden' : tid('holder-row', r.job))});
     this.asOf = h('p', {class: 'muted as-of', testid: 'gpus-as-of'});
-    this.nowText = h('input', {type: 'search', placeholder: 'filter: node, job, team, user, model…', value: nowFilter.text,
+    this.nowText = h('input', {type: 'search', placeholder: 'filter: node, job, team, user…', value: nowFilter.text,
       testid: 'now-filter-text', 'aria-label': 'filter'});
     this.nowState = h('select', {testid: 'now-filter-state', 'aria-label': 'state'},
       h('option', {value: ''}, 'every state'), ...STATES.map((st) => h('option', {value: st}, BUCKET_LABELS[st])));

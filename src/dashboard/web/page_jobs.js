@@ -34,7 +34,7 @@ export class JobsTable {
     this.name = name;
     if (!filterState.has(name)) filterState.set(name, {text: '', team: '', kind: '', inWindow: true});
     const st = filterState.get(name);
-    this.text = h('input', {type: 'search', placeholder: 'filter: id, project, user, experiment…', value: st.text, testid: `${name}-filter-text`, 'aria-label': 'filter'});
+    this.text = h('input', {type: 'search', placeholder: 'filter: job, project, user, experiment', value: st.text, testid: `${name}-filter-text`, 'aria-label': 'filter'});
     this.team = h('select', {testid: `${name}-filter-team`, 'aria-label': 'team', hidden: !showTeamFilter});
     this.kind = h('select', {testid: `${name}-filter-kind`, 'aria-label': 'kind'});
     this.inWindow = h('input', {type: 'checkbox', testid: `${name}-filter-in-window`});
