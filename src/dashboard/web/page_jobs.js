@@ -313,7 +313,7 @@ function bucketsTable(reply) {
       h('td', {class: 'num'}, money(reply.cost[b], `job-bucket-cost-${b}`))))));
 }
 
-const CAUSE_LABELS = {
+export const CAUSE_LABELS = {
   input_stall: 'input stall (data loading)',
   checkpoint_stall: 'checkpoint stall',
   held_idle: 'held idle (nothing running)',

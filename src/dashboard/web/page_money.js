@@ -7,14 +7,7 @@ import {h, kpi, section, notice, money, fig, tid} from './dom.js';
 import {addMoney, parseMicros, formatCount, formatTime} from './format.js';
 import {SortableTable, moneyColumn, hoursColumn} from './table.js';
 import {stateTag} from './page_gpus.js';
-
-const CAUSE_LABELS = {
-  input_stall: 'input stall',
-  checkpoint_stall: 'checkpoint stall',
-  held_idle: 'held idle',
-  communication_stall: 'communication stall',
-  other: 'other',
-};
+import {CAUSE_LABELS} from './page_jobs.js';
 
 // The cause with the most money, as "held idle (62%)".
 function topCause(w) {
@@ -24,7 +17,7 @@ function topCause(w) {
   const [cause, cost] = causes[0];
   const total = parseMicros(w.cost);
   const share = total > 0n ? Number((parseMicros(cost) * 1000n) / total) / 10 : 0;
-  return `${CAUSE_LABELS[cause] || cause.replace(/_/g, ' ')} (${share.toFixed(0)}%)`;
+  return `${(CAUSE_LABELS[cause] || cause.replace(/_/g, ' ')).replace(/ \(.*\)$/, '')} (${share.toFixed(0)}%)`;
 }
 
 function causesText(w) {
