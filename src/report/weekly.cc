@@ -32,6 +32,15 @@ std::string Esc(std::string_view s) {
 
 std::string Pct(double r) { return fmt::format("{:.1f}%", r * 100.0); }
 
+// GPU-hours as the dashboard shows them: one decimal, thousands grouped ("12,288.0").
+std::string GpuHours(double h) {
+  std::string text = fmt::format("{:.1f}", h);
+  size_t digits_end = text.find('.');
+  size_t digits_begin = text[0] == '-' ? 1 : 0;
+  for (size_t i = digits_end; i > digits_begin + 3; i -= 3) text.insert(i - 3, ",");
+  return text;
+}
+
 // A bucket in words, as the dashboard's legends say it: "allocated idle", not
 // "allocated_idle".
 std::string BucketWords(Bucket b) {
@@ -308,24 +317,24 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
     if (row.key[0] != ledger::kNoJob) {
       causes_table += fmt::format("<tr><td>{}</td>", Esc(row.key[0]));
       for (IdleCause c : kAllIdleCauses) {
-        causes_table += fmt::format("<td>{:.1f} h · {}</td>", row.idle_cause_gpu_hours(c),
+        causes_table += fmt::format("<td>{} h · {}</td>", GpuHours(row.idle_cause_gpu_hours(c)),
                                     Esc(row.idle_cause_cost[static_cast<size_t>(c)].ToDisplay()));
       }
       causes_table += "</tr>";
     }
     const UsageRow* before = FindRow(prev_team, row.key[0]);
     html += fmt::format(
-        "<tr data-team=\"{}\"><td>{}</td><td>{:.1f}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<tr data-team=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
         "<td data-cost=\"{}\">{}</td><td>{}</td></tr>",
-        Esc(row.key[0]), Esc(row.key[0]), row.total_gpu_hours(), Pct(row.effective_utilization()),
+        Esc(row.key[0]), Esc(row.key[0]), GpuHours(row.total_gpu_hours()), Pct(row.effective_utilization()),
         Pct(row.allocated_efficiency()), Esc((row.cost[1] + row.cost[2]).ToDisplay()),
         row.total_cost().ToString(), Esc(row.total_cost().ToDisplay()),
         before ? DeltaMoney(row.total_cost(), before->total_cost()) : "new");
   }
   html += fmt::format(
-      "<tr class=\"total\" data-team=\"(total)\"><td>fleet</td><td>{:.1f}</td><td>{}</td><td>{}</td><td>{}</td>"
+      "<tr class=\"total\" data-team=\"(total)\"><td>fleet</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
       "<td data-cost=\"{}\">{}</td><td>{}</td></tr></table>",
-      t.total_gpu_hours(), Pct(t.effective_utilization()), Pct(t.allocated_efficiency()),
+      GpuHours(t.total_gpu_hours()), Pct(t.effective_utilization()), Pct(t.allocated_efficiency()),
       Esc(idle_cost.ToDisplay()), t.total_cost().ToString(), Esc(t.total_cost().ToDisplay()),
       has_previous ? DeltaMoney(t.total_cost(), p.total_cost()) : "—");
 
@@ -334,10 +343,10 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
           "<th>GPU-hours</th><th>active</th><th>idle</th><th>cost</th></tr></thead>";
   for (const auto& l : chargeback.lines) {
     html += fmt::format(
-        "<tr data-chargeback=\"{}/{}\"><td>{}</td><td class=\"l\">{}</td><td>{:.1f}</td><td>{:.1f}</td>"
-        "<td>{:.1f}</td><td data-cost=\"{}\">{}</td></tr>",
-        Esc(l.team), Esc(l.project), Esc(l.team), Esc(l.project), l.gpu_hours, l.active_gpu_hours,
-        l.idle_gpu_hours, l.total_cost().ToString(), Esc(l.total_cost().ToDisplay()));
+        "<tr data-chargeback=\"{}/{}\"><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td>"
+        "<td>{}</td><td data-cost=\"{}\">{}</td></tr>",
+        Esc(l.team), Esc(l.project), Esc(l.team), Esc(l.project), GpuHours(l.gpu_hours), GpuHours(l.active_gpu_hours),
+        GpuHours(l.idle_gpu_hours), l.total_cost().ToString(), Esc(l.total_cost().ToDisplay()));
   }
   html += fmt::format("<tr class=\"total\"><td>total</td><td></td><td></td><td></td><td></td><td data-cost=\"{}\">{}</td></tr></table>",
                       chargeback.total.ToString(), Esc(chargeback.total.ToDisplay()));
@@ -353,18 +362,18 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
     double target = targets[i + 1].target;  // JudgeTargets keeps by_pool's order
     bool met = targets[i + 1].met;
     html += fmt::format(
-        "<tr data-pool=\"{}\"><td>{}</td><td>{:.1f}</td><td>{}</td><td>{}</td><td>{:.1f} h</td><td>{}</td>"
+        "<tr data-pool=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} h</td><td>{}</td>"
         "<td class=\"{}\">{} {}</td></tr>",
-        Esc(row.key[0]), Esc(row.key[0]), row.total_gpu_hours(), Pct(row.effective_utilization()),
-        Pct(row.allocated_efficiency()), row.gpu_hours(Bucket::kUnallocated),
+        Esc(row.key[0]), Esc(row.key[0]), GpuHours(row.total_gpu_hours()), Pct(row.effective_utilization()),
+        Pct(row.allocated_efficiency()), GpuHours(row.gpu_hours(Bucket::kUnallocated)),
         Esc(row.total_cost().ToDisplay()), met ? "met" : "missed", Pct(target), met ? "met" : "missed");
   }
   html += fmt::format("</table><p>{}</p><table>", Esc(options.goals.Describe()));
   html += "</table><table><thead><tr><th class=\"l\">kind</th><th>GPU-hours held</th><th>allocated eff.</th><th>idle cost</th><th>cost</th></tr></thead>";
   for (const auto& row : by_kind.rows) {
     if (row.key[0] == ledger::kNoJob) continue;
-    html += fmt::format("<tr><td>{}</td><td>{:.1f}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                        Esc(row.key[0]), row.total_gpu_hours(), Pct(row.allocated_efficiency()),
+    html += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                        Esc(row.key[0]), GpuHours(row.total_gpu_hours()), Pct(row.allocated_efficiency()),
                         Esc(row.cost[1].ToDisplay()), Esc(row.total_cost().ToDisplay()));
   }
   html += "</table>";
@@ -373,9 +382,9 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
           "<th class=\"l\">bucket</th><th>GPU-hours</th><th>cost</th><th class=\"l\">causes</th></tr></thead>";
   for (size_t i = 0; i < waste.size(); ++i) {
     html += fmt::format(
-        "<tr data-waste=\"{}\"><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{:.1f}</td><td>{}</td>"
+        "<tr data-waste=\"{}\"><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td>"
         "<td class=\"l\">{}</td></tr>",
-        i + 1, i + 1, Esc(waste[i].what), BucketWords(waste[i].bucket), waste[i].gpu_hours,
+        i + 1, i + 1, Esc(waste[i].what), BucketWords(waste[i].bucket), GpuHours(waste[i].gpu_hours),
         Esc(waste[i].cost.ToDisplay()), Esc(WasteCauses(waste[i])));
   }
   html += "</table>";
