@@ -8,7 +8,7 @@
 set -u
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 readme=$2
-dir=$(mktemp -d "${TMPDIR:-/tmp}/gpuledger-readme-XXXXXX")
+dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT INT TERM
 
 # The block: the fenced lines after the marker, up to the closing fence; comments cut.
