@@ -129,6 +129,30 @@ TEST_F(CliTest, ABadBatchNamesFileLineAndFieldAndChangesNothing) {
   EXPECT_THAT(k.output, HasSubstr("1 rejected"));
 }
 
+// The demo replaces its store on every run: never one it did not make.
+TEST_F(CliTest, DemoRefusesAStoreItDidNotMake) {
+  Outcome imported = Gpuledger("import --db " + db_ + " " + File("b.ndjson", Batches()));
+  ASSERT_EQ(imported.exit_code, 0) << imported.output;
+  EXPECT_THAT(imported.output, HasSubstr("imported 2 batches"));
+  auto size = fs::file_size(db_);
+  Outcome demo = Gpuledger("demo --once --days 1 --interval 300s --db " + db_);
+  EXPECT_NE(demo.exit_code, 0);
+  EXPECT_THAT(demo.output, HasSubstr("a store that gpuledger demo did not make"));
+  EXPECT_EQ(fs::file_size(db_), size);
+  Outcome still = Gpuledger("usage --db " + db_ + " --from 2026-11-23T00:00:00Z --to 2026-11-23T02:00:00Z --format json");
+  EXPECT_THAT(still.output, HasSubstr("\"nlp\""));
+}
+
+TEST_F(CliTest, ServingSaysWhyItHasNothingToShow) {
+  ASSERT_EQ(Gpuledger("import --db " + db_ + " " + File("b.ndjson", Batches())).exit_code, 0);
+  Outcome training = Gpuledger("serving --db " + db_ + " --job j1 --window 24h");
+  EXPECT_NE(training.exit_code, 0);
+  EXPECT_THAT(training.output, HasSubstr("not a serving one"));
+  Outcome unknown = Gpuledger("serving --db " + db_ + " --job nope --window 24h");
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_THAT(unknown.output, HasSubstr("no job nope"));
+}
+
 TEST_F(CliTest, UsageRejectsBadArguments) {
   EXPECT_THAT(Gpuledger("usage --db " + db_ + " --window 7q").output, HasSubstr("unknown unit"));
   EXPECT_THAT(Gpuledger("usage --db " + db_ + " --window 7d --by colour").output,

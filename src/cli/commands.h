@@ -53,4 +53,11 @@ Result<TimeRange> ResolveWindow(const WindowOptions& w, ledger::Ledger* ledger, 
 // Prints a failed status to stderr as "gpuledger: <message>" and returns exit code 1.
 int Fail(const Status& status);
 
+// A span as every command (and the dashboard, format.js) writes one: "6d 23h", "5h 10m",
+// "12m", "45s"; rounded down to the unit shown last.
+std::string FormatDuration(int64_t ms);
+
+// "1 batch", "3 batches": `n` and the noun, plural unless n is 1.
+std::string Plural(int64_t n, std::string_view one, std::string_view many);
+
 }  // namespace gpuledger::cli

@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "cli/commands.h"
@@ -58,6 +59,19 @@ Result<TimeRange> ResolveWindow(const WindowOptions& w, ledger::Ledger* ledger, 
 int Fail(const Status& status) {
   std::fprintf(stderr, "gpuledger: %s\n", status.message().c_str());
   return 1;
+}
+
+std::string FormatDuration(int64_t ms) {
+  int64_t s = std::max<int64_t>(0, ms) / kMsPerSecond;
+  int64_t d = s / 86400, h = s % 86400 / 3600, m = s % 3600 / 60;
+  if (d > 0) return fmt::format("{}d {}h", d, h);
+  if (h > 0) return fmt::format("{}h {}m", h, m);
+  if (m > 0) return fmt::format("{}m", m);
+  return fmt::format("{}s", s);
+}
+
+std::string Plural(int64_t n, std::string_view one, std::string_view many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
 }
 
 }  // namespace gpuledger::cli

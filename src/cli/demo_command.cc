@@ -21,13 +21,37 @@ sigset_t BlockStopSignals();  // serve_command.cc
 
 namespace {
 
+constexpr std::string_view kDemoConfigHeader = "# Written by gpuledger demo";
+
+// Whether `db` may be replaced by a fresh demo store: nothing is there, or the demo made
+// it (its config beside it says so). Anything else is someone's ledger: refused.
+Status CheckReplaceable(const std::string& db, const std::string& config) {
+  if (!std::filesystem::exists(db)) return Status::Ok();
+  std::ifstream f(config, std::ios::binary);
+  std::string first;
+  std::getline(f, first);
+  if (first.rfind(kDemoConfigHeader, 0) == 0) return Status::Ok();
+  return FailedPrecondition(fmt::format(
+      "--db {}: a store that gpuledger demo did not make (no {} beside it written by the demo); "
+      "the demo replaces its store, so give it a new path or remove this one yourself",
+      db, config));
+}
+
+// The live feed sends every kLiveTickMs of real time; the batches cover whole sample
+// intervals, and a device whose latest sample is older than 3 intervals reads as
+// unmonitored. So between two sends simulated time may pass at most 2 intervals.
+constexpr int64_t kLiveTickMs = 200;
+double MaxLiveSpeed(int64_t sample_interval_ms) {
+  return 2.0 * static_cast<double>(sample_interval_ms) / static_cast<double>(kLiveTickMs);
+}
+
 // The demo's config beside its store: the store's path, the fleet's prices, targets and
 // budgets. The demo's server reads it like `serve --config`, and the commands it suggests
 // take it, so that the report, `usage --by pool` and the dashboard judge by the same
 // targets (docs/configuration.md, "Targets and budgets").
 Status WriteDemoConfig(const demo::DemoFleet& fleet, const CommonOptions& mine) {
   std::ofstream f(mine.config_path, std::ios::binary | std::ios::trunc);
-  f << "# Written by gpuledger demo: its fleet's prices, targets and budgets.\n"
+  f << kDemoConfigHeader << ": its fleet's prices, targets and budgets.\n"
     << config::WriteGoalsAndPrices(fleet.FleetGoals(), fleet.Prices().entries(),
                                    std::filesystem::absolute(mine.db_path).lexically_normal().string());
   if (!f.flush()) return Unavailable(fmt::format("cannot write {}", mine.config_path));
@@ -77,8 +101,10 @@ int RunLive(const demo::DemoOptions& d, const CommonOptions& mine, const std::st
   server::HttpRequestOptions post;
   post.token = token;
   int64_t batches = 0;
-  auto send = [&](int64_t until) -> Status {
-    for (const Batch& b : fleet.Advance(until)) {
+  // History goes in hour-long batches; the live feed in a batch per node and sample
+  // interval (see MaxLiveSpeed).
+  auto send = [&](int64_t until, int64_t span) -> Status {
+    for (const Batch& b : fleet.Advance(until, span)) {
       auto r = server::HttpPost(url, "/api/v1/batches", wire::WriteBatch(b), "application/json", post);
       if (!r.ok()) return r.status();
       if (r->status != 200) {
@@ -88,8 +114,9 @@ int RunLive(const demo::DemoOptions& d, const CommonOptions& mine, const std::st
     }
     return Status::Ok();
   };
-  std::fprintf(stderr, "demo: sending %s of history ...\n", FormatTime(d.start_ms + history_ms).c_str());
-  st = send(d.start_ms + history_ms);
+  std::fprintf(stderr, "demo: sending %s of history, %s to %s ...\n", FormatDuration(history_ms).c_str(),
+               FormatTime(d.start_ms).c_str(), FormatTime(d.start_ms + history_ms).c_str());
+  st = send(d.start_ms + history_ms, kMsPerHour);
   if (!st.ok()) return Fail(st);
   std::printf("gpuledger demo: serving %s (store %s, config %s)\n  token (admin): %s\n"
               "  dashboard: open %s/ in a browser and paste the token\n"
@@ -102,13 +129,13 @@ int RunLive(const demo::DemoOptions& d, const CommonOptions& mine, const std::st
   std::fflush(stdout);
   auto t0 = std::chrono::steady_clock::now();
   int64_t sim0 = d.start_ms + history_ms;
-  timespec tick{0, 200'000'000};
+  timespec tick{0, kLiveTickMs * 1'000'000};
   for (;;) {
     if (sigtimedwait(&stop, nullptr, &tick) > 0) break;
     double real_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     int64_t sim_now = std::min(fleet.end_ms(), sim0 + static_cast<int64_t>(real_ms * speed));
     sim_clock.Set(sim_now);
-    st = send(sim_now);
+    st = send(sim_now, d.sample_interval_ms);
     if (!st.ok()) {
       (*srv)->Stop();
       return Fail(st);
@@ -136,10 +163,13 @@ void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out) {
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand(
       "demo", "Run the server on a fresh store, fed live by a simulated 32-node fleet (--once: "
-              "simulate a week, print the fleet summary and exit)");
+              "simulate a week, print the fleet summary and exit). The store at --db (default: demo.db "
+              "beside the default ledger) is replaced; one the demo did not make is refused");
   AddCommonOptions(*sub, common);
   sub->add_flag("--once", o->once, "simulate the whole span at once, print the summary and exit (for scripts)");
-  sub->add_option("--speed", o->speed, "live: simulated seconds per real second (60: a minute per second)")
+  sub->add_option("--speed", o->speed,
+                  "live: simulated seconds per real second (60: a minute per second; at most 2 sample "
+                  "intervals per 0.2 s, so that the fleet stays monitored: 600 with --interval 60s)")
       ->check(CLI::Range(1.0, 1e6))
       ->capture_default_str();
   sub->add_option("--listen", o->listen, "live: the server's address (a free port if the default is taken)")
@@ -179,14 +209,15 @@ void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    if (mine.db_path.empty()) {
                      mine.db_path = (std::filesystem::path(DefaultDbPath()).parent_path() / "demo.db").string();
                    }
-                   for (const char* suffix : {"", "-wal", "-shm"}) {
-                     std::filesystem::remove(mine.db_path + suffix);
-                   }
                    // Its own config beside the store (replacing a --config given: the demo's
                    // fleet has its own prices and targets).
                    std::filesystem::path db(mine.db_path);
                    mine.config_path = db.extension() == ".toml" ? mine.db_path + ".config.toml"
                                                                  : db.replace_extension(".toml").string();
+                   if (Status st = CheckReplaceable(mine.db_path, mine.config_path); !st.ok()) return Fail(st);
+                   for (const char* suffix : {"", "-wal", "-shm"}) {
+                     std::filesystem::remove(mine.db_path + suffix);
+                   }
                    if (!o->once) {
                      // Live: the span starts `history` before the current hour, so the
                      // simulated present is the real one when the feed starts.
@@ -194,6 +225,12 @@ void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                      if (!history.ok()) return Fail(history.status().WithContext("--history"));
                      if (*history % kMsPerHour != 0 || *history >= d.duration_ms) {
                        return Fail(InvalidArgument("--history must be whole hours, shorter than --days"));
+                     }
+                     if (o->speed > MaxLiveSpeed(d.sample_interval_ms)) {
+                       return Fail(InvalidArgument(fmt::format(
+                           "--speed {}: the live fleet would read as unmonitored between two sends; at most {} "
+                           "with --interval {} (a longer interval allows more)",
+                           o->speed, MaxLiveSpeed(d.sample_interval_ms), o->interval)));
                      }
                      if (o->start.empty()) d.start_ms = FloorTo(clock.NowMs(), kMsPerHour) - *history;
                      return RunLive(d, mine, o->listen, o->speed, *history);

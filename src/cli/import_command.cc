@@ -112,11 +112,10 @@ void AddImportCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                      auto pruned = (*ledger)->PruneSamples(clock.NowMs() - retention_ms);
                      if (!pruned.ok()) return Fail(pruned.status());
                    }
-                   std::printf(
-                       "imported %lld batches (%lld samples); %lld already present; %lld "
-                       "rejected\n",
-                       static_cast<long long>(st.applied), static_cast<long long>(st.samples),
-                       static_cast<long long>(st.duplicates), static_cast<long long>(st.rejected));
+                   std::printf("imported %s (%s); %lld already present; %lld rejected\n",
+                               Plural(st.applied, "batch", "batches").c_str(),
+                               Plural(st.samples, "sample", "samples").c_str(), static_cast<long long>(st.duplicates),
+                               static_cast<long long>(st.rejected));
                    return exit_code;
                  }});
 }

@@ -52,7 +52,7 @@ void AddMfuCommand(CLI::App& app, CommonOptions& common, Commands& out) {
   sub->add_option("--layers", o->layers, "transformer layers");
   sub->add_option("--hidden", o->hidden, "hidden (model) size");
   sub->add_option("--vocab", o->vocab, "vocabulary size (for the parameter count from the shape)");
-  sub->add_option("--seq", o->seq, "sequence length in tokens");
+  sub->add_option("--seq", o->seq, "sequence length in tokens (for attention's 12 L H S term: with --layers and --hidden)");
   sub->add_option("--tokens-per-s", o->tokens_per_s, "training throughput, tokens per second");
   sub->add_option("--step-time", o->step_s, "seconds per optimizer step (with --batch)");
   sub->add_option("--batch", o->batch, "global batch, in sequences (with --step-time)");
@@ -81,6 +81,12 @@ void AddMfuCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    in.dtype = *dtype;
                    auto r = ledger::ComputeMfu(in);
                    if (!r.ok()) return Fail(r.status());
+                   if (o->seq > 0 && (o->layers <= 0 || o->hidden <= 0)) {
+                     std::fprintf(stderr,
+                                  "gpuledger: warning: --seq %lld counts only with --layers and --hidden "
+                                  "(attention's 12 L H S FLOPs per token): attention is left out\n",
+                                  static_cast<long long>(o->seq));
+                   }
                    std::printf("parameters                 %.4g%s\n", r->parameters,
                                in.model.parameters ? "" : "  (from the shape)");
                    std::printf("model FLOPs per token      %.4g  (6N %.4g + attention %.4g)\n",

@@ -2,6 +2,7 @@
 // config entry that admits it.
 #include <fmt/format.h>
 #include <pthread.h>
+#include <optional>
 #include <signal.h>
 
 #include "cli/commands.h"
@@ -26,6 +27,7 @@ void AddServeCommand(CLI::App& app, CommonOptions& common, Commands& out) {
   struct Opts {
     std::string listen;
     bool insecure = false;
+    std::string now;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand(
@@ -35,9 +37,18 @@ void AddServeCommand(CLI::App& app, CommonOptions& common, Commands& out) {
   sub->add_option("--listen", o->listen, "host:port to listen on (default 127.0.0.1:8080; [server] listen)");
   sub->add_flag("--insecure", o->insecure,
                 "allow a non-loopback address without any token configured (everyone is admin)");
+  sub->add_option("--now", o->now, "pretend the time is this, and stands still (tests, screenshots of a stored fleet)")
+      ->group("");
   out.push_back({sub, [o, &common]() -> int {
                    sigset_t stop = BlockStopSignals();
-                   SystemClock clock;
+                   SystemClock system_clock;
+                   std::optional<ManualClock> frozen;
+                   if (!o->now.empty()) {
+                     auto at = ParseTime(o->now);
+                     if (!at.ok()) return Fail(at.status().WithContext("--now"));
+                     frozen.emplace(*at);
+                   }
+                   const Clock& clock = frozen ? static_cast<const Clock&>(*frozen) : system_clock;
                    // Every acknowledged batch is durable against power loss.
                    Config config;
                    auto ledger = OpenLedger(common, clock, &config, {.synchronous_full = true, .exclusive_writer = true});

@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "cli/commands.h"
@@ -45,13 +46,25 @@ void AddServingCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                      return 0;
                    }
                    if (reports->empty()) {
+                     // Nothing to show: say why, and fail unless it is a serving job that
+                     // was quiet in this window.
+                     auto jobs = (*ledger)->Jobs();
+                     if (!jobs.ok()) return Fail(jobs.status());
+                     auto job = std::find_if(jobs->begin(), jobs->end(), [&](const Job& j) { return j.id == o->job; });
+                     if (job == jobs->end()) return Fail(NotFound(fmt::format("--job {}: no such job", o->job)));
+                     if (job->kind != JobKind::kServing) {
+                       return Fail(InvalidArgument(fmt::format(
+                           "--job {}: a {} job, not a serving one: serving figures come from serving engines "
+                           "(for a training job's efficiency: gpuledger mfu --job {})",
+                           o->job, JobKindName(job->kind), o->job)));
+                     }
                      std::printf("job %s sent no serving-engine figures in the window\n", o->job.c_str());
                      return 0;
                    }
                    for (const auto& r : *reports) {
                      const auto& x = r.report;
-                     std::printf("%s / %s, %lld s\n", r.engine.c_str(), r.model.c_str(),
-                                 static_cast<long long>(x.seconds));
+                     std::printf("%s / %s, over %s\n", r.engine.c_str(), r.model.c_str(),
+                                 FormatDuration(x.seconds * kMsPerSecond).c_str());
                      std::printf("  queue depth         mean %.1f, p95 %.0f, max %.0f\n", x.queue_depth.mean,
                                  x.queue_depth.p95, x.queue_depth.max);
                      std::printf("  running             mean %.1f, p95 %.0f\n", x.running.mean, x.running.p95);

@@ -50,8 +50,9 @@ void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out) {
   AddCommonOptions(*usage, common);
   AddWindowOptions(*usage, u->w, "");
   usage->add_option("--by", u->by,
-                    "team, project, experiment, user, kind, job, pool, node, model, device or hour; "
-                    "several separated by commas")
+                    "team, project, experiment, user, kind, job, pool, node, model, device or hour "
+                    "(hour: a row per hour of the window, a time series); several separated by commas, "
+                    "e.g. hour,pool")
       ->capture_default_str();
   usage->add_option("--format", u->format, "table, json or csv")->capture_default_str();
   AddRemoteOptions(*usage, u->remote);
@@ -97,7 +98,8 @@ void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out) {
   CLI::App* cb = app.add_subcommand(
       "chargeback", "Cost per team and project for a month, for finance and FinOps tools");
   AddCommonOptions(*cb, common);
-  cb->add_option("--period", c->period, "the month, YYYY-MM")->required();
+  cb->add_option("--period", c->period,
+                 "the month, YYYY-MM (default: the month the store's data end in; with --server, this month)");
   cb->add_option("--format", c->format, "csv, json or table")->capture_default_str();
   cb->add_flag("--share-idle", c->share_idle,
                "spread unused capacity over the teams in proportion to their use, instead of "
@@ -105,19 +107,32 @@ void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out) {
   AddRemoteOptions(*cb, c->remote);
   out.push_back({cb, [c, &common]() -> int {
                    SystemClock clock;
-                   auto period = ParseMonth(c->period);
-                   if (!period.ok()) return Fail(period.status());
                    auto format = report::ParseFormat(c->format);
                    if (!format.ok()) return Fail(format.status());
+                   std::unique_ptr<ledger::Ledger> local;
+                   if (c->remote.server.empty()) {
+                     auto ledger = OpenLedger(common, clock);
+                     if (!ledger.ok()) return Fail(ledger.status());
+                     local = std::move(*ledger);
+                   }
+                   if (c->period.empty()) {
+                     int64_t at = clock.NowMs();
+                     if (local) {
+                       auto data = local->Data();
+                       if (!data.ok()) return Fail(data.status());
+                       if (data->end_ms > 0) at = data->end_ms - 1;  // the end is exclusive
+                     }
+                     c->period = FormatTime(at).substr(0, 7);
+                   }
+                   auto period = ParseMonth(c->period);
+                   if (!period.ok()) return Fail(period.status());
                    if (!c->remote.server.empty()) {
                      return PrintFromServer(c->remote,
                                             fmt::format("/api/v1/chargeback?period={}&format={}&share_idle={}",
                                                         server::UrlEncode(c->period), server::UrlEncode(c->format),
                                                         c->share_idle ? "true" : "false"));
                    }
-                   auto ledger = OpenLedger(common, clock);
-                   if (!ledger.ok()) return Fail(ledger.status());
-                   auto r = (*ledger)->Chargeback(*period, c->share_idle);
+                   auto r = local->Chargeback(*period, c->share_idle);
                    if (!r.ok()) return Fail(r.status());
                    std::fputs(report::RenderChargeback(*r, *format).c_str(), stdout);
                    return 0;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <random>
 
 namespace gpuledger::demo {
@@ -327,8 +328,8 @@ struct DemoFleet::Impl {
           if (!Free(d, from, to)) continue;
           const TeamInfo& team = Teams()[static_cast<size_t>(UniformInt(0, 4))];
           SimJob j;
-          j.d.job = MakeJob(fmt::format("nb-{}-{}", team.users[0], notebook_no++), team,
-                            JobKind::kNotebook, "dev", devices[d].is_mig() ? 0 : 1);
+          j.d.job = MakeJob("", team, JobKind::kNotebook, "dev", devices[d].is_mig() ? 0 : 1);
+          j.d.job.id = fmt::format("nb-{}-{}", j.d.job.user, notebook_no++);  // named after its user
           if (devices[d].is_mig()) j.d.job.requested_mig_profile = devices[d].mig_profile;
           j.pattern = Pattern::kNotebook;
           j.base = Uniform(0.15, 0.45);
@@ -437,17 +438,29 @@ struct DemoFleet::Impl {
     return s;
   }
 
-  std::vector<Batch> Advance(int64_t until) {
+  std::vector<Batch> Advance(int64_t until, int64_t span) {
     std::vector<Batch> out;
     until = std::min(until, end);
-    for (int64_t h = FloorTo(cursor, kMsPerHour); h + kMsPerHour <= until; h += kMsPerHour) {
-      for (size_t n = 0; n < nodes.size(); ++n) out.push_back(NodeHour(n, h));
-      cursor = h + kMsPerHour;
+    for (int64_t h = FloorTo(cursor, span); h + span <= until; h += span) {
+      for (size_t n = 0; n < nodes.size(); ++n) out.push_back(NodeSpan(n, h, h + span));
+      cursor = h + span;
     }
     return out;
   }
 
-  Batch NodeHour(size_t node_no, int64_t h) const {
+  // Whether the job's first device is on `node`: that node's agent reports the job's own
+  // figures (engine scrapes, training progress), once for the whole job.
+  // Returns that device's index, or none.
+  std::optional<size_t> FirstDeviceOn(const SimJob& j, const Node& node) const {
+    if (j.d.devices.empty()) return std::nullopt;
+    for (size_t d : node.devices) {
+      if (devices[d].uuid == j.d.devices.front()) return d;
+    }
+    return std::nullopt;
+  }
+
+  // Node `node_no`'s batch for [h, h_end).
+  Batch NodeSpan(size_t node_no, int64_t h, int64_t h_end) const {
     const Node& node = nodes[node_no];
     Batch b;
     b.batch_id = fmt::format("{}-{}", node.name, FormatTime(h));
@@ -456,8 +469,8 @@ struct DemoFleet::Impl {
     for (size_t d : node.devices) {
       b.devices.push_back(devices[d]);
       for (const Tenancy& x : tenancies[d]) {
-        bool opens = x.from_ms >= h && x.from_ms < h + kMsPerHour;
-        bool closes = x.to_ms >= h && x.to_ms < h + kMsPerHour && x.to_ms < end;
+        bool opens = x.from_ms >= h && x.from_ms < h_end;
+        bool closes = x.to_ms >= h && x.to_ms < h_end && x.to_ms < end;
         if (!opens && !closes) continue;
         Allocation a{devices[d].uuid, jobs[x.job].d.job.id, x.from_ms, std::nullopt};
         if (closes) a.to_ms = x.to_ms;
@@ -465,18 +478,20 @@ struct DemoFleet::Impl {
         jobs_here[x.job] = true;
       }
     }
-    for (const auto& [j, unused] : jobs_here) b.jobs.push_back(jobs[j].d.job);
+    for (const auto& [j, unused] : jobs_here) {
+      b.jobs.push_back(jobs[j].d.job);
+      // What an agent knows by then: a job still running has no end yet.
+      if (b.jobs.back().end_ms && *b.jobs.back().end_ms >= h_end) b.jobs.back().end_ms.reset();
+    }
     // Serving deployments' agents scrape their vLLM engine every minute.
     for (size_t k = 0; k < jobs.size(); ++k) {
       const SimJob& j = jobs[k];
-      if (j.pattern != Pattern::kServing || j.d.devices.empty() ||
-          j.d.devices.front() != devices[node.devices.front()].uuid) {
-        continue;
-      }
-      for (int64_t t = h + kMsPerMinute; t <= h + kMsPerHour; t += kMsPerMinute) {
+      std::optional<size_t> first = j.pattern == Pattern::kServing ? FirstDeviceOn(j, node) : std::nullopt;
+      if (!first) continue;
+      for (int64_t t = h + kMsPerMinute; t <= h_end; t += kMsPerMinute) {
         if (t <= j.d.from_ms || t > std::min(j.d.to_ms, end)) continue;
         const SimJob* held = nullptr;
-        double a = Activity(node.devices.front(), t, &held);
+        double a = Activity(*first, t, &held);
         ServingSnapshot v;
         v.job_id = j.d.job.id;
         v.t_ms = t;
@@ -502,20 +517,18 @@ struct DemoFleet::Impl {
     // GPU: every ten minutes, what their GPUs' busy time at their efficiency amounts to.
     for (size_t k = 0; k < jobs.size(); ++k) {
       const SimJob& j = jobs[k];
-      if (j.pattern != Pattern::kTraining || j.d.devices.empty() ||
-          j.d.devices.front() != devices[node.devices.front()].uuid) {
-        continue;
-      }
+      std::optional<size_t> first = j.pattern == Pattern::kTraining ? FirstDeviceOn(j, node) : std::nullopt;
+      if (!first) continue;
       double per_token = 6.0 * *j.d.job.model_parameters +
                          12.0 * static_cast<double>(j.d.job.model_layers * j.d.job.model_hidden *
                                                     j.d.job.model_sequence);
       const int64_t step = 10 * kMsPerMinute;
-      for (int64_t t = h + step; t <= h + kMsPerHour; t += step) {
+      for (int64_t t = FloorTo(h, step) + step; t <= h_end; t += step) {
         if (t <= j.d.from_ms || t - step < j.d.from_ms || t > std::min(j.d.to_ms, end)) continue;
         double busy = 0;
         for (int64_t x = t - step + opt.sample_interval_ms; x <= t; x += opt.sample_interval_ms) {
           const SimJob* held = nullptr;
-          busy += Activity(node.devices.front(), x, &held);
+          busy += Activity(*first, x, &held);
         }
         busy /= static_cast<double>(step / opt.sample_interval_ms);
         double flops = busy * j.mfu_when_busy * 989.4e12 * static_cast<double>(j.d.devices.size()) *
@@ -523,9 +536,9 @@ struct DemoFleet::Impl {
         b.progress.push_back(Progress{j.d.job.id, t, step, std::round(flops / per_token), std::nullopt});
       }
     }
-    // Samples at h (first hour only, as the baseline), then every interval up to h + 1h.
+    // Samples at h (first span only, as the baseline), then every interval up to h_end.
     int64_t first = h == opt.start_ms ? h : h + opt.sample_interval_ms;
-    for (int64_t t = first; t <= h + kMsPerHour; t += opt.sample_interval_ms) {
+    for (int64_t t = first; t <= h_end; t += opt.sample_interval_ms) {
       if (node_no == outage_node && outage.Contains(t)) continue;
       for (size_t d : node.devices) b.samples.push_back(MakeSample(d, t));
     }
@@ -572,7 +585,7 @@ PriceBook DemoFleet::Prices() const {
 
 const std::vector<Device>& DemoFleet::devices() const { return impl_->devices; }
 const std::vector<DemoJob>& DemoFleet::jobs() const { return impl_->public_jobs; }
-std::vector<Batch> DemoFleet::Advance(int64_t until_ms) { return impl_->Advance(until_ms); }
+std::vector<Batch> DemoFleet::Advance(int64_t until_ms, int64_t span_ms) { return impl_->Advance(until_ms, span_ms); }
 int64_t DemoFleet::cursor_ms() const { return impl_->cursor; }
 int64_t DemoFleet::end_ms() const { return impl_->end; }
 

@@ -54,10 +54,14 @@ class DemoFleet {
   const std::vector<DemoJob>& jobs() const;
 
   // The batches that agents would have sent for [cursor, until_ms): one per node per
-  // hour, in time order, each with the node's inventory, the jobs and allocations that
-  // start or end in it, and its samples. Advances the cursor; returns nothing past the
-  // end of the simulated span.
-  std::vector<Batch> Advance(int64_t until_ms);
+  // `span_ms`, in time order, each with the node's inventory, the jobs and allocations
+  // that start or end in it (a job's end only once it has ended: an unfinished job has
+  // none), and its samples. Advances the cursor by whole spans; returns nothing past the
+  // end of the simulated span. The span is an hour for a store filled at once; the live
+  // feed sends one per sample interval, so that the latest sample is never older than the
+  // staleness limit (3 intervals) between two sends. REQUIRES: span_ms divides an hour and
+  // is a multiple of the sample interval.
+  std::vector<Batch> Advance(int64_t until_ms, int64_t span_ms = kMsPerHour);
   int64_t cursor_ms() const;
   int64_t end_ms() const;
 

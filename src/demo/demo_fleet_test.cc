@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 
 #include "ledger/ledger.h"
 #include "store/store.h"
@@ -89,6 +90,70 @@ TEST(DemoFleetTest, FeedsTheLedgerAndShowsEveryKindOfWaste) {
   std::filesystem::remove(path);
   std::filesystem::remove(path.string() + "-wal");
   std::filesystem::remove(path.string() + "-shm");
+}
+
+// What an agent sends, it knows: a job still running when its batch was sent has no
+// end, and a notebook is named after the user who opened it.
+TEST(DemoFleetTest, BatchesSayOnlyWhatIsKnownByThen) {
+  DemoFleet f(Small());
+  int notebooks = 0, running = 0;
+  std::set<std::string> reported;  // jobs with engine scrapes or progress reports
+  for (int64_t h = kStart + kMsPerHour; h <= f.end_ms(); h += kMsPerHour) {
+    for (const Batch& b : f.Advance(h)) {
+      for (const auto& v : b.serving) reported.insert(v.job_id);
+      for (const auto& p : b.progress) reported.insert(p.job_id);
+      for (const Job& j : b.jobs) {
+        if (j.end_ms) {
+          EXPECT_LT(*j.end_ms, h) << b.batch_id << " " << j.id;
+        }
+        running += j.end_ms ? 0 : 1;
+        if (j.kind == JobKind::kNotebook) {
+          ++notebooks;
+          EXPECT_EQ(j.id.rfind("nb-" + j.user + "-", 0), 0u) << j.id << " belongs to " << j.user;
+        }
+      }
+    }
+  }
+  EXPECT_GT(notebooks, 20);
+  EXPECT_GT(running, 0);
+  // Every serving job's engine is scraped and every training job reports its progress,
+  // whichever of its node's GPUs comes first.
+  for (const auto& j : f.jobs()) {
+    bool reports = j.job.kind == JobKind::kServing || j.job.kind == JobKind::kTraining;
+    if (reports && j.to_ms - j.from_ms > 20 * kMsPerMinute && j.from_ms < f.end_ms()) {
+      EXPECT_TRUE(reported.count(j.job.id)) << j.job.id << " sent no engine or progress figures";
+    }
+  }
+}
+
+// The live feed's batches cover one sample interval each, so the fleet never reads as
+// unmonitored between two sends; hour-long batches leave it unmonitored for most of each
+// hour (the "Unmonitored 288 / Active 0").
+TEST(DemoFleetTest, LiveBatchesKeepTheFleetMonitored) {
+  auto unmonitored_at = [](int64_t span_ms, int64_t sent_until, int64_t now) {
+    auto path = std::filesystem::temp_directory_path() /
+                ("gpuledger-demo-live-" + std::to_string(::getpid()) + "-" + std::to_string(span_ms) + ".db");
+    std::filesystem::remove(path);
+    ManualClock clock(now);
+    DemoFleet fleet(Small());
+    int unmonitored = -1;
+    {
+      auto store = store::OpenSqliteStore(path.string());
+      EXPECT_TRUE(store.ok());
+      ledger::Ledger ledger(std::move(*store), clock);
+      for (const Batch& b : fleet.Advance(sent_until, span_ms)) EXPECT_TRUE(ledger.Ingest(b).ok());
+      auto now_fleet = ledger.FleetNow(now);
+      EXPECT_TRUE(now_fleet.ok());
+      unmonitored = 0;
+      for (const auto& d : *now_fleet) unmonitored += d.state == ledger::DeviceState::kUnmonitored;
+    }
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + suffix);
+    return unmonitored;
+  };
+  // 95 minutes in, with what was sent by then (5-minute samples: a 15-minute limit).
+  const int64_t now = kStart + 95 * kMsPerMinute;
+  EXPECT_EQ(unmonitored_at(5 * kMsPerMinute, now, now), 0);
+  EXPECT_EQ(unmonitored_at(kMsPerHour, now, now), 288);
 }
 
 }  // namespace

@@ -593,18 +593,70 @@ Result<std::vector<std::pair<JobAllocation, std::string>>> Ledger::OpenAllocatio
   return out;
 }
 
+namespace {
+
+// The cost of `share_ticks` of a GPU over [from, to) at the book's prices, hour by hour
+// (a price book changes only on the hour). `priced` is false when some hour had no price.
+Money IdleCostOf(const PriceBook& book, const Device& d, int64_t share_ticks, int64_t from_ms, int64_t to_ms,
+                 bool& priced) {
+  CostNumerator exact = 0;
+  priced = true;
+  for (int64_t t = from_ms; t < to_ms;) {
+    int64_t hour_end = std::min(to_ms, FloorTo(t, kMsPerHour) + kMsPerHour);
+    if (auto price = book.PriceAt(d.model, d.pool, d.capacity_type, t)) {
+      exact += CostOf(hour_end - t, share_ticks, *price);
+    } else {
+      priced = false;
+    }
+    t = hour_end;
+  }
+  return RoundCost(exact);
+}
+
+// The start of an allocated-idle device's idle spell: the first sample after its last
+// active one, searched backwards in widening steps from `now_ms`, no earlier than
+// `floor_ms`. Returns floor_ms when no sample since then was active.
+Result<int64_t> IdleSpellStart(store::StoreReads& reads, int64_t device_id, int64_t now_ms, int64_t floor_ms) {
+  int64_t first_idle = now_ms;
+  int64_t step = kMsPerHour;
+  for (int64_t end = now_ms; end > floor_ms; step *= 4) {
+    int64_t begin = std::max(floor_ms, end - step);
+    GPULEDGER_ASSIGN_OR_RETURN(auto samples, reads.Samples(device_id, {begin, end}));
+    for (auto it = samples.rbegin(); it != samples.rend(); ++it) {
+      if (it->t_ms > end) continue;  // the range is inclusive at both ends
+      if (it->ActivityRatio().value_or(0) > 0) return first_idle;
+      first_idle = it->t_ms;
+    }
+    end = begin - 1;
+  }
+  return floor_ms;
+}
+
+}  // namespace
+
 Result<std::vector<DeviceNow>> Ledger::FleetNow(int64_t now_ms) {
   GPULEDGER_ASSIGN_OR_RETURN(auto snap, store_->Snapshot());
   GPULEDGER_ASSIGN_OR_RETURN(auto devices, snap->ListDevices());
   GPULEDGER_ASSIGN_OR_RETURN(auto jobs, snap->ListJobs());
   GPULEDGER_ASSIGN_OR_RETURN(auto allocs, snap->AllocationsOverlapping({now_ms, now_ms + 1}));
   GPULEDGER_ASSIGN_OR_RETURN(auto latest, snap->LatestSamples());
+  GPULEDGER_ASSIGN_OR_RETURN(PriceBook book, snap->LoadPriceBook());
   std::unordered_map<int64_t, const Job*> job_of;
   for (const auto& j : jobs) job_of[j.id] = &j.job;
   std::unordered_map<int64_t, std::vector<Holder>> holders;
   for (const auto& a : allocs) {
     if (auto j = job_of.find(a.job_id); j != job_of.end()) holders[a.device_id].push_back({*j->second, a.from_ms});
   }
+  // Indexes: GPUs by node and slices by parent, each in the order they entered the store.
+  std::sort(devices.begin(), devices.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  std::map<std::string, int32_t> gpus_on_node;
+  std::unordered_map<int64_t, int32_t> index_of, slices_of;
+  std::unordered_map<int64_t, int64_t> child_ticks;
+  for (const store::DeviceRecord& d : devices) {
+    if (d.parent_id == 0) index_of[d.id] = gpus_on_node[d.device.node]++;
+    else child_ticks[d.parent_id] += d.device.share.ticks();
+  }
+  const int64_t floor_ms = now_ms - kIdleLookBackMs;
   std::vector<DeviceNow> out;
   out.reserve(devices.size());
   for (store::DeviceRecord& d : devices) {
@@ -622,9 +674,38 @@ Result<std::vector<DeviceNow>> Ledger::FleetNow(int64_t now_ms) {
     } else {
       n.state = n.last->ActivityRatio().value_or(0) > 0 ? DeviceState::kActive : DeviceState::kAllocatedIdle;
     }
+    if (d.parent_id == 0) {
+      n.gpu_index = index_of[d.id];
+    } else {
+      n.gpu_index = index_of.count(d.parent_id) ? index_of[d.parent_id] : 0;
+      n.slice_index = slices_of[d.parent_id]++;
+    }
+    if (n.state == DeviceState::kAllocatedIdle) {
+      GPULEDGER_ASSIGN_OR_RETURN(
+          int64_t since, IdleSpellStart(*snap, d.id, now_ms, std::max(floor_ms, n.holders.front().since_ms)));
+      n.idle_since_ms = since;
+    } else if (n.state == DeviceState::kUnallocated) {
+      GPULEDGER_ASSIGN_OR_RETURN(auto past, snap->Allocations(d.id, {floor_ms, now_ms}));
+      int64_t since = std::max(floor_ms, d.in_service_ms);
+      for (const auto& a : past) {
+        if (a.to_ms && *a.to_ms <= now_ms) since = std::max(since, *a.to_ms);
+      }
+      n.idle_since_ms = since;
+    }
+    if (n.idle_since_ms) {
+      n.idle_since_clipped = *n.idle_since_ms <= floor_ms;
+      // A MIG parent's capacity is what its slices leave (as in the usage figures).
+      int64_t ticks = d.parent_id ? d.device.share.ticks() : std::max<int64_t>(0, kShareScale - child_ticks[d.id]);
+      n.idle_cost = IdleCostOf(book, d.device, ticks, *n.idle_since_ms, now_ms, n.idle_priced);
+    }
     n.record = std::move(d);
     out.push_back(std::move(n));
   }
+  std::stable_sort(out.begin(), out.end(), [](const DeviceNow& a, const DeviceNow& b) {
+    if (a.idle_cost != b.idle_cost) return b.idle_cost < a.idle_cost;
+    return std::tuple(a.record.device.node, a.gpu_index, a.slice_index.value_or(-1)) <
+           std::tuple(b.record.device.node, b.gpu_index, b.slice_index.value_or(-1));
+  });
   return out;
 }
 

@@ -161,12 +161,32 @@ struct Holder {
   int64_t since_ms = 0;
 };
 
+// How far back FleetNow looks for the start of an idle spell: a device idle for longer
+// reads as idle since this long ago (and its idle cost as this long's).
+inline constexpr int64_t kIdleLookBackMs = 7 * kMsPerDay;
+
 struct DeviceNow {
   store::DeviceRecord record;
   std::optional<Sample> last;   // the device's latest sample, if any
   std::vector<Holder> holders;  // the jobs holding it now, by allocation start
   DeviceState state = DeviceState::kUnmonitored;
   int64_t staleness_limit_ms = 0;  // a latest sample older than this is unmonitored
+  // Where it sits: a GPU's position among its node's GPUs in the order they entered the
+  // store (agents declare them in NVML index order), from 0; a MIG slice has its parent's
+  // index and `slice_index`, its position among the parent's slices.
+  int32_t gpu_index = 0;
+  std::optional<int32_t> slice_index;
+  // For allocated_idle and unallocated: since when it has been so (allocated idle: since
+  // the first sample after its last active one, or since its holder took it; unallocated:
+  // since its last allocation ended, or since it entered service), at most
+  // kIdleLookBackMs before now. Empty in the other states.
+  std::optional<int64_t> idle_since_ms;
+  bool idle_since_clipped = false;  // idle for longer than the look-back
+  // The price of that idle time so far: its GPU-hours (the slice's share) at the price
+  // book's prices, hour by hour, rounded once to the micro-unit. Zero when not idle, or
+  // when no price applies (idle_priced false).
+  Money idle_cost;
+  bool idle_priced = true;
 };
 
 // One allocation of a job, with the device's uuid.
@@ -247,9 +267,12 @@ class Ledger {
   Result<std::vector<TimelinePoint>> Timeline(const TimeRange& window, int64_t step_ms,
                                               const std::string& pool = "");
 
-  // Every device and slice at `now_ms`: its latest sample, its holders and its state (a
-  // latest sample older than the device's staleness limit is unmonitored). One read of
-  // the fleet, not one per device.
+  // Every device and slice at `now_ms`: its latest sample, its holders, its state (a
+  // latest sample older than the device's staleness limit is unmonitored), its index on
+  // its node, and for an idle one since when and at what cost so far. One read of the
+  // fleet, plus one read of samples per allocated-idle device (back to its last active
+  // sample, at most kIdleLookBackMs) and one of allocations per unallocated one. Ordered
+  // by descending idle cost, then node, GPU index and slice index.
   Result<std::vector<DeviceNow>> FleetNow(int64_t now_ms);
 
   // The inventory and the jobs, as stored.

@@ -32,6 +32,23 @@ std::string Esc(std::string_view s) {
 
 std::string Pct(double r) { return fmt::format("{:.1f}%", r * 100.0); }
 
+// GPU-hours as the dashboard shows them: one decimal, thousands grouped ("12,288.0").
+std::string GpuHours(double h) {
+  std::string text = fmt::format("{:.1f}", h);
+  size_t digits_end = text.find('.');
+  size_t digits_begin = text[0] == '-' ? 1 : 0;
+  for (size_t i = digits_end; i > digits_begin + 3; i -= 3) text.insert(i - 3, ",");
+  return text;
+}
+
+// A bucket in words, as the dashboard's legends say it: "allocated idle", not
+// "allocated_idle".
+std::string BucketWords(Bucket b) {
+  std::string name(BucketName(b));
+  std::replace(name.begin(), name.end(), '_', ' ');
+  return name;
+}
+
 // Why a source of waste cost what it did: the idle causes by money for held GPUs, what
 // the bucket means otherwise.
 std::string WasteCauses(const ledger::WasteItem& w) {
@@ -99,7 +116,7 @@ std::string StackedAreaSvg(const std::vector<ledger::TimelinePoint>& points, int
     }
     for (size_t i = points.size(); i-- > 0;) path += fmt::format("L{:.1f},{:.1f} ", x(i), y(base[i]));
     svg += fmt::format("<path d=\"{}Z\" fill=\"{}\"><title>{}</title></path>", path,
-                       kBucketColors[b], BucketName(kAllBuckets[b]));
+                       kBucketColors[b], BucketWords(kAllBuckets[b]));
     for (size_t i = 0; i < points.size(); ++i) base[i] += gpus[i][b];
   }
   for (int k = 0; k <= 4; ++k) {
@@ -180,8 +197,12 @@ tr.total td{font-weight:600;border-top:2px solid #c9ced4}
 .legend span{display:inline-block;margin-right:14px;font-size:12px}
 .legend i{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}
 .met{color:#2e7d32;font-weight:600} .missed{color:#c62828;font-weight:600}
+td.id{white-space:nowrap}
 footer{margin-top:32px;color:#59636e;font-size:12px}
-@media print{body{margin:0;max-width:none}.kpis{grid-template-columns:repeat(5,1fr)}h2{break-after:avoid}table,svg{break-inside:avoid}}
+@media print{body{margin:0;max-width:none}.kpis{grid-template-columns:repeat(5,1fr)}
+h2,h2+p,h2+.legend{break-after:avoid;break-inside:avoid}
+svg,tr,.kpis{break-inside:avoid}
+table{break-inside:auto}}
 )";
 
 }  // namespace
@@ -261,15 +282,15 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
   html += "<h2>Where the capacity went</h2><div class=\"legend\">";
   for (size_t b = 0; b < kBucketCount; ++b) {
     html += fmt::format("<span><i style=\"background:{}\"></i>{}</span>", kBucketColors[b],
-                        BucketName(kAllBuckets[b]));
+                        BucketWords(kAllBuckets[b]));
   }
   html += "</div>" + StackedAreaSvg(hourly, kMsPerHour);
   html += "<h2>Effective utilization by day</h2>" + DailyUtilizationSvg(daily, fleet_target.target);
 
   // SLOs: the fleet and each pool against its utilization target, each budgeted team's
   // week against its budget's share of the week.
-  html += "<h2>SLO status</h2><table><tr><th class=\"l\">objective</th><th>target</th>"
-          "<th>this week</th><th class=\"l\">status</th></tr>";
+  html += "<h2>SLO status</h2><table><thead><tr><th class=\"l\">objective</th><th>target</th>"
+          "<th>this week</th><th class=\"l\">status</th></tr></thead>";
   auto slo = [&](const std::string& key, const std::string& what, const std::string& target,
                  const std::string& actual, bool met) {
     html += fmt::format("<tr data-slo=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td class=\"l {}\">{}</td></tr>",
@@ -286,46 +307,46 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
   }
   html += "</table>";
 
-  html += "<h2>Teams</h2><table><tr><th class=\"l\">team</th><th>GPU-hours</th><th>effective util.</th>"
-          "<th>allocated eff.</th><th>idle cost</th><th>cost</th><th>w/w</th></tr>";
+  html += "<h2>Teams</h2><table><thead><tr><th class=\"l\">team</th><th>GPU-hours</th><th>effective util.</th>"
+          "<th>allocated eff.</th><th>idle cost</th><th>cost</th><th>w/w</th></tr></thead>";
   std::string causes_table =
       "<h2>Why held GPUs idled</h2><p>An estimate from the agents' evidence "
-      "(docs/idle-causes.md).</p><table><tr><th class=\"l\">team</th><th>input stall</th>"
-      "<th>checkpoint stall</th><th>held idle</th><th>other</th></tr>";
+      "(docs/idle-causes.md).</p><table><thead><tr><th class=\"l\">team</th><th>input stall</th>"
+      "<th>checkpoint stall</th><th>held idle</th><th>other</th></tr></thead>";
   for (const auto& row : by_team.rows) {
     if (row.key[0] != ledger::kNoJob) {
       causes_table += fmt::format("<tr><td>{}</td>", Esc(row.key[0]));
       for (IdleCause c : kAllIdleCauses) {
-        causes_table += fmt::format("<td>{:.1f} h · {}</td>", row.idle_cause_gpu_hours(c),
+        causes_table += fmt::format("<td>{} h · {}</td>", GpuHours(row.idle_cause_gpu_hours(c)),
                                     Esc(row.idle_cause_cost[static_cast<size_t>(c)].ToDisplay()));
       }
       causes_table += "</tr>";
     }
     const UsageRow* before = FindRow(prev_team, row.key[0]);
     html += fmt::format(
-        "<tr data-team=\"{}\"><td>{}</td><td>{:.1f}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<tr data-team=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
         "<td data-cost=\"{}\">{}</td><td>{}</td></tr>",
-        Esc(row.key[0]), Esc(row.key[0]), row.total_gpu_hours(), Pct(row.effective_utilization()),
+        Esc(row.key[0]), Esc(row.key[0]), GpuHours(row.total_gpu_hours()), Pct(row.effective_utilization()),
         Pct(row.allocated_efficiency()), Esc((row.cost[1] + row.cost[2]).ToDisplay()),
         row.total_cost().ToString(), Esc(row.total_cost().ToDisplay()),
         before ? DeltaMoney(row.total_cost(), before->total_cost()) : "new");
   }
   html += fmt::format(
-      "<tr class=\"total\" data-team=\"(total)\"><td>fleet</td><td>{:.1f}</td><td>{}</td><td>{}</td><td>{}</td>"
+      "<tr class=\"total\" data-team=\"(total)\"><td>fleet</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
       "<td data-cost=\"{}\">{}</td><td>{}</td></tr></table>",
-      t.total_gpu_hours(), Pct(t.effective_utilization()), Pct(t.allocated_efficiency()),
+      GpuHours(t.total_gpu_hours()), Pct(t.effective_utilization()), Pct(t.allocated_efficiency()),
       Esc(idle_cost.ToDisplay()), t.total_cost().ToString(), Esc(t.total_cost().ToDisplay()),
       has_previous ? DeltaMoney(t.total_cost(), p.total_cost()) : "—");
 
   html += causes_table + "</table>";
-  html += "<h2>Chargeback</h2><table><tr><th class=\"l\">team</th><th class=\"l\">project</th>"
-          "<th>GPU-hours</th><th>active</th><th>idle</th><th>cost</th></tr>";
+  html += "<h2>Chargeback</h2><table><thead><tr><th class=\"l\">team</th><th class=\"l\">project</th>"
+          "<th>GPU-hours</th><th>active</th><th>idle</th><th>cost</th></tr></thead>";
   for (const auto& l : chargeback.lines) {
     html += fmt::format(
-        "<tr data-chargeback=\"{}/{}\"><td>{}</td><td class=\"l\">{}</td><td>{:.1f}</td><td>{:.1f}</td>"
-        "<td>{:.1f}</td><td data-cost=\"{}\">{}</td></tr>",
-        Esc(l.team), Esc(l.project), Esc(l.team), Esc(l.project), l.gpu_hours, l.active_gpu_hours,
-        l.idle_gpu_hours, l.total_cost().ToString(), Esc(l.total_cost().ToDisplay()));
+        "<tr data-chargeback=\"{}/{}\"><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td>"
+        "<td>{}</td><td data-cost=\"{}\">{}</td></tr>",
+        Esc(l.team), Esc(l.project), Esc(l.team), Esc(l.project), GpuHours(l.gpu_hours), GpuHours(l.active_gpu_hours),
+        GpuHours(l.idle_gpu_hours), l.total_cost().ToString(), Esc(l.total_cost().ToDisplay()));
   }
   html += fmt::format("<tr class=\"total\"><td>total</td><td></td><td></td><td></td><td></td><td data-cost=\"{}\">{}</td></tr></table>",
                       chargeback.total.ToString(), Esc(chargeback.total.ToDisplay()));
@@ -334,36 +355,36 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
       "<h2>Pools and kinds of work</h2><p>Idle serving headroom is expected; idle training "
       "capacity is waste. Each pool is held to its own target ({} where none is set).</p>",
       Pct(goals.fleet_target));
-  html += "<table><tr><th class=\"l\">pool</th><th>GPU-hours</th><th>effective util.</th>"
-          "<th>allocated eff.</th><th>unallocated</th><th>cost</th><th>target</th></tr>";
+  html += "<table><thead><tr><th class=\"l\">pool</th><th>GPU-hours</th><th>effective util.</th>"
+          "<th>allocated eff.</th><th>unallocated</th><th>cost</th><th>target</th></tr></thead>";
   for (size_t i = 0; i < by_pool.rows.size(); ++i) {
     const UsageRow& row = by_pool.rows[i];
     double target = targets[i + 1].target;  // JudgeTargets keeps by_pool's order
     bool met = targets[i + 1].met;
     html += fmt::format(
-        "<tr data-pool=\"{}\"><td>{}</td><td>{:.1f}</td><td>{}</td><td>{}</td><td>{:.1f} h</td><td>{}</td>"
+        "<tr data-pool=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} h</td><td>{}</td>"
         "<td class=\"{}\">{} {}</td></tr>",
-        Esc(row.key[0]), Esc(row.key[0]), row.total_gpu_hours(), Pct(row.effective_utilization()),
-        Pct(row.allocated_efficiency()), row.gpu_hours(Bucket::kUnallocated),
+        Esc(row.key[0]), Esc(row.key[0]), GpuHours(row.total_gpu_hours()), Pct(row.effective_utilization()),
+        Pct(row.allocated_efficiency()), GpuHours(row.gpu_hours(Bucket::kUnallocated)),
         Esc(row.total_cost().ToDisplay()), met ? "met" : "missed", Pct(target), met ? "met" : "missed");
   }
   html += fmt::format("</table><p>{}</p><table>", Esc(options.goals.Describe()));
-  html += "</table><table><tr><th class=\"l\">kind</th><th>GPU-hours held</th><th>allocated eff.</th><th>idle cost</th><th>cost</th></tr>";
+  html += "</table><table><thead><tr><th class=\"l\">kind</th><th>GPU-hours held</th><th>allocated eff.</th><th>idle cost</th><th>cost</th></tr></thead>";
   for (const auto& row : by_kind.rows) {
     if (row.key[0] == ledger::kNoJob) continue;
-    html += fmt::format("<tr><td>{}</td><td>{:.1f}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                        Esc(row.key[0]), row.total_gpu_hours(), Pct(row.allocated_efficiency()),
+    html += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                        Esc(row.key[0]), GpuHours(row.total_gpu_hours()), Pct(row.allocated_efficiency()),
                         Esc(row.cost[1].ToDisplay()), Esc(row.total_cost().ToDisplay()));
   }
   html += "</table>";
 
-  html += "<h2>Largest sources of waste</h2><table><tr><th class=\"l\">#</th><th class=\"l\">what</th>"
-          "<th class=\"l\">bucket</th><th>GPU-hours</th><th>cost</th><th class=\"l\">causes</th></tr>";
+  html += "<h2>Largest sources of waste</h2><table><thead><tr><th class=\"l\">#</th><th class=\"l\">what</th>"
+          "<th class=\"l\">bucket</th><th>GPU-hours</th><th>cost</th><th class=\"l\">causes</th></tr></thead>";
   for (size_t i = 0; i < waste.size(); ++i) {
     html += fmt::format(
-        "<tr data-waste=\"{}\"><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{:.1f}</td><td>{}</td>"
+        "<tr data-waste=\"{}\"><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td>"
         "<td class=\"l\">{}</td></tr>",
-        i + 1, i + 1, Esc(waste[i].what), BucketName(waste[i].bucket), waste[i].gpu_hours,
+        i + 1, i + 1, Esc(waste[i].what), BucketWords(waste[i].bucket), GpuHours(waste[i].gpu_hours),
         Esc(waste[i].cost.ToDisplay()), Esc(WasteCauses(waste[i])));
   }
   html += "</table>";
@@ -374,12 +395,12 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
       "this one, net: a job's pieces of advice compound (each applies to what the larger ones "
       "leave), so no job saves more than it cost.</p>",
       recs.size(), Esc(ledger::TotalNetSaving(recs).ToDisplay()));
-  html += "<table><tr><th class=\"l\">job</th><th class=\"l\">team</th><th class=\"l\">advice</th>"
-          "<th class=\"l\">evidence</th><th class=\"l\">confidence</th><th>saving alone</th><th>net saving</th></tr>";
+  html += "<table><thead><tr><th class=\"l\">job</th><th class=\"l\">team</th><th class=\"l\">advice</th>"
+          "<th class=\"l\">evidence</th><th class=\"l\">confidence</th><th>saving alone</th><th>net saving</th></tr></thead>";
   for (size_t i = 0; i < recs.size() && i < options.recommendations; ++i) {
     const auto& r = recs[i];
     html += fmt::format(
-        "<tr data-recommendation=\"{}\"><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>"
+        "<tr data-recommendation=\"{}\"><td class=\"id\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>"
         "<td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td></tr>",
         Esc(r.job_id), Esc(r.job_id), Esc(r.team), Esc(r.action), Esc(r.evidence), Esc(r.confidence),
         Esc(r.saving.ToDisplay()), Esc(r.net_saving.ToDisplay()));

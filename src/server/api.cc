@@ -132,6 +132,14 @@ HttpReply FleetReply(const QueryContext& q) {
       o["share"] = fmt::format("{}/{}", d.share.num, d.share.den);
     }
     if (n.record.last_sample_ms > 0) o["last_sample"] = FormatTime(n.record.last_sample_ms);
+    o["staleness_limit_seconds"] = n.staleness_limit_ms / kMsPerSecond;
+    o["index"] = n.gpu_index;
+    if (n.slice_index) o["slice_index"] = *n.slice_index;
+    o["idle_since"] = n.idle_since_ms ? json(FormatTime(*n.idle_since_ms)) : json(nullptr);
+    o["idle_seconds"] = n.idle_since_ms ? json((q.now_ms - *n.idle_since_ms) / kMsPerSecond) : json(nullptr);
+    if (n.idle_since_clipped) o["idle_since_clipped"] = true;
+    o["idle_cost"] = n.idle_cost.ToString();
+    if (!n.idle_priced) o["idle_unpriced"] = true;
     json holder_list = json::array();
     for (const ledger::Holder& h : n.holders) {
       if (q.who.MaySeeTeam(h.job.team)) {

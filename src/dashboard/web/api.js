@@ -76,14 +76,45 @@ export function jobPath(id) {
 }
 
 export const SPANS = {'24h': 24, '7d': 7 * 24, '30d': 30 * 24};
+// Every window the picker offers: trailing spans, calendar ranges, and a custom one.
+export const RANGES = [
+  ['24h', 'last 24 h'], ['7d', 'last 7 days'], ['30d', 'last 30 days'],
+  ['last-week', 'last week'], ['this-month', 'this month'], ['last-month', 'last month'], ['custom', 'custom…'],
+];
+const DAY_MS = 24 * HOUR_MS;
 
-// The window a page shows: `span` hours ending at the default end, which is now, or
-// the end of the recorded data rounded up to the hour when the data ended earlier (a
-// store generated some time ago). When the data begin inside the span, the window
-// begins with them (at the hour), so the charts are not mostly empty; the figures are
-// the same either way, as there is no capacity before the first sample. Returns
-// {span, from, to} (RFC 3339) and fromMs, toMs.
-export function windowFor(info, span) {
+function iso(ms) {
+  return new Date(ms).toISOString().replace('.000Z', 'Z');
+}
+
+// The Monday 00:00 UTC of the ISO week holding `ms`.
+function mondayOf(ms) {
+  const day = Math.floor(ms / DAY_MS);
+  const weekday = (day + 3) % 7;  // 1970-01-01 was a Thursday: 0 = Monday
+  return (day - weekday) * DAY_MS;
+}
+
+function monthStart(ms, back = 0) {
+  const d = new Date(ms);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - back, 1);
+}
+
+// "2026-11-03" or an RFC 3339 time -> epoch ms (a date is its 00:00 UTC); NaN otherwise.
+export function parseDay(text) {
+  if (typeof text !== 'string' || !text) return NaN;
+  return /^\d{4}-\d{2}-\d{2}$/.test(text) ? Date.parse(`${text}T00:00:00Z`) : Date.parse(text);
+}
+
+// The window a page shows. Trailing spans ('24h', '7d', '30d') end at the default end,
+// which is now, or the end of the recorded data rounded up to the hour when the data
+// ended earlier (a store generated some time ago); when the data begin inside the span,
+// the window begins with them (at the hour), so the charts are not mostly empty (the
+// figures are the same either way: there is no capacity before the first sample).
+// Calendar ranges are taken relative to that end: 'last-week' is the ISO week before the
+// one it falls in, 'this-month' runs from the 1st to it, 'last-month' is the month
+// before. 'custom' is custom.from .. custom.to (days, `to` included, or RFC 3339 times).
+// Returns {span, from, to} (RFC 3339), fromMs, toMs and `clipped` (begins with the data).
+export function windowFor(info, span, custom = {}) {
   const nowMs = Date.parse(info.now);
   let endMs = nowMs;
   const dataTo = info.data && info.data.to ? Date.parse(info.data.to) : NaN;
@@ -91,20 +122,35 @@ export function windowFor(info, span) {
     const rounded = Math.ceil(dataTo / HOUR_MS) * HOUR_MS;
     endMs = Math.min(nowMs, rounded);
   }
-  const hours = SPANS[span] || SPANS['7d'];
-  let fromMs = endMs - hours * HOUR_MS;
-  const dataFrom = info.data && info.data.from ? Date.parse(info.data.from) : NaN;
-  if (Number.isFinite(dataFrom)) {
-    const floored = Math.floor(dataFrom / HOUR_MS) * HOUR_MS;
-    if (floored > fromMs && floored < endMs) fromMs = floored;
+  let fromMs;
+  let toMs = endMs;
+  let trailing = false;
+  if (span === 'last-week') {
+    toMs = mondayOf(endMs - 1);
+    fromMs = toMs - 7 * DAY_MS;
+  } else if (span === 'this-month') {
+    fromMs = monthStart(endMs - 1);
+  } else if (span === 'last-month') {
+    toMs = monthStart(endMs - 1);
+    fromMs = monthStart(endMs - 1, 1);
+  } else if (span === 'custom' && Number.isFinite(parseDay(custom.from)) && Number.isFinite(parseDay(custom.to))) {
+    fromMs = parseDay(custom.from);
+    toMs = parseDay(custom.to) + (/^\d{4}-\d{2}-\d{2}$/.test(custom.to) ? DAY_MS : 0);
+  } else {
+    if (!SPANS[span]) span = '7d';
+    trailing = true;
+    fromMs = endMs - SPANS[span] * HOUR_MS;
   }
-  return {
-    span,
-    fromMs,
-    toMs: endMs,
-    from: new Date(fromMs).toISOString().replace('.000Z', 'Z'),
-    to: new Date(endMs).toISOString().replace('.000Z', 'Z'),
-  };
+  let clipped = false;
+  const dataFrom = info.data && info.data.from ? Date.parse(info.data.from) : NaN;
+  if (trailing && Number.isFinite(dataFrom)) {
+    const floored = Math.floor(dataFrom / HOUR_MS) * HOUR_MS;
+    if (floored > fromMs && floored < endMs) {
+      fromMs = floored;
+      clipped = true;
+    }
+  }
+  return {span, fromMs, toMs, from: iso(fromMs), to: iso(toMs), clipped};
 }
 
 // /api/v1/info, or what the older endpoints can say in its place: the fleet's clock and

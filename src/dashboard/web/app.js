@@ -1,9 +1,11 @@
 // The dashboard's shell: the header (navigation, window, who you are, token, last
-// refresh), hash routing, and the refresh loop. Each page is an object with
+// refresh), hash routing, and the refresh loop. The window is kept in the URL's query
+// (?range=last-week, ?range=custom&from=2026-11-01&to=2026-11-07), so that a link shows
+// the same view; the page is in the hash (#/gpus). Each page is an object with
 // `load(ctx)` (fetches everything it shows, for one window) and `render(data)` (updates
 // its DOM in place). Refreshing calls both on the same page object, so sort order,
 // filters, toggles and scroll position survive.
-import {ApiError, getToken, setToken, loadInfo, windowFor, SPANS} from './api.js';
+import {ApiError, getToken, setToken, loadInfo, windowFor, RANGES} from './api.js';
 import {h, notice} from './dom.js';
 import {formatTime} from './format.js';
 import {FleetPage} from './page_fleet.js';
@@ -11,8 +13,12 @@ import {TeamsPage, TeamPage} from './page_teams.js';
 import {JobsPage, JobPage} from './page_jobs.js';
 import {GpusPage} from './page_gpus.js';
 import {RecommendationsPage} from './page_recommendations.js';
+import {WastePage, ChargebackPage} from './page_money.js';
 
 const SPAN_KEY = 'gpuledger.span';
+// Set once this server has asked for a token: a fresh tab without one then shows the
+// sign-in form at once, rather than asking the API first and logging its 401.
+const NEEDS_TOKEN_KEY = 'gpuledger.needs-token';
 
 const ROUTES = [
   {re: /^#\/fleet$/, nav: 'fleet', make: () => new FleetPage()},
@@ -22,6 +28,8 @@ const ROUTES = [
   {re: /^#\/jobs\/(.+)$/, nav: 'jobs', make: (m) => new JobPage(decodeURIComponent(m[1]))},
   {re: /^#\/gpus$/, nav: 'gpus', make: () => new GpusPage()},
   {re: /^#\/recommendations$/, nav: 'recommendations', make: () => new RecommendationsPage()},
+  {re: /^#\/waste$/, nav: 'waste', make: () => new WastePage()},
+  {re: /^#\/chargeback$/, nav: 'chargeback', make: () => new ChargebackPage()},
 ];
 
 const NAV = [
@@ -29,12 +37,16 @@ const NAV = [
   ['teams', 'Teams'],
   ['jobs', 'Jobs'],
   ['gpus', 'GPUs'],
+  ['waste', 'Waste'],
+  ['chargeback', 'Chargeback'],
   ['recommendations', 'Recommendations'],
 ];
 
 class App {
   constructor() {
-    this.span = readSpan();
+    const r = readRange();
+    this.span = r.span;
+    this.custom = r.custom;
     this.info = null;
     this.page = null;
     this.route = null;
@@ -54,14 +66,18 @@ class App {
     nav.replaceChildren(...NAV.map(([key, label]) =>
       h('a', {href: `#/${key}`, 'data-nav': key, testid: `nav-${key}`}, label)));
     const spans = document.getElementById('spans');
-    spans.replaceChildren(...Object.keys(SPANS).map((s) =>
-      h('button', {
-        type: 'button',
-        'data-span': s,
-        testid: `span-${s}`,
-        'aria-pressed': String(s === this.span),
-        onclick: () => this.setSpan(s),
-      }, s)));
+    this.picker = h('select', {testid: 'range-picker', 'aria-label': 'window', onchange: () => this.setSpan(this.picker.value)},
+      ...RANGES.map(([k, label]) => h('option', {value: k}, label)));
+    this.picker.value = this.span;
+    this.customFrom = h('input', {type: 'date', testid: 'range-from', 'aria-label': 'from', value: this.custom.from || ''});
+    this.customTo = h('input', {type: 'date', testid: 'range-to', 'aria-label': 'to (included)', value: this.custom.to || ''});
+    this.customForm = h('form', {class: 'custom-range', hidden: this.span !== 'custom',
+      onsubmit: (e) => {
+        e.preventDefault();
+        this.custom = {from: this.customFrom.value, to: this.customTo.value};
+        this.setSpan('custom');
+      }}, this.customFrom, '–', this.customTo, h('button', {type: 'submit', testid: 'range-apply'}, 'Apply'));
+    spans.replaceChildren(this.picker, this.customForm);
     document.getElementById('refresh').addEventListener('click', () => this.refresh());
     document.getElementById('token-form').addEventListener('submit', (e) => {
       e.preventDefault();
@@ -80,14 +96,15 @@ class App {
 
   setSpan(span) {
     this.span = span;
+    this.picker.value = span;
+    this.customForm.hidden = span !== 'custom';
+    if (span === 'custom' && !(this.custom.from && this.custom.to)) return;  // the form first
     try {
       sessionStorage.setItem(SPAN_KEY, span);
     } catch {
       // not kept: fine
     }
-    for (const b of document.querySelectorAll('#spans button')) {
-      b.setAttribute('aria-pressed', String(b.dataset.span === span));
-    }
+    writeRange(span, this.custom);
     this.refresh();
   }
 
@@ -130,21 +147,23 @@ class App {
     document.body.dataset.state = 'loading';
     this.status.textContent = 'loading…';
     try {
+      if (!getToken() && needsToken()) throw new ApiError(401, 'unauthenticated', 'sign in', '');
       const info = await loadInfo();
       if (seq !== this.sequence) return;
       this.info = info;
-      const win = windowFor(info, this.span);
+      const win = windowFor(info, this.span, this.custom);
       this.showWho(info, win);
       const ctx = {info, win, currency: info.currency || ''};
       const data = await page.load(ctx);
       if (seq !== this.sequence) return;
-      page.render(data, ctx);
+      // In the document before it draws: charts and the heatmap take its width.
       if (this.main.firstChild !== page.el) this.main.replaceChildren(page.el);
+      page.render(data, ctx);
       document.body.dataset.state = 'ready';
       document.body.dataset.refreshes = String(Number(document.body.dataset.refreshes || 0) + 1);
       const at = new Date();
-      this.status.replaceChildren('refreshed ', h('time', {datetime: at.toISOString(), testid: 'last-refreshed'},
-        at.toISOString().slice(11, 19) + ' UTC'));
+      this.status.replaceChildren(h('time', {datetime: at.toISOString(), testid: 'last-refreshed', title: 'last refreshed'},
+        at.toISOString().slice(11, 19)));
       this.stale = false;
     } catch (e) {
       if (seq !== this.sequence) return;
@@ -169,17 +188,28 @@ class App {
     range.dataset.from = win.from;
     range.dataset.to = win.to;
     range.dataset.span = win.span;
-    const clipped = win.toMs - win.fromMs < SPANS[win.span] * 3600 * 1000;
-    range.textContent = `${formatTime(win.from)} – ${formatTime(win.to)}${clipped ? ' (since the first sample)' : ''}`;
+    range.textContent = `${shortTime(win.from)} – ${shortTime(win.to)} UTC${win.clipped ? '*' : ''}`;
+    range.title = `${formatTime(win.from)} – ${formatTime(win.to)}${win.clipped ? ' (* from the first sample: the data begin inside the window)' : ''}`;
     document.body.dataset.from = win.from;
     document.body.dataset.to = win.to;
+    // Signed in: only the way out; the token field is for signing in.
+    document.getElementById('token-form').hidden = false;
     document.getElementById('sign-out').hidden = !getToken();
+    document.getElementById('token-input').hidden = !!getToken();
+    document.querySelector('#token-form button[type="submit"]').hidden = !!getToken();
   }
 
   showError(e) {
     document.body.dataset.state = 'error';
     this.status.textContent = 'refresh failed';
     if (e instanceof ApiError && e.status === 401) {
+      this.status.textContent = '';
+      document.getElementById('token-form').hidden = true;  // the form below asks for it
+      try {
+        localStorage.setItem(NEEDS_TOKEN_KEY, '1');
+      } catch {
+        // not kept: the next fresh tab asks the API first
+      }
       this.main.replaceChildren(loginForm(!!getToken(), (token) => {
         setToken(token);
         this.info = null;
@@ -203,14 +233,48 @@ class App {
   }
 }
 
-function readSpan() {
+function needsToken() {
   try {
-    const s = sessionStorage.getItem(SPAN_KEY);
-    if (s && SPANS[s]) return s;
+    return !!localStorage.getItem(NEEDS_TOKEN_KEY);
   } catch {
-    // no storage
+    return false;
   }
-  return '7d';
+}
+
+// The window from the URL (?range=...), else the tab's last, else 7 days.
+function readRange() {
+  const q = new URLSearchParams(location.search);
+  const known = (s) => RANGES.some(([k]) => k === s);
+  let span = q.get('range');
+  if (!known(span)) {
+    try {
+      span = sessionStorage.getItem(SPAN_KEY);
+    } catch {
+      span = null;
+    }
+  }
+  if (!known(span)) span = '7d';
+  const custom = {from: q.get('from') || '', to: q.get('to') || ''};
+  if (span === 'custom' && !(custom.from && custom.to)) span = '7d';
+  return {span, custom};
+}
+
+function writeRange(span, custom) {
+  const q = new URLSearchParams(location.search);
+  q.set('range', span);
+  if (span === 'custom') {
+    q.set('from', custom.from);
+    q.set('to', custom.to);
+  } else {
+    q.delete('from');
+    q.delete('to');
+  }
+  history.replaceState(null, '', `${location.pathname}?${q.toString()}${location.hash}`);
+}
+
+// "2026-11-23T00:00:00Z" -> "11-23 00:00".
+function shortTime(t) {
+  return new Date(t).toISOString().slice(5, 16).replace('T', ' ');
 }
 
 function loginForm(hadToken, onToken) {

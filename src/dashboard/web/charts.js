@@ -6,7 +6,7 @@
 export const BUCKETS = ['active', 'allocated_idle', 'unallocated', 'unavailable', 'unmonitored'];
 export const BUCKET_LABELS = {
   active: 'active',
-  allocated_idle: 'allocated, idle',
+  allocated_idle: 'allocated idle',
   unallocated: 'unallocated',
   unavailable: 'unavailable',
   unmonitored: 'unmonitored',
@@ -18,8 +18,31 @@ export const BUCKET_COLORS = {
   unavailable: '#e03131',
   unmonitored: '#ced4da',
 };
-export const PALETTE = ['#1c7ed6', '#e8590c', '#2b8a3e', '#ae3ec9', '#c92a2a', '#0b7285', '#5f3dc4',
-  '#a61e4d', '#5c940d', '#364fc7', '#d9480f', '#087f5b'];
+// One meaning per colour: green, orange, red and grey are the buckets' (above), the
+// utilization line's blue and the kinds' colours (below) are theirs alone; the palette
+// for pools and teams has none of them.
+export const PALETTE = ['#364fc7', '#15aabf', '#e64980', '#ae3ec9', '#7048e8', '#1864ab', '#5c7cfa',
+  '#3bc9db', '#be4bdb', '#f783ac', '#4dabf7', '#9775fa'];
+// The effective-utilization line of the fleet, a team or a job.
+export const UTIL_COLOR = '#1c7ed6';
+export const KIND_COLORS = {training: '#5f3dc4', serving: '#0b7285', notebook: '#a61e4d', batch: '#862e9c', unknown: '#495057'};
+
+// Stable colours for names (pools, teams): each name takes the palette slot its hash
+// picks, or the next free one, in the names' sorted order; the same set of names always
+// gets the same colours, whatever order the rows arrive in. Returns a Map name -> colour.
+export function stableColors(names) {
+  const out = new Map();
+  const taken = new Set();
+  for (const name of [...new Set(names)].sort()) {
+    let hash = 0;
+    for (const ch of String(name)) hash = (hash * 31 + ch.codePointAt(0)) >>> 0;
+    let slot = hash % PALETTE.length;
+    for (let i = 0; i < PALETTE.length && taken.has(slot); i++) slot = (slot + 1) % PALETTE.length;
+    taken.add(slot);
+    out.set(name, PALETTE[slot]);
+  }
+  return out;
+}
 
 const TARGET_COLOR = '#495057';
 
@@ -48,7 +71,7 @@ const pct = (v) => (v === null || v === undefined ? '—' : `${(v * 100).toFixed
 //   kind: 'line' | 'stack',
 //   times: [unix seconds],
 //   series: [{label, values: [number|null], color, dash: bool, raw?: [display values]}],
-//   yFormat: 'ratio' | 'hours' | 'money',
+//   yFormat: 'ratio' | 'hours' | 'money', currency: 'USD' (money: the axis label's unit),
 //   height: px, yMax: number (ratio charts: at least 1)
 // }
 //   overlay: {label, color, values: [0..1 | null]}   (stack only: a ratio line on a right axis)
@@ -169,6 +192,9 @@ function chartOptions(holder, spec) {
         grid: {stroke: '#e9ecef'},
         ticks: {stroke: '#dee2e6'},
         size: 64,
+        // The unit of the axis: GPU-hours, money (in the currency when known) or none (a ratio).
+        label: fmt === 'hours' ? 'GPU-hours' : fmt === 'money' ? `cost${spec.currency ? ` (${spec.currency})` : ' (price book)'}` : undefined,
+        labelSize: fmt === 'ratio' ? 0 : 18,
         values: (u, splits) => splits.map((v) => (fmt === 'ratio'
           ? `${Math.round(v * 100)}%`
           : v >= 10000 ? `${Math.round(v / 1000)}k` : v.toLocaleString('en-US', {maximumFractionDigits: 1}))),

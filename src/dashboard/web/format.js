@@ -91,14 +91,16 @@ export function formatTime(t) {
   return d.toISOString().slice(0, 16).replace('T', ' ') + ' UTC';
 }
 
-// A span in hours as "3d 4h", "5h 10m", "12m".
+// A span as the CLI writes one (cli/commands.h FormatDuration): "6d 23h", "5h 10m",
+// "12m", "45s", rounded down to the unit shown last.
 export function formatDuration(ms) {
   if (!Number.isFinite(ms) || ms < 0) return '—';
-  const min = Math.round(ms / 60000);
-  const d = Math.floor(min / 1440);
-  const h = Math.floor((min % 1440) / 60);
-  const m = min % 60;
+  const s = Math.floor(ms / 1000);
+  const d = Math.floor(s / 86400);
+  const h = Math.floor((s % 86400) / 3600);
+  const m = Math.floor((s % 3600) / 60);
   if (d > 0) return `${d}d ${h}h`;
   if (h > 0) return `${h}h ${m}m`;
-  return `${m}m`;
+  if (m > 0) return `${m}m`;
+  return `${s}s`;
 }

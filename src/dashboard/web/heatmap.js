@@ -2,16 +2,21 @@
 // indented under their parent), grouped by node, a column per hour, and on the right a
 // narrow column colored by the team holding the GPU now. Runs of equal values in a row
 // are drawn as one rectangle, so 1,000 GPUs x 168 hours draws in a few milliseconds.
+// A device's optional `kinds` marks cells mostly unallocated, unavailable or unmonitored:
+// those are drawn in their buckets' colours (charts.js), not on the utilization scale.
+import {BUCKET_COLORS} from './charts.js';
 
 const LABEL_WIDTH = 170;
 const HOLDER_WIDTH = 14;
 const AXIS_HEIGHT = 20;
 const NODE_GAP = 3;
-const NULL_COLOR = '#dfe3e8';
+const NULL_COLOR = BUCKET_COLORS.unmonitored;
+const KIND_CODES = {unallocated: 102, unavailable: 103, unmonitored: 101};
+const KIND_COLORS = {101: NULL_COLOR, 102: BUCKET_COLORS.unallocated, 103: BUCKET_COLORS.unavailable};
 
-// 0..100 -> a color from pale cream (idle) through green and blue to deep navy (busy).
-// "No data / not held" is a neutral gray, apart from the scale.
-const STOPS = [[0, [255, 247, 220]], [25, [199, 233, 180]], [50, [65, 182, 196]], [75, [34, 94, 168]], [100, [8, 29, 88]]];
+// 0..100 -> a color from the orange of "allocated, idle" (held, doing nothing) through
+// pale yellow and blue to deep navy (busy). "No data" is a neutral gray, apart from it.
+const STOPS = [[0, [247, 162, 64]], [12, [255, 224, 160]], [35, [199, 233, 180]], [55, [65, 182, 196]], [78, [34, 94, 168]], [100, [8, 29, 88]]];
 const COLORS = (() => {
   const out = [];
   for (let v = 0; v <= 100; v++) {
@@ -40,7 +45,7 @@ function shortId(uuid) {
 export function rowHeightFor(count) {
   if (count <= 80) return 14;
   if (count <= 200) return 10;
-  if (count <= 400) return 6;
+  if (count <= 400) return 8;  // still tall enough for a GPU index
   return 4;
 }
 
@@ -67,7 +72,8 @@ export function layout(devices, rowHeight) {
 // Draws the reply on the canvas at its current CSS width. `holderColor(device)` gives
 // the color of the holder column (null: nobody holds it). Returns what was drawn:
 // {rows, drawMs}; the canvas keeps the layout for the tooltip.
-export function drawHeatmap(canvas, reply, holderColor) {
+// `label(device)` gives a row's label (null: a short id).
+export function drawHeatmap(canvas, reply, holderColor, label = () => null) {
   const t0 = performance.now();
   const devices = reply.devices || [];
   const steps = (reply.times || []).length;
@@ -93,24 +99,29 @@ export function drawHeatmap(canvas, reply, holderColor) {
   // Cells, a run of equal values at a time, batched by color: one fillStyle per color
   // (102 at most) rather than one per rectangle.
   const gap = rowHeight > 4 ? 1 : 0;
-  const runs = [];  // per color index (0..100, 101 = no data): flat [x, y, w, ...]
-  for (let k = 0; k <= 101; k++) runs.push([]);
+  const runs = [];  // per color index (0..100, 101 no data, 102 unallocated, 103 unavailable): flat [x, y, w, ...]
+  for (let k = 0; k <= 103; k++) runs.push([]);
+  const codes = new Uint8Array(steps);
   for (const row of lay.rows) {
     const values = row.device.values || [];
+    const kinds = row.device.kinds;
+    for (let i = 0; i < steps; i++) {
+      const v = values[i] ?? null;
+      codes[i] = kinds && kinds[i] ? KIND_CODES[kinds[i]] : v === null ? 101 : Math.max(0, Math.min(100, Math.round(v)));
+    }
     let start = 0;
     while (start < steps) {
-      const v = values[start] ?? null;
+      const k = codes[start];
       let end = start + 1;
-      while (end < steps && (values[end] ?? null) === v) end++;
-      const k = v === null ? 101 : Math.max(0, Math.min(100, Math.round(v)));
+      while (end < steps && codes[end] === k) end++;
       runs[k].push(xs[start], row.y, xs[end] - xs[start]);
       start = end;
     }
   }
-  for (let k = 0; k <= 101; k++) {
+  for (let k = 0; k <= 103; k++) {
     const r = runs[k];
     if (!r.length) continue;
-    ctx.fillStyle = k === 101 ? NULL_COLOR : COLORS[k];
+    ctx.fillStyle = k > 100 ? KIND_COLORS[k] : COLORS[k];
     for (let i = 0; i < r.length; i += 3) ctx.fillRect(r[i], r[i + 1], r[i + 2], rowHeight - gap);
   }
   for (const row of lay.rows) {
@@ -132,13 +143,13 @@ export function drawHeatmap(canvas, reply, holderColor) {
     ctx.fillRect(0, n.y0 - 1, left - 4, 1);
     ctx.fillStyle = '#212529';
   }
-  if (rowHeight >= 10) {
-    ctx.font = '10px system-ui, sans-serif';
+  if (rowHeight >= 8) {
+    ctx.font = `${Math.min(10, rowHeight)}px system-ui, sans-serif`;
     ctx.fillStyle = '#495057';
     for (const row of lay.rows) {
       const d = row.device;
-      const label = d.parent ? `  └ ${d.mig_profile || 'MIG'}` : shortId(d.uuid);
-      ctx.fillText(label, 74, row.y + rowHeight / 2);
+      const text = label(d) || (d.parent ? `  └ ${d.mig_profile || 'MIG'}` : shortId(d.uuid));
+      ctx.fillText(d.parent ? `  ${text}` : text, 84, row.y + rowHeight / 2);
     }
   }
 
@@ -157,6 +168,9 @@ export function drawHeatmap(canvas, reply, holderColor) {
   ctx.fillText('now', right + 2, 8);
 
   canvas._layout = {lay, xs, steps, rowHeight, left, right, devices, times};
+  // How many runs of cells were drawn in each bucket's colour (for the browser test).
+  canvas.dataset.unallocatedRuns = String(runs[102].length / 3);
+  canvas.dataset.unavailableRuns = String(runs[103].length / 3);
   canvas.dataset.rows = String(lay.rows.length);
   canvas.dataset.columns = String(steps);
   const drawMs = performance.now() - t0;
@@ -209,3 +223,4 @@ export function legendCanvas(width = 220) {
 }
 
 export {NULL_COLOR};
+export const HELD_IDLE_COLOR = COLORS[0];

@@ -2,8 +2,9 @@
 // GPU-hours and the money went (the five buckets); per pool; training and serving apart.
 import {getJson, getOptional} from './api.js';
 import {h, kpi, section, notice, money, ratio, hours, tid} from './dom.js';
-import {formatRatio, moneyToNumber, formatTime} from './format.js';
-import {drawChart, BUCKETS, BUCKET_LABELS, BUCKET_COLORS, PALETTE, TARGET_COLOR, constantSeries} from './charts.js';
+import {formatRatio, moneyToNumber, formatTime, formatDuration, formatHours} from './format.js';
+import {SortableTable, moneyColumn, hoursColumn} from './table.js';
+import {drawChart, BUCKETS, BUCKET_LABELS, BUCKET_COLORS, UTIL_COLOR, KIND_COLORS, stableColors, TARGET_COLOR, constantSeries} from './charts.js';
 
 let bucketUnit = 'hours';  // kept across refreshes and visits: 'hours' | 'money'
 
@@ -32,18 +33,43 @@ export function utilizationSpec(times, groups, target, height = 240) {
   return {kind: 'line', times, series, yFormat: 'ratio', height};
 }
 
+// The five buckets of a usage total as a table (CSV, and the total row: the capacity).
 export function bucketTable(total, testPrefix) {
   const totalHours = total.gpu_hours || 0;
-  return h('table', {class: 'data compact'},
-    h('thead', {}, h('tr', {}, h('th', {}, 'bucket'), h('th', {class: 'num'}, 'GPU-hours'), h('th', {class: 'num'}, 'share'), h('th', {class: 'num'}, 'cost'))),
-    h('tbody', {}, BUCKETS.map((b) => {
-      const x = (total.buckets && total.buckets[b]) || {gpu_hours: 0, cost: '0'};
-      return h('tr', {},
-        h('td', {}, h('span', {class: 'swatch', style: {background: BUCKET_COLORS[b]}}), BUCKET_LABELS[b]),
-        h('td', {class: 'num'}, hours(x.gpu_hours, `${testPrefix}-hours-${b}`)),
-        h('td', {class: 'num'}, formatRatio(totalHours > 0 ? x.gpu_hours / totalHours : null)),
-        h('td', {class: 'num'}, money(x.cost, `${testPrefix}-cost-${b}`)));
-    })));
+  const rows = BUCKETS.map((b) => ({bucket: b, ...((total.buckets && total.buckets[b]) || {gpu_hours: 0, cost: '0'})}));
+  const t = new SortableTable(`${testPrefix}-buckets`, [
+    {key: 'bucket', label: 'bucket', sort: (r) => BUCKETS.indexOf(r.bucket), csv: (r) => r.bucket,
+      cell: (r) => h('span', {}, h('span', {class: 'swatch', style: {background: BUCKET_COLORS[r.bucket]}}), BUCKET_LABELS[r.bucket])},
+    hoursColumn('hours', 'GPU-hours', (r) => r.gpu_hours, (r) => `${testPrefix}-hours-${r.bucket}`),
+    {key: 'share', label: 'share', num: true, sort: (r) => (totalHours > 0 ? r.gpu_hours / totalHours : null),
+      cell: (r) => formatRatio(totalHours > 0 ? r.gpu_hours / totalHours : null)},
+    moneyColumn('cost', 'cost', (r) => r.cost, (r) => `${testPrefix}-cost-${r.bucket}`),
+  ], {defaultSort: {key: 'bucket', dir: 1}});
+  t.el.classList.add('compact-wrap');
+  t.setRows(rows);
+  return t.el;
+}
+
+// The fleet's utilization in the last hour with data, saying how old that hour is; past
+// the staleness limit (the fleet's: its devices' largest) the figure is grey and says so.
+function nowTile(now, series, fleet, info) {
+  const tile = kpi('Now (last hour)', ratio(now.value, 'kpi-effective-utilization-now'), null, 'kpi-effective-utilization-now');
+  if (now.index < 0) {
+    tile.append(h('div', {class: 'kpi-sub'}, 'no hourly series'));
+    return tile;
+  }
+  const hourEnd = (series.times[now.index] + (series.step_seconds || 3600)) * 1000;
+  const dataEnd = info.data && info.data.to ? Math.min(hourEnd, Date.parse(info.data.to)) : hourEnd;
+  const age = Date.parse(info.now) - dataEnd;
+  const limit = Math.max(0, ...((fleet && fleet.devices) || []).map((d) => d.staleness_limit_seconds || 0)) * 1000;
+  const stale = limit > 0 && age > limit;
+  tile.classList.toggle('stale', stale);
+  tile.dataset.stale = String(stale);
+  tile.dataset.ageSeconds = String(Math.round(age / 1000));
+  tile.append(h('div', {class: 'kpi-sub', testid: 'kpi-now-age'},
+    `hour from ${formatTime(series.times[now.index] * 1000)}; data ${formatDuration(Math.max(0, age))} old`,
+    stale ? ` (stale: past the ${formatDuration(limit)} limit)` : ''));
+  return tile;
 }
 
 export class FleetPage {
@@ -58,7 +84,17 @@ export class FleetPage {
       }, label)));
     this.bucketTableHolder = h('div');
     this.pools = h('div', {class: 'multiples', testid: 'pools'});
-    this.kinds = h('div', {class: 'split'});
+    this.kindTable = new SortableTable('kinds', [
+      {key: 'kind', label: 'kind', sort: (r) => r.group.kind, cell: (r) => r.group.kind},
+      hoursColumn('hours', 'GPU-hours', (r) => r.gpu_hours, (r) => tid('kind-hours', r.group.kind)),
+      {key: 'eff', label: 'eff. util', num: true, sort: (r) => r.effective_utilization,
+        cell: (r) => ratio(r.effective_utilization, tid('kind-eff', r.group.kind))},
+      {key: 'alloc', label: 'alloc. eff', num: true, sort: (r) => r.allocated_efficiency,
+        cell: (r) => ratio(r.allocated_efficiency, tid('kind-alloc-eff', r.group.kind))},
+      moneyColumn('idle', 'idle cost', (r) => r.buckets.allocated_idle.cost, (r) => tid('kind-idle-cost', r.group.kind)),
+      moneyColumn('cost', 'cost', (r) => r.cost, (r) => tid('kind-cost', r.group.kind)),
+    ], {defaultSort: {key: 'cost', dir: -1}});
+    this.kinds = h('div', {class: 'split'}, this.kindTable.el);
     this.kindChart = h('div', {class: 'chart', testid: 'chart-kinds'});
     this.seriesNotice = h('div');
     this.scopeNote = h('p', {class: 'muted', hidden: true, testid: 'viewer-scope'});
@@ -75,13 +111,14 @@ export class FleetPage {
 
   async load({win}) {
     const w = {from: win.from, to: win.to};
-    const [usagePool, usageKind, seriesPool, seriesKind] = await Promise.all([
+    const [usagePool, usageKind, seriesPool, seriesKind, fleet] = await Promise.all([
       getJson('/api/v1/usage', {...w, by: 'pool'}),
       getJson('/api/v1/usage', {...w, by: 'kind'}),
       getOptional('/api/v1/series', {...w, by: 'pool'}),
       getOptional('/api/v1/series', {...w, by: 'kind'}),
+      getJson('/api/v1/fleet'),
     ]);
-    return {usagePool, usageKind, seriesPool, seriesKind};
+    return {usagePool, usageKind, seriesPool, seriesKind, fleet};
   }
 
   render(data, ctx) {
@@ -100,12 +137,11 @@ export class FleetPage {
         target !== null && target !== undefined
           ? h('span', {class: delta >= 0 ? 'good' : 'bad'}, `target ${formatRatio(target, 0)} (${delta >= 0 ? '+' : ''}${(delta * 100).toFixed(1)} pts)`)
           : 'no target configured', 'kpi-effective-utilization'),
-      kpi('Now (last hour)', ratio(now.value, 'kpi-effective-utilization-now'),
-        now.index >= 0 ? `hour from ${formatTime(series.times[now.index] * 1000)}` : 'no hourly series', 'kpi-effective-utilization-now'),
+      nowTile(now, series, data.fleet, info),
       kpi(`Spend${ctx.currency ? ` (${ctx.currency})` : ''}`, money(total.cost, 'kpi-spend'),
         idle ? h('span', {}, 'held idle: ', money(idle.cost, 'kpi-idle-cost')) : null, 'kpi-spend'),
       kpi('GPU-hours', hours(total.gpu_hours, 'kpi-gpu-hours'),
-        total.unpriced_gpu_hours ? `${total.unpriced_gpu_hours.toFixed(1)} unpriced` : 'capacity in the window', 'kpi-gpu-hours'),
+        total.unpriced_gpu_hours ? `${formatHours(total.unpriced_gpu_hours)} unpriced` : 'capacity in the window', 'kpi-gpu-hours'),
       kpi('Allocated efficiency', ratio(total.allocated_efficiency, 'kpi-allocated-efficiency'),
         'active / held by jobs', 'kpi-allocated-efficiency'));
 
@@ -114,7 +150,7 @@ export class FleetPage {
     } else {
       this.seriesNotice.replaceChildren();
       drawChart(this.utilChart, utilizationSpec(series.times,
-        [{label: 'fleet', color: PALETTE[0], values: series.total.effective_utilization}], target, 260));
+        [{label: 'fleet', color: UTIL_COLOR, values: series.total.effective_utilization}], target, 260));
     }
     this.drawBuckets();
     this.bucketTableHolder.replaceChildren(bucketTable(total, 'fleet-bucket'));
@@ -138,6 +174,7 @@ export class FleetPage {
       times: series.times,
       series: bucketLayers(series.total, bucketUnit),
       yFormat: bucketUnit === 'money' ? 'money' : 'hours',
+      currency: this.ctx ? this.ctx.currency : '',
       height: 260,
     });
   }
@@ -147,7 +184,8 @@ export class FleetPage {
     const series = this.data.seriesPool;
     const byPool = new Map((series ? series.groups : []).map((g) => [g.key[0], g]));
     const existing = new Map([...this.pools.children].map((c) => [c.dataset.pool, c]));
-    const cards = rows.map((r, i) => {
+    const poolColor = stableColors(rows.map((r) => r.group.pool));
+    const cards = rows.map((r) => {
       const pool = r.group.pool;
       const g = byPool.get(pool);
       const target = g && g.target !== null && g.target !== undefined ? g.target
@@ -164,7 +202,7 @@ export class FleetPage {
         money(r.cost, tid('pool-cost', pool)), ' · ', hours(r.gpu_hours, tid('pool-hours', pool)), ' GPU-h');
       if (g) {
         drawChart(card.children[2], {...utilizationSpec(series.times,
-          [{label: pool, color: PALETTE[i % PALETTE.length], values: g.effective_utilization}], target, 150), legend: false});
+          [{label: pool, color: poolColor.get(pool), values: g.effective_utilization}], target, 150), legend: false});
       }
       return card;
     });
@@ -174,23 +212,11 @@ export class FleetPage {
   renderKinds() {
     const usage = this.data.usageKind;
     const series = this.data.seriesKind;
-    const rows = usage.rows || [];
-    this.kinds.replaceChildren(h('table', {class: 'data compact'},
-      h('thead', {}, h('tr', {}, ['kind', 'GPU-hours', 'eff. util', 'alloc. eff', 'idle cost', 'cost'].map((t, i) => h('th', {class: i ? 'num' : ''}, t)))),
-      h('tbody', {}, rows.map((r) => {
-        const kind = r.group.kind;
-        return h('tr', {},
-          h('td', {}, kind),
-          h('td', {class: 'num'}, hours(r.gpu_hours, tid('kind-hours', kind))),
-          h('td', {class: 'num'}, ratio(r.effective_utilization, tid('kind-eff', kind))),
-          h('td', {class: 'num'}, ratio(r.allocated_efficiency, tid('kind-alloc-eff', kind))),
-          h('td', {class: 'num'}, money(r.buckets.allocated_idle.cost, tid('kind-idle-cost', kind))),
-          h('td', {class: 'num'}, money(r.cost, tid('kind-cost', kind))));
-      }))));
+    this.kindTable.setRows(usage.rows || []);
     if (series) {
       const shown = series.groups.filter((g) => g.key[0] === 'training' || g.key[0] === 'serving');
-      const groups = (shown.length ? shown : series.groups).map((g, i) => ({
-        label: g.key[0], color: PALETTE[(i + 1) % PALETTE.length], values: g.effective_utilization}));
+      const groups = (shown.length ? shown : series.groups).map((g) => ({
+        label: g.key[0], color: KIND_COLORS[g.key[0]] || KIND_COLORS.unknown, values: g.effective_utilization}));
       // A kind's utilization is its active time over the time its jobs held GPUs.
       drawChart(this.kindChart, utilizationSpec(series.times, groups, null, 220));
     }

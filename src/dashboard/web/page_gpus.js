@@ -1,13 +1,36 @@
-// GPUs: the heatmap of every GPU x hour (MIG slices under their parent), who holds each
-// GPU now (the right-hand column, colored by team, and the table below), and the
-// fleet's state now.
+// GPUs: the fleet's state now, the "now" table (one row per GPU or slice: its state and
+// activity, who holds it, for how long it has been idle and what that has cost, sorted by
+// that cost), the heatmap of every GPU x hour (MIG slices under their parent; cells mostly
+// unallocated, unavailable or unmonitored in their buckets' colours), and who holds each
+// GPU now (the right-hand column, coloured by team, and the table below).
 import {getJson, getOptional} from './api.js';
-import {h, section, notice, fig, tid} from './dom.js';
-import {formatTime, formatCount} from './format.js';
-import {drawHeatmap, cellAt, legendCanvas, NULL_COLOR} from './heatmap.js';
-import {PALETTE} from './charts.js';
+import {h, section, notice, fig, tid, ratio} from './dom.js';
+import {formatTime, formatCount, formatDuration} from './format.js';
+import {drawHeatmap, cellAt, legendCanvas, NULL_COLOR, HELD_IDLE_COLOR} from './heatmap.js';
+import {BUCKET_COLORS, BUCKET_LABELS, stableColors} from './charts.js';
 import {jobLink, teamHref} from './page_jobs.js';
-import {SortableTable} from './table.js';
+import {SortableTable, moneyColumn} from './table.js';
+
+const STATES = ['active', 'allocated_idle', 'unallocated', 'unavailable', 'unmonitored'];
+const nowFilter = {text: '', state: ''};
+
+// "3" for a GPU, "3 · slice 1" for a MIG slice.
+export function deviceIndexLabel(d) {
+  return d.slice_index === undefined || d.slice_index === null ? String(d.index ?? '—') : `${d.index} · slice ${d.slice_index}`;
+}
+
+// A state as a coloured tag, in its bucket's colour.
+export function stateTag(state) {
+  return h('span', {class: 'state-tag', 'data-state': state},
+    h('span', {class: 'swatch', style: {background: BUCKET_COLORS[state] || NULL_COLOR}}), BUCKET_LABELS[state] || state);
+}
+
+// How old a sample is, and whether that is past the staleness limit.
+export function sampleAge(nowMs, lastSample, limitSeconds) {
+  if (!lastSample) return {ms: null, stale: true};
+  const ms = nowMs - Date.parse(lastSample);
+  return {ms, stale: limitSeconds > 0 && ms > limitSeconds * 1000};
+}
 
 const HIDDEN_COLOR = '#868e96';
 
@@ -30,9 +53,53 @@ export class GpusPage {
         cell: (r) => (r.nodes.length > 6 ? `${r.nodes.slice(0, 6).join(', ')} and ${r.nodes.length - 6} more` : r.nodes.join(', '))},
       {key: 'since', label: 'since', sort: (r) => r.since, cell: (r) => formatTime(r.since)},
     ], {defaultSort: {key: 'gpus', dir: -1}, rowTestId: (r) => (r.hidden ? 'holder-row-hidden' : tid('holder-row', r.job))});
-    this.el = h('div', {class: 'page page-gpus'}, h('h1', {}, 'GPUs'), this.summary,
+    this.asOf = h('p', {class: 'muted as-of', testid: 'gpus-as-of'});
+    this.nowText = h('input', {type: 'search', placeholder: 'filter: node, job, team, user…', value: nowFilter.text,
+      testid: 'now-filter-text', 'aria-label': 'filter'});
+    this.nowState = h('select', {testid: 'now-filter-state', 'aria-label': 'state'},
+      h('option', {value: ''}, 'every state'), ...STATES.map((st) => h('option', {value: st}, BUCKET_LABELS[st])));
+    this.nowState.value = nowFilter.state;
+    const onFilter = () => {
+      nowFilter.text = this.nowText.value;
+      nowFilter.state = this.nowState.value;
+      this.applyNow();
+    };
+    this.nowText.addEventListener('input', onFilter);
+    this.nowState.addEventListener('change', onFilter);
+    this.nowCount = h('span', {class: 'muted'});
+    const holderOf = (r) => (r.holders || [])[0] || null;
+    const idleCost = moneyColumn('idle_cost', 'idle cost so far', (r) => r.idle_cost, (r) => tid('now-idle-cost', r.uuid),
+      {totalTestId: 'now-idle-cost-total'});
+    this.now = new SortableTable('now', [
+      {key: 'node', label: 'node', sort: (r) => r.node, cell: (r) => r.node},
+      {key: 'index', label: 'GPU', num: true, sort: (r) => r.index * 100 + (r.slice_index ?? -1),
+        csv: (r) => deviceIndexLabel(r), cell: (r) => h('span', {title: r.uuid, testid: tid('now-index', r.uuid)}, deviceIndexLabel(r))},
+      {key: 'model', label: 'model', sort: (r) => r.mig_profile || r.model, cell: (r) => (r.mig_profile ? `MIG ${r.mig_profile}` : r.model)},
+      {key: 'pool', label: 'pool', sort: (r) => r.pool, cell: (r) => r.pool || '—'},
+      {key: 'state', label: 'state now', sort: (r) => STATES.indexOf(r.state), csv: (r) => r.state,
+        cell: (r) => h('span', {testid: tid('now-state', r.uuid)}, stateTag(r.state))},
+      {key: 'activity', label: 'activity', num: true, sort: (r) => (r.activity ? r.activity.ratio : null),
+        cell: (r) => (r.activity ? ratio(r.activity.ratio, tid('now-activity', r.uuid)) : '—')},
+      {key: 'job', label: 'job', sort: (r) => (holderOf(r) ? holderOf(r).job || '~hidden' : null),
+        cell: (r) => holderCell(r.holders, (x) => (x.hidden ? h('span', {class: 'muted'}, 'another team') : jobLink(x.job)))},
+      {key: 'team', label: 'team', sort: (r) => (holderOf(r) ? holderOf(r).team : null),
+        cell: (r) => holderCell(r.holders, (x) => (x.team ? h('a', {href: teamHref(x.team)}, x.team) : '—'))},
+      {key: 'user', label: 'user', sort: (r) => (holderOf(r) ? holderOf(r).user : null), cell: (r) => holderCell(r.holders, (x) => x.user || '—')},
+      {key: 'kind', label: 'kind', sort: (r) => (holderOf(r) ? holderOf(r).kind : null), cell: (r) => holderCell(r.holders, (x) => x.kind || '—')},
+      {key: 'idle_for', label: 'idle for', num: true, sort: (r) => r.idle_seconds, csv: (r) => r.idle_seconds,
+        cell: (r) => (r.idle_seconds === null || r.idle_seconds === undefined ? '—'
+          : fig(`${r.idle_since_clipped ? '> ' : ''}${formatDuration(r.idle_seconds * 1000)}`, r.idle_seconds, tid('now-idle-for', r.uuid),
+            {title: `idle since ${formatTime(r.idle_since)}`}))},
+      idleCost,
+      {key: 'age', label: 'last sample', num: true, sort: (r) => r.age.ms, csv: (r) => r.last_sample || '',
+        cell: (r) => h('span', {class: r.age.stale ? 'stale' : undefined, title: r.last_sample ? formatTime(r.last_sample) : 'never'},
+          r.age.ms === null ? 'never' : `${formatDuration(r.age.ms)} ago`)},
+    ], {defaultSort: {key: 'idle_cost', dir: -1}, rowTestId: (r) => tid('now-row', r.uuid), limit: 25});
+    this.el = h('div', {class: 'page page-gpus'}, h('h1', {}, 'GPUs'), this.summary, this.asOf,
+      section('Now: every GPU and slice, by idle cost so far',
+        h('div', {class: 'filters'}, this.nowText, this.nowState, this.nowCount), this.now.el),
       section('Effective utilization per GPU and hour', this.heatNote, this.legend, this.canvasWrap),
-      section('Held now', this.holders.el));
+      section('Held now, by job', this.holders.el));
     this.canvas.addEventListener('mousemove', (e) => this.hover(e));
     this.canvas.addEventListener('mouseleave', () => { this.tooltip.hidden = true; });
     this.resize = new ResizeObserver(() => {
@@ -42,45 +109,104 @@ export class GpusPage {
     this.resize.observe(this.canvasWrap);
   }
 
-  async load({win}) {
-    const [heatmap, fleet] = await Promise.all([
+  async load({win, info}) {
+    const admin = info.role === 'admin';
+    // The buckets per device and hour tell a held-idle cell from an unallocated one (an
+    // admin's heatmap: a viewer's cells are only its own jobs' time). That answer is
+    // large (every bucket of every device and hour), so it is asked for once per window,
+    // not on every refresh: a trailing window moves on the hour, and the cells with it.
+    const key = `${win.from}|${win.to}`;
+    const wantSeries = admin && this.byDeviceKey !== key;
+    const [heatmap, fleet, byDevice] = await Promise.all([
       getOptional('/api/v1/heatmap', {from: win.from, to: win.to}),
       getJson('/api/v1/fleet'),
+      wantSeries ? getOptional('/api/v1/series', {from: win.from, to: win.to, by: 'device'}) : null,
     ]);
-    return {heatmap, fleet};
+    if (wantSeries) {
+      this.byDevice = byDevice;
+      this.byDeviceKey = key;
+    }
+    return {heatmap, fleet, byDevice: admin ? this.byDevice : null};
   }
 
   render(data) {
     this.data = data;
     const fleet = data.fleet;
+    const nowMs = Date.parse(fleet.now);
     this.byUuid = new Map((fleet.devices || []).map((d) => [d.uuid, d]));
-    const teams = [...new Set((fleet.devices || []).flatMap((d) => (d.holders || []).map((x) => x.team)).filter(Boolean))].sort();
-    this.teamColor = new Map(teams.map((t, i) => [t, PALETTE[i % PALETTE.length]]));
+    const teams = [...new Set((fleet.devices || []).flatMap((d) => (d.holders || []).map((x) => x.team)).filter(Boolean))];
+    this.teamColor = stableColors(teams);
     const states = (fleet.totals && fleet.totals.by_state) || {};
+    // The "now" figures are as old as the freshest sample: past the staleness limit they
+    // describe a fleet that is no longer reporting, and say so in grey.
+    let freshest = null;
+    let limit = 0;
+    for (const d of fleet.devices || []) {
+      if (d.last_sample && (!freshest || d.last_sample > freshest)) freshest = d.last_sample;
+      limit = Math.max(limit, d.staleness_limit_seconds || 0);
+    }
+    const age = sampleAge(nowMs, freshest, limit);
+    this.summary.classList.toggle('stale', age.stale);
+    this.summary.dataset.stale = String(age.stale);
     this.summary.replaceChildren(
       summaryTile('GPUs', fleet.totals ? fleet.totals.gpus : null, 'fleet-gpus'),
       summaryTile('MIG slices', fleet.totals ? fleet.totals.mig_slices : null, 'fleet-mig-slices'),
-      ...['active', 'allocated_idle', 'unallocated', 'unavailable', 'unmonitored'].map((s) =>
-        summaryTile(s.replace('_', ', '), states[s] || 0, `fleet-state-${s}`)));
+      ...STATES.map((st) => summaryTile(`${BUCKET_LABELS[st]} now`, states[st] || 0, `fleet-state-${st}`, BUCKET_COLORS[st])));
+    this.asOf.replaceChildren(ageText(age, freshest, limit));
+    this.asOf.classList.toggle('stale', age.stale);
+    this.nowRows = (fleet.devices || []).map((d) => ({...d, age: sampleAge(nowMs, d.last_sample, d.staleness_limit_seconds)}));
+    this.applyNow();
     if (!data.heatmap) {
       this.heatNote.replaceChildren(notice('This server has no /api/v1/heatmap.', 'warn'));
       this.canvas.hidden = true;
     } else {
+      attachCellKinds(data.heatmap, data.byDevice);
+      // Within a node, by GPU index, each GPU followed by its slices (the rows' labels).
+      const place = (d) => {
+        const n = this.byUuid.get(d.uuid);
+        return n ? [n.index, n.slice_index ?? -1] : [1e9, 0];
+      };
+      const nodeOrder = new Map();
+      for (const d of data.heatmap.devices) if (!nodeOrder.has(d.node)) nodeOrder.set(d.node, nodeOrder.size);
+      data.heatmap.devices.sort((a, b) => nodeOrder.get(a.node) - nodeOrder.get(b.node) ||
+        place(a)[0] - place(b)[0] || place(a)[1] - place(b)[1]);
       const others = data.heatmap.devices.some((d) => d.held_by_other_teams);
       this.heatNote.replaceChildren(h('p', {class: 'muted'},
         `${data.heatmap.devices.length} GPUs and slices × ${data.heatmap.times.length} hours, ${formatTime(data.heatmap.from)} – ${formatTime(data.heatmap.to)}. `,
-        data.heatmap.value ? `Cells: ${data.heatmap.value}. ` : '',
-        'The right-hand column is the team holding the GPU now.',
+        data.heatmap.value ? `Cells: ${data.heatmap.value}` : '',
+        data.byDevice ? '; an hour mostly unallocated, unavailable or unmonitored is drawn in that colour instead. ' : '. ',
+        'Rows: node and GPU index. The right-hand column is the team holding the GPU now.',
         others ? ' Time held by other teams is not shown.' : ''));
       this.canvas.hidden = false;
       this.draw();
     }
     this.legend.replaceChildren(
-      h('span', {}, '0%'), legendCanvas(200), h('span', {}, '100%'),
-      h('span', {class: 'swatch', style: {background: NULL_COLOR, border: '1px solid #ced4da'}}), h('span', {}, 'no data / not held'),
+      h('span', {class: 'swatch', style: {background: HELD_IDLE_COLOR}}), h('span', {}, '0% (held, idle)'),
+      legendCanvas(160), h('span', {}, '100% active'),
+      ...(data.byDevice ? [
+        h('span', {class: 'swatch', style: {background: BUCKET_COLORS.unallocated}}), h('span', {}, 'unallocated'),
+        h('span', {class: 'swatch', style: {background: BUCKET_COLORS.unavailable}}), h('span', {}, 'unavailable')] : []),
+      h('span', {class: 'swatch', style: {background: NULL_COLOR, border: '1px solid #ced4da'}}),
+      h('span', {}, data.byDevice ? 'unmonitored / no data' : 'no data / not held'),
+      h('span', {class: 'legend-sep'}, 'holder now:'),
       ...[...this.teamColor.entries()].map(([t, c]) => [h('span', {class: 'swatch', style: {background: c}}), h('span', {}, t)]).flat(),
       h('span', {class: 'swatch', style: {background: HIDDEN_COLOR}}), h('span', {}, 'another team'));
     this.holders.setRows(holderRows(fleet));
+  }
+
+  applyNow() {
+    const text = nowFilter.text.trim().toLowerCase();
+    const rows = (this.nowRows || []).filter((r) => {
+      if (nowFilter.state && r.state !== nowFilter.state) return false;
+      if (text) {
+        const hay = [r.node, r.uuid, r.model, r.mig_profile, r.pool, r.state,
+          ...(r.holders || []).flatMap((x) => [x.job, x.team, x.user, x.kind, x.project])].join(' ').toLowerCase();
+        if (!hay.includes(text)) return false;
+      }
+      return true;
+    });
+    this.nowCount.textContent = `${rows.length} of ${(this.nowRows || []).length} GPUs and slices`;
+    this.now.setRows(rows);
   }
 
   holderColor(device) {
@@ -93,8 +219,15 @@ export class GpusPage {
 
   draw() {
     this.lastWidth = this.canvasWrap.clientWidth;
-    const r = drawHeatmap(this.canvas, this.data.heatmap, (d) => this.holderColor(d));
+    const r = drawHeatmap(this.canvas, this.data.heatmap, (d) => this.holderColor(d), (d) => this.rowLabel(d));
     this.drawMs = r.drawMs;
+  }
+
+  // "GPU 3" or "└ 3g.40gb #1" (the node is drawn beside its group).
+  rowLabel(device) {
+    const d = this.byUuid.get(device.uuid);
+    if (!d) return null;
+    return d.slice_index === undefined || d.slice_index === null ? `GPU ${d.index}` : `└ ${d.mig_profile || 'MIG'} #${d.slice_index}`;
   }
 
   hover(e) {
@@ -109,11 +242,13 @@ export class GpusPage {
     const d = cell.device;
     const now = this.byUuid.get(d.uuid);
     const holders = ((now && now.holders) || []).map((x) => (x.hidden ? 'another team' : `${x.job} (${x.team || 'no team'}, ${x.kind || ''})`));
+    const kind = cell.step !== null && cell.step !== undefined && d.kinds ? d.kinds[cell.step] : null;
     const lines = [
-      h('strong', {}, `${d.node} · ${d.mig_profile ? `MIG ${d.mig_profile}` : d.model}`),
+      h('strong', {}, `${d.node} · ${now ? `GPU ${deviceIndexLabel(now)}` : ''} · ${d.mig_profile ? `MIG ${d.mig_profile}` : d.model}`),
       h('div', {class: 'muted'}, d.uuid),
       cell.step !== null && cell.step !== undefined
-        ? h('div', {}, `${formatTime(cell.time * 1000)}: `, h('strong', {}, cell.value === null ? 'no data / not held' : `${cell.value}%`))
+        ? h('div', {}, `${formatTime(cell.time * 1000)}: `, h('strong', {},
+          kind ? `mostly ${BUCKET_LABELS[kind]}` : cell.value === null ? 'no data / not held' : `${cell.value}%${cell.value === 0 ? ' (held, idle)' : ''}`))
         : null,
       h('div', {}, `now: ${holders.length ? holders.join(', ') : 'not held'}${now ? ` · ${now.state.replace('_', ' ')}` : ''}`),
     ];
@@ -126,8 +261,47 @@ export class GpusPage {
   }
 }
 
-function summaryTile(label, n, testid) {
-  return h('div', {class: 'kpi kpi-small'}, h('div', {class: 'kpi-label'}, label), h('div', {class: 'kpi-value'}, fig(formatCount(n), n, testid)));
+function summaryTile(label, n, testid, color) {
+  return h('div', {class: 'kpi kpi-small'},
+    h('div', {class: 'kpi-label'}, color ? h('span', {class: 'swatch', style: {background: color}}) : null, label),
+    h('div', {class: 'kpi-value'}, fig(formatCount(n), n, testid)));
+}
+
+// "As of 14:02 UTC (latest sample 40s ago)"; past the limit, how stale it is.
+function ageText(age, freshest, limitSeconds) {
+  if (!freshest) return 'No device has sent a sample yet.';
+  const when = `latest sample ${formatTime(freshest)}, ${formatDuration(age.ms)} ago`;
+  return age.stale
+    ? `Stale: ${when}, past the staleness limit of ${formatDuration(limitSeconds * 1000)}; every device reads as unmonitored.`
+    : `Now: ${when}.`;
+}
+
+// Several holders of one GPU (time-slicing): one line each.
+function holderCell(holders, fn) {
+  if (!holders || !holders.length) return h('span', {class: 'muted'}, '—');
+  return holders.length === 1 ? fn(holders[0]) : h('span', {class: 'stack'}, holders.map((x) => h('div', {}, fn(x))));
+}
+
+// Marks each heatmap cell mostly unallocated, unavailable or unmonitored (by the series
+// of buckets per device), so the heatmap draws those in their colours; other cells keep
+// their utilization. Without the series the cells stay as they are.
+export function attachCellKinds(heatmap, byDevice) {
+  if (!byDevice) return;
+  const col = new Map(byDevice.times.map((t, i) => [t, i]));
+  const groups = new Map(byDevice.groups.map((g) => [g.key[0], g]));
+  for (const d of heatmap.devices) {
+    const g = groups.get(d.uuid);
+    if (!g) continue;
+    d.kinds = heatmap.times.map((t) => {
+      const i = col.get(t);
+      if (i === undefined) return null;
+      const x = (b) => (g.gpu_hours[b] && g.gpu_hours[b][i]) || 0;
+      const total = STATES.reduce((a, b) => a + x(b), 0);
+      if (total <= 0) return null;
+      for (const b of ['unallocated', 'unavailable', 'unmonitored']) if (x(b) * 2 >= total) return b;
+      return null;
+    });
+  }
 }
 
 // One row per job holding GPUs now (and one for all of other teams' holds).

@@ -2,9 +2,9 @@
 // cost, effective utilization), sortable and filterable; and one job's page.
 import {getJson, getOptional, jobPath} from './api.js';
 import {h, kpi, section, notice, money, ratio, hours, fig, tid} from './dom.js';
-import {formatTime, formatDuration, formatRatio, parseMicros, addMoney} from './format.js';
-import {SortableTable} from './table.js';
-import {drawChart, BUCKETS, BUCKET_LABELS, BUCKET_COLORS, PALETTE} from './charts.js';
+import {formatTime, formatDuration, formatRatio, addMoney} from './format.js';
+import {SortableTable, moneyColumn, hoursColumn} from './table.js';
+import {drawChart, BUCKETS, BUCKET_LABELS, BUCKET_COLORS, UTIL_COLOR} from './charts.js';
 import {bucketLayers} from './page_fleet.js';
 
 const filterState = new Map();
@@ -34,7 +34,7 @@ export class JobsTable {
     this.name = name;
     if (!filterState.has(name)) filterState.set(name, {text: '', team: '', kind: '', inWindow: true});
     const st = filterState.get(name);
-    this.text = h('input', {type: 'search', placeholder: 'filter: id, project, user, experiment…', value: st.text, testid: `${name}-filter-text`, 'aria-label': 'filter'});
+    this.text = h('input', {type: 'search', placeholder: 'filter: job, project, user, experiment', value: st.text, testid: `${name}-filter-text`, 'aria-label': 'filter'});
     this.team = h('select', {testid: `${name}-filter-team`, 'aria-label': 'team', hidden: !showTeamFilter});
     this.kind = h('select', {testid: `${name}-filter-kind`, 'aria-label': 'kind'});
     this.inWindow = h('input', {type: 'checkbox', testid: `${name}-filter-in-window`});
@@ -51,6 +51,7 @@ export class JobsTable {
       {key: 'id', label: 'job', sort: (r) => r.job.id, cell: (r) => jobLink(r.job.id)},
       {key: 'team', label: 'team', sort: (r) => r.job.team, cell: (r) => (r.job.team ? h('a', {href: teamHref(r.job.team)}, r.job.team) : '—')},
       {key: 'project', label: 'project', sort: (r) => r.job.project, cell: (r) => r.job.project || '—'},
+      {key: 'experiment', label: 'experiment', sort: (r) => r.job.experiment || null, cell: (r) => r.job.experiment || '—'},
       {key: 'user', label: 'user', sort: (r) => r.job.user, cell: (r) => r.job.user || '—'},
       {key: 'kind', label: 'kind', sort: (r) => r.job.kind, cell: (r) => h('span', {class: `kind kind-${r.job.kind}`}, r.job.kind)},
       {key: 'pool', label: 'pool', sort: (r) => r.job.pool, cell: (r) => r.job.pool || '—'},
@@ -58,12 +59,14 @@ export class JobsTable {
         cell: (r) => (r.job.requested_mig_profile ? r.job.requested_mig_profile : r.job.requested_gpus ?? '—')},
       {key: 'start', label: 'start (UTC)', sort: (r) => r.job.start || null, cell: (r) => shortTime(r.job.start)},
       {key: 'end', label: 'end (UTC)', sort: (r) => r.job.end || '~running', cell: (r) => (r.job.end ? shortTime(r.job.end) : h('span', {class: 'running'}, 'running'))},
-      {key: 'hours', label: 'GPU-hours', num: true, sort: (r) => (r.usage ? r.usage.gpu_hours : null),
-        cell: (r) => (r.usage ? hours(r.usage.gpu_hours, tid('job-hours', r.job.id)) : '—')},
+      hoursColumn('hours', 'GPU-hours', (r) => (r.usage ? r.usage.gpu_hours : null), (r) => tid('job-hours', r.job.id),
+        {totalTestId: `${name}-hours-total`}),
       {key: 'eff', label: 'eff. util', num: true, sort: (r) => (r.usage ? r.usage.effective_utilization : null),
         cell: (r) => (r.usage ? ratio(r.usage.effective_utilization, tid('job-eff', r.job.id)) : '—')},
-      {key: 'cost', label: 'cost', num: true, sort: (r) => (r.usage ? parseMicros(r.usage.cost) : null),
-        cell: (r) => (r.usage ? money(r.usage.cost, tid('job-cost', r.job.id)) : '—')},
+      moneyColumn('idle_cost', 'idle cost', (r) => (r.usage ? r.usage.buckets.allocated_idle.cost : null),
+        (r) => tid('job-idle-cost', r.job.id), {totalTestId: `${name}-idle-cost-total`}),
+      moneyColumn('cost', 'cost', (r) => (r.usage ? r.usage.cost : null), (r) => tid('job-cost', r.job.id),
+        {totalTestId: `${name}-cost-total`}),
     ], {
       defaultSort: {key: 'cost', dir: -1},
       rowTestId: (r) => tid('job-row', r.job.id),
@@ -169,7 +172,10 @@ export class JobPage {
       kind === 'serving' ? getOptional(`${jobPath(this.id)}/serving`, w).catch(() => null) : null,
     ]);
     const row = usage ? (usage.rows || []).find((r) => r.group.job === this.id) : null;
-    return {job, mfu, mfuWindow: w, usageRow: row, serving};
+    // Where its devices are: node and index (the job's reply names them by uuid).
+    const fleet = await getJson('/api/v1/fleet');
+    const where = new Map((fleet.devices || []).map((d) => [d.uuid, d]));
+    return {job, mfu, mfuWindow: w, usageRow: row, serving, where};
   }
 
   notFound() {
@@ -214,12 +220,12 @@ export class JobPage {
     } else {
       this.chartNote.replaceChildren(notice('No hourly series for this job from this server.', 'info'));
     }
-    this.timeline.replaceChildren(timeline(reply));
+    this.timeline.replaceChildren(timeline(reply, data.where));
     this.buckets.replaceChildren(bucketsTable(reply));
     this.causes.replaceChildren(causesTable(usageRow));
     this.servingSection.hidden = j.kind !== 'serving';
     if (j.kind === 'serving') this.serving.replaceChildren(servingTable(serving));
-    this.devices.replaceChildren(devicesTable(reply));
+    this.devices.replaceChildren(devicesTable(reply, data.where));
   }
 }
 
@@ -245,32 +251,46 @@ function drawJobChart(holder, s) {
     series: layers,
     yFormat: 'hours',
     height: 240,
-    overlay: {label: 'effective utilization', color: PALETTE[0], values: s.effective_utilization || []},
+    overlay: {label: 'effective utilization', color: UTIL_COLOR, values: s.effective_utilization || []},
   });
 }
 
-function timeline(reply) {
+// "node-a GPU 3", "dev-06 GPU 2 · slice 1"; the uuid when the device is not in the fleet.
+export function deviceName(uuid, where) {
+  const d = where && where.get(uuid);
+  if (!d) return shortUuid(uuid);
+  return `${d.node} GPU ${d.slice_index === undefined || d.slice_index === null ? d.index : `${d.index} · slice ${d.slice_index}`}`;
+}
+
+// The job's allocations, one bar per distinct span (a gang job's 32 GPUs held over the
+// same span are one bar saying so), labelled with the devices' nodes and indexes.
+function timeline(reply, where) {
   const allocs = reply.allocations || [];
   if (!allocs.length || !reply.window) return notice('No allocations recorded.', 'info');
   const from = Date.parse(reply.window.from);
   const to = Date.parse(reply.window.to);
   const span = Math.max(1, to - from);
-  const byDevice = new Map();
+  const bySpan = new Map();
   for (const a of allocs) {
-    if (!byDevice.has(a.device)) byDevice.set(a.device, []);
-    byDevice.get(a.device).push(a);
+    const key = `${a.from}|${a.to || ''}`;
+    if (!bySpan.has(key)) bySpan.set(key, {from: a.from, to: a.to, devices: []});
+    bySpan.get(key).devices.push(a.device);
   }
-  const rows = [...byDevice.entries()].map(([device, list]) => h('div', {class: 'tl-row'},
-    h('span', {class: 'tl-label', title: device}, shortUuid(device)),
-    h('span', {class: 'tl-track'}, list.map((a) => {
-      const s = Math.max(from, Date.parse(a.from));
-      const e = a.to ? Math.min(to, Date.parse(a.to)) : to;
-      return h('span', {
-        class: `tl-bar ${a.to ? '' : 'tl-open'}`,
-        title: `${formatTime(a.from)} – ${a.to ? formatTime(a.to) : 'now'}`,
+  const rows = [...bySpan.values()].map((x) => {
+    const names = x.devices.map((u) => deviceName(u, where));
+    const nodes = [...new Set(x.devices.map((u) => (where && where.get(u) ? where.get(u).node : null)).filter(Boolean))];
+    const label = x.devices.length === 1 ? names[0]
+      : `${x.devices.length} ${x.devices.some((u) => u.startsWith('MIG-')) ? 'devices' : 'GPUs'}${nodes.length ? ` on ${nodes.length > 3 ? `${nodes.length} nodes` : nodes.join(', ')}` : ''}`;
+    const s = Math.max(from, Date.parse(x.from));
+    const e = x.to ? Math.min(to, Date.parse(x.to)) : to;
+    return h('div', {class: 'tl-row', testid: 'job-timeline-row'},
+      h('span', {class: 'tl-label', title: names.join('\n')}, label),
+      h('span', {class: 'tl-track'}, h('span', {
+        class: `tl-bar ${x.to ? '' : 'tl-open'}`,
+        title: `${formatTime(x.from)} – ${x.to ? formatTime(x.to) : 'now'}: ${names.join(', ')}`,
         style: {left: `${((s - from) / span) * 100}%`, width: `${Math.max(0.3, ((e - s) / span) * 100)}%`},
-      });
-    }))));
+      })));
+  });
   return h('div', {},
     h('div', {class: 'tl-axis'}, h('span', {}, formatTime(reply.window.from)), h('span', {}, formatTime(reply.window.to))),
     rows);
@@ -293,7 +313,7 @@ function bucketsTable(reply) {
       h('td', {class: 'num'}, money(reply.cost[b], `job-bucket-cost-${b}`))))));
 }
 
-const CAUSE_LABELS = {
+export const CAUSE_LABELS = {
   input_stall: 'input stall (data loading)',
   checkpoint_stall: 'checkpoint stall',
   held_idle: 'held idle (nothing running)',
@@ -313,16 +333,27 @@ function causesTable(row) {
       h('td', {class: 'num'}, money(x.cost, `job-cause-cost-${cause}`)))))));
 }
 
-function devicesTable(reply) {
-  const devices = reply.devices || [];
+function devicesTable(reply, where) {
+  // By node, then GPU index (then uuid, for devices no longer in the fleet).
+  const place = (d) => {
+    const w = where && where.get(d.device);
+    return w ? [w.node, w.index, w.slice_index ?? -1, ''] : ['~', 0, 0, d.device];
+  };
+  const devices = [...(reply.devices || [])].sort((a, b) => {
+    const x = place(a);
+    const y = place(b);
+    for (let i = 0; i < 4; i++) if (x[i] !== y[i]) return x[i] < y[i] ? -1 : 1;
+    return 0;
+  });
   if (!devices.length) return notice('No device time recorded.', 'info');
   return h('table', {class: 'data compact'},
-    h('thead', {}, h('tr', {}, ['device', 'GPU-hours', 'active', 'idle', 'cost'].map((t, i) => h('th', {class: i ? 'num' : ''}, t)))),
+    h('thead', {}, h('tr', {}, ['device', 'uuid', 'GPU-hours', 'active', 'idle', 'cost'].map((t, i) => h('th', {class: i > 1 ? 'num' : ''}, t)))),
     h('tbody', {}, devices.map((d) => {
       const tot = BUCKETS.reduce((a, b) => a + (d.gpu_hours[b] || 0), 0);
       const cost = addMoney(BUCKETS.map((b) => d.cost[b]));
       return h('tr', {},
-        h('td', {title: d.device}, h('code', {}, d.device)),
+        h('td', {testid: tid('job-device-name', d.device)}, deviceName(d.device, where)),
+        h('td', {title: d.device}, h('code', {}, shortUuid(d.device))),
         h('td', {class: 'num'}, hours(tot, tid('job-device-hours', d.device))),
         h('td', {class: 'num'}, hours(d.gpu_hours.active, tid('job-device-active-hours', d.device))),
         h('td', {class: 'num'}, hours(d.gpu_hours.allocated_idle, tid('job-device-idle-hours', d.device))),

@@ -4,7 +4,7 @@
 import {getJson} from './api.js';
 import {h, kpi, section, money, fig, tid} from './dom.js';
 import {addMoney, parseMicros, formatCount} from './format.js';
-import {SortableTable} from './table.js';
+import {SortableTable, moneyColumn} from './table.js';
 import {jobLink, teamHref} from './page_jobs.js';
 
 const CONFIDENCE_ORDER = {high: 3, medium: 2, low: 1};
@@ -22,13 +22,14 @@ export class RecommendationsPage {
       {key: 'kind', label: 'advice', sort: (r) => r.kind, cell: (r) => h('span', {class: `tag tag-${r.kind}`}, r.kind)},
       {key: 'job', label: 'job', sort: (r) => r.job, cell: (r) => jobLink(r.job)},
       {key: 'team', label: 'team', sort: (r) => r.team, cell: (r) => (r.team ? h('a', {href: teamHref(r.team)}, r.team) : '—')},
-      {key: 'action', label: 'action', cell: (r) => h('span', {}, r.action)},
-      {key: 'evidence', label: 'evidence', cell: (r) => h('span', {class: 'evidence'}, r.evidence)},
+      {key: 'action', label: 'action', csv: (r) => r.action, cell: (r) => h('span', {}, r.action)},
+      {key: 'evidence', label: 'evidence', csv: (r) => r.evidence, cell: (r) => h('span', {class: 'evidence'}, r.evidence)},
       {key: 'confidence', label: 'confidence', sort: (r) => CONFIDENCE_ORDER[r.confidence] || 0,
         cell: (r) => h('span', {class: `confidence confidence-${r.confidence}`}, r.confidence)},
-      {key: 'cost', label: 'cost', num: true, sort: (r) => parseMicros(r.cost), cell: (r) => money(r.cost, tid('rec-cost', `${r.kind}-${r.job}`))},
-      {key: 'saving', label: 'saving alone', num: true, sort: (r) => parseMicros(r.saving), cell: (r) => money(r.saving, tid('rec-saving', `${r.kind}-${r.job}`))},
-      {key: 'net_saving', label: 'net saving', num: true, sort: (r) => parseMicros(r.net_saving), cell: (r) => money(r.net_saving, tid('rec-net-saving', `${r.kind}-${r.job}`))},
+      moneyColumn('cost', 'cost', (r) => r.cost, (r) => tid('rec-cost', `${r.kind}-${r.job}`)),
+      // Savings alone compound within a job: their sum would overstate; the net column adds up.
+      {...moneyColumn('saving', 'saving alone', (r) => r.saving, (r) => tid('rec-saving', `${r.kind}-${r.job}`)), total: null},
+      moneyColumn('net_saving', 'net saving', (r) => r.net_saving, (r) => tid('rec-net-saving', `${r.kind}-${r.job}`)),
     ], {defaultSort: {key: 'saving', dir: -1}, rowTestId: (r) => tid('rec-row', `${r.kind}-${r.job}`), limit: 50});
     this.el = h('div', {class: 'page page-recommendations'}, h('h1', {}, 'Recommendations'), this.kpis,
       section(null, h('div', {class: 'filters'}, this.kind), this.table.el));

@@ -3,8 +3,8 @@
 import {getJson, getOptional} from './api.js';
 import {h, kpi, section, notice, money, ratio, hours, fig, tid, bar} from './dom.js';
 import {formatRatio, parseMicros} from './format.js';
-import {SortableTable} from './table.js';
-import {drawChart, PALETTE} from './charts.js';
+import {SortableTable, moneyColumn, hoursColumn} from './table.js';
+import {drawChart, UTIL_COLOR} from './charts.js';
 import {JobsTable, teamHref} from './page_jobs.js';
 import {bucketLayers, utilizationSpec, bucketTable} from './page_fleet.js';
 
@@ -29,22 +29,27 @@ export class TeamsPage {
     this.table = new SortableTable('teams', [
       {key: 'team', label: 'team', sort: (r) => r.team,
         cell: (r) => (r.team === NO_JOB ? h('span', {class: 'muted'}, 'capacity held by no job') : h('a', {href: teamHref(r.team), testid: tid('team-link', r.team)}, r.team))},
-      {key: 'hours', label: 'GPU-hours', num: true, sort: (r) => r.row.gpu_hours, cell: (r) => hours(r.row.gpu_hours, tid('team-hours', r.team))},
+      hoursColumn('hours', 'GPU-hours', (r) => r.row.gpu_hours, (r) => tid('team-hours', r.team), {totalTestId: 'teams-hours-total'}),
       {key: 'eff', label: 'eff. util', num: true, sort: (r) => r.row.effective_utilization, cell: (r) => ratio(r.row.effective_utilization, tid('team-eff', r.team))},
       {key: 'alloc', label: 'alloc. eff', num: true, sort: (r) => r.row.allocated_efficiency, cell: (r) => ratio(r.row.allocated_efficiency, tid('team-alloc-eff', r.team))},
-      {key: 'idle', label: 'idle cost', num: true, sort: (r) => parseMicros(r.row.buckets.allocated_idle.cost),
-        cell: (r) => money(r.row.buckets.allocated_idle.cost, tid('team-idle-cost', r.team))},
-      {key: 'cost', label: 'cost', num: true, sort: (r) => parseMicros(r.row.cost), cell: (r) => money(r.row.cost, tid('team-cost', r.team))},
-      {key: 'budget', label: 'monthly budget', num: true, sort: (r) => (r.budget ? parseMicros(r.budget.budget) : null), cell: (r) => budgetCells(r.budget, r.team).budget},
-      {key: 'burn', label: 'month to date', sort: (r) => (r.budget ? r.budget.burn : null), cell: (r) => budgetCells(r.budget, r.team).burn},
-      {key: 'projected', label: 'projected', num: true, sort: (r) => (r.budget ? parseMicros(r.budget.projected) : null), cell: (r) => budgetCells(r.budget, r.team).projected},
+      moneyColumn('idle', 'idle cost', (r) => r.row.buckets.allocated_idle.cost, (r) => tid('team-idle-cost', r.team), {totalTestId: 'teams-idle-cost-total'}),
+      moneyColumn('cost', 'cost', (r) => r.row.cost, (r) => tid('team-cost', r.team), {totalTestId: 'teams-cost-total'}),
+      {key: 'budget', label: 'monthly budget', num: true, sort: (r) => (r.budget ? parseMicros(r.budget.budget) : null),
+        csv: (r) => (r.budget ? r.budget.budget : ''), cell: (r) => budgetCells(r.budget, r.team).budget},
+      {key: 'burn', label: 'month to date', sort: (r) => (r.budget ? r.budget.burn : null), csv: (r) => (r.budget ? r.budget.spent : ''), cell: (r) => budgetCells(r.budget, r.team).burn},
+      {key: 'projected', label: 'projected', num: true, sort: (r) => (r.budget ? parseMicros(r.budget.projected) : null),
+        csv: (r) => (r.budget ? r.budget.projected : ''), cell: (r) => budgetCells(r.budget, r.team).projected},
     ], {
       defaultSort: {key: 'cost', dir: -1},
       rowTestId: (r) => tid('team-row', r.team),
       rowHref: (r) => (r.team === NO_JOB ? null : teamHref(r.team)),
     });
     this.el = h('div', {class: 'page page-teams'}, h('h1', {}, 'Teams'), this.note,
-      section(null, this.table.el, this.budgetNote));
+      section(null, this.table.el, this.budgetNote,
+        h('p', {class: 'muted', testid: 'teams-eff-note'},
+          '“eff. util” is active time over capacity; “alloc. eff” is active time over the time held by jobs. ',
+          'A team\'s capacity is exactly what its jobs held, so the two are equal on every team row; they differ for ',
+          'pools and the fleet (Fleet page), where unallocated, unavailable and unmonitored time count as capacity.')));
   }
 
   async load({win}) {
@@ -73,10 +78,10 @@ export class TeamPage {
     this.buckets = h('div');
     this.projects = new SortableTable('team-projects', [
       {key: 'project', label: 'project', sort: (r) => r.group.project, cell: (r) => r.group.project},
-      {key: 'hours', label: 'GPU-hours', num: true, sort: (r) => r.gpu_hours, cell: (r) => hours(r.gpu_hours, tid('project-hours', r.group.project))},
+      hoursColumn('hours', 'GPU-hours', (r) => r.gpu_hours, (r) => tid('project-hours', r.group.project)),
       {key: 'eff', label: 'eff. util', num: true, sort: (r) => r.effective_utilization, cell: (r) => ratio(r.effective_utilization, tid('project-eff', r.group.project))},
-      {key: 'idle', label: 'idle cost', num: true, sort: (r) => parseMicros(r.buckets.allocated_idle.cost), cell: (r) => money(r.buckets.allocated_idle.cost, tid('project-idle-cost', r.group.project))},
-      {key: 'cost', label: 'cost', num: true, sort: (r) => parseMicros(r.cost), cell: (r) => money(r.cost, tid('project-cost', r.group.project))},
+      moneyColumn('idle', 'idle cost', (r) => r.buckets.allocated_idle.cost, (r) => tid('project-idle-cost', r.group.project)),
+      moneyColumn('cost', 'cost', (r) => r.cost, (r) => tid('project-cost', r.group.project)),
     ], {defaultSort: {key: 'cost', dir: -1}, rowTestId: (r) => tid('project-row', r.group.project)});
     this.jobs = new JobsTable('team-jobs', {showTeamFilter: false, limit: 50});
     this.missing = h('div', {hidden: true});
@@ -127,7 +132,7 @@ export class TeamPage {
       burnTile);
     const g = data.series ? data.series.groups.find((x) => x.key[0] === team) : null;
     if (g) {
-      drawChart(this.utilChart, utilizationSpec(data.series.times, [{label: team, color: PALETTE[0], values: g.effective_utilization}],
+      drawChart(this.utilChart, utilizationSpec(data.series.times, [{label: team, color: UTIL_COLOR, values: g.effective_utilization}],
         ctx.info.targets ? ctx.info.targets.fleet : null, 240));
       drawChart(this.bucketChart, {kind: 'stack', times: data.series.times,
         series: bucketLayers(g, 'hours').filter((l) => l.values.some((v) => v > 0)), yFormat: 'hours', height: 220});

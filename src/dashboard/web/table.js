@@ -1,7 +1,12 @@
 // A sortable table whose sort order outlives refreshes and page changes (kept per table
-// name for the life of the tab). Columns:
-//   {key, label, num: bool, sort: row => comparable, cell: row => Node|string, testid: row => id}
-import {h} from './dom.js';
+// name for the life of the tab), with a CSV download of its rows and a total row for
+// them. The rows given to setRows are the filtered rows: the total and the CSV are of
+// those (all of them, not only the ones shown). Columns:
+//   {key, label, num: bool, sort: row => comparable, cell: row => Node|string, testid: row => id,
+//    csv: row => string|number (default: sort's value; false: not in the CSV),
+//    total: rows => Node|string (the column's figure in the total row)}
+import {h, money, hours} from './dom.js';
+import {addMoney, parseMicros} from './format.js';
 
 const sortState = new Map();
 
@@ -17,8 +22,13 @@ export class SortableTable {
     if (!sortState.has(name)) sortState.set(name, defaultSort || {key: columns[0].key, dir: 1});
     this.thead = h('thead');
     this.tbody = h('tbody');
+    this.tfoot = h('tfoot');
     this.footer = h('div', {class: 'table-footer'});
-    this.el = h('div', {class: 'table-wrap'}, h('table', {class: 'data', testid: `table-${name}`}, this.thead, this.tbody), this.footer);
+    this.download = h('button', {type: 'button', class: 'linklike csv-download', testid: `csv-${name}`,
+      onclick: () => downloadCsv(`${name}.csv`, this.csv())}, 'Download CSV');
+    this.el = h('div', {class: 'table-wrap'},
+      h('table', {class: 'data', testid: `table-${name}`}, this.thead, this.tbody, this.tfoot),
+      h('div', {class: 'table-tools'}, this.footer, this.download));
     this.rows = [];
     this.renderHead();
   }
@@ -97,6 +107,7 @@ export class SortableTable {
       frag.append(h('tr', {}, h('td', {colspan: String(this.columns.length), class: 'empty'}, 'Nothing to show.')));
     }
     this.tbody.replaceChildren(frag);
+    this.renderTotal(rows);
     if (shown.length < rows.length) {
       this.footer.replaceChildren(`Showing ${shown.length} of ${rows.length}. `,
         h('button', {type: 'button', class: 'linklike', onclick: () => { this.showAll = true; this.renderBody(); }}, 'Show all'));
@@ -104,4 +115,65 @@ export class SortableTable {
       this.footer.replaceChildren(rows.length > 10 ? `${rows.length} rows` : '');
     }
   }
+}
+
+SortableTable.prototype.renderTotal = function renderTotal(rows) {
+  if (!this.columns.some((c) => c.total)) {
+    this.tfoot.replaceChildren();
+    return;
+  }
+  const tr = h('tr', {class: 'total-row', testid: `total-${this.name}`});
+  this.columns.forEach((c, i) => {
+    let content = c.total ? c.total(rows) : '';
+    if (i === 0 && !c.total) content = `total (${rows.length} ${rows.length === 1 ? 'row' : 'rows'})`;
+    tr.append(h('td', {class: c.num ? 'num' : undefined}, content));
+  });
+  this.tfoot.replaceChildren(tr);
+};
+
+// The table's rows (all the filtered rows, in the shown order) as CSV: one header line of
+// the column labels, then a line per row of the raw values (money as the API's decimal
+// string, ratios 0..1), quoted where needed (RFC 4180).
+SortableTable.prototype.csv = function csv() {
+  const cols = this.columns.filter((c) => c.csv !== false && (c.csv || c.sort));
+  const lines = [cols.map((c) => csvField(c.label)).join(',')];
+  for (const r of this.sorted()) lines.push(cols.map((c) => csvField((c.csv || c.sort)(r))).join(','));
+  return lines.join('\r\n') + '\r\n';
+};
+
+export function csvField(v) {
+  if (v === null || v === undefined) return '';
+  const s = typeof v === 'bigint' ? v.toString() : String(v);
+  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+function downloadCsv(filename, text) {
+  const url = URL.createObjectURL(new Blob([text], {type: 'text/csv'}));
+  const a = h('a', {href: url, download: filename});
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+// A money column: sorted exactly, the API's decimal string in the CSV, summed exactly in
+// the total row. get(row) -> decimal string or null; testid(row) -> the figure's id.
+export function moneyColumn(key, label, get, testid, {totalTestId} = {}) {
+  return {
+    key, label, num: true,
+    sort: (r) => (get(r) === null || get(r) === undefined ? null : parseMicros(get(r))),
+    cell: (r) => (get(r) === null || get(r) === undefined ? '—' : money(get(r), testid ? testid(r) : undefined)),
+    csv: (r) => get(r),
+    total: (rows) => money(addMoney(rows.map(get).filter((v) => v !== null && v !== undefined)), totalTestId),
+  };
+}
+
+// A GPU-hours column, summed in the total row.
+export function hoursColumn(key, label, get, testid, {totalTestId} = {}) {
+  return {
+    key, label, num: true,
+    sort: (r) => get(r),
+    cell: (r) => (get(r) === null || get(r) === undefined ? '—' : hours(get(r), testid ? testid(r) : undefined)),
+    total: (rows) => hours(rows.reduce((a, r) => a + (get(r) || 0), 0), totalTestId),
+  };
 }

@@ -1,0 +1,132 @@
+// Waste and chargeback: the API's money answers that had no page. Waste is the largest
+// sources of waste over the window, with their causes, in money (/api/v1/waste, admins
+// only); chargeback is a month's cost per team and project (/api/v1/chargeback), with
+// capacity held by no job as its own lines or, with "share idle", spread over the teams.
+import {getJson} from './api.js';
+import {h, kpi, section, notice, money, fig, tid} from './dom.js';
+import {addMoney, parseMicros, formatCount, formatTime} from './format.js';
+import {SortableTable, moneyColumn, hoursColumn} from './table.js';
+import {stateTag} from './page_gpus.js';
+import {CAUSE_LABELS} from './page_jobs.js';
+
+// The cause with the most money, as "held idle (62%)".
+function topCause(w) {
+  const causes = Object.entries(w.idle_causes || {}).filter(([, c]) => parseMicros(c) > 0n);
+  if (!causes.length) return null;
+  causes.sort((a, b) => (parseMicros(b[1]) > parseMicros(a[1]) ? 1 : -1));
+  const [cause, cost] = causes[0];
+  const total = parseMicros(w.cost);
+  const share = total > 0n ? Number((parseMicros(cost) * 1000n) / total) / 10 : 0;
+  return `${(CAUSE_LABELS[cause] || cause.replace(/_/g, ' ')).replace(/ \(.*\)$/, '')} (${share.toFixed(0)}%)`;
+}
+
+function causesText(w) {
+  return Object.entries(w.idle_causes || {}).filter(([, c]) => parseMicros(c) > 0n)
+    .map(([cause, c]) => `${CAUSE_LABELS[cause] || cause}: ${c}`).join('; ');
+}
+
+export class WastePage {
+  constructor() {
+    this.kpis = h('div', {class: 'kpis'});
+    this.note = h('div');
+    this.table = new SortableTable('waste', [
+      {key: 'rank', label: '#', num: true, sort: (r) => r.rank, cell: (r) => String(r.rank)},
+      {key: 'what', label: 'source of waste', sort: (r) => r.what, cell: (r) => h('span', {class: 'evidence'}, r.what)},
+      {key: 'bucket', label: 'bucket', sort: (r) => r.bucket, cell: (r) => stateTag(r.bucket)},
+      hoursColumn('hours', 'GPU-hours', (r) => r.gpu_hours, (r) => tid('waste-hours', r.rank), {totalTestId: 'waste-hours-total'}),
+      moneyColumn('cost', 'cost', (r) => r.cost, (r) => tid('waste-cost', r.rank), {totalTestId: 'waste-cost-total'}),
+      {key: 'cause', label: 'largest idle cause', sort: (r) => topCause(r), csv: (r) => causesText(r),
+        cell: (r) => topCause(r) || h('span', {class: 'muted'}, '—')},
+    ], {defaultSort: {key: 'cost', dir: -1}, rowTestId: (r) => tid('waste-row', r.rank)});
+    this.el = h('div', {class: 'page page-waste'}, h('h1', {}, 'Waste'), this.kpis, this.note, section(null, this.table.el));
+  }
+
+  async load({win, info}) {
+    if (info.role !== 'admin') return {forbidden: true};
+    return getJson('/api/v1/waste', {from: win.from, to: win.to, limit: 25});
+  }
+
+  render(reply, ctx) {
+    if (reply.forbidden) {
+      this.note.replaceChildren(notice('The sources of waste name every team: only an admin token sees them.', 'info'));
+      this.kpis.replaceChildren();
+      this.table.setRows([]);
+      return;
+    }
+    const rows = (reply.waste || []).map((w, i) => ({...w, rank: i + 1}));
+    const total = addMoney(rows.map((r) => r.cost));
+    this.kpis.replaceChildren(
+      kpi(`Waste listed${ctx.currency ? ` (${ctx.currency})` : ''}`, money(total, 'waste-total'),
+        `the ${rows.length} largest sources, ${formatTime(reply.window.from)} – ${formatTime(reply.window.to)}`, 'waste-total'),
+      kpi('Sources', fig(formatCount(rows.length), rows.length, 'waste-count'), 'by money, largest first', 'waste-count'));
+    this.note.replaceChildren(h('p', {class: 'muted'},
+      'Allocated-idle time per team, project and kind of job (with its estimated causes, docs/idle-causes.md), ',
+      'unallocated capacity per pool, unavailable GPUs and silent nodes.'));
+    this.table.setRows(rows);
+  }
+}
+
+// The month a chargeback page shows by default: the one the data ends in.
+function defaultMonth(info) {
+  const t = info.data && info.data.to ? info.data.to : info.now;
+  return String(t).slice(0, 7);
+}
+
+let chargebackMonth = '';
+let shareIdle = false;
+
+export class ChargebackPage {
+  constructor() {
+    this.month = h('input', {type: 'month', testid: 'chargeback-month', 'aria-label': 'month'});
+    this.share = h('input', {type: 'checkbox', testid: 'chargeback-share-idle'});
+    this.share.checked = shareIdle;
+    const onChange = () => {
+      chargebackMonth = this.month.value;
+      shareIdle = this.share.checked;
+      window.gpuledgerApp.refresh();
+    };
+    this.month.addEventListener('change', onChange);
+    this.share.addEventListener('change', onChange);
+    this.kpis = h('div', {class: 'kpis'});
+    this.note = h('p', {class: 'muted'});
+    this.table = new SortableTable('chargeback', [
+      {key: 'team', label: 'team', sort: (r) => r.team, cell: (r) => (r.team.startsWith('(') ? h('span', {class: 'muted'}, r.team) : r.team)},
+      {key: 'project', label: 'project', sort: (r) => r.project, cell: (r) => r.project || '—'},
+      hoursColumn('hours', 'GPU-hours', (r) => r.gpu_hours, (r) => tid('cb-hours', `${r.team}/${r.project}`), {totalTestId: 'cb-hours-total'}),
+      hoursColumn('active', 'active GPU-h', (r) => r.active_gpu_hours),
+      hoursColumn('idle', 'idle GPU-h', (r) => r.idle_gpu_hours),
+      moneyColumn('direct', 'direct cost', (r) => r.direct_cost, (r) => tid('cb-direct', `${r.team}/${r.project}`)),
+      moneyColumn('shared', 'shared idle', (r) => r.shared_idle_cost),
+      moneyColumn('total', 'total', (r) => r.total_cost, (r) => tid('cb-total', `${r.team}/${r.project}`), {totalTestId: 'cb-total-total'}),
+    ], {defaultSort: {key: 'total', dir: -1}, rowTestId: (r) => tid('cb-row', `${r.team}/${r.project}`)});
+    this.el = h('div', {class: 'page page-chargeback'}, h('h1', {}, 'Chargeback'),
+      h('div', {class: 'filters'}, h('label', {}, 'month ', this.month),
+        h('label', {class: 'check'}, this.share, ' share idle capacity over the teams')),
+      this.kpis, section(null, this.note, this.table.el));
+  }
+
+  async load({info}) {
+    const period = chargebackMonth || defaultMonth(info);
+    const reply = await getJson('/api/v1/chargeback', {period, share_idle: String(shareIdle), format: 'json'});
+    return {reply, period};
+  }
+
+  render({reply, period}, ctx) {
+    this.month.value = period;
+    const lines = reply.lines || [];
+    const viewer = ctx.info.role !== 'admin';
+    this.kpis.replaceChildren(
+      kpi(`Fleet cost, ${period}${ctx.currency ? ` (${ctx.currency})` : ''}`, money(reply.total, 'cb-fleet-total'),
+        `${formatTime(reply.period.from)} – ${formatTime(reply.period.to)}`, 'cb-fleet-total'),
+      kpi('Lines', fig(formatCount(lines.length), lines.length, 'cb-count'), reply.share_idle ? 'idle capacity shared out' : 'idle capacity on its own lines', 'cb-count'));
+    const unpriced = (reply.unpriced || []).map((u) => `${u.model} in ${u.pool}`).join(', ');
+    this.note.textContent = [
+      reply.share_idle
+        ? 'Capacity held by no job is spread over the teams in proportion to their direct cost (the "shared idle" column).'
+        : 'Capacity held by no job is on its own lines: (unallocated), (unavailable), (unmonitored).',
+      viewer ? 'Your teams\' lines only; the fleet cost is the whole fleet\'s.' : 'The lines add up to the fleet cost.',
+      unpriced ? `No price for ${unpriced}: that capacity costs 0.` : '',
+    ].filter(Boolean).join(' ');
+    this.table.setRows(lines);
+  }
+}
