@@ -92,7 +92,8 @@ HttpReply HeatmapReply(const QueryContext& q, const QueryParams& params);
 // GET /api/v1/budgets?period=YYYY-MM (default: this month): each budgeted team's spend
 // to date, burn and projection.
 HttpReply BudgetsReply(const QueryContext& q, const QueryParams& params);
-// A job's hourly series over `span` (its life, clipped to its last 30 days):
+// A job's hourly series over `span` (its life, clipped to its last 30 days, and to its
+// latest hours that fit the query budget on a fleet too large for 30 days):
 // {"from","to","step_seconds","times","gpu_hours","cost","effective_utilization",...}.
 Result<nlohmann::json> JobSeriesJson(const QueryContext& q, const std::string& job_id, const TimeRange& span);
 // GET /api/v1/waste?window=7d&limit=10 (admin): the largest sources of waste.

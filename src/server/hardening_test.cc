@@ -207,6 +207,10 @@ TEST_F(HardeningTest, QueriesOverTheirBudgetAreRefusedNamingTheLimit) {
     EXPECT_EQ(r.status, 413) << c.path << ": " << r.body;
     EXPECT_NE(r.body.find(c.limit), std::string::npos) << c.path << ": " << r.body;
   }
+  // A job's page is still answered: its hourly series holds the latest hours that fit.
+  json job = GetJson("/api/v1/jobs/anode-job", admin_);
+  EXPECT_EQ(job["series"]["times"].size(), 10u);
+  EXPECT_EQ(job["series"]["from"], "2026-11-23T02:00:00Z");  // ten hours before its end, now
   // Within every limit: the series, built an hour at a time, add up to /usage.
   json s = GetJson("/api/v1/series?" + ten_hours + "&by=team&step=2h", admin_);
   json u = GetJson("/api/v1/usage?" + ten_hours + "&by=team", admin_);

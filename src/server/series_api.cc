@@ -395,11 +395,18 @@ HttpReply BudgetsReply(const QueryContext& q, const QueryParams& params) {
 
 Result<json> JobSeriesJson(const QueryContext& q, const std::string& job_id, const TimeRange& span) {
   TimeRange window = span.Intersect({FloorTo(span.end_ms, kMsPerHour) - 30 * kMsPerDay, span.end_ms});
-  StepAxis axis{FloorTo(window.begin_ms, kMsPerHour), kMsPerHour, 0};
-  axis.n = (window.end_ms - axis.t0 + kMsPerHour - 1) / kMsPerHour;
   const std::vector<Dimension> dims = {Dimension::kHour, Dimension::kJob};
   GPULEDGER_ASSIGN_OR_RETURN(QueryCost cost, EstimateCost(q, window, dims));
+  // On a fleet too large for 30 days within the budget, the job's latest hours that fit.
+  if (int64_t max = LimitsOf(q).max_device_hours; cost.device_hours() > max && cost.devices > 0) {
+    int64_t hours = std::max<int64_t>(1, max / cost.devices);
+    int64_t end_hour = FloorTo(window.end_ms + kMsPerHour - 1, kMsPerHour);
+    window.begin_ms = std::max(window.begin_ms, end_hour - hours * kMsPerHour);
+    GPULEDGER_ASSIGN_OR_RETURN(cost, EstimateCost(q, window, dims));
+  }
   GPULEDGER_RETURN_IF_ERROR(CheckCost(q, cost, false));
+  StepAxis axis{FloorTo(window.begin_ms, kMsPerHour), kMsPerHour, 0};
+  axis.n = (window.end_ms - axis.t0 + kMsPerHour - 1) / kMsPerHour;
   Series s(static_cast<size_t>(axis.n));
   HourKeys hours;
   GPULEDGER_RETURN_IF_ERROR(ForEachHourlyRow(q, window, dims, cost, [&](const ledger::UsageRow& row) -> Status {
