@@ -61,6 +61,10 @@ Result<QueryCost> EstimateCost(const QueryContext& q, const TimeRange& window, c
   std::vector<Job> jobs;
   if (by_job) {
     GPULEDGER_ASSIGN_OR_RETURN(jobs, q.ledger.Jobs());
+    // A job that ended before the window, or started after it, has no row in it.
+    std::erase_if(jobs, [&](const Job& j) {
+      return (j.end_ms && *j.end_ms < window.begin_ms) || (j.start_ms && *j.start_ms >= window.end_ms);
+    });
   }
   auto distinct = [](const auto& items, auto&& field) {
     std::set<std::string> seen;

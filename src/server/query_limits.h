@@ -43,7 +43,8 @@ TimeRange DataWindow(const QueryContext& q, const TimeRange& window);
 // An upper bound on what a query grouped by `dims` over a window costs, from the
 // inventory and the job list: a row's key is a function of its hour, its device and its
 // job (or none), so the groups of an hour are at most the product of each dimension's
-// distinct values, and at most devices x (jobs + 1).
+// distinct values, and at most devices x (jobs + 1); jobs that ended before the window or
+// started after it are not counted.
 struct QueryCost {
   int64_t hours = 0;    // hours the window touches
   int64_t devices = 0;  // GPUs and slices in the inventory

@@ -110,6 +110,10 @@ bool LooksGzipped(std::string_view body) {
   return body.size() >= 18 && static_cast<unsigned char>(body[0]) == 0x1f && static_cast<unsigned char>(body[1]) == 0x8b;
 }
 
+// A body that inflates to this much or more waits for a place among the decompressions
+// (the small bodies agents and Prometheus send are not held back).
+constexpr size_t kLargeInflatedBytes = size_t{1} << 20;
+
 // After a request that held this much, freed memory is handed back to the system.
 constexpr size_t kTrimAfterBytes = size_t{8} << 20;
 
@@ -294,11 +298,12 @@ struct Server::Impl {
     if (!body) return CountIngest("native", "rejected");
     TrimAfter trim(body->size());
     if (LooksGzipped(*body)) {
-      slot.Acquire();
       // gzip's trailer tells the inflated size (mod 2^32), which is what the request holds.
       const auto* end = reinterpret_cast<const unsigned char*>(body->data() + body->size());
-      trim.Held(static_cast<size_t>(end[-4]) | static_cast<size_t>(end[-3]) << 8 |
-                static_cast<size_t>(end[-2]) << 16 | static_cast<size_t>(end[-1]) << 24);
+      size_t inflated = static_cast<size_t>(end[-4]) | static_cast<size_t>(end[-3]) << 8 |
+                        static_cast<size_t>(end[-2]) << 16 | static_cast<size_t>(end[-1]) << 24;
+      if (inflated >= kLargeInflatedBytes || inflated < body->size()) slot.Acquire();  // (mod 2^32)
+      trim.Held(inflated);
     }
     auto t0 = Clock_::now();
     auto batch = DecodeNativeBatch(*body, options.limits, clock.NowMs());
@@ -329,8 +334,15 @@ struct Server::Impl {
     if (CompressedInTransit(req)) slot.Acquire();
     auto body = ReadBody(req, reader, res);
     if (!body) return CountIngest("remote_write", "rejected");
-    slot.Acquire();  // snappy: inflated below, up to max_uncompressed_bytes
-    TrimAfter trim(body->size() * 8);  // snappy's typical ratio on repetitive series
+    // Snappy's preamble tells the inflated size (a varint), decoded below.
+    size_t inflated = 0;
+    for (size_t i = 0, shift = 0; i < body->size() && i < 10 && shift < 64; ++i, shift += 7) {
+      auto byte = static_cast<unsigned char>((*body)[i]);
+      inflated |= static_cast<size_t>(byte & 0x7f) << shift;
+      if (!(byte & 0x80)) break;
+    }
+    if (inflated >= kLargeInflatedBytes) slot.Acquire();
+    TrimAfter trim(std::max(inflated, body->size()));
     auto t0 = Clock_::now();
     int64_t now = clock.NowMs();
     prometheus::DecodeOptions decode;

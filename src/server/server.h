@@ -57,7 +57,8 @@ struct ServerOptions {
   // A kept-alive connection serves at most this many requests, idle at most this long.
   size_t keep_alive_max_requests = 100;
   int64_t keep_alive_timeout_ms = 5'000;
-  // Bodies inflated (gzip) at once; more wait their turn. Each may take max_body_bytes.
+  // Bodies inflating to 1 MiB or more (gzip, snappy) handled at once; more wait their
+  // turn. Each may take max_body_bytes.
   size_t max_concurrent_decompressions = 4;
   // How often rollups are refreshed and silent holds are closed in the background.
   int64_t maintenance_interval_ms = 2'000;
