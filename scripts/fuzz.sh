@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of the three parsers (Prometheus text and remote-write in
-# src/wire/prometheus, the native batch in src/server) with clang (ASan + UBSan) and runs
+# src/wire/prometheus, the native batch in src/server) and of the query API's parameters
+# (src/server/fuzz_query_params.cc) with clang (ASan + UBSan) and runs
 # each for a bounded time, seeded from their testdata.
 #   scripts/fuzz.sh          20 seconds per target
 #   scripts/fuzz.sh 300      300 seconds per target
@@ -28,7 +29,7 @@ CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DGPULEDGER_FUZZ=ON -DGPULEDGER_WERROR=ON \
   -DGPULEDGER_BUILD_TESTS=OFF -DGPULEDGER_BUILD_BENCH=OFF \
   -DCMAKE_C_FLAGS="$sanitize" -DCMAKE_CXX_FLAGS="$sanitize" ${FUZZ_CMAKE_ARGS:-} >/dev/null
-ninja -C "$build" -j "${FUZZ_JOBS:-2}" fuzz_prom_text fuzz_remote_write fuzz_native_batch
+ninja -C "$build" -j "${FUZZ_JOBS:-2}" fuzz_prom_text fuzz_remote_write fuzz_native_batch fuzz_query_params
 
 run() {
   local target="$1"; shift
@@ -45,3 +46,4 @@ run() {
 run fuzz_prom_text "$testdata"/*.prom
 run fuzz_remote_write "$testdata"/remote_write_golden.*
 run fuzz_native_batch "$root"/src/server/testdata/batch.json*
+run fuzz_query_params "$root"/src/server/testdata/query_params/*

@@ -380,7 +380,7 @@ TEST(ConfigTest, WrittenGoalsAndPricesReadBackTheSame) {
   goals.monthly_budgets = {{"nlp", *Money::Parse("90000.00")}, {"speech", *Money::Parse("0.000001")}};
   std::vector<PriceEntry> prices = {
       {"NVIDIA H100 80GB HBM3", "*", CapacityType::kReserved, *Money::Parse("2.49"), {0, kForever}},
-      {"*", "dev \"x\"", CapacityType::kSpot, *Money::Parse("0.5"), {*ParseTime("2026-01-01"), *ParseTime("2026-02-01")}},
+      {"*", "dev \"x\"", CapacityType::kSpot, *Money::Parse("0.5"), {*ParseTime("2026-01-01T00:00:00Z"), *ParseTime("2026-02-01T00:00:00Z")}},
   };
   TempDir dir;
   auto c = Load(dir.Write("demo.toml", WriteGoalsAndPrices(goals, prices, "a \\ \"b\".db")));

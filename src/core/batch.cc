@@ -23,6 +23,18 @@ std::string FigureError(std::optional<double> v, double max = HUGE_VAL) {
   return "";
 }
 
+// Why a string of a batch is refused, or "" when it is at most kMaxBatchStringBytes and
+// free of control characters.
+std::string StringError(std::string_view s) {
+  if (s.size() > kMaxBatchStringBytes) {
+    return fmt::format("longer than {} bytes ({} bytes)", kMaxBatchStringBytes, s.size());
+  }
+  for (char c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return "contains a control character";
+  }
+  return "";
+}
+
 }  // namespace
 
 Status ValidateBatch(const Batch& b, int64_t now_ms, int64_t max_future_skew_ms) {
@@ -43,11 +55,32 @@ Status ValidateBatch(const Batch& b, int64_t now_ms, int64_t max_future_skew_ms)
     }
     return Status::Ok();
   };
-  if (b.batch_id.empty()) return bad("batch_id", "missing");
+  // The string rules of the v1 format (wire/batch.h), for every input path: `where` is
+  // "devices[3].uuid" and the like; the string itself is never quoted (it may be huge).
+  struct Text {
+    std::string_view name;
+    std::string_view value;
+  };
+  auto texts = [&](const std::string& where, std::initializer_list<Text> checks) {
+    for (const Text& t : checks) {
+      if (std::string why = StringError(t.value); !why.empty()) {
+        return bad(where.empty() ? std::string(t.name) : fmt::format("{}.{}", where, t.name), why);
+      }
+    }
+    return Status::Ok();
+  };
+  if (b.batch_id.empty()) return InvalidArgument("batch: batch_id: missing");
+  if (std::string why = StringError(b.batch_id); !why.empty()) {
+    return InvalidArgument(fmt::format("batch: batch_id: {}", why));
+  }
+  GPULEDGER_RETURN_IF_ERROR(texts("", {{"source", b.source}}));
   std::unordered_set<std::string_view> device_ids;
   for (size_t i = 0; i < b.devices.size(); ++i) {
     const Device& d = b.devices[i];
     if (d.uuid.empty()) return bad(fmt::format("devices[{}].uuid", i), "missing");
+    GPULEDGER_RETURN_IF_ERROR(texts(fmt::format("devices[{}]", i),
+                                    {{"uuid", d.uuid}, {"node", d.node}, {"model", d.model}, {"pool", d.pool},
+                                     {"parent", d.parent_uuid}, {"mig_profile", d.mig_profile}}));
     if (!device_ids.insert(d.uuid).second) {
       return bad(fmt::format("devices[{}].uuid", i), "declared twice in one batch");
     }
@@ -67,6 +100,11 @@ Status ValidateBatch(const Batch& b, int64_t now_ms, int64_t max_future_skew_ms)
   for (size_t i = 0; i < b.jobs.size(); ++i) {
     const Job& j = b.jobs[i];
     if (j.id.empty()) return bad(fmt::format("jobs[{}].id", i), "missing");
+    GPULEDGER_RETURN_IF_ERROR(texts(fmt::format("jobs[{}]", i),
+                                    {{"id", j.id}, {"team", j.team}, {"project", j.project},
+                                     {"experiment", j.experiment}, {"user", j.user}, {"pool", j.pool},
+                                     {"requested_mig_profile", j.requested_mig_profile},
+                                     {"model.dtype", j.model_dtype}}));
     if (!job_ids.insert(j.id).second) {
       return bad(fmt::format("jobs[{}].id", i), "declared twice in one batch");
     }
@@ -78,6 +116,8 @@ Status ValidateBatch(const Batch& b, int64_t now_ms, int64_t max_future_skew_ms)
     const Allocation& a = b.allocations[i];
     if (a.device_uuid.empty()) return bad(fmt::format("allocations[{}].device", i), "missing");
     if (a.job_id.empty()) return bad(fmt::format("allocations[{}].job", i), "missing");
+    GPULEDGER_RETURN_IF_ERROR(
+        texts(fmt::format("allocations[{}]", i), {{"device", a.device_uuid}, {"job", a.job_id}}));
     if (a.to_ms && *a.to_ms <= a.from_ms) {
       return bad(fmt::format("allocations[{}].to", i), "must be after \"from\"");
     }
@@ -85,10 +125,18 @@ Status ValidateBatch(const Batch& b, int64_t now_ms, int64_t max_future_skew_ms)
       return bad(fmt::format("allocations[{}].from", i),
                  fmt::format("{} is in the future (now {})", FormatTime(a.from_ms), FormatTime(now_ms)));
     }
+    // An end is reported once it happened: a planned end years ahead would dirty every
+    // hour up to it (an open allocation, with no `to`, is how a running job is sent).
+    if (a.to_ms && *a.to_ms > now_ms + max_future_skew_ms) {
+      return bad(fmt::format("allocations[{}].to", i),
+                 fmt::format("{} is in the future (now {}); leave \"to\" out while the allocation is open",
+                             FormatTime(*a.to_ms), FormatTime(now_ms)));
+    }
   }
   for (size_t i = 0; i < b.progress.size(); ++i) {
     const Progress& p = b.progress[i];
     if (p.job_id.empty()) return bad(fmt::format("progress[{}].job", i), "missing");
+    GPULEDGER_RETURN_IF_ERROR(texts(fmt::format("progress[{}]", i), {{"job", p.job_id}}));
     if (!p.tokens && !p.model_flops) {
       return bad(fmt::format("progress[{}]", i), "needs tokens or model_flops");
     }
@@ -100,13 +148,20 @@ Status ValidateBatch(const Batch& b, int64_t now_ms, int64_t max_future_skew_ms)
                  fmt::format("{} is in the future (now {})", FormatTime(p.t_ms), FormatTime(now_ms)));
     }
   }
+  for (size_t i = 0; i < b.serving.size(); ++i) {
+    const ServingSnapshot& r = b.serving[i];
+    GPULEDGER_RETURN_IF_ERROR(
+        texts(fmt::format("serving[{}]", i), {{"job", r.job_id}, {"engine", r.engine}, {"model", r.model}}));
+  }
   std::unordered_map<std::string_view, int64_t> last_t;
   last_t.reserve(64);
   for (size_t i = 0; i < b.samples.size(); ++i) {
     const Sample& s = b.samples[i];
     if (s.device_uuid.empty()) return bad(fmt::format("samples[{}].device", i), "missing");
     auto [it, inserted] = last_t.try_emplace(s.device_uuid, s.t_ms);
-    if (!inserted) {
+    if (inserted) {  // each device's uuid once
+      GPULEDGER_RETURN_IF_ERROR(texts(fmt::format("samples[{}]", i), {{"device", s.device_uuid}}));
+    } else {
       if (s.t_ms == it->second) {
         return bad(fmt::format("samples[{}].t", i),
                    fmt::format("duplicate sample for device {} at {}", s.device_uuid,
@@ -154,6 +209,7 @@ Status ValidateBatch(const Batch& b, int64_t now_ms, int64_t max_future_skew_ms)
       if (!pids.insert(p.pid).second) {
         return bad(fmt::format("samples[{}].processes[{}].pid", i, k), "listed twice");
       }
+      GPULEDGER_RETURN_IF_ERROR(texts(fmt::format("samples[{}].processes[{}]", i, k), {{"job", p.job_id}}));
       GPULEDGER_RETURN_IF_ERROR(
           figures(fmt::format("samples[{}].processes[{}]", i, k),
                   {{"fb_used_mib", p.fb_used_mib, HUGE_VAL}, {"sm_share", p.sm_share, 1.0}}));

@@ -28,6 +28,9 @@ struct Batch {
   uint64_t content_digest = 0;
 };
 
+// The longest string a batch may carry (an id, a name, a label), in bytes.
+inline constexpr size_t kMaxBatchStringBytes = 256;
+
 // Checks what a batch can check alone, whether it was parsed from text or built in
 // memory (the dcgm-exporter mapping, scrapes, the demo): ids present (the batch's, each
 // device's uuid, job's id, allocation's device and job, sample's device, progress
@@ -35,10 +38,13 @@ struct Batch {
 // dram_active, gpu_util, a process's sm_share), no NaN, infinite or negative figure,
 // valid MIG shares, gap profiles that fit their interval, per-device sample times
 // strictly increasing (time going backwards is an error), samples no later than now_ms
-// + max_future_skew_ms, allocations with from < to, devices referenced by samples or
-// allocations either declared in the batch or left for the store to resolve. Healthy
-// samples must carry sm_active or gpu_util. A refusal is kInvalidArgument naming the
-// batch and the field as the v1 format spells it: "batch n7-42: samples[3].sm_active:
+// + max_future_skew_ms, allocations with from < to and both no later than now_ms +
+// max_future_skew_ms, devices referenced by samples or allocations either declared in
+// the batch or left for the store to resolve. Healthy samples must carry sm_active or
+// gpu_util. Every string (ids, names, labels) is at most kMaxBatchStringBytes and free of
+// control characters, as the v1 format requires, so that a batch mapped from
+// remote-write or a scrape obeys the native path's rules. A refusal is kInvalidArgument
+// naming the batch and the field as the v1 format spells it: "batch n7-42: samples[3].sm_active:
 // must be within 0..1, not 1.5".
 Status ValidateBatch(const Batch& batch, int64_t now_ms, int64_t max_future_skew_ms = 10 * 60'000);
 

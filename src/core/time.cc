@@ -77,7 +77,7 @@ Result<int64_t> ParseTime(std::string_view text) {
   }
   int64_t ms = DaysFromCivil(year, static_cast<unsigned>(month), static_cast<unsigned>(day)) *
                kMsPerDay;
-  if (pos == text.size()) return ms;
+  if (pos == text.size()) return BadTime(text, "a date without a time (want YYYY-MM-DDTHH:MM:SSZ)");
   if (!(Expect(text, pos, 'T') || Expect(text, pos, 't') || Expect(text, pos, ' '))) {
     return BadTime(text, "expected 'T' after the date");
   }
@@ -85,8 +85,8 @@ Result<int64_t> ParseTime(std::string_view text) {
   if (!ReadDigits(text, pos, 2, hh) || !Expect(text, pos, ':') || !ReadDigits(text, pos, 2, mm)) {
     return BadTime(text, "expected HH:MM");
   }
-  if (Expect(text, pos, ':') && !ReadDigits(text, pos, 2, ss)) {
-    return BadTime(text, "expected seconds");
+  if (!Expect(text, pos, ':') || !ReadDigits(text, pos, 2, ss)) {
+    return BadTime(text, "expected seconds (HH:MM:SS)");
   }
   if (hh > 23 || mm > 59 || ss > 60) return BadTime(text, "time of day out of range");
   int64_t frac_ms = 0;
@@ -111,6 +111,7 @@ Result<int64_t> ParseTime(std::string_view text) {
     if (!ReadDigits(text, pos, 2, oh) || !Expect(text, pos, ':') || !ReadDigits(text, pos, 2, om)) {
       return BadTime(text, "bad UTC offset");
     }
+    if (oh > 23 || om > 59) return BadTime(text, "UTC offset out of range (at most +23:59)");
     ms -= sign * (oh * kMsPerHour + om * kMsPerMinute);
   } else {
     return BadTime(text, "missing time zone ('Z' or an offset)");

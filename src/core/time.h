@@ -33,8 +33,10 @@ struct TimeRange {
 // Floors `t_ms` to a multiple of `step_ms` (correct for negative instants too).
 int64_t FloorTo(int64_t t_ms, int64_t step_ms);
 
-// Parses an instant: RFC 3339 ("2026-11-23T08:00:00Z", "2026-11-23T08:00:00.250+01:00")
-// or a bare date ("2026-11-23", midnight UTC). Fails with a message naming the text.
+// Parses an instant: an RFC 3339 date-time ("2026-11-23T08:00:00Z",
+// "2026-11-23T08:00:00.250+01:00"), with seconds, and a zone (Z or an offset of at most
+// 23:59). A bare date, a time without seconds or an offset out of range fail, with a
+// message naming the text.
 Result<int64_t> ParseTime(std::string_view text);
 
 // Formats an instant as RFC 3339 in UTC, with milliseconds only when they are not zero.

@@ -10,7 +10,16 @@ TEST(TimeTest, ParsesRfc3339InUtcAndWithOffsets) {
   EXPECT_EQ(*ParseTime("2026-11-23T08:00:00Z"), 1795420800000);
   EXPECT_EQ(*ParseTime("2026-11-23T09:00:00+01:00"), 1795420800000);
   EXPECT_EQ(*ParseTime("2026-11-23T08:00:00.250Z"), 1795420800250);
-  EXPECT_EQ(*ParseTime("2026-11-23"), 1795392000000);
+}
+
+// RFC 3339's date-time only: an offset within a day, a time with seconds, never a bare date.
+TEST(TimeTest, RefusesLenientForms) {
+  for (const char* bad : {"2026-11-23T08:00:00+99:00", "2026-11-23T08:00:00+05:99", "2026-11-29",
+                          "2026-11-23T10:00Z", "2026-11-23T10:00+01:00"}) {
+    auto r = ParseTime(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+  }
+  EXPECT_EQ(*ParseTime("2026-11-23T08:00:00-23:59"), 1795420800000 + 23 * kMsPerHour + 59 * kMsPerMinute);
 }
 
 TEST(TimeTest, RejectsMalformedTimesWithTheText) {

@@ -63,6 +63,20 @@ std::string Param(const QueryParams& p, const std::string& key, std::string fall
   return it == p.end() ? fallback : it->second;
 }
 
+Result<int64_t> CountParam(const QueryParams& p, const std::string& key, int64_t fallback, int64_t min,
+                           int64_t max) {
+  auto it = p.find(key);
+  if (it == p.end()) return fallback;
+  const std::string& text = it->second;
+  int64_t v = 0;
+  bool digits = !text.empty() && text.size() <= 18 && text.find_first_not_of("0123456789") == std::string::npos;
+  if (digits) v = std::stoll(text);
+  if (!digits || v < min || v > max) {
+    return InvalidArgument(fmt::format("{} \"{}\": want a whole number within {}..{}", key, text, min, max));
+  }
+  return v;
+}
+
 Result<TimeRange> WindowFrom(const QueryParams& p, int64_t now_ms, int64_t data_end_ms) {
   std::string window = Param(p, "window"), from = Param(p, "from"), to = Param(p, "to");
   if (!window.empty()) {
@@ -187,8 +201,21 @@ HttpReply UsageReply(const QueryContext& q, const QueryParams& params) {
   if (!by.ok()) return ErrorReply(by.status());
   auto format = FormatFrom(params);
   if (!format.ok()) return ErrorReply(format.status());
-  auto r = q.ledger.ScopedUsage(*window, *by, ScopeOf(q.who));
+  // Bounded before any work. By hour, the ledger attributes every hour of the window
+  // over every device: only the hours that hold data are asked for.
+  bool hourly = std::find(by->begin(), by->end(), ledger::Dimension::kHour) != by->end();
+  TimeRange work = *window;
+  if (hourly && !DataWindow(q, *window).empty()) work = DataWindow(q, *window);
+  std::vector<ledger::Dimension> dims = *by;
+  if (q.who.role != Role::kAdmin && std::find(dims.begin(), dims.end(), ledger::Dimension::kTeam) == dims.end()) {
+    dims.push_back(ledger::Dimension::kTeam);  // ScopedUsage groups a viewer's rows by team too
+  }
+  auto cost = EstimateCost(q, work, dims);
+  if (!cost.ok()) return ErrorReply(cost.status());
+  if (Status st = CheckCost(q, *cost, true); !st.ok()) return ErrorReply(st);
+  auto r = q.ledger.ScopedUsage(work, *by, ScopeOf(q.who));
   if (!r.ok()) return ErrorReply(r.status());
+  r->requested = *window;
   // Grouped by pool, each row carries the target it is held to.
   bool by_pool = std::find(by->begin(), by->end(), ledger::Dimension::kPool) != by->end();
   return {200, ContentType(*format), report::RenderUsage(*r, *format, by_pool ? q.goals : nullptr)};
@@ -294,15 +321,9 @@ HttpReply WasteReply(const QueryContext& q, const QueryParams& params) {
   if (p.find("window") == p.end() && p.find("from") == p.end()) p["window"] = "7d";
   auto window = WindowFrom(p, q.now_ms, q.data_end_ms);
   if (!window.ok()) return ErrorReply(window.status());
-  size_t limit = 10;
-  if (auto it = p.find("limit"); it != p.end()) {
-    try {
-      limit = static_cast<size_t>(std::stoul(it->second));
-    } catch (const std::exception&) {
-      return ErrorReply(InvalidArgument(fmt::format("limit \"{}\": want a number", it->second)));
-    }
-  }
-  auto r = q.ledger.TopWaste(*window, std::min<size_t>(limit, 1000));
+  auto limit = CountParam(p, "limit", 10, 1, kMaxWasteItems);
+  if (!limit.ok()) return ErrorReply(limit.status());
+  auto r = q.ledger.TopWaste(*window, static_cast<size_t>(*limit));
   if (!r.ok()) return ErrorReply(r.status());
   json list = json::array();
   for (const auto& w : *r) {

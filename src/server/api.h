@@ -1,6 +1,6 @@
 // The JSON query API's handlers, free of HTTP types: each takes the request's query
 // parameters and the authenticated principal and returns the reply. server.cc routes to
-// them with the ledger's query lock held. Internal to the server library.
+// them (each query reads its own snapshot: no lock of the server's). Internal to the server library.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
@@ -13,6 +13,7 @@
 #include "core/time.h"
 #include "ledger/ledger.h"
 #include "server/auth.h"
+#include "server/query_limits.h"
 
 namespace gpuledger::server {
 
@@ -31,6 +32,12 @@ HttpReply ErrorReply(int http_status, std::string_view code, std::string_view me
 
 // The query parameter `key`, or `fallback` when absent.
 std::string Param(const QueryParams& p, const std::string& key, std::string fallback = {});
+// The query parameter `key` as a whole number within min..max, or `fallback` when absent;
+// anything else ("-1", "5abc", "") is refused naming the parameter.
+Result<int64_t> CountParam(const QueryParams& p, const std::string& key, int64_t fallback, int64_t min,
+                           int64_t max);
+// The most items /waste answers with.
+inline constexpr int64_t kMaxWasteItems = 1'000;
 // The window a query names: window=7d (whole hours ending where the data ends:
 // ledger::TrailingWindow), or from= and to= (RFC 3339; to defaults to now). The ledger
 // then cuts every window where the data ends.
@@ -47,6 +54,8 @@ struct QueryContext {
   const Goals* goals = nullptr;  // never null when routed by the server
   int64_t refresh_ms = 30'000;   // the dashboard's refresh interval
   int64_t data_end_ms = 0;       // Ledger::Data().end_ms when the request began; 0: none
+  int64_t data_first_ms = 0;     // Ledger::Data().first_ms when the request began; 0: none
+  const QueryLimits* limits = nullptr;  // the server's; null: the defaults
 };
 
 // GET /api/v1/fleet: every GPU and slice, its holders, last activity and health.
@@ -83,7 +92,8 @@ HttpReply HeatmapReply(const QueryContext& q, const QueryParams& params);
 // GET /api/v1/budgets?period=YYYY-MM (default: this month): each budgeted team's spend
 // to date, burn and projection.
 HttpReply BudgetsReply(const QueryContext& q, const QueryParams& params);
-// A job's hourly series over `span` (its life, clipped to its last 30 days):
+// A job's hourly series over `span` (its life, clipped to its last 30 days, and to its
+// latest hours that fit the query budget on a fleet too large for 30 days):
 // {"from","to","step_seconds","times","gpu_hours","cost","effective_utilization",...}.
 Result<nlohmann::json> JobSeriesJson(const QueryContext& q, const std::string& job_id, const TimeRange& span);
 // GET /api/v1/waste?window=7d&limit=10 (admin): the largest sources of waste.

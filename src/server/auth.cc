@@ -1,5 +1,7 @@
 #include "server/auth.h"
 
+#include <cctype>
+
 #include <fmt/format.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
@@ -120,7 +122,18 @@ Result<Principal> Authenticator::Authenticate(std::string_view authorization) co
   if (authorization.empty()) {
     return Status(StatusCode::kUnauthenticated, "no bearer token (Authorization: Bearer <token>)");
   }
-  if (authorization.size() <= kBearer.size() || authorization.substr(0, kBearer.size()) != kBearer) {
+  // The scheme is case-insensitive (RFC 7235 section 2.1): "bearer" and "BEARER" too.
+  auto is_bearer = [&] {
+    if (authorization.size() <= kBearer.size()) return false;
+    for (size_t i = 0; i < kBearer.size(); ++i) {
+      if (std::tolower(static_cast<unsigned char>(authorization[i])) !=
+          std::tolower(static_cast<unsigned char>(kBearer[i]))) {
+        return false;
+      }
+    }
+    return true;
+  };
+  if (!is_bearer()) {
     return Status(StatusCode::kUnauthenticated, "Authorization header is not \"Bearer <token>\"");
   }
   std::string_view token = authorization.substr(kBearer.size());

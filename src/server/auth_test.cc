@@ -32,6 +32,15 @@ TEST(AuthTest, HashesAreSaltedAndVerify) {
   EXPECT_FALSE(p->MaySeeTeam("vision"));
 }
 
+// RFC 7235: the scheme is case-insensitive; the token is not.
+TEST(AuthTest, TheSchemeIsCaseInsensitive) {
+  Authenticator auth({Entry("secret", Role::kAgent)});
+  for (const char* header : {"bearer secret", "BEARER secret", "bEaReR secret"}) {
+    EXPECT_TRUE(auth.Authenticate(header).ok()) << header;
+  }
+  EXPECT_FALSE(auth.Authenticate("bearer SECRET").ok());
+}
+
 TEST(AuthTest, RefusesMissingMalformedAndUnknownTokens) {
   Authenticator auth({Entry("secret", Role::kAgent)});
   for (const char* header : {"", "secret", "Bearer ", "Basic c2VjcmV0", "Bearer secreT", "Bearer secret "}) {

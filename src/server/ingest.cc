@@ -12,6 +12,9 @@ namespace gpuledger::server {
 namespace {
 
 constexpr size_t kMaxIgnoredFamilies = 256;
+// A family name kept as a label of /metrics is at most this long; a longer one is counted
+// as "(other)" (Prometheus's own names are far shorter: node_exporter's longest is ~70).
+constexpr size_t kMaxIgnoredFamilyNameBytes = 128;
 
 Status TooLarge(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
 
@@ -408,9 +411,9 @@ void DcgmIngestor::CountDropped(const prometheus::DcgmBatch& mapped, std::string
   std::string p(path);
   if (metrics_) {
     for (const auto& [family, points] : mapped.ignored_families) {
-      // Family names come from senders: their number in /metrics is bounded.
-      bool known = ignored_seen_.count(family) > 0;
-      if (!known && ignored_seen_.size() < kMaxIgnoredFamilies) {
+      // Family names come from senders: their number and length in /metrics are bounded.
+      bool known = family.size() <= kMaxIgnoredFamilyNameBytes && ignored_seen_.count(family) > 0;
+      if (!known && family.size() <= kMaxIgnoredFamilyNameBytes && ignored_seen_.size() < kMaxIgnoredFamilies) {
         ignored_seen_.insert(family);
         known = true;
       }

@@ -40,7 +40,7 @@ const std::vector<CatalogEntry>& Catalog() {
       {MetricId::kIgnoredPoints,
        {"gpuledger_ingest_ignored_points_total", MetricType::kCounter, "",
         "Points of Prometheus families the ledger does not use, by family (at most 256 "
-        "families; the rest are counted as \"(other)\")."},
+        "families of at most 128 bytes each; the rest are counted as \"(other)\")."},
        {"family"},
        "remote-write and scrape"},
       {MetricId::kDroppedSamples,

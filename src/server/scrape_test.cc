@@ -316,6 +316,31 @@ TEST_F(ScrapeTest, ServingTargetWithoutEngineFamiliesIsACountedSkip) {
   EXPECT_EQ(got[0].requests_running, 4.0);
 }
 
+// Issue 12, item 8: a scraped batch obeys the native path's string rules (ValidateBatch):
+// a model name with a control character refuses the scrape, naming the field; one of
+// 1 MiB does not even parse (the exposition parser skips the line). Nothing is stored.
+TEST_F(ScrapeTest, AScrapeObeysTheBatchStringRules) {
+  auto scrape_model = [&](const std::string& label) {
+    endpoint_.Serve("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"" + label +
+                    "\"} 4\n");
+    clock_.Set(kT0);
+    return scraper_->ScrapeOnce(Target(ScrapeKind::kServing, kServingJob));
+  };
+  // As written in the exposition: "a\\nb" is the escape of a newline.
+  for (const std::string& label : {std::string("a\x01b"), std::string("a\\nb")}) {
+    auto r = scrape_model(label);
+    ASSERT_FALSE(r.ok()) << label;
+    EXPECT_THAT(r.status().message(), HasSubstr("serving[0].model: contains a control character"));
+  }
+  auto huge = scrape_model(std::string(1 << 20, 'm'));
+  ASSERT_TRUE(huge.ok()) << huge.status().ToString();
+  EXPECT_FALSE(huge->applied);
+  EXPECT_TRUE(Serving(kT0 - kMsPerHour, kT0 + kMsPerHour).empty());
+  auto fine = scrape_model("m");
+  ASSERT_TRUE(fine.ok()) << fine.status().ToString();
+  EXPECT_TRUE(fine->applied);
+}
+
 TEST_F(ScrapeTest, FailuresNameTheTargetAndApplyNothing) {
   endpoint_.Serve(testing::ReadFileOrEmpty(std::string(GPULEDGER_SOURCE_DIR) +
                                            "/src/wire/prometheus/testdata/triton.prom"));

@@ -22,8 +22,6 @@ using ledger::Dimension;
 HttpReply Json(const json& j) { return {200, "application/json", j.dump(1) + "\n"}; }
 
 constexpr int64_t kMaxSteps = 10'000;
-// Device x step cells a heatmap may hold: a thousand GPUs over a month of hours.
-constexpr int64_t kMaxHeatmapCells = 1'000'000;
 
 // The steps of a series: [t0 + i*step, t0 + (i+1)*step) for i < n, t0 the window's
 // first hour.
@@ -46,7 +44,10 @@ Result<std::pair<TimeRange, StepAxis>> WindowAndSteps(const QueryParams& params,
                                                       const std::string& fallback) {
   QueryParams p = params;
   if (!p.count("window") && !p.count("from")) p["window"] = fallback;
-  GPULEDGER_ASSIGN_OR_RETURN(TimeRange window, WindowFrom(p, q.now_ms, q.data_end_ms));
+  GPULEDGER_ASSIGN_OR_RETURN(TimeRange asked, WindowFrom(p, q.now_ms, q.data_end_ms));
+  // Only the hours that hold data have steps: a window from 2000 to 2199 is the data's
+  // span, and one that misses the data has none.
+  TimeRange window = DataWindow(q, asked);
   auto step = ParseDuration(Param(p, "step", "1h"));
   if (!step.ok()) return step.status().WithContext("step");
   if (*step <= 0 || *step % kMsPerHour != 0) {
@@ -56,7 +57,7 @@ Result<std::pair<TimeRange, StepAxis>> WindowAndSteps(const QueryParams& params,
   StepAxis axis;
   axis.t0 = FloorTo(window.begin_ms, kMsPerHour);
   axis.step_ms = *step;
-  axis.n = (window.end_ms - axis.t0 + *step - 1) / *step;
+  axis.n = window.empty() ? 0 : (window.end_ms - axis.t0 + *step - 1) / *step;
   if (axis.n > kMaxSteps) {
     return InvalidArgument(fmt::format("{} steps of {} in the window: at most {}; use a longer step",
                                        axis.n, Param(p, "step", "1h"), kMaxSteps));
@@ -207,23 +208,38 @@ HttpReply SeriesReply(const QueryContext& q, const QueryParams& params) {
     }
   }
   std::vector<size_t> at;
-  auto r = q.ledger.Usage(window, HourlyDimensions(q, by, at));
-  if (!r.ok()) return ErrorReply(r.status());
+  std::vector<Dimension> dims = HourlyDimensions(q, by, at);
+  // Bounded before any work: the ledger's device-hours, and the answer's groups x steps.
+  auto cost = EstimateCost(q, window, dims);
+  if (!cost.ok()) return ErrorReply(cost.status());
+  if (Status st = CheckCost(q, *cost, false); !st.ok()) return ErrorReply(st);
+  if (!by.empty()) {
+    auto answer = EstimateCost(q, window, by);
+    if (!answer.ok()) return ErrorReply(answer.status());
+    int64_t cells = answer->groups * axis.n;
+    if (cells > LimitsOf(q).max_series_cells) {
+      return ErrorReply(Status(StatusCode::kResourceExhausted,
+                               fmt::format("up to {} groups x {} steps = {} cells is over the limit of {} cells "
+                                           "per series (max_series_cells); use a longer step or a shorter window",
+                                           answer->groups, axis.n, cells, LimitsOf(q).max_series_cells)));
+    }
+  }
 
   size_t n = static_cast<size_t>(axis.n);
   Series total(n);
   std::map<std::vector<std::string>, Series> groups;
   HourKeys hours;
-  for (const ledger::UsageRow& row : r->rows) {
-    auto h = hours.Of(row.key[0]);
-    if (!h.ok()) return ErrorReply(h.status());
-    size_t i = axis.Index(*h);
+  Status st = ForEachHourlyRow(q, window, dims, *cost, [&](const ledger::UsageRow& row) -> Status {
+    GPULEDGER_ASSIGN_OR_RETURN(int64_t h, hours.Of(row.key[0]));
+    size_t i = axis.Index(h);
     total.Add(i, row);  // the fleet's, whoever asks
-    if (by.empty() || !Visible(q, row)) continue;
+    if (by.empty() || !Visible(q, row)) return Status::Ok();
     std::vector<std::string> key;
     for (size_t k : at) key.push_back(row.key[k]);
     groups.try_emplace(key, n).first->second.Add(i, row);
-  }
+    return Status::Ok();
+  });
+  if (!st.ok()) return ErrorReply(st);
   std::vector<const std::pair<const std::vector<std::string>, Series>*> order;
   for (const auto& g : groups) order.push_back(&g);
   std::stable_sort(order.begin(), order.end(),
@@ -259,14 +275,17 @@ HttpReply HeatmapReply(const QueryContext& q, const QueryParams& params) {
   auto& [window, axis] = *wa;
   auto fleet = q.ledger.FleetNow(q.now_ms);
   if (!fleet.ok()) return ErrorReply(fleet.status());
-  if (static_cast<int64_t>(fleet->size()) * axis.n > kMaxHeatmapCells) {
-    return ErrorReply(InvalidArgument(fmt::format(
-        "{} devices x {} steps is more than a heatmap holds ({} cells); use a longer step",
-        fleet->size(), axis.n, kMaxHeatmapCells)));
+  const int64_t max_cells = LimitsOf(q).max_heatmap_cells;
+  if (static_cast<int64_t>(fleet->size()) * axis.n > max_cells) {
+    return ErrorReply(Status(StatusCode::kResourceExhausted, fmt::format(
+        "{} devices x {} steps is more than a heatmap holds ({} cells, max_heatmap_cells); use a longer step",
+        fleet->size(), axis.n, max_cells)));
   }
   std::vector<size_t> at;
-  auto r = q.ledger.Usage(window, HourlyDimensions(q, {Dimension::kDevice}, at));
-  if (!r.ok()) return ErrorReply(r.status());
+  std::vector<Dimension> dims = HourlyDimensions(q, {Dimension::kDevice}, at);
+  auto cost = EstimateCost(q, window, dims);
+  if (!cost.ok()) return ErrorReply(cost.status());
+  if (Status st = CheckCost(q, *cost, false); !st.ok()) return ErrorReply(st);
 
   // Per device and step: active time, and the time it is measured against (an admin:
   // all time in service; a viewer: its jobs' time on the device), and what of it was
@@ -278,13 +297,12 @@ HttpReply HeatmapReply(const QueryContext& q, const QueryParams& params) {
   std::unordered_map<std::string, std::vector<Cell>> cells;
   HourKeys hours;
   bool admin = q.who.role == Role::kAdmin;
-  for (const ledger::UsageRow& row : r->rows) {
-    if (!Visible(q, row)) continue;
-    auto h = hours.Of(row.key[0]);
-    if (!h.ok()) return ErrorReply(h.status());
+  Status st = ForEachHourlyRow(q, window, dims, *cost, [&](const ledger::UsageRow& row) -> Status {
+    if (!Visible(q, row)) return Status::Ok();
+    GPULEDGER_ASSIGN_OR_RETURN(int64_t h, hours.Of(row.key[0]));
     auto& v = cells[row.key[at[0]]];
     if (v.empty()) v.resize(n);
-    Cell& c = v[axis.Index(*h)];
+    Cell& c = v[axis.Index(h)];
     const auto& t = row.gpu_ticks_ms;
     c.active += t[static_cast<size_t>(Bucket::kActive)];
     int64_t idle = t[static_cast<size_t>(Bucket::kAllocatedIdle)];
@@ -297,7 +315,9 @@ HttpReply HeatmapReply(const QueryContext& q, const QueryParams& params) {
       c.base += t[static_cast<size_t>(Bucket::kActive)] + idle;
       c.monitored = c.base;
     }
-  }
+    return Status::Ok();
+  });
+  if (!st.ok()) return ErrorReply(st);
 
   // Node, then each GPU followed by its slices.
   std::unordered_map<int64_t, const ledger::DeviceNow*> by_id;
@@ -375,16 +395,26 @@ HttpReply BudgetsReply(const QueryContext& q, const QueryParams& params) {
 
 Result<json> JobSeriesJson(const QueryContext& q, const std::string& job_id, const TimeRange& span) {
   TimeRange window = span.Intersect({FloorTo(span.end_ms, kMsPerHour) - 30 * kMsPerDay, span.end_ms});
+  const std::vector<Dimension> dims = {Dimension::kHour, Dimension::kJob};
+  GPULEDGER_ASSIGN_OR_RETURN(QueryCost cost, EstimateCost(q, window, dims));
+  // On a fleet too large for 30 days within the budget, the job's latest hours that fit.
+  if (int64_t max = LimitsOf(q).max_device_hours; cost.device_hours() > max && cost.devices > 0) {
+    int64_t hours = std::max<int64_t>(1, max / cost.devices);
+    int64_t end_hour = FloorTo(window.end_ms + kMsPerHour - 1, kMsPerHour);
+    window.begin_ms = std::max(window.begin_ms, end_hour - hours * kMsPerHour);
+    GPULEDGER_ASSIGN_OR_RETURN(cost, EstimateCost(q, window, dims));
+  }
+  GPULEDGER_RETURN_IF_ERROR(CheckCost(q, cost, false));
   StepAxis axis{FloorTo(window.begin_ms, kMsPerHour), kMsPerHour, 0};
   axis.n = (window.end_ms - axis.t0 + kMsPerHour - 1) / kMsPerHour;
-  GPULEDGER_ASSIGN_OR_RETURN(ledger::UsageReport r, q.ledger.Usage(window, {Dimension::kHour, Dimension::kJob}));
   Series s(static_cast<size_t>(axis.n));
   HourKeys hours;
-  for (const ledger::UsageRow& row : r.rows) {
-    if (row.key[1] != job_id) continue;
+  GPULEDGER_RETURN_IF_ERROR(ForEachHourlyRow(q, window, dims, cost, [&](const ledger::UsageRow& row) -> Status {
+    if (row.key[1] != job_id) return Status::Ok();
     GPULEDGER_ASSIGN_OR_RETURN(int64_t h, hours.Of(row.key[0]));
     s.Add(axis.Index(h), row);
-  }
+    return Status::Ok();
+  }));
   json o = SeriesJson(s);
   o["from"] = FormatTime(window.begin_ms);
   o["to"] = FormatTime(window.end_ms);

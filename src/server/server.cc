@@ -12,9 +12,14 @@
 #include <span>
 #include <thread>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "core/mutex.h"
 #include "dashboard/dashboard.h"
 #include "server/api.h"
+#include "server/connections.h"
 #include "wire/batch.h"
 #include "wire/prometheus/remote_write.h"
 
@@ -35,10 +40,101 @@ double SecondsSince(Clock_::time_point t0) {
   return std::chrono::duration<double>(Clock_::now() - t0).count();
 }
 
+// Why cpp-httplib refused a request it could not parse, by the status it chose.
+std::string RefusalBeforeRouting(int status) {
+  switch (status) {
+    case 414:
+      return fmt::format("the request line is longer than {} bytes (the URI is too long)",
+                         CPPHTTPLIB_REQUEST_URI_MAX_LENGTH);
+    case 413: return "the request body is over the limit";
+    case 400: return "malformed request (request line or headers)";
+    default: return fmt::format("HTTP {}: the request could not be read", status);
+  }
+}
+
 void Send(httplib::Response& res, const HttpReply& reply) {
   res.status = reply.status;
   res.set_content(reply.body, reply.content_type.c_str());
 }
+
+// At most `limit` holders at once; the rest wait. Remembers the most it saw at once.
+class Semaphore {
+ public:
+  explicit Semaphore(size_t limit) : limit_(std::max<size_t>(limit, 1)) {}
+  void Acquire() {
+    MutexLock lock(mu_);
+    cv_.Wait(mu_, [this]() REQUIRES(mu_) { return held_ < limit_; });
+    peak_ = std::max(peak_, ++held_);
+  }
+  void Release() {
+    {
+      MutexLock lock(mu_);
+      --held_;
+    }
+    cv_.NotifyOne();
+  }
+  size_t peak() const {
+    MutexLock lock(mu_);
+    return peak_;
+  }
+
+ private:
+  const size_t limit_;
+  mutable Mutex mu_;
+  CondVar cv_;
+  size_t held_ GUARDED_BY(mu_) = 0;
+  size_t peak_ GUARDED_BY(mu_) = 0;
+};
+
+// Holds one place of a Semaphore from Acquire() to its destruction.
+class SemaphoreSlot {
+ public:
+  explicit SemaphoreSlot(Semaphore& s) : s_(s) {}
+  ~SemaphoreSlot() {
+    if (held_) s_.Release();
+  }
+  SemaphoreSlot(const SemaphoreSlot&) = delete;
+  SemaphoreSlot& operator=(const SemaphoreSlot&) = delete;
+  void Acquire() {
+    if (held_) return;
+    s_.Acquire();
+    held_ = true;
+  }
+
+ private:
+  Semaphore& s_;
+  bool held_ = false;
+};
+
+bool LooksGzipped(std::string_view body) {
+  return body.size() >= 18 && static_cast<unsigned char>(body[0]) == 0x1f && static_cast<unsigned char>(body[1]) == 0x8b;
+}
+
+// A body that inflates to this much or more waits for a place among the decompressions
+// (the small bodies agents and Prometheus send are not held back).
+constexpr size_t kLargeInflatedBytes = size_t{1} << 20;
+
+// After a request that held this much, freed memory is handed back to the system.
+constexpr size_t kTrimAfterBytes = size_t{8} << 20;
+
+// Hands freed memory back to the system at the end of a request (its scope) that held
+// at least kTrimAfterBytes: glibc keeps the freed blocks of its arenas, so a large body's
+// would otherwise stay resident after the request.
+class TrimAfter {
+ public:
+  explicit TrimAfter(size_t bytes) : bytes_(bytes) {}
+  ~TrimAfter() {
+#if defined(__GLIBC__)
+    if (bytes_ >= kTrimAfterBytes) malloc_trim(0);
+#endif
+  }
+  TrimAfter(const TrimAfter&) = delete;
+  TrimAfter& operator=(const TrimAfter&) = delete;
+  void Held(size_t bytes) { bytes_ = std::max(bytes_, bytes); }
+
+ private:
+  size_t bytes_;
+};
 
 }  // namespace
 
@@ -90,6 +186,8 @@ struct Server::Impl {
   bool started = false;
   Mutex metrics_mu;
   std::optional<int64_t> fleet_metrics_at_ms GUARDED_BY(metrics_mu);  // steady clock
+  Semaphore decompressions{options.max_concurrent_decompressions};
+  std::unique_ptr<ConnectionGuard> guard;  // from Start
 
   // Ledger::Ingest's work split in two: the batch is validated on the request's thread
   // (no lock held), then applied in the next group commit. Returns once durable.
@@ -124,12 +222,17 @@ struct Server::Impl {
                                               options.limits.max_body_bytes))));
     };
     std::string length = req.get_header_value("Content-Length");
-    if (!length.empty() && (length.size() > 18 || length.find_first_not_of("0123456789") != std::string::npos ||
-                            std::stoull(length) > options.limits.max_body_bytes)) {
+    if (!length.empty() && length.find_first_not_of("0123456789") != std::string::npos) {
+      // "-1", "abc": not a length (RFC 9110 8.6), so the body's end is unknown.
+      res.set_header("Connection", "close");
+      Send(res, ErrorReply(InvalidArgument(fmt::format("Content-Length \"{}\": want a number of bytes",
+                                                       length.substr(0, 32)))));
+      return std::nullopt;
+    }
+    if (!length.empty() && (length.size() > 18 || std::stoull(length) > options.limits.max_body_bytes)) {
       // A body up to kDrainFactor times the limit is read and dropped, so that the
       // client, still writing, gets to read the 413; a larger one is cut off.
-      if (length.size() <= 18 && length.find_first_not_of("0123456789") == std::string::npos &&
-          std::stoull(length) <= kDrainFactor * options.limits.max_body_bytes) {
+      if (length.size() <= 18 && std::stoull(length) <= kDrainFactor * options.limits.max_body_bytes) {
         reader([](const char*, size_t) { return true; });
       } else {
         res.set_header("Connection", "close");
@@ -140,10 +243,15 @@ struct Server::Impl {
     std::string body;
     // One allocation for a body of announced length (its limit was checked above).
     if (!length.empty()) body.reserve(static_cast<size_t>(std::stoull(length)));
-    bool too_big = false;
+    bool too_big = false, too_slow = false;
+    auto deadline = Clock_::now() + std::chrono::milliseconds(options.body_timeout_ms);
     bool ok = reader([&](const char* data, size_t n) {
       if (body.size() + n > options.limits.max_body_bytes) {
         too_big = true;
+        return false;
+      }
+      if (Clock_::now() > deadline) {
+        too_slow = true;
         return false;
       }
       body.append(data, n);
@@ -151,6 +259,13 @@ struct Server::Impl {
     });
     if (too_big) {
       too_large();
+      return std::nullopt;
+    }
+    if (too_slow) {
+      res.set_header("Connection", "close");
+      Send(res, ErrorReply(408, "request_timeout",
+                           fmt::format("the request body was not read whole within {} ms (body_timeout_ms)",
+                                       options.body_timeout_ms)));
       return std::nullopt;
     }
     if (!ok) {
@@ -168,12 +283,31 @@ struct Server::Impl {
     return st.code() == StatusCode::kInternal || st.code() == StatusCode::kUnavailable ? "error" : "rejected";
   }
 
+  // Whether the body arrives compressed for cpp-httplib to inflate as it is read.
+  static bool CompressedInTransit(const httplib::Request& req) {
+    std::string enc = req.get_header_value("Content-Encoding");
+    return enc.find("gzip") != std::string::npos || enc.find("deflate") != std::string::npos;
+  }
+
   void HandleBatches(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
     if (!Authorize(req, res, kWriters)) return;
+    // A small gzip body may inflate to max_body_bytes: few are inflated at once.
+    SemaphoreSlot slot(decompressions);
+    if (CompressedInTransit(req)) slot.Acquire();
     auto body = ReadBody(req, reader, res);
     if (!body) return CountIngest("native", "rejected");
+    TrimAfter trim(body->size());
+    if (LooksGzipped(*body)) {
+      // gzip's trailer tells the inflated size (mod 2^32), which is what the request holds.
+      const auto* end = reinterpret_cast<const unsigned char*>(body->data() + body->size());
+      size_t inflated = static_cast<size_t>(end[-4]) | static_cast<size_t>(end[-3]) << 8 |
+                        static_cast<size_t>(end[-2]) << 16 | static_cast<size_t>(end[-1]) << 24;
+      if (inflated >= kLargeInflatedBytes || inflated < body->size()) slot.Acquire();  // (mod 2^32)
+      trim.Held(inflated);
+    }
     auto t0 = Clock_::now();
     auto batch = DecodeNativeBatch(*body, options.limits, clock.NowMs());
+    if (batch.ok()) trim.Held(batch->samples.size() * sizeof(Sample));
     if (!batch.ok()) {
       CountIngest("native", "rejected");
       return Send(res, ErrorReply(batch.status()));
@@ -196,8 +330,19 @@ struct Server::Impl {
   void HandleRemoteWrite(const httplib::Request& req, httplib::Response& res,
                          const httplib::ContentReader& reader) {
     if (!Authorize(req, res, kWriters)) return;
+    SemaphoreSlot slot(decompressions);
+    if (CompressedInTransit(req)) slot.Acquire();
     auto body = ReadBody(req, reader, res);
     if (!body) return CountIngest("remote_write", "rejected");
+    // Snappy's preamble tells the inflated size (a varint), decoded below.
+    size_t inflated = 0;
+    for (size_t i = 0, shift = 0; i < body->size() && i < 10 && shift < 64; ++i, shift += 7) {
+      auto byte = static_cast<unsigned char>((*body)[i]);
+      inflated |= static_cast<size_t>(byte & 0x7f) << shift;
+      if (!(byte & 0x80)) break;
+    }
+    if (inflated >= kLargeInflatedBytes) slot.Acquire();
+    TrimAfter trim(std::max(inflated, body->size()));
     auto t0 = Clock_::now();
     int64_t now = clock.NowMs();
     prometheus::DecodeOptions decode;
@@ -247,7 +392,11 @@ struct Server::Impl {
     if (!who) return;
     QueryContext q{ledger, *who, clock.NowMs(), ledger.options().staleness_override_ms, &options.goals,
                    options.dashboard_refresh_ms};
-    if (auto data = ledger.Data(); data.ok()) q.data_end_ms = data->end_ms;
+    if (auto data = ledger.Data(); data.ok()) {
+      q.data_end_ms = data->end_ms;
+      q.data_first_ms = data->first_ms;
+    }
+    q.limits = &options.query_limits;
     Send(res, fn(q));
   }
 
@@ -338,18 +487,25 @@ struct Server::Impl {
     http.Post(pattern, std::move(handler));
   }
 
+  // Counts an answered request in /metrics. A handler that set a body but no status
+  // answers 200 (cpp-httplib fills it in after the handler, as -1 until then).
+  void Count(const std::string& route, httplib::Response& res) {
+    if (res.status == -1) res.status = 200;
+    metrics.Add(MetricId::kHttpRequests, {route, std::to_string(res.status)});
+  }
+
   void Route() {
     auto route = [this](std::string name, auto fn) {
       return [this, name = std::move(name), fn](const httplib::Request& req, httplib::Response& res) {
         fn(req, res);
-        metrics.Add(MetricId::kHttpRequests, {name, std::to_string(res.status)});
+        Count(name, res);
       };
     };
     auto route_body = [this](std::string name, auto fn) {
       return [this, name = std::move(name), fn](const httplib::Request& req, httplib::Response& res,
                                                 const httplib::ContentReader& reader) {
         fn(req, res, reader);
-        metrics.Add(MetricId::kHttpRequests, {name, std::to_string(res.status)});
+        Count(name, res);
       };
     };
     Post("/api/v1/batches", route_body("batches", [this](const auto& req, auto& res, const auto& reader) {
@@ -423,6 +579,9 @@ struct Server::Impl {
       if (res.status == 404) {
         metrics.Add(MetricId::kHttpRequests, {"(unmatched)", "404"});
         Send(res, ErrorReply(404, "not_found", fmt::format("no such endpoint: {} {}", req.method, req.path)));
+      } else if (req.method.empty()) {
+        // cpp-httplib refused the request before reading its request line whole.
+        Send(res, ErrorReply(res.status, "http_error", RefusalBeforeRouting(res.status)));
       } else {
         Send(res, ErrorReply(res.status, "http_error", fmt::format("HTTP {} for {} {}", res.status, req.method, req.path)));
       }
@@ -437,12 +596,17 @@ struct Server::Impl {
       }
       Send(res, ErrorReply(Internal(what)));
     });
-    if (options.access_log) {
-      http.set_logger([](const httplib::Request& req, const httplib::Response& res) {
-        spdlog::info("event=http method={} path={:?} status={} bytes_in={} bytes_out={} remote={}",
-                     req.method, req.path, res.status, req.body.size(), res.body.size(), req.remote_addr);
-      });
-    }
+    // The slow-client guard learns where each connection's requests begin and end.
+    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response&) {
+      if (guard) guard->RequestStarted(req.remote_addr, req.remote_port);
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
+    http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+      if (guard) guard->RequestDone(req.remote_addr, req.remote_port);
+      if (!options.access_log) return;
+      spdlog::info("event=http method={} path={:?} status={} bytes_in={} bytes_out={} remote={}",
+                   req.method, req.path, res.status, req.body.size(), res.body.size(), req.remote_addr);
+    });
   }
 };
 
@@ -484,10 +648,14 @@ Result<std::unique_ptr<Server>> Server::Create(ledger::Ledger& ledger, const Clo
 Status Server::Start() {
   Impl& s = *impl_;
   if (s.started) return FailedPrecondition("server already started");
-  s.http.new_task_queue = [threads = s.options.threads] { return new httplib::ThreadPool(threads); };
+  s.http.new_task_queue = [threads = s.options.threads, max = s.options.max_threads] {
+    return new ElasticPool(threads, max);
+  };
   s.http.set_payload_max_length(kDrainFactor * s.options.limits.max_body_bytes);
   s.http.set_read_timeout(std::chrono::milliseconds(s.options.read_timeout_ms));
   s.http.set_write_timeout(std::chrono::milliseconds(s.options.write_timeout_ms));
+  s.http.set_keep_alive_max_count(s.options.keep_alive_max_requests);
+  s.http.set_keep_alive_timeout(std::max<time_t>(1, s.options.keep_alive_timeout_ms / kMsPerSecond));
   s.Route();
   if (s.port == 0) {
     int port = s.http.bind_to_any_port(s.host);
@@ -497,6 +665,9 @@ Status Server::Start() {
     return Unavailable(fmt::format("cannot bind {} (in use, or not an address of this host)", s.options.listen));
   }
   s.started = true;
+  s.guard = std::make_unique<ConnectionGuard>(
+      s.port, ConnectionGuard::Options{s.options.header_timeout_ms, s.options.max_connections_per_address});
+  s.guard->Start();
   s.listen_thread = std::thread([&s] { s.http.listen_after_bind(); });
   s.maintenance_thread = std::thread([&s] { s.Maintenance(); });
   s.scraper->Start();
@@ -521,6 +692,7 @@ void Server::Stop() {
   s.scraper->Stop();
   s.http.stop();  // stops accepting; listen_after_bind returns once the workers are done
   if (s.listen_thread.joinable()) s.listen_thread.join();
+  if (s.guard) s.guard->Stop();
   {
     MutexLock lock(s.stop_mu);
     s.stopping = true;
@@ -535,5 +707,9 @@ void Server::Stop() {
 MetricsRegistry& Server::metrics() { return impl_->metrics; }
 
 std::vector<RouteSpec> Server::Routes() const { return impl_->routes; }
+
+size_t Server::PeakConcurrentDecompressions() const { return impl_->decompressions.peak(); }
+int64_t Server::ConnectionsShutSlow() const { return impl_->guard ? impl_->guard->shut_slow() : 0; }
+int64_t Server::ConnectionsShutExcess() const { return impl_->guard ? impl_->guard->shut_excess() : 0; }
 
 }  // namespace gpuledger::server

@@ -23,6 +23,7 @@
 #include "server/auth.h"
 #include "server/ingest.h"
 #include "server/metrics.h"
+#include "server/query_limits.h"
 #include "server/scrape.h"
 
 namespace gpuledger::server {
@@ -35,11 +36,30 @@ struct ServerOptions {
   std::vector<TokenEntry> tokens;
   bool insecure = false;
   IngestLimits limits;
+  // What one query may cost (server/query_limits.h; docs/server.md "Limits").
+  QueryLimits query_limits;
   DcgmIngestOptions prometheus;
   std::vector<ScrapeTarget> scrape_targets;
+  // Slow clients (docs/server.md "Limits"): one read or write waiting longer than these
+  // ends the connection; so does a request head not read whole within
+  // header_timeout_ms of the connection's accept (or of its previous request's end), and
+  // a body not read whole within body_timeout_ms.
   int64_t read_timeout_ms = 30'000;
   int64_t write_timeout_ms = 30'000;
+  int64_t header_timeout_ms = 10'000;
+  int64_t body_timeout_ms = 60'000;
+  // Connections are served by a pool of `threads` threads that grows to `max_threads`
+  // (one per connection: past it, connections wait their turn).
   size_t threads = 16;
+  size_t max_threads = 256;
+  // Connections of one client address beyond this, not in a request, are closed.
+  size_t max_connections_per_address = 64;
+  // A kept-alive connection serves at most this many requests, idle at most this long.
+  size_t keep_alive_max_requests = 100;
+  int64_t keep_alive_timeout_ms = 5'000;
+  // Bodies inflating to 1 MiB or more (gzip, snappy) handled at once; more wait their
+  // turn. Each may take max_body_bytes.
+  size_t max_concurrent_decompressions = 4;
   // How often rollups are refreshed and silent holds are closed in the background.
   int64_t maintenance_interval_ms = 2'000;
   // The fleet figures of /metrics are recomputed at most this often.
@@ -94,6 +114,12 @@ class Server {
   // Every route Start() registered, in the order it tried them (the first match
   // answers); empty before Start.
   std::vector<RouteSpec> Routes() const;
+
+  // For tests: the most gzip bodies that were being inflated at once, and the
+  // connections the slow-client guard shut down (for being slow, for being too many).
+  size_t PeakConcurrentDecompressions() const;
+  int64_t ConnectionsShutSlow() const;
+  int64_t ConnectionsShutExcess() const;
 
  private:
   struct Impl;

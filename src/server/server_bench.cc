@@ -1,6 +1,6 @@
 // End-to-end benchmarks of the server, printed side by side in one run (release build):
 //   taskset -c 1 build/<release dir>/src/server/server_bench [--quick]
-//       [--only=native,remote_write,usage,mixed]
+//       [--only=native,remote_write,usage,mixed,largest]
 // Each ingest figure comes with its wall time and the CPU time (user + system) the
 // process spent meanwhile, server and clients together: on a shared machine the wall
 // time moves with the load, the CPU time much less.
@@ -13,6 +13,8 @@
 // 3. GET /api/v1/usage for 30 days by team over 1,000 GPUs: p50 and p99 latency. The
 //    store holds 30 days of hour rollups written directly (as in ledger_bench: importing
 //    260M raw samples would take too long to set up).
+// 4. Native ingest while readers loop on the heaviest dashboard queries.
+// 5. The largest query the default query budget allows: time and peak RSS.
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -23,6 +25,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -236,20 +240,16 @@ void RemoteWrite(int requests_per_sender) {
   std::printf("%-58s %12.2f\n", "  the same, both acknowledging before fsync", p_normal / p_theirs);
 }
 
-void UsageLatency(int queries) {
-  testing::TempDir dir;
-  const int64_t base = 1'790'208'000'000;  // 2026-09-24T00:00:00Z
-  ManualClock clock(base + 31 * kMsPerDay);
-  testing::Harness h(dir.File("usage.db"), clock);
-  if (!h.error.empty()) return (void)std::fprintf(stderr, "%s\n", h.error.c_str());
-  ledger::Ledger& l = *h.ledger;
+// 125 nodes x 8 GPUs for `days` days from `base`, as hour rollups written directly; false
+// (and a message) when the setup failed.
+bool SetUpRollupFleet(ledger::Ledger& l, int64_t base, int days) {
   (void)l.SetPrices(*PriceBook::Create(
       {PriceEntry{"*", "*", CapacityType::kOnDemand, Money::FromMicros(2'490'000), {0, kForever}}}));
-  // 125 nodes x 8 GPUs; per GPU a job a day for one of 20 teams, idle the last 2 hours.
+  // Per GPU a job a day for one of 20 teams, idle the last 2 hours of each day.
   for (int node = 0; node < 125; ++node) {
     Batch b = testing::MakeBatch(fmt::format("setup-{}", node), fmt::format("n{}", node), 8, base, 1, "x", true);
     b.allocations.clear();
-    for (int day = 0; day < 30; ++day) {
+    for (int day = 0; day < days; ++day) {
       for (int g = 0; g < 8; ++g) {
         Job j;
         j.id = fmt::format("job-{}-{}-{}", node, g, day);
@@ -257,19 +257,19 @@ void UsageLatency(int queries) {
         b.jobs.push_back(j);
       }
     }
-    if (!l.Ingest(b).ok()) return (void)std::fprintf(stderr, "setup ingest failed\n");
+    if (!l.Ingest(b).ok()) return std::fprintf(stderr, "setup ingest failed\n") < 0;
     // A last sample at the end of the 30 days: reports end where the data ends.
     Batch last = testing::MakeBatch(fmt::format("setup-end-{}", node), fmt::format("n{}", node), 8,
-                                    base + 30 * kMsPerDay, 1, "x", true);
+                                    base + days * kMsPerDay, 1, "x", true);
     last.allocations.clear();
     last.jobs.clear();
-    if (!l.Ingest(last).ok()) return (void)std::fprintf(stderr, "setup ingest failed\n");
+    if (!l.Ingest(last).ok()) return std::fprintf(stderr, "setup ingest failed\n") < 0;
   }
   (void)l.RefreshRollups();
   std::map<std::string, int64_t> job_id;
   auto jobs = ledger::internal_StoreOf(l).ListJobs();
   auto devices = ledger::internal_StoreOf(l).ListDevices();
-  if (!jobs.ok() || !devices.ok()) return (void)std::fprintf(stderr, "setup listing failed\n");
+  if (!jobs.ok() || !devices.ok()) return std::fprintf(stderr, "setup listing failed\n") < 0;
   for (const auto& j : *jobs) job_id[j.job.id] = j.id;
   std::vector<store::RollupUpdate> updates;
   for (const auto& d : *devices) {
@@ -279,7 +279,7 @@ void UsageLatency(int queries) {
     if (dash == std::string::npos) continue;
     std::string node = rest.substr(0, dash);
     std::string gpu = rest.substr(dash + 1);
-    for (int hour = 0; hour < 30 * 24; ++hour) {
+    for (int hour = 0; hour < days * 24; ++hour) {
       store::RollupUpdate u;
       u.dirty = {d.id, base + hour * kMsPerHour, 0};
       int64_t active = (hour * 7919 + d.id * 104729) % kMsPerHour;
@@ -296,6 +296,16 @@ void UsageLatency(int queries) {
     }
   }
   (void)ledger::internal_StoreOf(l).WriteRollups(updates);
+  return true;
+}
+
+void UsageLatency(int queries) {
+  testing::TempDir dir;
+  const int64_t base = 1'790'208'000'000;  // 2026-09-24T00:00:00Z
+  ManualClock clock(base + 31 * kMsPerDay);
+  testing::Harness h(dir.File("usage.db"), clock);
+  if (!h.error.empty()) return (void)std::fprintf(stderr, "%s\n", h.error.c_str());
+  if (!SetUpRollupFleet(*h.ledger, base, 30)) return;
   std::string path = fmt::format("/api/v1/usage?from={}&to={}&by=team", UrlEncode(FormatTime(base)),
                                  UrlEncode(FormatTime(base + 30 * kMsPerDay)));
   std::vector<double> ms;
@@ -310,6 +320,54 @@ void UsageLatency(int queries) {
   auto pct = [&](double p) { return ms[std::min(ms.size() - 1, static_cast<size_t>(p * static_cast<double>(ms.size())))]; };
   std::printf("%-58s p50 %.1f ms, p99 %.1f ms  (%d queries)\n", "GET usage 30d by team, 1,000 GPUs", pct(0.5), pct(0.99),
               queries);
+}
+
+// 5. The largest query the default budget allows (docs/server.md, "Limits"): 1,000 GPUs
+//    over 60 days (1,440,000 device-hours of the 1,500,000 allowed; --quick: 10 days), as a series by device
+//    with a daily step (60,000 cells) and as a heatmap with a daily step: time and the
+//    process's peak RSS during the query (VmHWM, reset before it through clear_refs).
+int64_t KbOf(const char* field) {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  int64_t kb = -1;
+  while (std::fgets(line, sizeof line, f)) {
+    if (std::string_view(line).starts_with(field)) kb = std::atoll(line + std::strlen(field));
+  }
+  std::fclose(f);
+  return kb;
+}
+
+void LargestQuery(int days) {
+  testing::TempDir dir;
+  const int64_t base = 1'790'208'000'000;  // 2026-09-24T00:00:00Z
+  ManualClock clock(base + (days + 1) * kMsPerDay);
+  testing::Harness h(dir.File("largest.db"), clock);
+  if (!h.error.empty()) return (void)std::fprintf(stderr, "%s\n", h.error.c_str());
+  if (!SetUpRollupFleet(*h.ledger, base, days)) return;
+  std::string window = fmt::format("from={}&to={}", UrlEncode(FormatTime(base)),
+                                   UrlEncode(FormatTime(base + days * kMsPerDay)));
+  for (const char* what : {"series", "heatmap"}) {
+    std::string path = fmt::format("/api/v1/{}?{}&step=24h{}", what, window,
+                                   std::string_view(what) == "series" ? "&by=device" : "");
+    if (std::FILE* clear = std::fopen("/proc/self/clear_refs", "w")) {  // resets VmHWM
+      std::fputs("5", clear);
+      std::fclose(clear);
+    }
+    int64_t rss_before = KbOf("VmRSS:");
+    auto t0 = Steady::now();
+    HttpRequestOptions patient;
+    patient.timeout_ms = 900'000;
+    auto r = HttpGet(h.url(), path, patient);
+    double took = Seconds(t0);
+    if (!r.ok() || r->status != 200) {
+      return (void)std::fprintf(stderr, "%s failed: %s\n", what, r.ok() ? r->body.c_str() : r.status().ToString().c_str());
+    }
+    std::printf("%-58s %.1f s, peak RSS %.0f MB (%.0f MB before), answer %.1f MB\n",
+                fmt::format("GET {} {}d by device, step 24h, 1,000 GPUs", what, days).c_str(), took,
+                static_cast<double>(KbOf("VmHWM:")) / 1024, static_cast<double>(rss_before) / 1024,
+                static_cast<double>(r->body.size()) / (1 << 20));
+  }
 }
 
 // 4. Native ingest (4 clients, 10k-sample batches) alone, then again while 2 readers loop
@@ -398,10 +456,10 @@ void IngestDuringQueries(int batches_per_client) {
 }  // namespace
 }  // namespace gpuledger::server
 
-// server_bench [--quick] [--only=native,remote_write,usage,mixed]
+// server_bench [--quick] [--only=native,remote_write,usage,mixed,largest]
 int main(int argc, char** argv) {
   bool quick = false;
-  std::string only = "native,remote_write,usage,mixed";
+  std::string only = "native,remote_write,usage,mixed,largest";
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     if (a == "--quick") {
@@ -409,7 +467,7 @@ int main(int argc, char** argv) {
     } else if (a.starts_with("--only=")) {
       only = a.substr(7);
     } else {
-      std::fprintf(stderr, "usage: server_bench [--quick] [--only=native,remote_write,usage,mixed]\n");
+      std::fprintf(stderr, "usage: server_bench [--quick] [--only=native,remote_write,usage,mixed,largest]\n");
       return 2;
     }
   }
@@ -424,5 +482,7 @@ int main(int argc, char** argv) {
   if (wanted("remote_write")) gpuledger::server::RemoteWrite(quick ? 2 : 25);
   if (wanted("usage")) gpuledger::server::UsageLatency(quick ? 5 : 200);
   if (wanted("mixed")) gpuledger::server::IngestDuringQueries(quick ? 2 : 12);
+  // Quick: a sixth of the allowed device-hours (the time grows with them).
+  if (wanted("largest")) gpuledger::server::LargestQuery(quick ? 10 : 60);
   return 0;
 }

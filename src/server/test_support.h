@@ -14,10 +14,12 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "core/batch.h"
 #include "core/time.h"
 #include "ledger/ledger.h"
+#include "server/auth.h"
 #include "server/client.h"
 #include "server/server.h"
 #include "store/store.h"
@@ -67,6 +69,33 @@ inline int FreeLoopbackPort() {
   }
   close(fd);
   return port;
+}
+
+// `raw` gzip-compressed (for bodies sent with or without Content-Encoding: gzip).
+inline std::string Gzip(std::string_view raw) {
+  z_stream zs{};
+  deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&zs, static_cast<uLong>(raw.size())) + 32, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(raw.data()));
+  zs.avail_in = static_cast<uInt>(raw.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  deflate(&zs, Z_FINISH);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+// A token entry for the server's options: `token` hashed, with its name, role and teams.
+inline TokenEntry TokenEntryFor(const std::string& token, const std::string& name, Role role,
+                                std::vector<std::string> teams) {
+  TokenEntry e;
+  e.name = name;
+  e.role = role;
+  e.teams = std::move(teams);
+  Status st = ParseTokenHash(HashToken(token), e);
+  if (!st.ok()) e.name = "(unhashable: " + st.message() + ")";
+  return e;
 }
 
 // A ledger on a fresh durable store and a server in front of it.

@@ -391,7 +391,7 @@ std::string RenderTimeseriesCsv(const std::vector<SimResult>& runs) {
         const double alloc = static_cast<double>(ts.allocated_tick_ms[p][b]) / step;
         std::string active;
         if (!ts.active_tick_ms.empty()) active = fmt::format("{:.6f}", ts.active_tick_ms[p][b] / step / capacity);
-        out += fmt::format("{},{},{},{},{},{:.3f},{},{:.6f},{}\n", i, CsvField(r.policy), r.placement, CsvField(ts.pools[p]),
+        out += fmt::format("{},{},{},{},{},{:.3f},{},{:.6f},{}\n", i, CsvField(r.policy), CsvField(r.placement), CsvField(ts.pools[p]),
                            FormatTime(ts.begin_ms + static_cast<int64_t>(b) * ts.step_ms), alloc / kTicksPerGpu,
                            ts.pool_capacity_ticks[p] / kTicksPerGpu, capacity == 0 ? 0.0 : alloc / capacity, active);
       }

@@ -672,7 +672,10 @@ Result<Batch> ParseBatch(std::string_view json, const BatchLimits& limits) {
     std::string name = b.batch_id.empty() ? std::string("batch") : "batch " + b.batch_id;
     return st.WithContext(name);
   }
-  b.content_digest = Fnv1a64(json);
+  // Over the parsed content in WriteBatch's canonical form, not the bytes: a client that
+  // re-serializes a retry (other whitespace, key order, number spelling) is still
+  // idempotent, and only truly different content under the same batch id is a conflict.
+  b.content_digest = Fnv1a64(WriteBatch(b));
   return b;
 }
 

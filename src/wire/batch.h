@@ -22,7 +22,7 @@ struct BatchLimits {
   size_t max_jobs = 100'000;
   size_t max_allocations = 100'000;
   size_t max_processes_per_sample = 1'024;
-  size_t max_string_bytes = 256;
+  size_t max_string_bytes = kMaxBatchStringBytes;  // core/batch.h
 };
 
 // The in-memory batch (gpuledger::Batch) is a core type: core/batch.h.
@@ -33,6 +33,8 @@ using gpuledger::Batch;
 //   "batch n7-42: samples[3].sm_active: must be a number within 0..1".
 // Unknown fields are rejected (a misspelt field would otherwise be silently lost).
 // The returned batch is syntactically valid; ValidateBatch adds the semantic checks.
+// Its content_digest is Fnv1a64(WriteBatch(batch)): over the parsed content, so the same
+// batch re-serialized (whitespace, key order, 0.50 for 0.5) has the same digest.
 Result<Batch> ParseBatch(std::string_view json, const BatchLimits& limits = {});
 
 // Semantic checks of a parsed batch: gpuledger::ValidateBatch in core/batch.h.
