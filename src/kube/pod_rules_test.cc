@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 namespace gpuledger::kube {
 namespace {
 
@@ -93,6 +95,21 @@ TEST(PodRulesTest, ConfiguredRulesReplaceTheDefaults) {
   EXPECT_EQ(job.kind, JobKind::kServing);
   pod.labels["app"] = "other";
   EXPECT_EQ(ApplyPodRules(rules, Facts(&pod)).kind, JobKind::kUnknown);
+}
+
+}  // namespace
+}  // namespace gpuledger::kube
+
+namespace gpuledger::kube {
+namespace {
+
+TEST(PodRulesTest, DocsShowTheDefaultsAsTheConfigurationThatSetsThem) {
+  std::ifstream in(std::string(GPULEDGER_SOURCE_DIR) + "/docs/agent.md");
+  ASSERT_TRUE(in) << "docs/agent.md missing";
+  std::string docs((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(docs, HasSubstr("```toml\n" + DefaultPodRulesToml() + "```\n"))
+      << "docs/agent.md's default pod rules differ from DefaultPodRulesToml():\n"
+      << DefaultPodRulesToml();
 }
 
 }  // namespace
