@@ -73,6 +73,17 @@ const std::vector<CatalogEntry>& Catalog() {
          if (!d.sm_clock_mhz) return std::nullopt;
          return static_cast<double>(*d.sm_clock_mhz);
        }},
+      {{{"DCGM_FI_DEV_GPU_TEMP", kGauge, "", "GPU temperature (in C)."}, MetricScope::kDevice,
+        "nvmlDeviceGetTemperature(GPU)"},
+       [](const nvml::DeviceSnapshot& d) -> std::optional<double> {
+         if (!d.temperature_c) return std::nullopt;
+         return static_cast<double>(*d.temperature_c);
+       }},
+      {{{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", kGauge, "",
+         "Ratio of time the graphics engine is active; here the coarse GPU utilization / 100 (GPM "
+         "GRAPHICS_UTIL is not read), so not on MIG instances."},
+        MetricScope::kDevice, "nvmlDeviceGetUtilizationRates / 100"},
+       [](const nvml::DeviceSnapshot& d) { return d.gpu_util; }},
       {{{"gpuledger_device_healthy", kGauge, "",
          "1 when the device is available (health ok or degraded), 0 when unhealthy or lost."},
         MetricScope::kDevice, "GPU_IS_LOST from any NVML call"},
