@@ -209,6 +209,7 @@ Attributor::Attributor(Options options, SlurmResolver* slurm, kube::PodDirectory
 
 Status Attributor::Refresh(int64_t now_ms) {
   Status status;
+  pod_jobs_.clear();
   if (pods_ != nullptr) status = pods_->Refresh(now_ms);
   if (!options_.mapping_file.empty()) {
     struct stat st {};
@@ -299,6 +300,7 @@ Attribution Attributor::ForProcess(uint32_t pid, const DeviceRef& device) {
   if (auto job = JobFromEnvironment(p.env)) {
     a.source = AttributionSource::kEnvironment;
     a.job = std::move(*job);
+    if (p.pod_uid) pod_jobs_.insert_or_assign(*p.pod_uid, a.job);
     return a;
   }
   if (p.slurm_job) {
@@ -317,6 +319,7 @@ Attribution Attributor::ForProcess(uint32_t pid, const DeviceRef& device) {
     return a;
   }
   OverlayEnvironment(p.env, a.job);
+  if (p.pod_uid) pod_jobs_.insert_or_assign(*p.pod_uid, a.job);
   return a;
 }
 
@@ -355,7 +358,10 @@ std::vector<Attribution> Attributor::DeviceHolders(const DeviceRef& device) cons
     job.id = "hpc/" + id;
     add(AttributionSource::kHpcJobMap, std::move(job));
   }
-  for (const kube::PodHolder* h : PodHolders(device)) add(AttributionSource::kKubernetes, h->job);
+  for (const kube::PodHolder* h : PodHolders(device)) {
+    auto seen = h->uid.empty() ? pod_jobs_.end() : pod_jobs_.find(h->uid);
+    add(AttributionSource::kKubernetes, seen != pod_jobs_.end() ? seen->second : h->job);
+  }
   return out;
 }
 

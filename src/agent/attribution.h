@@ -140,6 +140,10 @@ class Attributor {
   std::unordered_map<uint32_t, ProcInfo> procs_;
   std::vector<MappingEntry> mapping_;
   int64_t mapping_mtime_ns_ = -1;
+  // This collection's job of each pod (by UID) whose process ForProcess attributed:
+  // the pod's holdings take it, so that GPULEDGER_* variables set in the pod hold its
+  // devices too, and a job never appears with two versions of its metadata.
+  std::unordered_map<std::string, Job> pod_jobs_;
   std::unordered_map<std::string, std::vector<std::string>> hpc_;
 };
 

@@ -47,8 +47,10 @@ struct KubeNode {
   std::unique_ptr<kube::testing::FakeApiServer> api;
   std::unique_ptr<Agent> agent;
 
-  explicit KubeNode(bool api_reachable = true) {
-    WriteFile(dir / "proc/5001/environ", EnvironText({"PATH=/usr/bin"}));
+  explicit KubeNode(bool api_reachable = true, std::vector<std::string> trainer_env = {"PATH=/usr/bin"}) {
+    std::string environ_text;
+    for (const std::string& v : trainer_env) environ_text += v + '\0';
+    WriteFile(dir / "proc/5001/environ", environ_text);
     WriteFile(dir / "proc/5001/cgroup",
               "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod3f1e2d4c_0000_4000_8000_"
               "000000000001.slice/cri-containerd-4b1d.scope\n");
@@ -201,6 +203,20 @@ TEST(AgentKubernetesTest, WithoutTheApiServerJobsAreThePodsOfTheirNamespacesAndM
   std::string text = *node.agent->MetricsText();
   EXPECT_THAT(text, HasSubstr("gpuledger_agent_kubernetes_api_server_up{Hostname=\"k8s-node\"} 0\n"));
   EXPECT_THAT(text, HasSubstr("gpuledger_agent_kubernetes_kubelet_only{Hostname=\"k8s-node\"} 1\n"));
+}
+
+// A pod that names its job itself (GPULEDGER_JOB, GPULEDGER_PROJECT in its containers'
+// environment): its process and its holding of the GPU are the one job, with the one
+// project, and the pod rules' job for it does not appear.
+TEST(AgentKubernetesTest, APodsOwnVariablesNameTheJobThatHoldsItsDevices) {
+  KubeNode node(true, {"GPULEDGER_JOB=resnet-sweep-7", "GPULEDGER_PROJECT=sweeps"});
+  ASSERT_TRUE(node.ok());
+  node.RunUntil(2 * 60'000);
+  std::map<std::string, Job> jobs = node.Jobs();
+  ASSERT_TRUE(jobs.contains("resnet-sweep-7"));
+  EXPECT_EQ(jobs["resnet-sweep-7"].project, "sweeps");
+  EXPECT_FALSE(jobs.contains("k8s/ml/resnet"));
+  EXPECT_NEAR(node.JobSeconds("resnet-sweep-7", Bucket::kActive, 2), 120 * 0.6, 2);
 }
 
 TEST(AgentKubernetesTest, AKubeletSocketThatDisappearsEndsHeldIdleAllocationsOnceStale) {
