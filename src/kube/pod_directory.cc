@@ -22,12 +22,13 @@ Result<std::unique_ptr<PodDirectory>> PodDirectory::Create(Options options) {
   return std::unique_ptr<PodDirectory>(new PodDirectory(std::move(options), std::move(api)));
 }
 
-void PodDirectory::NoteApi(const Status& st) {
+void PodDirectory::NoteApi(const Status& st, int64_t now_ms) {
   bool reached = st.ok() || st.code() == StatusCode::kNotFound;
   status_.api_up = reached;
   if (!reached) {
     status_.api_failures += 1;
     status_.last_error = st.message();
+    if (st.code() == StatusCode::kUnavailable) api_rest_until_ms_ = now_ms + options_.retry_ms;
   }
 }
 
@@ -38,10 +39,11 @@ const ObjectMeta* PodDirectory::PodMeta(const PodDevice& d, int64_t now_ms) {
   if (it != pods_.end() && (it->second.meta || now_ms - it->second.fetched_ms < options_.retry_ms)) {
     return it->second.meta ? &*it->second.meta : nullptr;
   }
+  if (ApiResting(now_ms)) return nullptr;
   CachedMeta& c = pods_[key];
   c.fetched_ms = now_ms;
   auto meta = api_->GetPod(d.ns, d.pod);
-  NoteApi(meta.status());
+  NoteApi(meta.status(), now_ms);
   if (meta.ok()) c.meta = std::move(meta).value();
   return c.meta ? &*c.meta : nullptr;
 }
@@ -53,11 +55,12 @@ const ObjectMeta* PodDirectory::NamespaceMeta(const std::string& ns, int64_t now
     int64_t ttl = it->second.meta ? options_.namespace_ttl_ms : options_.retry_ms;
     if (now_ms - it->second.fetched_ms < ttl) return it->second.meta ? &*it->second.meta : nullptr;
   }
+  if (ApiResting(now_ms)) return it != namespaces_.end() && it->second.meta ? &*it->second.meta : nullptr;
   CachedMeta& c = namespaces_[ns];
   c.fetched_ms = now_ms;
   auto meta = api_->GetNamespace(ns);
   // Reading namespaces may not be permitted (RBAC): the pod's own metadata still counts.
-  if (meta.status().code() != StatusCode::kFailedPrecondition) NoteApi(meta.status());
+  if (meta.status().code() != StatusCode::kFailedPrecondition) NoteApi(meta.status(), now_ms);
   c.meta.reset();
   if (meta.ok()) c.meta = std::move(meta).value();
   return c.meta ? &*c.meta : nullptr;

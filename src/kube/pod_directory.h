@@ -81,7 +81,8 @@ class PodDirectory {
   explicit PodDirectory(Options options, std::unique_ptr<ApiClient> api);
   const ObjectMeta* PodMeta(const PodDevice& d, int64_t now_ms);
   const ObjectMeta* NamespaceMeta(const std::string& ns, int64_t now_ms);
-  void NoteApi(const Status& st);
+  void NoteApi(const Status& st, int64_t now_ms);
+  bool ApiResting(int64_t now_ms) const { return now_ms < api_rest_until_ms_; }
   void Rebuild(const std::vector<PodDevice>& devices, int64_t now_ms);
 
   Options options_;
@@ -93,6 +94,9 @@ class PodDirectory {
   std::unordered_map<std::string, CachedMeta> pods_;        // "<ns>/<name>"
   std::unordered_map<std::string, CachedMeta> namespaces_;
   int64_t last_good_ms_ = -1;
+  // After a request that does not reach the API server, none is made for retry_ms: a
+  // server that times out costs one timeout, not one per pod, in a collection.
+  int64_t api_rest_until_ms_ = 0;
   PodDirectoryStatus status_;
 };
 

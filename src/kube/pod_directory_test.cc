@@ -113,6 +113,15 @@ TEST_F(PodDirectoryTest, WithoutTheApiServerJobsComeFromWhatTheKubeletGivesAndTh
   EXPECT_FALSE(dir->status().api_up);
   EXPECT_GT(dir->status().api_failures, 0);
 
+  // One failed request rests the API for retry_ms: the other pods are not asked.
+  int requests_while_down = api_->requests();
+  kubelet_->SetPods({{"ml", "t-0", "main", "nvidia.com/gpu", "GPU-aaaa"},
+                     {"ml", "t-1", "main", "nvidia.com/gpu", "GPU-bbbb"},
+                     {"ml", "t-2", "main", "nvidia.com/gpu", "GPU-cccc"}});
+  ASSERT_TRUE(dir->Refresh(1'500).ok());
+  EXPECT_EQ(api_->requests(), requests_while_down);
+  EXPECT_EQ(dir->Holders("GPU-cccc")[0]->job.id, "k8s/ml/t-2");
+
   // Back: retried after retry_ms, not on every collection.
   api_->SetDown(false);
   ASSERT_TRUE(dir->Refresh(2'000).ok());
