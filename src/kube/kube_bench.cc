@@ -23,14 +23,21 @@ std::vector<PodDevice> Node56() {
   return pods;
 }
 
-void BM_PodResourcesList(benchmark::State& state) {
-  testing::SocketDir dir;
+// The stand-in kubelet listing Node56(), or null with the benchmark skipped.
+std::unique_ptr<testing::FakeKubelet> StartKubelet(const testing::SocketDir& dir, benchmark::State& state) {
   auto kubelet = testing::FakeKubelet::Start(dir / "kubelet.sock");
   if (!kubelet.ok()) {
     state.SkipWithError(kubelet.status().message().c_str());
-    return;
+    return nullptr;
   }
   (*kubelet)->SetPods(Node56());
+  return std::move(kubelet).value();
+}
+
+void BM_PodResourcesList(benchmark::State& state) {
+  testing::SocketDir dir;
+  auto kubelet = StartKubelet(dir, state);
+  if (!kubelet) return;
   PodResourcesClient client(dir / "kubelet.sock");
   for (auto _ : state) {
     auto list = client.List();
@@ -42,12 +49,8 @@ BENCHMARK(BM_PodResourcesList)->Unit(benchmark::kMicrosecond);
 
 void BM_PodDirectoryRefresh(benchmark::State& state) {
   testing::SocketDir dir;
-  auto kubelet = testing::FakeKubelet::Start(dir / "kubelet.sock");
-  if (!kubelet.ok()) {
-    state.SkipWithError(kubelet.status().message().c_str());
-    return;
-  }
-  (*kubelet)->SetPods(Node56());
+  auto kubelet = StartKubelet(dir, state);
+  if (!kubelet) return;
   PodDirectory::Options o;
   o.socket_path = dir / "kubelet.sock";
   auto directory = PodDirectory::Create(o);
