@@ -11,6 +11,7 @@
 //   node render.mjs --check     renders the committed examples and compares them
 //   node render.mjs --update    rewrites them
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import {spawnSync} from 'node:child_process';
 import {fileURLToPath} from 'node:url';
@@ -387,7 +388,7 @@ function check() {
     return process.env.CI === 'true' ? 1 : 77;
   }
   for (const e of examples) {
-    const dir = fs.mkdtempSync(path.join(process.env.TMPDIR || '/tmp', 'gpuledger-helm-'));
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpuledger-helm-'));
     try {
       fs.copyFileSync(e.out, path.join(dir, 'manifests.yaml'));
       fs.writeFileSync(path.join(dir, 'kustomization.yaml'), 'resources:\n- manifests.yaml\n');
