@@ -14,6 +14,8 @@ packages=(
   libsqlite3-dev sqlite3 libtomlplusplus-dev zlib1g-dev libsnappy-dev
   protobuf-compiler libprotobuf-dev
   libcpp-httplib-dev libssl-dev
+  # the agent's kubelet PodResources client (src/kube): gRPC, protoc's gRPC plugin
+  libgrpc++-dev protobuf-compiler-grpc
   # tests and benchmarks; clang and its runtime for the libFuzzer targets
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev
   # real components the tests and benchmarks start (promtool, Prometheus, VictoriaMetrics)
@@ -22,11 +24,19 @@ packages=(
   slurmctld slurmd slurm-client munge
   # headless Chromium: the dashboard's browser test and `report weekly --pdf`
   chromium
+  # checks the Debian package the packaging test builds
+  lintian
 )
 # Node.js and npm build the dashboard (its pinned packages) and drive its browser test.
 # A machine that already has them (e.g. from NodeSource) keeps its own.
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   packages+=(nodejs npm)
+fi
+
+# kubectl checks the Helm chart's rendered manifests offline (deploy/helm). A machine
+# that already has one (e.g. from the Kubernetes project) keeps its own.
+if ! command -v kubectl >/dev/null; then
+  packages+=(kubernetes-client)
 fi
 
 # The dashboard's npm packages (uPlot; playwright-core for the tests), from the lock file

@@ -7,9 +7,12 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <sys/stat.h>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "kube/api_client.h"
 #include "wire/batch.h"
 
 namespace gpuledger::agent {
@@ -19,6 +22,25 @@ double ThreadCpuSeconds() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// The pod directory [agent.kubernetes] asks for, or null when Kubernetes is off (not
+// enabled, or left to auto and the kubelet's socket is not there).
+Result<std::unique_ptr<kube::PodDirectory>> KubernetesDirectory(const KubernetesConfig& k) {
+  struct stat st {};
+  bool socket_there = ::stat(k.pod_resources_socket.c_str(), &st) == 0;
+  if (!k.enabled.value_or(socket_there)) return std::unique_ptr<kube::PodDirectory>();
+  kube::PodDirectory::Options o;
+  o.socket_path = k.pod_resources_socket;
+  o.rules = k.rules;
+  o.stale_after_ms = k.stale_after_ms;
+  std::string url = k.api_server.empty() ? kube::InClusterApiUrl() : k.api_server;
+  if (!url.empty() && url != "none") o.api = kube::ApiServerOptions{url, k.token_file, k.ca_file};
+  spdlog::info("agent: Kubernetes: pod resources from {}, metadata from {}", o.socket_path,
+               o.api ? o.api->url : "the kubelet only (no API server)");
+  auto dir = kube::PodDirectory::Create(std::move(o));
+  if (!dir.ok()) return dir.status().WithContext("agent.kubernetes");
+  return dir;
 }
 
 }  // namespace
@@ -40,8 +62,10 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentConfig& config, AgentEnv
   }
   a->devices_ = std::make_shared<const std::vector<nvml::DeviceInfo>>(a->collector_->devices());
   a->gap_totals_.resize(a->devices_->size());
+  GPULEDGER_ASSIGN_OR_RETURN(a->pods_, KubernetesDirectory(config.kubernetes));
   a->attributor_ = std::make_unique<Attributor>(
-      Attributor::Options{config.proc_root, config.mapping_file, config.hpc_job_mapping_dir}, env.slurm);
+      Attributor::Options{config.proc_root, config.mapping_file, config.hpc_job_mapping_dir}, env.slurm,
+      a->pods_.get());
 
   // Nothing shares the agent yet; the locks are taken for the analysis' sake (and cost
   // nothing uncontended).
@@ -77,7 +101,7 @@ void Agent::CollectOnce() {
   nvml::Snapshot snap = collector_->Collect();
   const std::vector<nvml::DeviceInfo>& infos = *devices_;
 
-  if (Status st = attributor_->Refresh(); !st.ok()) {
+  if (Status st = attributor_->Refresh(snap.t_ms); !st.ok()) {
     if (st.message() != last_refresh_error_) spdlog::error("agent: attribution: {}", st.message());
     last_refresh_error_ = st.message();
   } else {
@@ -88,6 +112,7 @@ void Agent::CollectOnce() {
   std::vector<Holding> holdings;
   std::vector<ProcessView> views;
   std::unordered_set<uint32_t> alive;
+  std::vector<std::optional<DevicePod>> device_pods(infos.size());
   int64_t nvml_errors = 0;
   for (size_t i = 0; i < snap.devices.size() && i < infos.size(); ++i) {
     const nvml::DeviceSnapshot& d = snap.devices[i];
@@ -95,7 +120,16 @@ void Agent::CollectOnce() {
     nvml_errors += static_cast<int64_t>(d.failures.size());
     if (d.gaps) gap_totals_[i].Add(*d.gaps);
     DeviceRef ref{info.uuid, info.gpu_index, std::nullopt};
-    if (info.is_mig()) ref.gpu_instance_id = info.gpu_instance_id;
+    if (info.is_mig()) {
+      ref.gpu_instance_id = info.gpu_instance_id;
+      ref.parent_uuid = info.parent_uuid;
+    }
+    if (std::vector<const kube::PodHolder*> pods = attributor_->PodHolders(ref); !pods.empty()) {
+      bool one_pod = std::all_of(pods.begin(), pods.end(), [&](const kube::PodHolder* h) {
+        return h->ns == pods[0]->ns && h->pod == pods[0]->pod && h->container == pods[0]->container;
+      });
+      if (one_pod) device_pods[i] = DevicePod{pods[0]->pod, pods[0]->ns, pods[0]->container};
+    }
     for (size_t k = 0; k < d.processes.size(); ++k) {
       const nvml::ProcessSnapshot& p = d.processes[k];
       alive.insert(p.pid);
@@ -113,6 +147,9 @@ void Agent::CollectOnce() {
   published->state.devices = devices_;
   published->state.processes = std::move(views);
   published->state.gap_totals = gap_totals_;
+  published->state.label_names = config_.exposition_labels;
+  published->state.device_pods = std::move(device_pods);
+  if (pods_) published->state.kubernetes = pods_->status();
   int64_t t = snap.t_ms;
   int64_t span_start = last_t_ms_ > 0 ? last_t_ms_ : t - std::max<int64_t>(snap.interval_ms, 1);
   bool time_moved = t > last_t_ms_;

@@ -88,7 +88,8 @@ class Agent {
   AgentEnv env_;
   std::unique_ptr<nvml::Collector> collector_;
   std::shared_ptr<const std::vector<nvml::DeviceInfo>> devices_;
-  std::unique_ptr<Attributor> attributor_;  // collection side only
+  std::unique_ptr<kube::PodDirectory> pods_;  // collection side only; null off Kubernetes
+  std::unique_ptr<Attributor> attributor_;    // collection side only
   std::vector<GapTotals> gap_totals_;       // collection side only
   int64_t last_t_ms_ = 0;                   // collection side only
   std::string last_refresh_error_;          // collection side only

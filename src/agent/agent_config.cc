@@ -30,8 +30,54 @@ void ApplyAgentConfig(const config::AgentSection& s, AgentConfig& c) {
   Overlay(s.proc_root, c.proc_root);
   Overlay(s.slurm, c.slurm);
   Overlay(s.scontrol, c.scontrol);
+  Overlay(s.exposition_labels, c.exposition_labels_text);
+  const config::KubernetesSection& k = s.kubernetes;
+  if (k.enabled) c.kubernetes.enabled = k.enabled;
+  Overlay(k.pod_resources_socket, c.kubernetes.pod_resources_socket);
+  Overlay(k.api_server, c.kubernetes.api_server);
+  Overlay(k.token_file, c.kubernetes.token_file);
+  Overlay(k.ca_file, c.kubernetes.ca_file);
+  Overlay(k.stale_after_ms, c.kubernetes.stale_after_ms);
+  c.kubernetes_section = k;
   c.where = s.where;
 }
+
+namespace {
+
+// The rule lists and kind rules the file set, over the defaults.
+Status FinishKubernetes(const config::KubernetesSection& s, KubernetesConfig& k) {
+  const config::Where& w = s.where;
+  struct Field {
+    const char* key;
+    const std::optional<std::vector<std::string>>& list;
+    std::vector<kube::MetaSource>& out;
+  };
+  for (const Field& f : {Field{"job", s.job, k.rules.job}, Field{"team", s.team, k.rules.team},
+                         Field{"project", s.project, k.rules.project},
+                         Field{"experiment", s.experiment, k.rules.experiment}, Field{"user", s.user, k.rules.user}}) {
+    if (!f.list) continue;
+    f.out.clear();
+    for (const std::string& text : *f.list) {
+      auto src = kube::ParseMetaSource(text);
+      if (!src.ok()) return InvalidArgument(fmt::format("{}: {}", w.Of(f.key), src.status().message()));
+      f.out.push_back(std::move(src).value());
+    }
+  }
+  if (s.kinds) {
+    k.rules.kinds.clear();
+    for (const config::KubernetesKindTable& t : *s.kinds) {
+      auto kind = ParseJobKind(t.kind);
+      if (!kind.ok()) return InvalidArgument(fmt::format("{}: {}", t.where.Of("kind"), kind.status().message()));
+      auto when = kube::ParseMetaSource(t.when);
+      if (!when.ok()) return InvalidArgument(fmt::format("{}: {}", t.where.Of("when"), when.status().message()));
+      k.rules.kinds.push_back({*kind, std::move(when).value(), t.equals});
+    }
+  }
+  if (k.stale_after_ms < 0) return InvalidArgument(fmt::format("{}: must not be negative", w.Of("stale_after")));
+  return Status::Ok();
+}
+
+}  // namespace
 
 Status FinishAgentConfig(AgentConfig& c) {
   if (c.node.empty()) {
@@ -51,6 +97,15 @@ Status FinishAgentConfig(AgentConfig& c) {
     return InvalidArgument(fmt::format("{}: must be at least 1MiB", w.Of("spool_size")));
   }
   if (c.spool_dir.empty()) return InvalidArgument(fmt::format("{}: must be set", w.Of("spool_dir")));
+  if (c.exposition_labels_text == "dcgm") {
+    c.exposition_labels = ExpositionLabels::kDcgm;
+  } else if (c.exposition_labels_text == "lint") {
+    c.exposition_labels = ExpositionLabels::kLint;
+  } else if (!c.exposition_labels_text.empty()) {
+    return InvalidArgument(fmt::format("{}: \"{}\": want \"dcgm\" (dcgm-exporter's label names) or \"lint\"",
+                                       w.Of("exposition_labels"), c.exposition_labels_text));
+  }
+  GPULEDGER_RETURN_IF_ERROR(FinishKubernetes(c.kubernetes_section, c.kubernetes));
   if (!c.token_file.empty()) {
     std::ifstream in(c.token_file);
     if (!in) return NotFound(fmt::format("{}: {}: cannot open", w.Of("token_file"), c.token_file));

@@ -113,5 +113,63 @@ TEST(AgentConfigTest, FinishNamesWhereTheValueWasSet) {
   EXPECT_THAT(FinishAgentConfig(d).message(), StartsWith("agent.interval: must be at least 100ms"));
 }
 
+// [agent.kubernetes] and exposition_labels reach the config; rule lists replace the
+// defaults field by field.
+TEST(AgentConfigTest, KubernetesRulesReplaceTheDefaultsFieldByField) {
+  TempDir dir;
+  WriteFile(dir / "c.toml", R"([agent]
+exposition_labels = "lint"
+[agent.kubernetes]
+enabled = true
+pod_resources_socket = "/run/kubelet.sock"
+api_server = "none"
+stale_after = "2m"
+team = ["annotation:cost-center", "namespace"]
+[[agent.kubernetes.kind]]
+kind = "serving"
+when = "label:app"
+equals = "vllm"
+)");
+  auto c = Load(dir / "c.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_TRUE(FinishAgentConfig(*c).ok());
+  EXPECT_EQ(c->exposition_labels, ExpositionLabels::kLint);
+  EXPECT_EQ(c->kubernetes.enabled, std::optional<bool>(true));
+  EXPECT_EQ(c->kubernetes.pod_resources_socket, "/run/kubelet.sock");
+  EXPECT_EQ(c->kubernetes.api_server, "none");
+  EXPECT_EQ(c->kubernetes.stale_after_ms, 120'000);
+  ASSERT_EQ(c->kubernetes.rules.team.size(), 2u);
+  EXPECT_EQ(c->kubernetes.rules.team[0].ToString(), "annotation:cost-center");
+  EXPECT_EQ(c->kubernetes.rules.project.size(), kube::PodRules::Defaults().project.size()) << "not set: defaults";
+  ASSERT_EQ(c->kubernetes.rules.kinds.size(), 1u);
+  EXPECT_EQ(c->kubernetes.rules.kinds[0].kind, JobKind::kServing);
+  EXPECT_EQ(c->kubernetes.rules.kinds[0].equals, std::optional<std::string>("vllm"));
+}
+
+TEST(AgentConfigTest, KubernetesMistakesNameTheFileLineAndKey) {
+  TempDir dir;
+  struct Case {
+    std::string toml;
+    std::string error;
+  };
+  for (const Case& k : std::vector<Case>{
+           {"[agent.kubernetes]\nsocket = \"/x\"\n", "c.toml:2: agent.kubernetes.socket: unknown key"},
+           {"[agent.kubernetes]\n\nteam = [\"labels:team\"]\n", "c.toml:3: agent.kubernetes.team: source \"labels:team\""},
+           {"[agent.kubernetes]\n[[agent.kubernetes.kind]]\nkind = \"inference\"\nwhen = \"pod\"\n",
+            "c.toml:3: agent.kubernetes.kind.kind: "},
+           {"[agent.kubernetes]\n[[agent.kubernetes.kind]]\nkind = \"batch\"\nwhen = \"owner:\"\n",
+            "c.toml:4: agent.kubernetes.kind.when: source \"owner:\": a key after"},
+           {"[agent.kubernetes]\n[[agent.kubernetes.kind]]\nkind = \"batch\"\n", "c.toml:2: [[agent.kubernetes.kind]]: needs kind and when"},
+           {"[agent]\nexposition_labels = \"camel\"\n", "c.toml:2: agent.exposition_labels: \"camel\": want \"dcgm\""},
+       }) {
+    SCOPED_TRACE(k.toml);
+    WriteFile(dir / "c.toml", k.toml);
+    auto c = Load(dir / "c.toml");
+    Status st = c.ok() ? FinishAgentConfig(*c) : c.status();
+    ASSERT_FALSE(st.ok());
+    EXPECT_THAT(st.message(), HasSubstr(k.error));
+  }
+}
+
 }  // namespace
 }  // namespace gpuledger::agent

@@ -53,18 +53,14 @@ struct Node {
               EnvironText({"GPULEDGER_JOB=train-1", "GPULEDGER_TEAM=nlp", "GPULEDGER_KIND=training"}));
     WriteFile(dir / "proc/5002/environ", EnvironText({"GPULEDGER_JOB=nb-2", "GPULEDGER_TEAM=research"}));
     WriteFile(dir / "proc/5003/environ", EnvironText({"GPULEDGER_JOB=serve-3", "GPULEDGER_TEAM=search"}));
-    clock.Set(0);
-    auto loaded = nvml::testing::LoadFakeFromPath(kTestdata + "/" + scenario, clock);
-    if (!loaded.ok()) {
-      ADD_FAILURE() << loaded.status().ToString();
+    auto node = testing::StartScenarioNode(dir.path(), kTestdata + "/" + scenario, clock);
+    if (!node.ok()) {
+      ADD_FAILURE() << node.status().ToString();
       return;
     }
-    lib = std::move(loaded).value();
-    server = std::make_unique<TestLedgerServer>(dir / "ledger.db", clock);
-    if (!server->Start()) ADD_FAILURE() << "test server did not start";
-    auto made = MakeHttpBatchSink(server->url(), "agent-token", 2'000);
-    if (!made.ok()) ADD_FAILURE() << made.status().ToString();
-    sink = std::move(made).value();
+    lib = std::move(node->lib);
+    server = std::move(node->server);
+    sink = std::move(node->sink);
     config.node = "e2e-node";
     config.pool = "training";
     config.spool_dir = dir / "spool";

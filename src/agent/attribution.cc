@@ -204,11 +204,13 @@ Result<std::unordered_map<std::string, std::vector<std::string>>> ReadHpcJobMapp
   return out;
 }
 
-Attributor::Attributor(Options options, SlurmResolver* slurm)
-    : options_(std::move(options)), proc_(options_.proc_root), slurm_(slurm) {}
+Attributor::Attributor(Options options, SlurmResolver* slurm, kube::PodDirectory* pods)
+    : options_(std::move(options)), proc_(options_.proc_root), slurm_(slurm), pods_(pods) {}
 
-Status Attributor::Refresh() {
+Status Attributor::Refresh(int64_t now_ms) {
   Status status;
+  pod_jobs_.clear();
+  if (pods_ != nullptr) status = pods_->Refresh(now_ms);
   if (!options_.mapping_file.empty()) {
     struct stat st {};
     if (::stat(options_.mapping_file.c_str(), &st) != 0) {
@@ -298,6 +300,7 @@ Attribution Attributor::ForProcess(uint32_t pid, const DeviceRef& device) {
   if (auto job = JobFromEnvironment(p.env)) {
     a.source = AttributionSource::kEnvironment;
     a.job = std::move(*job);
+    if (p.pod_uid) pod_jobs_.insert_or_assign(*p.pod_uid, a.job);
     return a;
   }
   if (p.slurm_job) {
@@ -305,7 +308,7 @@ Attribution Attributor::ForProcess(uint32_t pid, const DeviceRef& device) {
     a.job = SlurmJob(*p.slurm_job);
   } else if (p.pod_uid) {
     a.source = AttributionSource::kKubernetes;
-    a.job.id = "k8s/" + *p.pod_uid;
+    a.job = PodJob(*p.pod_uid, device);
   } else if (auto job = MappingJob(device)) {
     a.source = AttributionSource::kMappingFile;
     a.job = std::move(*job);
@@ -316,17 +319,48 @@ Attribution Attributor::ForProcess(uint32_t pid, const DeviceRef& device) {
     return a;
   }
   OverlayEnvironment(p.env, a.job);
+  if (p.pod_uid) pod_jobs_.insert_or_assign(*p.pod_uid, a.job);
   return a;
+}
+
+std::vector<const kube::PodHolder*> Attributor::PodHolders(const DeviceRef& device) const {
+  if (pods_ == nullptr) return {};
+  return pods_->Holders(device.uuid, device.parent_uuid, device.gpu_instance_id);
+}
+
+Job Attributor::PodJob(const std::string& pod_uid, const DeviceRef& device) const {
+  if (pods_ != nullptr) {
+    if (const kube::PodHolder* h = pods_->ByUid(pod_uid)) return h->job;
+    // Without UIDs (no API server) a device held by one pod only is that pod's; on a
+    // shared device the pod cannot be told apart.
+    std::vector<const kube::PodHolder*> holders = PodHolders(device);
+    bool one_pod = !holders.empty() && std::all_of(holders.begin(), holders.end(), [&](const kube::PodHolder* h) {
+      return h->ns == holders[0]->ns && h->pod == holders[0]->pod;
+    });
+    if (one_pod) return holders[0]->job;
+  }
+  Job job;
+  job.id = "k8s/" + pod_uid;
+  return job;
 }
 
 std::vector<Attribution> Attributor::DeviceHolders(const DeviceRef& device) const {
   std::vector<Attribution> out;
-  if (auto job = MappingJob(device)) out.push_back({AttributionSource::kMappingFile, std::move(*job)});
+  auto add = [&](AttributionSource source, Job job) {
+    for (const Attribution& a : out) {
+      if (a.job.id == job.id) return;
+    }
+    out.push_back({source, std::move(job)});
+  };
+  if (auto job = MappingJob(device)) add(AttributionSource::kMappingFile, std::move(*job));
   for (const std::string& id : HpcJobs(device)) {
-    Attribution a;
-    a.source = AttributionSource::kHpcJobMap;
-    a.job.id = "hpc/" + id;
-    out.push_back(std::move(a));
+    Job job;
+    job.id = "hpc/" + id;
+    add(AttributionSource::kHpcJobMap, std::move(job));
+  }
+  for (const kube::PodHolder* h : PodHolders(device)) {
+    auto seen = h->uid.empty() ? pod_jobs_.end() : pod_jobs_.find(h->uid);
+    add(AttributionSource::kKubernetes, seen != pod_jobs_.end() ? seen->second : h->job);
   }
   return out;
 }

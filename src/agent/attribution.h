@@ -4,14 +4,17 @@
 //      GPULEDGER_POOL);
 //   2. Slurm: SLURM_JOB_ID in the environment, or a `job_<id>` component of its cgroup
 //      path; enriched with account, user, partition and name from Slurm (slurm.h);
-//   3. Kubernetes: the pod UID in its cgroup path (job "k8s/<pod uid>");
+//   3. Kubernetes: the pod UID in its cgroup path; with the kubelet's PodResources
+//      listing (kube/pod_directory.h) the job the pod rules make of the pod holding the
+//      device ("k8s/<namespace>/<job>"), else "k8s/<pod uid>";
 //   4. the static mapping file: a device (or MIG instance) -> job table;
 //   5. dcgm-exporter's HPC job-mapping folder: files named `<gpu index>` or
 //      `<gpu index>.<GPU instance id>` listing job ids, one per line (job "hpc/<id>").
 // GPULEDGER_TEAM & co. set on a process also override what a later source says about
 // its job. A process that matches nothing is unattributed (empty job id), never dropped.
-// The mapping file and the HPC folder also hold devices by themselves: a device they
-// name is allocated to that job while they name it, with or without processes.
+// The mapping file, the HPC folder and the kubelet's listing also hold devices by
+// themselves: a device they name is allocated to that job while they name it, with or
+// without processes (a pod holding a GPU idle).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +30,7 @@
 #include "agent/slurm.h"
 #include "core/model.h"
 #include "core/status.h"
+#include "kube/pod_directory.h"
 
 namespace gpuledger::agent {
 
@@ -45,6 +49,7 @@ struct DeviceRef {
   std::string uuid;      // the GPU's, or the MIG instance's
   int gpu_index = 0;     // NVML index of the physical GPU
   std::optional<uint32_t> gpu_instance_id;  // MIG instances only
+  std::string parent_uuid;                  // MIG instances only: the GPU's UUID
 };
 
 // The Slurm job id in a cgroup file's text: a path component "job_<digits>" (cgroup v1
@@ -89,20 +94,26 @@ class Attributor {
     std::string mapping_file;          // empty: none
     std::string hpc_job_mapping_dir;   // empty: none
   };
-  // `slurm` may be null (no Slurm on this node). REQUIRES: it outlives the attributor.
-  Attributor(Options options, SlurmResolver* slurm);
+  // `slurm` may be null (no Slurm on this node), and `pods` (no Kubernetes). REQUIRES:
+  // both outlive the attributor.
+  Attributor(Options options, SlurmResolver* slurm, kube::PodDirectory* pods = nullptr);
 
-  // Re-reads the mapping file (when its modification time changed) and the HPC folder.
-  // Call once per collection, before ForProcess. A bad mapping file keeps the last good
-  // contents and returns the error.
-  Status Refresh();
+  // Re-reads the mapping file (when its modification time changed), the HPC folder and
+  // the kubelet's listing (at `now_ms`). Call once per collection, before ForProcess. A
+  // bad mapping file keeps the last good contents and returns the error; so does a
+  // kubelet that does not answer (kube::PodDirectory::Refresh).
+  Status Refresh(int64_t now_ms = 0);
 
   // Attributes one process running on `device`. Processes' environment and cgroup are
   // read once per pid and cached until EndCycle forgets the pid.
   Attribution ForProcess(uint32_t pid, const DeviceRef& device);
 
-  // Jobs that hold `device` through the mapping file or the HPC folder, whatever runs.
+  // Jobs that hold `device` through the mapping file, the HPC folder or the kubelet,
+  // whatever runs; each job once.
   std::vector<Attribution> DeviceHolders(const DeviceRef& device) const;
+
+  // The containers the kubelet lists on `device` (empty without Kubernetes).
+  std::vector<const kube::PodHolder*> PodHolders(const DeviceRef& device) const;
 
   // Forgets cached pids that are not in `alive` (a pid reused later is read afresh).
   void EndCycle(const std::unordered_set<uint32_t>& alive);
@@ -120,13 +131,19 @@ class Attributor {
   std::optional<Job> MappingJob(const DeviceRef& device) const;
   std::vector<std::string> HpcJobs(const DeviceRef& device) const;
   Job SlurmJob(const std::string& id);
+  Job PodJob(const std::string& pod_uid, const DeviceRef& device) const;
 
   Options options_;
   ProcReader proc_;
   SlurmResolver* slurm_;
+  kube::PodDirectory* pods_;
   std::unordered_map<uint32_t, ProcInfo> procs_;
   std::vector<MappingEntry> mapping_;
   int64_t mapping_mtime_ns_ = -1;
+  // This collection's job of each pod (by UID) whose process ForProcess attributed:
+  // the pod's holdings take it, so that GPULEDGER_* variables set in the pod hold its
+  // devices too, and a job never appears with two versions of its metadata.
+  std::unordered_map<std::string, Job> pod_jobs_;
   std::unordered_map<std::string, std::vector<std::string>> hpc_;
 };
 

@@ -73,6 +73,17 @@ const std::vector<CatalogEntry>& Catalog() {
          if (!d.sm_clock_mhz) return std::nullopt;
          return static_cast<double>(*d.sm_clock_mhz);
        }},
+      {{{"DCGM_FI_DEV_GPU_TEMP", kGauge, "", "GPU temperature (in C)."}, MetricScope::kDevice,
+        "nvmlDeviceGetTemperature(GPU)"},
+       [](const nvml::DeviceSnapshot& d) -> std::optional<double> {
+         if (!d.temperature_c) return std::nullopt;
+         return static_cast<double>(*d.temperature_c);
+       }},
+      {{{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", kGauge, "",
+         "Ratio of time the graphics engine is active; here the coarse GPU utilization / 100 (GPM "
+         "GRAPHICS_UTIL is not read), so not on MIG instances."},
+        MetricScope::kDevice, "nvmlDeviceGetUtilizationRates / 100"},
+       [](const nvml::DeviceSnapshot& d) { return d.gpu_util; }},
       {{{"gpuledger_device_healthy", kGauge, "",
          "1 when the device is available (health ok or degraded), 0 when unhealthy or lost."},
         MetricScope::kDevice, "GPU_IS_LOST from any NVML call"},
@@ -177,19 +188,37 @@ const std::vector<CatalogEntry>& Catalog() {
       {{{"gpuledger_agent_slurm_queries_total", kCounter, "", "Times scontrol was asked about a job."},
         MetricScope::kAgent, "slurm"},
        nullptr},
+      {{{"gpuledger_agent_kubernetes_pod_resources_up", kGauge, "",
+         "1 when the kubelet's PodResources API answered the last collection's List."},
+        MetricScope::kAgent, "kubelet PodResources v1"},
+       nullptr},
+      {{{"gpuledger_agent_kubernetes_api_server_up", kGauge, "",
+         "1 when the API server answered the last request for pod or namespace metadata; 0 also when none is set."},
+        MetricScope::kAgent, "API server"},
+       nullptr},
+      {{{"gpuledger_agent_kubernetes_kubelet_only", kGauge, "",
+         "1 when jobs are made from what the kubelet gives alone (namespace, pod, container): no API server, or "
+         "it cannot be reached."},
+        MetricScope::kAgent, "agent"},
+       nullptr},
+      {{{"gpuledger_agent_kubernetes_pod_devices", kGauge, "",
+         "(container, device) pairs the kubelet lists as held now."},
+        MetricScope::kAgent, "kubelet PodResources v1"},
+       nullptr},
   };
   return *catalog;
 }
 
-Labels DeviceLabels(const nvml::DeviceInfo& info, const std::string& node) {
+// `model_label` is dcgm-exporter's "modelName" on its families, or the lint-clean
+// "model_name" (promtool refuses camelCase label names; gpuledger's own families always
+// use it).
+Labels DeviceLabels(const nvml::DeviceInfo& info, const std::string& node, std::string_view model_label) {
   Labels l;
   l.push_back({"gpu", std::to_string(info.gpu_index)});
   // dcgm-exporter labels a MIG instance's series with its GPU's UUID and GPU_I_ID.
   l.push_back({"UUID", info.is_mig() ? info.parent_uuid : info.uuid});
   l.push_back({"device", fmt::format("nvidia{}", info.gpu_index)});
-  // dcgm-exporter says modelName; promtool's lint refuses camelCase label names, so this
-  // one label is renamed (docs/agent.md shows the relabel rule that restores it).
-  l.push_back({"model_name", info.model});
+  l.push_back({std::string(model_label), info.model});
   l.push_back({"Hostname", node});
   if (info.is_mig()) {
     l.push_back({"GPU_I_PROFILE", info.mig_profile});
@@ -257,12 +286,23 @@ std::string RenderMetrics(const ExportState& state) {
   static const std::vector<nvml::DeviceInfo> kNone;
   const std::vector<nvml::DeviceInfo>& infos = state.devices ? *state.devices : kNone;
   size_t n = std::min(infos.size(), state.snapshot.devices.size());
-  std::vector<Labels> labels;
+  std::vector<Labels> labels;  // gpuledger_* device families
+  std::vector<Labels> dcgm;    // DCGM_FI_* families: dcgm-exporter's names, and the pod
   labels.reserve(n);
-  std::map<std::string, size_t> index_of;
+  dcgm.reserve(n);
+  const bool on_kubernetes = state.kubernetes.has_value();
   for (size_t i = 0; i < n; ++i) {
-    labels.push_back(DeviceLabels(infos[i], state.node));
-    index_of[infos[i].uuid] = i;
+    labels.push_back(DeviceLabels(infos[i], state.node, "model_name"));
+    Labels d = DeviceLabels(infos[i], state.node,
+                            state.label_names == ExpositionLabels::kDcgm ? "modelName" : "model_name");
+    if (on_kubernetes) {
+      const std::optional<DevicePod>* pod = i < state.device_pods.size() ? &state.device_pods[i] : nullptr;
+      bool held = pod != nullptr && pod->has_value();
+      d.push_back({"container", held ? (*pod)->container : ""});
+      d.push_back({"namespace", held ? (*pod)->ns : ""});
+      d.push_back({"pod", held ? (*pod)->pod : ""});
+    }
+    dcgm.push_back(std::move(d));
   }
   // Per process: its snapshot and its attribution.
   struct Proc {
@@ -303,6 +343,15 @@ std::string RenderMetrics(const ExportState& state) {
       {"gpuledger_agent_spool_dropped_batches_total", static_cast<double>(c.spool_dropped_batches)},
       {"gpuledger_agent_slurm_queries_total", static_cast<double>(c.slurm_queries)},
   };
+  std::map<std::string, double> kube_values;
+  if (const auto& k = state.kubernetes) {
+    kube_values = {
+        {"gpuledger_agent_kubernetes_pod_resources_up", k->pod_resources_up ? 1.0 : 0.0},
+        {"gpuledger_agent_kubernetes_api_server_up", k->api_up ? 1.0 : 0.0},
+        {"gpuledger_agent_kubernetes_kubelet_only", k->api_configured && k->api_up ? 0.0 : 1.0},
+        {"gpuledger_agent_kubernetes_pod_devices", static_cast<double>(k->holders)},
+    };
+  }
 
   Emitter out;
   for (const CatalogEntry& e : Catalog()) {
@@ -310,7 +359,8 @@ std::string RenderMetrics(const ExportState& state) {
     out.Begin(spec);
     if (e.device) {
       for (size_t i = 0; i < n; ++i) {
-        if (auto v = e.device(state.snapshot.devices[i])) out.Sample(labels[i], *v);
+        bool dcgm_family = spec.name.starts_with("DCGM_FI_");
+        if (auto v = e.device(state.snapshot.devices[i])) out.Sample(dcgm_family ? dcgm[i] : labels[i], *v);
       }
     } else if (spec.name == "gpuledger_gap_duration_seconds") {
       for (size_t i = 0; i < n && i < state.gap_totals.size(); ++i) {
@@ -351,6 +401,8 @@ std::string RenderMetrics(const ExportState& state) {
       }
     } else if (auto it = agent_values.find(spec.name); it != agent_values.end()) {
       out.Sample({{"Hostname", state.node}}, it->second);
+    } else if (auto kt = kube_values.find(spec.name); kt != kube_values.end()) {
+      out.Sample({{"Hostname", state.node}}, kt->second);
     }
   }
   return out.Take();

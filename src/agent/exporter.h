@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "agent/agent_config.h"
+#include "kube/pod_directory.h"
 #include "nvml/collector.h"
 #include "wire/prometheus/prom_text.h"
 
@@ -61,13 +63,23 @@ struct AgentCounters {
   int64_t slurm_queries = 0;
 };
 
+// The pod holding a device, as dcgm-exporter labels its series.
+struct DevicePod {
+  std::string pod, ns, container;
+};
+
 // Everything one scrape shows: the last complete collection and the agent's counters.
 struct ExportState {
+  ExpositionLabels label_names = ExpositionLabels::kDcgm;
   std::string node;
   std::shared_ptr<const std::vector<nvml::DeviceInfo>> devices;
   nvml::Snapshot snapshot;                // devices in the same order as `devices`
   std::vector<ProcessView> processes;
   std::vector<GapTotals> gap_totals;      // per device, same order
+  // Per device, same order (or empty): the pod holding it. A device shared by several
+  // pods (time-slicing) has none here: its series cannot name one.
+  std::vector<std::optional<DevicePod>> device_pods;
+  std::optional<kube::PodDirectoryStatus> kubernetes;  // none: not on Kubernetes
   AgentCounters counters;
 };
 

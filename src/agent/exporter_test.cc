@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -22,6 +23,7 @@ namespace gpuledger::agent {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using nvml::testing::ScenarioClock;
 using testing::TempDir;
 using testing::WriteFile;
@@ -29,7 +31,8 @@ using testing::WriteFile;
 const std::string kTestdata = GPULEDGER_AGENT_TESTDATA_DIR;
 
 // The exposition of an agent on e2e_hour.toml after two collections (t = 20 s, 21 s).
-std::string Exposition(const std::string& scenario = "e2e_hour.toml") {
+std::string Exposition(ExpositionLabels label_names = ExpositionLabels::kDcgm) {
+  const std::string scenario = "e2e_hour.toml";
   TempDir dir;
   WriteFile(dir / "proc/5003/environ", testing::EnvironText({"GPULEDGER_JOB=serve-3"}));
   ScenarioClock clock;
@@ -43,6 +46,8 @@ std::string Exposition(const std::string& scenario = "e2e_hour.toml") {
   config.node = "n1";
   config.spool_dir = dir / "spool";
   config.proc_root = dir / "proc";
+  config.exposition_labels = label_names;
+  config.kubernetes.enabled = false;
   auto agent = Agent::Create(config, AgentEnv{lib->get(), &clock, nullptr, nullptr});
   if (!agent.ok()) {
     ADD_FAILURE() << agent.status().ToString();
@@ -62,12 +67,18 @@ TEST(ExporterTest, ExpositionParsesAndCarriesDcgmNamesAndLabels) {
   std::set<std::string> families;
   for (const auto& f : parsed->families) families.insert(f.name);
   for (const AgentMetric& m : AgentMetricCatalog()) EXPECT_TRUE(families.contains(m.spec.name)) << m.spec.name;
-  // A whole GPU: dcgm-exporter's labels; a MIG instance: its GPU's UUID and GPU_I_ID.
+  // A whole GPU: dcgm-exporter's labels, modelName included; a MIG instance: its GPU's
+  // UUID and GPU_I_ID.
   EXPECT_THAT(text, HasSubstr("DCGM_FI_PROF_SM_ACTIVE{gpu=\"0\",UUID=\"GPU-e1000000-0000-4000-8000-000000000000\","
-                              "device=\"nvidia0\",model_name=\"NVIDIA H100 80GB HBM3\",Hostname=\"n1\"} 0.6\n"));
+                              "device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"n1\"} 0.6\n"));
   EXPECT_THAT(text, HasSubstr("DCGM_FI_PROF_SM_ACTIVE{gpu=\"2\",UUID=\"GPU-e3000000-0000-4000-8000-000000000000\","
-                              "device=\"nvidia2\",model_name=\"NVIDIA H200\",Hostname=\"n1\",GPU_I_PROFILE=\"3g.71gb\","
+                              "device=\"nvidia2\",modelName=\"NVIDIA H200\",Hostname=\"n1\",GPU_I_PROFILE=\"3g.71gb\","
                               "GPU_I_ID=\"1\",mig_uuid=\"MIG-e3000000-0000-4000-8000-00000000000a\"} 0.4\n"));
+  // gpuledger's own families keep the lint-clean name.
+  EXPECT_THAT(text, HasSubstr("gpuledger_device_healthy{gpu=\"0\",UUID=\"GPU-e1000000-0000-4000-8000-000000000000\","
+                              "device=\"nvidia0\",model_name=\"NVIDIA H100 80GB HBM3\""));
+  // Off Kubernetes, no pod labels.
+  EXPECT_THAT(text, Not(HasSubstr("pod=")));
   EXPECT_THAT(text, HasSubstr("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\""));
   // Processes: attributed or not, each listed with its source.
   EXPECT_THAT(text, HasSubstr("pid=\"5003\",job=\"serve-3\",source=\"environment\"} 1\n"));
@@ -87,21 +98,45 @@ TEST(ExporterTest, ExpositionParsesAndCarriesDcgmNamesAndLabels) {
   }
 }
 
-TEST(ExporterTest, PromtoolAcceptsTheExposition) {
-  if (!std::filesystem::exists("/usr/bin/promtool")) {
-    GPULEDGER_SKIP_OR_FAIL_IN_CI() << "promtool not installed (Debian: prometheus)";
-  }
+// promtool check metrics on `text`: its exit status and what it printed.
+std::pair<int, std::string> Promtool(const std::string& text) {
   TempDir dir;
-  WriteFile(dir / "metrics.prom", Exposition());
+  WriteFile(dir / "metrics.prom", text);
   std::string cmd = "/usr/bin/promtool check metrics < " + (dir / "metrics.prom") + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
+  if (p == nullptr) return {-1, "popen failed"};
   std::string out;
   char buf[512];
   while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  int rc = ::pclose(p);
+  return {::pclose(p), out};
+}
+
+TEST(ExporterTest, PromtoolAcceptsTheLintCleanExposition) {
+  if (!std::filesystem::exists("/usr/bin/promtool")) {
+    GPULEDGER_SKIP_OR_FAIL_IN_CI() << "promtool not installed (Debian: prometheus)";
+  }
+  std::string text = Exposition(ExpositionLabels::kLint);
+  EXPECT_THAT(text, Not(HasSubstr("modelName")));
+  auto [rc, out] = Promtool(text);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_EQ(out, "");
+}
+
+TEST(ExporterTest, PromtoolFindsOnlyDcgmExportersCamelCaseLabelInTheDefaultExposition) {
+  if (!std::filesystem::exists("/usr/bin/promtool")) {
+    GPULEDGER_SKIP_OR_FAIL_IN_CI() << "promtool not installed (Debian: prometheus)";
+  }
+  auto [rc, out] = Promtool(Exposition());
+  EXPECT_NE(rc, 0);
+  std::istringstream lines(out);
+  int complaints = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty()) continue;
+    ++complaints;
+    EXPECT_THAT(line, ::testing::StartsWith("DCGM_FI_")) << line;
+    EXPECT_THAT(line, HasSubstr("label names should be written in 'snake_case' not 'camelCase'")) << line;
+  }
+  EXPECT_GT(complaints, 0);
 }
 
 TEST(MetricsServerTest, ParsesListenAddresses) {

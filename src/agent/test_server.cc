@@ -121,4 +121,15 @@ std::vector<std::string> TestLedgerServer::applied_ids() const {
   return applied_ids_;
 }
 
+Result<ScenarioNode> StartScenarioNode(const std::string& dir, const std::string& scenario_path,
+                                       nvml::testing::ScenarioClock& clock) {
+  ScenarioNode s;
+  clock.Set(0);
+  GPULEDGER_ASSIGN_OR_RETURN(s.lib, nvml::testing::LoadFakeFromPath(scenario_path, clock));
+  s.server = std::make_unique<TestLedgerServer>(dir + "/ledger.db", clock);
+  if (!s.server->Start()) return Unavailable("test server did not start");
+  GPULEDGER_ASSIGN_OR_RETURN(s.sink, MakeHttpBatchSink(s.server->url(), "agent-token", 2'000));
+  return s;
+}
+
 }  // namespace gpuledger::agent::testing

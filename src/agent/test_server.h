@@ -11,7 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "agent/push.h"
 #include "core/time.h"
+#include "nvml/nvml_api.h"
+#include "nvml/test_support.h"
 #include "ledger/ledger.h"
 
 namespace gpuledger::agent::testing {
@@ -56,5 +59,16 @@ class TestLedgerServer {
   std::vector<std::string> errors_;
   std::vector<std::string> applied_ids_;
 };
+
+// What a node's end-to-end tests run on: the fake NVML replaying a scenario, a started
+// TestLedgerServer on `<dir>/ledger.db`, and the agent's HTTP sink to it (the default
+// token). Sets `clock` to 0 first.
+struct ScenarioNode {
+  std::unique_ptr<nvml::NvmlLibrary> lib;
+  std::unique_ptr<TestLedgerServer> server;
+  std::unique_ptr<BatchSink> sink;
+};
+Result<ScenarioNode> StartScenarioNode(const std::string& dir, const std::string& scenario_path,
+                                       nvml::testing::ScenarioClock& clock);
 
 }  // namespace gpuledger::agent::testing

@@ -401,25 +401,64 @@ Status ReadServer(const std::string& file, const toml::table& t, int64_t line, S
   });
 }
 
+Status ReadKubernetes(const std::string& file, const toml::table& t, int64_t line, KubernetesSection& s) {
+  s.where = Where(file, line, "agent.kubernetes");
+  Reader r(file, t, s.where);
+  GPULEDGER_RETURN_IF_ERROR(r.Known({"enabled", "pod_resources_socket", "api_server", "token_file", "ca_file",
+                                     "stale_after", "job", "team", "project", "experiment", "user", "kind"}));
+  GPULEDGER_RETURN_IF_ERROR(r.Bool("enabled", s.enabled));
+  for (auto [key, field] : {std::pair{"pod_resources_socket", &s.pod_resources_socket},
+                            {"api_server", &s.api_server}, {"token_file", &s.token_file}, {"ca_file", &s.ca_file}}) {
+    GPULEDGER_RETURN_IF_ERROR(r.String(key, *field));
+  }
+  GPULEDGER_RETURN_IF_ERROR(r.Duration("stale_after", s.stale_after_ms));
+  for (auto [key, field] : {std::pair{"job", &s.job}, {"team", &s.team}, {"project", &s.project},
+                            {"experiment", &s.experiment}, {"user", &s.user}}) {
+    std::vector<std::string> list;
+    GPULEDGER_RETURN_IF_ERROR(r.StringList(key, list));
+    if (t.get(key) != nullptr) *field = std::move(list);
+  }
+  if (t.get("kind") == nullptr) return Status::Ok();
+  s.kinds.emplace();
+  return r.EachTable("kind", [&](const toml::table& tt, int64_t at) -> Status {
+    KubernetesKindTable rule{.where = Where(file, at, "agent.kubernetes.kind")};
+    rule.where.MarkArray();
+    Reader e(file, tt, rule.where);
+    GPULEDGER_RETURN_IF_ERROR(e.Known({"kind", "when", "equals"}));
+    GPULEDGER_RETURN_IF_ERROR(e.String("kind", rule.kind));
+    GPULEDGER_RETURN_IF_ERROR(e.String("when", rule.when));
+    GPULEDGER_RETURN_IF_ERROR(e.String("equals", rule.equals));
+    if (rule.kind.empty() || rule.when.empty()) {
+      return InvalidArgument(fmt::format("{}: needs kind and when", rule.where.Table()));
+    }
+    s.kinds->push_back(std::move(rule));
+    return Status::Ok();
+  });
+}
+
 Status ReadAgent(const std::string& file, const toml::table& t, int64_t line, AgentSection& s) {
   s.where = Where(file, line, "agent");
   Reader r(file, t, s.where);
   GPULEDGER_RETURN_IF_ERROR(r.Known({"server_url", "token", "token_file", "node", "pool", "capacity_type",
                                      "interval", "push_interval", "spool_dir", "spool_size", "listen",
                                      "mapping_file", "hpc_job_mapping_dir", "nvml_library", "proc_root",
-                                     "slurm", "scontrol"}));
+                                     "slurm", "scontrol", "exposition_labels", "kubernetes"}));
   for (auto [key, field] : {std::pair{"server_url", &s.server_url}, {"token", &s.token},
                             {"token_file", &s.token_file}, {"node", &s.node}, {"pool", &s.pool},
                             {"spool_dir", &s.spool_dir}, {"listen", &s.listen}, {"mapping_file", &s.mapping_file},
                             {"hpc_job_mapping_dir", &s.hpc_job_mapping_dir}, {"nvml_library", &s.nvml_library},
-                            {"proc_root", &s.proc_root}, {"scontrol", &s.scontrol}}) {
+                            {"proc_root", &s.proc_root}, {"scontrol", &s.scontrol},
+                            {"exposition_labels", &s.exposition_labels}}) {
     GPULEDGER_RETURN_IF_ERROR(r.String(key, *field));
   }
   GPULEDGER_RETURN_IF_ERROR(r.Capacity("capacity_type", s.capacity_type));
   GPULEDGER_RETURN_IF_ERROR(r.Duration("interval", s.interval_ms));
   GPULEDGER_RETURN_IF_ERROR(r.Duration("push_interval", s.push_interval_ms));
   GPULEDGER_RETURN_IF_ERROR(r.ByteSize("spool_size", s.spool_max_bytes));
-  return r.Bool("slurm", s.slurm);
+  GPULEDGER_RETURN_IF_ERROR(r.Bool("slurm", s.slurm));
+  GPULEDGER_ASSIGN_OR_RETURN(const toml::table* kt, r.SubTable("kubernetes"));
+  if (kt == nullptr) return Status::Ok();
+  return ReadKubernetes(file, *kt, LineOf(*t.get("kubernetes")), s.kubernetes);
 }
 
 }  // namespace

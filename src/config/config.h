@@ -133,6 +133,29 @@ struct ServerSection {
 };
 
 // [agent] (docs/agent.md).
+// [[agent.kubernetes.kind]]: the kind `kind` when the source `when` gives a value (equal
+// to `equals` when set). Kinds and sources are checked by the agent (kube/pod_rules.h).
+struct KubernetesKindTable {
+  std::string kind;
+  std::string when;
+  std::optional<std::string> equals;
+  Where where;
+};
+
+// [agent.kubernetes] (docs/agent.md): the kubelet's PodResources socket, the API server,
+// and the pod rules; a rule list set here replaces that field's defaults.
+struct KubernetesSection {
+  std::optional<bool> enabled;
+  std::optional<std::string> pod_resources_socket;
+  std::optional<std::string> api_server;  // "none": kubelet facts only
+  std::optional<std::string> token_file;
+  std::optional<std::string> ca_file;
+  std::optional<int64_t> stale_after_ms;
+  std::optional<std::vector<std::string>> job, team, project, experiment, user;
+  std::optional<std::vector<KubernetesKindTable>> kinds;
+  Where where{"", 0, "agent.kubernetes"};
+};
+
 struct AgentSection {
   std::optional<std::string> server_url;
   std::optional<std::string> token;
@@ -151,6 +174,8 @@ struct AgentSection {
   std::optional<std::string> proc_root;
   std::optional<bool> slurm;
   std::optional<std::string> scontrol;
+  std::optional<std::string> exposition_labels;  // "dcgm" or "lint", checked by the agent
+  KubernetesSection kubernetes;
   Where where{"", 0, "agent"};
 };
 

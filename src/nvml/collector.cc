@@ -348,6 +348,7 @@ void Collector::Impl::CollectGpu(size_t i, int64_t now_ms, std::vector<DeviceSna
   }
   snap.energy_millijoules_total = Take(lib.TotalEnergyMillijoules(t.handle), i, snap);
   snap.sm_clock_mhz = Take(lib.ClockMhz(t.handle, ClockType::kSm), i, snap);
+  snap.temperature_c = Take(lib.TemperatureCelsius(t.handle), i, snap);
   if (t.lost) return;
   // A GPU in MIG mode has no whole-GPU utilization; its instances carry the activity.
   if (!info.mig_enabled) {

@@ -105,6 +105,7 @@ struct DeviceSnapshot {
   std::optional<double> power_watts;
   std::optional<uint64_t> energy_millijoules_total;  // counter since driver load
   std::optional<unsigned> sm_clock_mhz;
+  std::optional<unsigned> temperature_c;  // whole GPUs only
   std::optional<GapProfile> gaps;  // since the previous collection; physical non-MIG GPUs
   std::vector<ProcessSnapshot> processes;
   bool processes_listed = false;  // the process list was read (so an empty one means none)

@@ -47,6 +47,8 @@ constexpr uint32_t StructVersion(size_t size, uint32_t version) {
 inline constexpr int kClockGraphics = 0;
 inline constexpr int kClockSm = 1;
 inline constexpr int kClockMemory = 2;
+// Sensor of nvmlDeviceGetTemperature (NVML_TEMPERATURE_GPU: the GPU die).
+inline constexpr int kTemperatureGpu = 0;
 
 // Sampling types of nvmlDeviceGetSamples.
 inline constexpr int kSamplingGpuUtilization = 1;
@@ -211,6 +213,7 @@ using FnDeviceUll = Return (*)(Device, unsigned long long*);         // NOLINT: 
 using FnMemoryV1 = Return (*)(Device, MemoryV1*);
 using FnMemoryV2 = Return (*)(Device, MemoryV2*);
 using FnClockInfo = Return (*)(Device, int, unsigned*);
+using FnTemperature = Return (*)(Device, int, unsigned*);  // sensor, degrees C
 using FnUtilization = Return (*)(Device, Utilization*);
 using FnSamples = Return (*)(Device, int, unsigned long long, int*, unsigned*,  // NOLINT
                              Sample*);

@@ -31,6 +31,7 @@ enum Entry : size_t {
   kPower,
   kEnergy,
   kClock,
+  kTemperature,
   kUtilization,
   kSamples,
   kProcesses,
@@ -78,6 +79,7 @@ const std::array<EntrySpec, kEntryCount>& Specs() {
       {kPower, {"nvmlDeviceGetPowerUsage"}},
       {kEnergy, {"nvmlDeviceGetTotalEnergyConsumption"}},
       {kClock, {"nvmlDeviceGetClockInfo"}},
+      {kTemperature, {"nvmlDeviceGetTemperature"}},
       {kUtilization, {"nvmlDeviceGetUtilizationRates"}},
       {kSamples, {"nvmlDeviceGetSamples"}},
       {kProcesses,
@@ -317,6 +319,10 @@ NvmlResult<uint64_t> NvmlLibrary::TotalEnergyMillijoules(NvmlDevice d) const {
 
 NvmlResult<unsigned> NvmlLibrary::ClockMhz(NvmlDevice d, ClockType type) const {
   return impl_->Out<abi::FnClockInfo, unsigned>(kClock, Dev(d), static_cast<int>(type));
+}
+
+NvmlResult<unsigned> NvmlLibrary::TemperatureCelsius(NvmlDevice d) const {
+  return impl_->Out<abi::FnTemperature, unsigned>(kTemperature, Dev(d), abi::kTemperatureGpu);
 }
 
 NvmlResult<UtilizationRates> NvmlLibrary::Utilization(NvmlDevice d) const {

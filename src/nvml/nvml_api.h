@@ -215,6 +215,8 @@ class NvmlLibrary {
   // Counter since the driver loaded.
   NvmlResult<uint64_t> TotalEnergyMillijoules(NvmlDevice d) const;
   NvmlResult<unsigned> ClockMhz(NvmlDevice d, ClockType type) const;
+  // The GPU die's temperature (NVML_TEMPERATURE_GPU), whole GPUs only.
+  NvmlResult<unsigned> TemperatureCelsius(NvmlDevice d) const;
   NvmlResult<UtilizationRates> Utilization(NvmlDevice d) const;
   // GPU-utilization samples newer than `last_seen_us` (0: the whole buffer), oldest
   // first. NOT_FOUND (no new sample) is reported as an empty vector.

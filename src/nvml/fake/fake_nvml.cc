@@ -406,6 +406,15 @@ FAKE_NVML_EXPORT Return nvmlDeviceGetClockInfo(Device d, int type, unsigned* mhz
   }
 }
 
+FAKE_NVML_EXPORT Return nvmlDeviceGetTemperature(Device d, int sensor, unsigned* celsius) {
+  fk::Call c("nvmlDeviceGetTemperature");
+  if (!c.Begin(d)) return c.rc();
+  if (celsius == nullptr || sensor != abi::kTemperatureGpu) return abi::kErrorInvalidArgument;
+  if (c.dev().is_mig()) return abi::kErrorNotSupported;
+  *celsius = c.dev().gpu().temperature_c;
+  return abi::kSuccess;
+}
+
 FAKE_NVML_EXPORT Return nvmlDeviceGetUtilizationRates(Device d, abi::Utilization* util) {
   fk::Call c("nvmlDeviceGetUtilizationRates");
   if (!c.Begin(d)) return c.rc();
@@ -677,6 +686,7 @@ static_assert(std::is_same_v<decltype(&nvmlDeviceGetMemoryInfo), abi::FnMemoryV1
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetPowerUsage), abi::FnDeviceUint>);
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetTotalEnergyConsumption), abi::FnDeviceUll>);
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetClockInfo), abi::FnClockInfo>);
+static_assert(std::is_same_v<decltype(&nvmlDeviceGetTemperature), abi::FnTemperature>);
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetUtilizationRates), abi::FnUtilization>);
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetSamples), abi::FnSamples>);
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetComputeRunningProcesses),

@@ -193,7 +193,7 @@ int ParseCode(const Reader& r, const toml::node* n) {
 void ReadGpu(const Reader& g, Scenario& s, std::set<std::string>& uuids) {
   g.AllowOnly({"uuid", "name", "memory_mib", "base_used_mib", "compute_capability", "sm_count",
                "gpm", "mig", "mig_slices", "sample_period_ms", "idle_power_watts",
-               "idle_sm_clock_mhz", "phase", "instance"});
+               "idle_sm_clock_mhz", "temperature_c", "phase", "instance"});
   FakeDevice& gpu = s.devices.emplace_back();
   s.gpus.push_back(&gpu);
   gpu.uuid = g.String("uuid", "", true);
@@ -211,6 +211,7 @@ void ReadGpu(const Reader& g, Scenario& s, std::set<std::string>& uuids) {
   gpu.sample_period_ms = g.Integer("sample_period_ms", 100, 10, 10'000);
   gpu.idle_power_watts = g.Number("idle_power_watts", 75, 0, 5000);
   gpu.idle_sm_clock_mhz = static_cast<unsigned>(g.Integer("idle_sm_clock_mhz", 345, 0, 10'000));
+  gpu.temperature_c = static_cast<unsigned>(g.Integer("temperature_c", 45, 0, 150));
   gpu.phases = ReadPhases(g);
   if (!uuids.insert(gpu.uuid).second) g.Fail(g.Find("uuid"), "uuid: not unique");
 

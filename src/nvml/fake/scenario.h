@@ -54,6 +54,7 @@ struct FakeDevice {
   unsigned mig_slices = 7;  // compute slices of the whole GPU
   int64_t sample_period_ms = 100;
   double idle_power_watts = 75;
+  unsigned temperature_c = 45;  // nvmlDeviceGetTemperature(GPU)
   unsigned idle_sm_clock_mhz = 345;
   std::vector<FakeDevice*> instances;  // MIG instances, in index order
 

@@ -1,0 +1,431 @@
+// A small renderer for this chart's templates, so that the chart is tested without
+// helm (not a Debian package). It implements exactly the template subset the chart
+// uses, with Helm's meaning, and refuses anything else:
+//   {{ .Values.a.b }}  {{ .Release.Name|Namespace|Service }}  {{ .Chart.Name|Version|AppVersion }}
+//   {{ x | quote }}  {{ x | nindent N }}  {{ toYaml x }}  {{ include "name" . }}
+//   {{- if x }} / {{- if not x }} / {{- else }} / {{- end }}  {{- define "name" -}}
+// with {{- and -}} trimming whitespace. values files: a YAML subset (maps, lists,
+// scalars, `|` blocks, {} and []); later files override earlier ones key by key.
+//
+//   node render.mjs CHART [-f values.yaml]... [--release NAME] [--namespace NS]
+//   node render.mjs --check     renders the committed examples and compares them
+//   node render.mjs --update    rewrites them
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import {spawnSync} from 'node:child_process';
+import {fileURLToPath} from 'node:url';
+
+// ---- values: a YAML subset ----
+function parseScalar(s, where) {
+  if (s === '' || s === '~' || s === 'null') return null;
+  if (s === 'true') return true;
+  if (s === 'false') return false;
+  if (s === '{}') return {};
+  if (s === '[]') return [];
+  if (/^-?\d+(\.\d+)?$/.test(s)) return Number(s);
+  if (s.startsWith('"')) return JSON.parse(s);
+  if (s.startsWith("'")) return s.slice(1, -1).replace(/''/g, "'");
+  if (/^\[.*\]$/.test(s)) {
+    const inner = s.slice(1, -1).trim();
+    return inner === '' ? [] : inner.split(',').map((x) => parseScalar(x.trim(), where));
+  }
+  if (/^[{&*!|>%@`]/.test(s)) throw new Error(`${where}: unsupported YAML "${s}"`);
+  return s;
+}
+
+function stripComment(line) {
+  let quote = null;
+  for (let i = 0; i < line.length; ++i) {
+    const c = line[i];
+    if (quote) {
+      if (c === quote) quote = null;
+    } else if (c === '"' || c === "'") {
+      quote = c;
+    } else if (c === '#' && (i === 0 || line[i - 1] === ' ')) {
+      return line.slice(0, i).trimEnd();
+    }
+  }
+  return line.trimEnd();
+}
+
+export function parseValues(text, file) {
+  const raw = text.split('\n');
+  const lines = [];  // {indent, text, n}
+  for (let n = 0; n < raw.length; ++n) lines.push({indent: raw[n].search(/\S|$/), raw: raw[n], n: n + 1});
+  let i = 0;
+  const significant = () => {
+    while (i < lines.length && stripComment(lines[i].raw).trim() === '') ++i;
+    return i < lines.length ? lines[i] : null;
+  };
+  function block(indent) {  // `|` block scalar: lines indented more than `indent`
+    const out = [];
+    let base = -1;
+    while (i < lines.length) {
+      const l = lines[i];
+      if (l.raw.trim() !== '' && l.indent <= indent) break;
+      if (l.raw.trim() !== '' && base < 0) base = l.indent;
+      out.push(l.raw.trim() === '' ? '' : l.raw.slice(base));
+      ++i;
+    }
+    while (out.length && out[out.length - 1] === '') out.pop();
+    return out.length ? out.join('\n') + '\n' : '';
+  }
+  function node(indent) {
+    const first = significant();
+    if (!first || first.indent < indent) return null;
+    const isList = stripComment(first.raw).trim().startsWith('- ') || stripComment(first.raw).trim() === '-';
+    return isList ? list(first.indent) : map(first.indent);
+  }
+  function entry(obj, text, indent, where) {
+    const m = /^("[^"]*"|[^:]+?):(\s+(.*))?$/.exec(text);
+    if (!m) throw new Error(`${where}: want key: value`);
+    const key = m[1].startsWith('"') ? JSON.parse(m[1]) : m[1];
+    const rest = (m[3] || '').trim();
+    if (rest === '|' || rest === '|-') {
+      obj[key] = block(indent);
+      if (rest === '|-') obj[key] = obj[key].replace(/\n$/, '');
+    } else if (rest === '') {
+      const child = node(indent + 1);
+      obj[key] = child === null ? null : child;
+    } else {
+      obj[key] = parseScalar(rest, where);
+    }
+  }
+  function map(indent) {
+    const obj = {};
+    for (let l = significant(); l && l.indent === indent; l = significant()) {
+      const text = stripComment(l.raw).trim();
+      if (text.startsWith('- ')) break;
+      ++i;
+      entry(obj, text, indent, `${file}:${l.n}`);
+    }
+    return obj;
+  }
+  function list(indent) {
+    const arr = [];
+    for (let l = significant(); l && l.indent === indent; l = significant()) {
+      const text = stripComment(l.raw).trim();
+      if (!text.startsWith('-')) break;
+      ++i;
+      const rest = text.slice(1).trim();
+      if (rest === '') {
+        arr.push(node(indent + 1));
+      } else if (/^("[^"]*"|[^:"]+?):(\s|$)/.test(rest)) {
+        const obj = {};
+        entry(obj, rest, indent + 2, `${file}:${l.n}`);
+        const more = significant();
+        if (more && more.indent === indent + 2) Object.assign(obj, map(indent + 2));
+        arr.push(obj);
+      } else {
+        arr.push(parseScalar(rest, `${file}:${l.n}`));
+      }
+    }
+    return arr;
+  }
+  const v = node(0);
+  if (significant()) throw new Error(`${file}:${lines[i].n}: unexpected indentation`);
+  return v || {};
+}
+
+function merge(base, over) {
+  if (over === null || typeof over !== 'object' || Array.isArray(over)) return over;
+  const out = {...(base && typeof base === 'object' && !Array.isArray(base) ? base : {})};
+  for (const [k, v] of Object.entries(over)) out[k] = merge(out[k], v);
+  return out;
+}
+
+// ---- toYaml as Helm's (sigs.k8s.io/yaml: keys sorted, strings quoted when ambiguous) ----
+function yamlString(s) {
+  const ambiguous = s === '' || /^(true|false|yes|no|on|off|y|n|null|~)$/i.test(s) ||
+      /^[-+]?(\d[\d_]*(\.\d*)?|\.\d+)([eE][-+]?\d+)?$/.test(s) || /^0[xob]/i.test(s) ||
+      /[:#]\s|:$|^[\s\-?:,\[\]{}#&*!|>'"%@`]|\s$/.test(s);
+  return ambiguous ? JSON.stringify(s) : s;
+}
+function toYaml(v, indent = '') {
+  if (v === null || v === undefined) return 'null';
+  if (Array.isArray(v)) {
+    if (!v.length) return '[]';
+    return v.map((x) => {
+      if (x && typeof x === 'object' && Object.keys(x).length) {
+        const body = toYaml(x, indent + '  ');
+        return `${indent}- ${body.slice(indent.length + 2)}`;
+      }
+      return `${indent}- ${toYaml(x, indent + '  ')}`;
+    }).join('\n');
+  }
+  if (typeof v === 'object') {
+    const keys = Object.keys(v).sort();
+    if (!keys.length) return '{}';
+    return keys.map((k) => {
+      const x = v[k];
+      if (x && typeof x === 'object' && (Array.isArray(x) ? x.length : Object.keys(x).length)) {
+        return `${indent}${yamlString(k)}:\n${toYaml(x, Array.isArray(x) ? indent : indent + '  ')}`;
+      }
+      return `${indent}${yamlString(k)}: ${toYaml(x, indent + '  ')}`;
+    }).join('\n');
+  }
+  if (typeof v === 'string') return yamlString(v);
+  return String(v);
+}
+
+// ---- templates ----
+function tokenize(text, file) {
+  const out = [];
+  const re = /\{\{(-?)\s*([\s\S]*?)\s*(-?)\}\}/g;
+  let last = 0;
+  for (let m; (m = re.exec(text));) {
+    out.push({text: text.slice(last, m.index)});
+    out.push({action: m[2], trimLeft: m[1] === '-', trimRight: m[3] === '-', file});
+    last = re.lastIndex;
+  }
+  out.push({text: text.slice(last)});
+  for (let k = 0; k < out.length; ++k) {
+    if (out[k].action === undefined) continue;
+    if (out[k].trimLeft && out[k - 1]) out[k - 1].text = out[k - 1].text.replace(/\s+$/, '');
+    if (out[k].trimRight && out[k + 1]) out[k + 1].text = out[k + 1].text.replace(/^\s+/, '');
+  }
+  return out;
+}
+
+function parseTemplate(tokens) {
+  let i = 0;
+  const defines = {};
+  function seq(stops) {
+    const nodes = [];
+    while (i < tokens.length) {
+      const t = tokens[i];
+      if (t.action === undefined) {
+        nodes.push({text: t.text});
+        ++i;
+        continue;
+      }
+      const head = t.action.split(/\s+/)[0];
+      if (stops.includes(head)) return nodes;
+      ++i;
+      if (head === 'if') {
+        const node = {cond: t.action.slice(2).trim(), then: seq(['else', 'end']), else: []};
+        if (tokens[i].action.startsWith('else')) {
+          ++i;
+          node.else = seq(['end']);
+        }
+        ++i;  // end
+        nodes.push(node);
+      } else if (head === 'define') {
+        const name = JSON.parse(t.action.slice(6).trim());
+        defines[name] = seq(['end']);
+        ++i;
+      } else if (head === 'else' || head === 'end') {
+        throw new Error(`${t.file}: unexpected {{ ${t.action} }}`);
+      } else {
+        nodes.push({expr: t.action, file: t.file});
+      }
+    }
+    return nodes;
+  }
+  return {nodes: seq([]), defines};
+}
+
+function makeContext(values, release, chart) {
+  return {Values: values, Release: release, Chart: chart};
+}
+
+function lookup(ctx, ref, file) {
+  let v = ctx;
+  for (const part of ref.slice(1).split('.')) {
+    if (v === null || typeof v !== 'object' || !(part in v)) throw new Error(`${file}: ${ref}: no such value`);
+    v = v[part];
+  }
+  return v;
+}
+
+function truthy(v) {
+  if (v === null || v === undefined || v === false || v === 0 || v === '') return false;
+  if (Array.isArray(v)) return v.length > 0;
+  if (typeof v === 'object') return Object.keys(v).length > 0;
+  return true;
+}
+
+function show(v) {
+  if (v === null || v === undefined) return '<no value>';
+  if (typeof v === 'object') throw new Error('a map or list printed as text (use toYaml)');
+  return String(v);
+}
+
+function evalPipeline(expr, ctx, defines, file) {
+  const stages = expr.split('|').map((s) => s.trim());
+  const words = stages[0].match(/"[^"]*"|\S+/g);
+  let v;
+  if (words[0] === 'toYaml') {
+    v = toYaml(lookup(ctx, words[1], file));
+  } else if (words[0] === 'include') {
+    v = render(defines[JSON.parse(words[1])], ctx, defines, file);
+  } else if (words[0] === 'not') {
+    v = !truthy(lookup(ctx, words[1], file));
+  } else if (words.length === 1 && words[0].startsWith('.')) {
+    v = lookup(ctx, words[0], file);
+  } else {
+    throw new Error(`${file}: unsupported {{ ${expr} }}`);
+  }
+  for (const stage of stages.slice(1)) {
+    const [fn, arg] = stage.split(/\s+/);
+    if (fn === 'quote') {
+      v = JSON.stringify(show(v));
+    } else if (fn === 'nindent' || fn === 'indent') {
+      const pad = ' '.repeat(Number(arg));
+      v = (fn === 'nindent' ? '\n' : '') + show(v).split('\n').map((l) => pad + l).join('\n');
+    } else {
+      throw new Error(`${file}: unsupported function ${fn}`);
+    }
+  }
+  return v;
+}
+
+function render(nodes, ctx, defines, file) {
+  let out = '';
+  for (const n of nodes) {
+    if (n.text !== undefined) {
+      out += n.text;
+    } else if (n.cond !== undefined) {
+      out += render(truthy(evalPipeline(n.cond, ctx, defines, file)) ? n.then : n.else, ctx, defines, file);
+    } else {
+      out += show(evalPipeline(n.expr, ctx, defines, n.file));
+    }
+  }
+  return out;
+}
+
+export function renderChart(chartDir, valueFiles, release) {
+  const chart = parseValues(fs.readFileSync(path.join(chartDir, 'Chart.yaml'), 'utf8'), 'Chart.yaml');
+  let values = parseValues(fs.readFileSync(path.join(chartDir, 'values.yaml'), 'utf8'), 'values.yaml');
+  for (const f of valueFiles) values = merge(values, parseValues(fs.readFileSync(f, 'utf8'), f));
+  const ctx = makeContext(values, {Service: 'Helm', ...release},
+                          {Name: chart.name, Version: chart.version, AppVersion: chart.appVersion});
+  const dir = path.join(chartDir, 'templates');
+  const files = fs.readdirSync(dir).sort();
+  const defines = {};
+  for (const f of files.filter((f) => f.endsWith('.tpl'))) {
+    Object.assign(defines, parseTemplate(tokenize(fs.readFileSync(path.join(dir, f), 'utf8'), f)).defines);
+  }
+  let out = '';
+  for (const f of files.filter((f) => f.endsWith('.yaml'))) {
+    const t = parseTemplate(tokenize(fs.readFileSync(path.join(dir, f), 'utf8'), f));
+    Object.assign(defines, t.defines);
+    const text = render(t.nodes, ctx, defines, f).trim();
+    if (text) out += `---\n# Source: ${chart.name}/templates/${f}\n${text}\n`;
+  }
+  return out;
+}
+
+// ---- the committed examples and their checks ----
+const here = path.dirname(fileURLToPath(import.meta.url));
+const chartDir = path.join(here, 'gpuledger');
+const examples = [
+  // The defaults: agent and server, SQLite on a volume.
+  {out: path.join(here, 'rendered', 'default.yaml'), values: []},
+  // Every option on: PostgreSQL by URL, an existing Secret, a ServiceMonitor.
+  {out: path.join(here, 'rendered', 'full.yaml'), values: [path.join(here, 'ci', 'full-values.yaml')]},
+  // The agent alone, for sites with their server elsewhere.
+  {out: path.join(here, '..', 'daemonset.yaml'), values: [path.join(here, 'ci', 'agent-only-values.yaml')],
+   header: '# The gpuledger agent as a DaemonSet, rendered from the Helm chart (deploy/helm/gpuledger)\n' +
+           '# with deploy/helm/ci/agent-only-values.yaml; a test keeps them equal. Make the Secret\n' +
+           '# gpuledger-tokens (key agent-token) first; docs/install.md has the steps.\n'},
+];
+
+function renderExample(e) {
+  return (e.header || '') + renderChart(chartDir, e.values, {Name: 'gpuledger', Namespace: 'gpuledger'});
+}
+
+function documents(text) {
+  return text.split(/^---$/m).map((d) => d.trim()).filter((d) => d && !/^(#.*\n?)*$/.test(d));
+}
+function kinds(text) {
+  return documents(text).map((d) => /^kind: (\S+)$/m.exec(d)[1]);
+}
+function expect(ok, what) {
+  if (!ok) throw new Error(`check failed: ${what}`);
+}
+
+function check() {
+  let failures = 0;
+  const rendered = examples.map((e) => {
+    const text = renderExample(e);
+    const committed = fs.existsSync(e.out) ? fs.readFileSync(e.out, 'utf8') : '';
+    if (text !== committed) {
+      console.error(`${path.relative(here, e.out)} differs from what the chart renders ` +
+                    '(node deploy/helm/render.mjs --update rewrites it)');
+      ++failures;
+    }
+    return text;
+  });
+  const [def, full, agentOnly] = rendered;
+  const ds = documents(def).find((d) => /^kind: DaemonSet$/m.test(d));
+  expect(ds.includes('path: /var/lib/kubelet/pod-resources'), 'the DaemonSet mounts the pod-resources folder');
+  expect(ds.includes('nvidia.com/gpu.present: "true"'), 'the DaemonSet selects GPU nodes');
+  expect(ds.includes('- effect: NoSchedule\n          key: nvidia.com/gpu\n          operator: Exists'),
+         'the DaemonSet tolerates the GPU taint');
+  expect(ds.includes('hostPID: true'), 'the agent sees the host\'s processes');
+  expect(JSON.stringify(kinds(def)) === JSON.stringify(
+             ['ConfigMap', 'DaemonSet', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Secret',
+              'PersistentVolumeClaim', 'Deployment', 'Service']),
+         `the defaults' kinds (${kinds(def)})`);
+  expect(def.includes('claimName: gpuledger-server'), 'SQLite on a volume by default');
+  expect(!def.includes('ServiceMonitor'), 'no ServiceMonitor by default');
+  expect(kinds(full).includes('ServiceMonitor') && !kinds(full).includes('Secret') &&
+             !kinds(full).includes('PersistentVolumeClaim'),
+         'full: a ServiceMonitor, the existing Secret, no volume with PostgreSQL');
+  expect(full.includes('"--db", "$(GPULEDGER_DB)"') && full.includes('name: ledger-postgres'),
+         'full: the PostgreSQL URL from its Secret');
+  expect(JSON.stringify(kinds(agentOnly)) ===
+             JSON.stringify(['ConfigMap', 'DaemonSet', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding']),
+         `agent only: ${kinds(agentOnly)}`);
+
+  // kubectl parses every document offline (kustomize: apiVersion, kind and name of each
+  // object; `kubectl apply --dry-run=client` needs a server to map kinds).
+  const kubectl = spawnSync('kubectl', ['version', '--client'], {encoding: 'utf8'});
+  if (kubectl.error) {
+    console.error('kubectl not found (Debian: kubernetes-client)');
+    return process.env.CI === 'true' ? 1 : 77;
+  }
+  for (const e of examples) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpuledger-helm-'));
+    try {
+      fs.copyFileSync(e.out, path.join(dir, 'manifests.yaml'));
+      fs.writeFileSync(path.join(dir, 'kustomization.yaml'), 'resources:\n- manifests.yaml\n');
+      const r = spawnSync('kubectl', ['kustomize', dir], {encoding: 'utf8'});
+      const parsed = r.status === 0 ? documents(r.stdout).length : -1;
+      if (parsed !== documents(fs.readFileSync(e.out, 'utf8')).length) {
+        console.error(`kubectl kustomize ${path.relative(here, e.out)}: ${r.stderr}`);
+        ++failures;
+      }
+    } finally {
+      fs.rmSync(dir, {recursive: true, force: true});
+    }
+  }
+  if (!failures) console.log(`chart: ${examples.length} renderings match and parse`);
+  return failures ? 1 : 0;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const args = process.argv.slice(2);
+  try {
+    if (args[0] === '--check') {
+      process.exit(check());
+    } else if (args[0] === '--update') {
+      for (const e of examples) fs.writeFileSync(e.out, renderExample(e));
+    } else {
+      const values = [];
+      const release = {Name: 'gpuledger', Namespace: 'default'};
+      for (let k = 1; k < args.length; k += 2) {
+        if (args[k] === '-f') values.push(args[k + 1]);
+        else if (args[k] === '--release') release.Name = args[k + 1];
+        else if (args[k] === '--namespace') release.Namespace = args[k + 1];
+        else throw new Error(`unknown option ${args[k]}`);
+      }
+      process.stdout.write(renderChart(args[0], values, release));
+    }
+  } catch (err) {
+    console.error(`render.mjs: ${err.message}`);
+    process.exit(1);
+  }
+}

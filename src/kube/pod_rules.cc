@@ -1,0 +1,172 @@
+#include "kube/pod_rules.h"
+
+#include <fmt/format.h>
+
+namespace gpuledger::kube {
+
+namespace {
+
+struct Form {
+  std::string_view prefix;  // "label:" (with a key) or "controller" (without)
+  MetaFrom from;
+  bool keyed;
+};
+
+constexpr Form kForms[] = {
+    {"label:", MetaFrom::kLabel, true},
+    {"annotation:", MetaFrom::kAnnotation, true},
+    {"namespace_label:", MetaFrom::kNamespaceLabel, true},
+    {"namespace_annotation:", MetaFrom::kNamespaceAnnotation, true},
+    {"owner:", MetaFrom::kOwner, true},
+    {"controller", MetaFrom::kController, false},
+    {"namespace", MetaFrom::kNamespace, false},
+    {"pod", MetaFrom::kPod, false},
+    {"container", MetaFrom::kContainer, false},
+};
+
+std::string Lookup(const std::map<std::string, std::string>& m, const std::string& key) {
+  auto it = m.find(key);
+  return it == m.end() ? std::string() : it->second;
+}
+
+std::string FirstValue(const std::vector<MetaSource>& sources, const PodFacts& facts) {
+  for (const MetaSource& s : sources) {
+    if (std::string v = SourceValue(s, facts); !v.empty()) return v;
+  }
+  return "";
+}
+
+struct DefaultKind {
+  JobKind kind;
+  const char* when;
+  const char* equals;  // null: any value
+};
+
+// Kubeflow notebooks carry `notebook-name`; the training operator's pods
+// `training.kubeflow.org/job-name`; KubeRay's `ray.io/cluster`; a batch Job owns its pods.
+constexpr DefaultKind kDefaultKinds[] = {
+    {JobKind::kNotebook, "label:notebook-name", nullptr},
+    {JobKind::kNotebook, "label:app.kubernetes.io/component", "notebook"},
+    {JobKind::kTraining, "label:training.kubeflow.org/job-name", nullptr},
+    {JobKind::kServing, "label:serving.kserve.io/inferenceservice", nullptr},
+    {JobKind::kTraining, "label:ray.io/cluster", nullptr},
+    {JobKind::kBatch, "owner:Job", nullptr},
+};
+
+struct DefaultField {
+  const char* name;
+  std::vector<const char*> sources;
+};
+
+const std::vector<DefaultField>& DefaultFields() {
+  static const auto* fields = new std::vector<DefaultField>{
+      {"job", {"label:gpuledger.io/job", "label:ray.io/cluster", "label:notebook-name",
+               "label:training.kubeflow.org/job-name", "controller", "pod"}},
+      {"team", {"label:gpuledger.io/team", "label:team", "namespace_label:gpuledger.io/team", "namespace_label:team",
+                "namespace"}},
+      {"project", {"label:gpuledger.io/project", "label:project", "label:kueue.x-k8s.io/queue-name",
+                   "namespace_label:project"}},
+      {"experiment", {"label:gpuledger.io/experiment", "label:experiment", "annotation:gpuledger.io/experiment"}},
+      {"user", {"label:gpuledger.io/user", "annotation:notebooks.kubeflow.org/creator", "namespace_annotation:owner"}},
+  };
+  return *fields;
+}
+
+}  // namespace
+
+std::string MetaSource::ToString() const {
+  for (const Form& f : kForms) {
+    if (f.from == from) return f.keyed ? fmt::format("{}{}", f.prefix, key) : std::string(f.prefix);
+  }
+  return "";
+}
+
+Result<MetaSource> ParseMetaSource(std::string_view text) {
+  for (const Form& f : kForms) {
+    if (f.keyed && text.starts_with(f.prefix)) {
+      std::string_view key = text.substr(f.prefix.size());
+      if (key.empty()) return InvalidArgument(fmt::format("source \"{}\": a key after \"{}\"", text, f.prefix));
+      return MetaSource{f.from, std::string(key)};
+    }
+    if (!f.keyed && text == f.prefix) return MetaSource{f.from, ""};
+  }
+  return InvalidArgument(fmt::format(
+      "source \"{}\": want label:KEY, annotation:KEY, namespace_label:KEY, namespace_annotation:KEY, "
+      "owner:KIND, controller, namespace, pod or container",
+      text));
+}
+
+PodRules PodRules::Defaults() {
+  PodRules r;
+  std::vector<MetaSource>* targets[] = {&r.job, &r.team, &r.project, &r.experiment, &r.user};
+  const auto& fields = DefaultFields();
+  for (size_t i = 0; i < fields.size(); ++i) {
+    for (const char* s : fields[i].sources) targets[i]->push_back(ParseMetaSource(s).value());
+  }
+  for (const DefaultKind& k : kDefaultKinds) {
+    KindRule rule{k.kind, ParseMetaSource(k.when).value(), std::nullopt};
+    if (k.equals != nullptr) rule.equals = k.equals;
+    r.kinds.push_back(std::move(rule));
+  }
+  return r;
+}
+
+std::string DefaultPodRulesToml() {
+  std::string out = "[agent.kubernetes]\n";
+  for (const DefaultField& f : DefaultFields()) {
+    std::string list;
+    for (const char* s : f.sources) list += fmt::format("{}\"{}\"", list.empty() ? "" : ", ", s);
+    out += fmt::format("{} = [{}]\n", f.name, list);
+  }
+  for (const DefaultKind& k : kDefaultKinds) {
+    out += fmt::format("\n[[agent.kubernetes.kind]]\nkind = \"{}\"\nwhen = \"{}\"\n", JobKindName(k.kind), k.when);
+    if (k.equals != nullptr) out += fmt::format("equals = \"{}\"\n", k.equals);
+  }
+  return out;
+}
+
+std::string SourceValue(const MetaSource& s, const PodFacts& f) {
+  switch (s.from) {
+    case MetaFrom::kLabel: return f.pod_meta ? Lookup(f.pod_meta->labels, s.key) : "";
+    case MetaFrom::kAnnotation: return f.pod_meta ? Lookup(f.pod_meta->annotations, s.key) : "";
+    case MetaFrom::kNamespaceLabel: return f.namespace_meta ? Lookup(f.namespace_meta->labels, s.key) : "";
+    case MetaFrom::kNamespaceAnnotation: return f.namespace_meta ? Lookup(f.namespace_meta->annotations, s.key) : "";
+    case MetaFrom::kOwner:
+      if (f.pod_meta) {
+        for (const OwnerReference& o : f.pod_meta->owners) {
+          if (o.kind == s.key) return o.name;
+        }
+      }
+      return "";
+    case MetaFrom::kController:
+      if (f.pod_meta) {
+        for (const OwnerReference& o : f.pod_meta->owners) {
+          if (o.controller) return o.name;
+        }
+      }
+      return "";
+    case MetaFrom::kNamespace: return f.ns;
+    case MetaFrom::kPod: return f.pod;
+    case MetaFrom::kContainer: return f.container;
+  }
+  return "";
+}
+
+Job ApplyPodRules(const PodRules& rules, const PodFacts& facts) {
+  Job job;
+  std::string id = FirstValue(rules.job, facts);
+  job.id = fmt::format("k8s/{}/{}", facts.ns, id.empty() ? facts.pod : id);
+  job.team = FirstValue(rules.team, facts);
+  job.project = FirstValue(rules.project, facts);
+  job.experiment = FirstValue(rules.experiment, facts);
+  job.user = FirstValue(rules.user, facts);
+  for (const KindRule& k : rules.kinds) {
+    std::string v = SourceValue(k.when, facts);
+    if (v.empty() || (k.equals && v != *k.equals)) continue;
+    job.kind = k.kind;
+    break;
+  }
+  return job;
+}
+
+}  // namespace gpuledger::kube
