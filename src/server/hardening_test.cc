@@ -324,13 +324,13 @@ TEST_F(HardeningTest, LenientInputIsRefusedWithTheRightStatus) {
   }
   for (const char* length : {"-1", "abc"}) {
     std::string answer = RawExchange(
-        h_->server->Port(), fmt::format("POST /api/v1/batches HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\n"
+        h_->server->Port(), fmt::format("POST /api/v1/batches HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer {}\r\n"
                                         "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{{}}",
                                         agent_, length));
     EXPECT_TRUE(answer.starts_with("HTTP/1.1 400")) << length << ": " << answer.substr(0, 200);
     EXPECT_NE(answer.find("Content-Length"), std::string::npos) << answer;
   }
-  std::string uri_answer = RawExchange(h_->server->Port(), "GET /" + std::string(10'000, 'x') + " HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::string uri_answer = RawExchange(h_->server->Port(), "GET /" + std::string(10'000, 'x') + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_TRUE(uri_answer.starts_with("HTTP/1.1 414")) << uri_answer.substr(0, 200);
   EXPECT_NE(uri_answer.find("longer than 8192 bytes"), std::string::npos) << uri_answer;
 
