@@ -32,6 +32,12 @@ std::string StringError(std::string_view s) {
   for (char c : s) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return "contains a control character";
   }
+  // The ledger's own keys are names in parentheses ("(no job)", "(unset)", "(total)",
+  // "(unallocated)", ...): a batch may not forge one, or a job called "(no job)" would
+  // read as the fleet's capacity held by no job.
+  if (s.size() >= 2 && s.front() == '(' && s.back() == ')') {
+    return "is reserved: names in parentheses are the ledger's own";
+  }
   return "";
 }
 

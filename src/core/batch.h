@@ -42,7 +42,8 @@ inline constexpr size_t kMaxBatchStringBytes = 256;
 // max_future_skew_ms, devices referenced by samples or allocations either declared in
 // the batch or left for the store to resolve. Healthy samples must carry sm_active or
 // gpu_util. Every string (ids, names, labels) is at most kMaxBatchStringBytes and free of
-// control characters, as the v1 format requires, so that a batch mapped from
+// control characters and not in parentheses (the ledger's own keys: "(no job)",
+// "(unset)", ...), as the v1 format requires, so that a batch mapped from
 // remote-write or a scrape obeys the native path's rules. A refusal is kInvalidArgument
 // naming the batch and the field as the v1 format spells it: "batch n7-42: samples[3].sm_active:
 // must be within 0..1, not 1.5".

@@ -95,6 +95,14 @@ INSTANTIATE_TEST_SUITE_P(
                 "batch n1-7: samples[1].device: missing"},
         BadCase{"ProgressWithoutJob", [](Batch& b) { b.progress[0].job_id.clear(); },
                 "batch n1-7: progress[0].job: missing"},
+        // The ledger's own keys cannot be forged (issue: a job called "(no job)" read as
+        // the fleet's unheld capacity).
+        BadCase{"JobCalledNoJob", [](Batch& b) { b.jobs[0].id = "(no job)"; },
+                "batch n1-7: jobs[0].id: is reserved: names in parentheses are the ledger's own"},
+        BadCase{"TeamCalledUnset", [](Batch& b) { b.jobs[0].team = "(unset)"; },
+                "jobs[0].team: is reserved"},
+        BadCase{"PoolCalledTotal", [](Batch& b) { b.devices[0].pool = "(total)"; },
+                "devices[0].pool: is reserved"},
         // Ratios.
         BadCase{"NaNActivity", [](Batch& b) { b.samples[0].sm_active = kNaN; },
                 "batch n1-7: samples[0].sm_active: must be a number, not NaN"},
