@@ -109,7 +109,8 @@ TEST_F(FleetNowTest, AHeldGpuIdleSinceItsHolderTookItCountsFromTheAllocation) {
   b.allocations = {{"GPU-A", "nb-1", kNow - kMsPerHour, std::nullopt}};
   AddSamples(b, "GPU-A", kBaseMs, kNow, kNow - 2 * kMsPerHour);  // busy before, for someone else
   Ingest(b);
-  const DeviceNow& a = Fleet().front();
+  const std::vector<DeviceNow> fleet = Fleet();  // kept: a reference into a temporary would dangle
+  const DeviceNow& a = fleet.front();
   EXPECT_EQ(a.state, DeviceState::kAllocatedIdle);
   EXPECT_EQ(*a.idle_since_ms, kNow - kMsPerHour);
   EXPECT_EQ(a.idle_cost, Money::FromUnits(2));
@@ -123,7 +124,8 @@ TEST_F(FleetNowTest, IdleForLongerThanTheLookBackIsClippedAndSaysSo) {
   for (int64_t t = from; t <= kNow; t += 10 * kMinute) b.samples.push_back(At("GPU-A", t, 0));
   b.devices[0].sample_interval_ms = 10 * kMinute;
   Ingest(b);
-  const DeviceNow& a = Fleet().front();
+  const std::vector<DeviceNow> fleet = Fleet();  // kept: a reference into a temporary would dangle
+  const DeviceNow& a = fleet.front();
   EXPECT_EQ(a.state, DeviceState::kUnallocated);
   EXPECT_EQ(*a.idle_since_ms, kNow - kIdleLookBackMs);
   EXPECT_TRUE(a.idle_since_clipped);
@@ -136,7 +138,8 @@ TEST_F(FleetNowTest, UnpricedIdlenessCostsZeroAndSaysSo) {
   b.devices = {Gpu("GPU-X", "n1", "NO-PRICE")};
   AddSamples(b, "GPU-X", kNow - kMsPerHour, kNow, 0);
   Ingest(b);
-  const DeviceNow& x = Fleet().front();
+  const std::vector<DeviceNow> fleet = Fleet();  // kept: a reference into a temporary would dangle
+  const DeviceNow& x = fleet.front();
   EXPECT_EQ(x.state, DeviceState::kUnallocated);
   EXPECT_EQ(*x.idle_since_ms, kNow - kMsPerHour);
   EXPECT_EQ(x.idle_cost, Money());

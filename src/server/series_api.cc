@@ -197,7 +197,10 @@ HttpReply InfoReply(const QueryContext& q) {
 HttpReply SeriesReply(const QueryContext& q, const QueryParams& params) {
   auto wa = WindowAndSteps(params, q, "7d");
   if (!wa.ok()) return ErrorReply(wa.status());
-  auto& [window, axis] = *wa;
+  // Named references, not a structured binding: lambdas below use them (clang 14 refuses
+  // to capture a binding, and CI's fuzz build compiles this with clang).
+  const TimeRange& window = wa->first;
+  const StepAxis& axis = wa->second;
   std::vector<Dimension> by;
   if (std::string text = Param(params, "by"); !text.empty()) {
     auto parsed = ledger::ParseDimensions(text);
@@ -272,7 +275,10 @@ HttpReply SeriesReply(const QueryContext& q, const QueryParams& params) {
 HttpReply HeatmapReply(const QueryContext& q, const QueryParams& params) {
   auto wa = WindowAndSteps(params, q, "7d");
   if (!wa.ok()) return ErrorReply(wa.status());
-  auto& [window, axis] = *wa;
+  // Named references, not a structured binding: lambdas below use them (clang 14 refuses
+  // to capture a binding, and CI's fuzz build compiles this with clang).
+  const TimeRange& window = wa->first;
+  const StepAxis& axis = wa->second;
   auto fleet = q.ledger.FleetNow(q.now_ms);
   if (!fleet.ok()) return ErrorReply(fleet.status());
   const int64_t max_cells = LimitsOf(q).max_heatmap_cells;
