@@ -384,6 +384,13 @@ struct SampledSpan {
 // How many spans' samples one batch-oriented read brings: bounds the samples in memory.
 constexpr size_t kSpansPerRead = 64;
 
+// The samples attributing `span` of `dev` needs: those within the staleness limit and the
+// idle-cause context either side of it (attribution.h).
+store::DeviceRange SamplesAround(const store::DeviceRecord& dev, const TimeRange& span, int64_t staleness_override_ms) {
+  int64_t reach = StalenessLimitMs(dev.device, staleness_override_ms) + store::kIdleContextMs;
+  return {dev.id, {span.begin_ms - reach, span.end_ms + reach}};
+}
+
 // Attributes each of `spans` from its device's samples, as the rollup refresh does,
 // calling `fn(span, piece, price of its hour)` in the order of `spans`. The samples and
 // allocations are read kSpansPerRead spans at a time, in one call each.
@@ -397,8 +404,7 @@ Status AttributeFromSamples(store::StoreReads& reads, const FleetIndex& fleet, c
     alloc_ranges.clear();
     for (size_t i = first; i < end; ++i) {
       const SampledSpan& s = spans[i];
-      int64_t reach = StalenessLimitMs(s.dev->device, staleness_override_ms) + store::kIdleContextMs;
-      sample_ranges.push_back({s.dev->id, {s.span.begin_ms - reach, s.span.end_ms + reach}});
+      sample_ranges.push_back(SamplesAround(*s.dev, s.span, staleness_override_ms));
       alloc_ranges.push_back({s.dev->id, s.span});
     }
     GPULEDGER_ASSIGN_OR_RETURN(auto samples, reads.SamplesOf(sample_ranges));
@@ -782,9 +788,8 @@ Result<int64_t> Ledger::RefreshRollups() {
       for (size_t r = first_run; r < end_run; ++r) {
         const Run& run = runs[r];
         if (run.dev == nullptr) continue;
-        int64_t reach = StalenessLimitMs(run.dev->device, options_.staleness_override_ms) + store::kIdleContextMs;
         TimeRange hours{dirty[run.first].hour_ms, dirty[run.end - 1].hour_ms + kMsPerHour};
-        sample_ranges.push_back({run.dev->id, {hours.begin_ms - reach, hours.end_ms + reach}});
+        sample_ranges.push_back(SamplesAround(*run.dev, hours, options_.staleness_override_ms));
         alloc_ranges.push_back({run.dev->id, hours});
       }
       GPULEDGER_ASSIGN_OR_RETURN(auto samples_of, store_->SamplesOf(sample_ranges));
