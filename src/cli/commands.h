@@ -25,6 +25,8 @@ void AddImportCommand(CLI::App& app, CommonOptions& common, Commands& out);
 void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out);  // usage, chargeback
 void AddPricesCommand(CLI::App& app, CommonOptions& common, Commands& out);
 void AddStoreCommand(CLI::App& app, CommonOptions& common, Commands& out);
+// `period close MONTH`, `period list`: billing periods (ledger::Ledger::ClosePeriod).
+void AddPeriodCommand(CLI::App& app, CommonOptions& common, Commands& out);
 // "the store is sound", or its problems and the tables they name (Store::Check).
 std::string StoreCheckText(const store::StoreCheck& check);
 void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out);

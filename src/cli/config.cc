@@ -37,7 +37,9 @@ Result<std::unique_ptr<ledger::Ledger>> OpenLedger(const CommonOptions& common, 
   std::error_code ec;
   auto parent = std::filesystem::path(db_path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  GPULEDGER_ASSIGN_OR_RETURN(auto store, store::OpenSqliteStore(db_path, store_options));
+  store::SqliteOptions options = store_options;
+  if (config.ledger.store_max_bytes) options.max_size_bytes = static_cast<int64_t>(*config.ledger.store_max_bytes);
+  GPULEDGER_ASSIGN_OR_RETURN(auto store, store::OpenSqliteStore(db_path, options));
   auto ledger = std::make_unique<ledger::Ledger>(std::move(store), clock, LedgerOptionsFrom(config.ledger));
   if (config.prices) {
     GPULEDGER_ASSIGN_OR_RETURN(PriceBook book, PriceBook::Create(*config.prices));

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   AddUsageCommands(app, common, commands);
   AddPricesCommand(app, common, commands);
   AddStoreCommand(app, common, commands);
+  AddPeriodCommand(app, common, commands);
   AddAgentCommand(app, common, commands);
   AddMfuCommand(app, common, commands);
   AddReportCommand(app, common, commands);

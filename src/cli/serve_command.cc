@@ -86,6 +86,7 @@ void AddServeCommand(CLI::App& app, CommonOptions& common, Commands& out) {
     std::string name;
     std::string role = "viewer";
     std::vector<std::string> teams;
+    std::vector<std::string> nodes;
   };
   auto t = std::make_shared<TokenOpts>();
   CLI::App* tok = app.add_subcommand(
@@ -94,19 +95,27 @@ void AddServeCommand(CLI::App& app, CommonOptions& common, Commands& out) {
   tok->add_option("--name", t->name, "who or what uses it (shown in the server's logs)")->required();
   tok->add_option("--role", t->role, "agent, viewer or admin")->capture_default_str();
   tok->add_option("--team", t->teams, "a team a viewer may see (repeat for several)");
+  tok->add_option("--node", t->nodes,
+                  "a node an agent may report for, '*' matching any run (repeat for several; none: any node)");
   out.push_back({tok, [t]() -> int {
                    auto role = server::ParseRole(t->role);
                    if (!role.ok()) return Fail(role.status());
                    if (*role == server::Role::kViewer && t->teams.empty()) {
                      return Fail(InvalidArgument("a viewer token needs at least one --team"));
                    }
+                   if (*role != server::Role::kAgent && !t->nodes.empty()) {
+                     return Fail(InvalidArgument("only an agent token is bound to nodes (--node)"));
+                   }
                    std::string token = server::NewToken();
                    std::string teams;
+                   std::string nodes;
                    for (const auto& team : t->teams) teams += fmt::format("{}\"{}\"", teams.empty() ? "" : ", ", team);
+                   for (const auto& node : t->nodes) nodes += fmt::format("{}\"{}\"", nodes.empty() ? "" : ", ", node);
                    std::printf("token: %s\n\n[[server.token]]\nname = \"%s\"\nrole = \"%s\"\nhash = \"%s\"\n",
                                token.c_str(), t->name.c_str(), t->role.c_str(),
                                server::HashToken(token).c_str());
                    if (!teams.empty()) std::printf("teams = [%s]\n", teams.c_str());
+                   if (!nodes.empty()) std::printf("nodes = [%s]\n", nodes.c_str());
                    return 0;
                  }});
 }

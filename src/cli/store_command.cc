@@ -38,4 +38,43 @@ void AddStoreCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                  }});
 }
 
+void AddPeriodCommand(CLI::App& app, CommonOptions& common, Commands& out) {
+  CLI::App* period = app.add_subcommand(
+      "period", "Billing periods: close a month to freeze its chargeback; later changes to it are "
+                "booked as corrections in the first open month");
+  period->require_subcommand(1);
+  auto month = std::make_shared<std::string>();
+  auto by = std::make_shared<std::string>("local");
+  CLI::App* close = period->add_subcommand("close", "Close a month (YYYY-MM) that is over; months close in order");
+  AddCommonOptions(*close, common);
+  close->add_option("month", *month, "the month, e.g. 2026-11")->required();
+  close->add_option("--by", *by, "who closes it (recorded with the period)")->capture_default_str();
+  out.push_back({close, [month, by, &common]() -> int {
+                   SystemClock clock;
+                   auto ledger = OpenLedger(common, clock);
+                   if (!ledger.ok()) return Fail(ledger.status());
+                   auto closed = (*ledger)->ClosePeriod(*month, *by);
+                   if (!closed.ok()) return Fail(closed.status());
+                   std::printf("closed %s at %s by %s: `chargeback --period %s` answers as it does now\n",
+                               closed->month.c_str(), FormatTime(closed->closed_at_ms).c_str(),
+                               closed->closed_by.c_str(), closed->month.c_str());
+                   return 0;
+                 }});
+  CLI::App* list = period->add_subcommand("list", "The closed months");
+  AddCommonOptions(*list, common);
+  out.push_back({list, [&common]() -> int {
+                   SystemClock clock;
+                   auto ledger = OpenLedger(common, clock);
+                   if (!ledger.ok()) return Fail(ledger.status());
+                   auto closed = (*ledger)->ClosedPeriods();
+                   if (!closed.ok()) return Fail(closed.status());
+                   if (closed->empty()) std::printf("no billing period is closed\n");
+                   for (const auto& p : *closed) {
+                     std::printf("%s  closed %s by %s\n", p.month.c_str(), FormatTime(p.closed_at_ms).c_str(),
+                                 p.closed_by.c_str());
+                   }
+                   return 0;
+                 }});
+}
+
 }  // namespace gpuledger::cli

@@ -320,7 +320,9 @@ Status ReadBudgets(const std::string& file, const toml::table& t, int64_t line, 
 Status ReadLedger(const std::string& file, const toml::table& t, int64_t line, LedgerSection& s) {
   s.where = Where(file, line, "ledger");
   Reader r(file, t, s.where);
-  GPULEDGER_RETURN_IF_ERROR(r.Known({"staleness_limit", "max_future_skew", "raw_retention", "retire_after"}));
+  GPULEDGER_RETURN_IF_ERROR(
+      r.Known({"staleness_limit", "max_future_skew", "raw_retention", "retire_after", "store_max_size"}));
+  GPULEDGER_RETURN_IF_ERROR(r.ByteSize("store_max_size", s.store_max_bytes));
   GPULEDGER_RETURN_IF_ERROR(r.Duration("retire_after", s.retire_after_ms));
   GPULEDGER_RETURN_IF_ERROR(r.Duration("staleness_limit", s.staleness_limit_ms));
   GPULEDGER_RETURN_IF_ERROR(r.Duration("max_future_skew", s.max_future_skew_ms));
@@ -333,7 +335,9 @@ Status ReadServer(const std::string& file, const toml::table& t, int64_t line, S
   Reader r(file, t, s.where);
   GPULEDGER_RETURN_IF_ERROR(r.Known({"listen", "insecure", "max_body_bytes", "max_samples_per_batch",
                                      "max_sample_age", "read_timeout", "write_timeout", "threads",
-                                     "remote_write", "label_rule", "token", "scrape"}));
+                                     "header_timeout", "body_timeout", "max_threads", "max_connections_per_address",
+                                     "keep_alive_max_requests", "keep_alive_timeout", "max_concurrent_decompressions",
+                                     "query_limits", "remote_write", "label_rule", "token", "scrape"}));
   GPULEDGER_RETURN_IF_ERROR(r.String("listen", s.listen));
   GPULEDGER_RETURN_IF_ERROR(r.Bool("insecure", s.insecure));
   GPULEDGER_RETURN_IF_ERROR(r.PositiveInteger("max_body_bytes", s.max_body_bytes));
@@ -342,6 +346,27 @@ Status ReadServer(const std::string& file, const toml::table& t, int64_t line, S
   GPULEDGER_RETURN_IF_ERROR(r.Duration("max_sample_age", s.max_sample_age_ms));
   GPULEDGER_RETURN_IF_ERROR(r.Duration("read_timeout", s.read_timeout_ms));
   GPULEDGER_RETURN_IF_ERROR(r.Duration("write_timeout", s.write_timeout_ms));
+  GPULEDGER_RETURN_IF_ERROR(r.Duration("header_timeout", s.header_timeout_ms));
+  GPULEDGER_RETURN_IF_ERROR(r.Duration("body_timeout", s.body_timeout_ms));
+  GPULEDGER_RETURN_IF_ERROR(r.Duration("keep_alive_timeout", s.keep_alive_timeout_ms));
+  for (auto [key, field] : {std::pair{"max_threads", &s.max_threads},
+                            {"max_connections_per_address", &s.max_connections_per_address},
+                            {"keep_alive_max_requests", &s.keep_alive_max_requests},
+                            {"max_concurrent_decompressions", &s.max_concurrent_decompressions}}) {
+    GPULEDGER_RETURN_IF_ERROR(r.PositiveInteger(key, *field));
+  }
+  GPULEDGER_ASSIGN_OR_RETURN(const toml::table* limits, r.SubTable("query_limits"));
+  if (limits != nullptr) {
+    Where where(file, LineOf(*t.get("query_limits")), "server.query_limits");
+    Reader q(file, *limits, where);
+    GPULEDGER_RETURN_IF_ERROR(
+        q.Known({"max_device_hours", "max_rows", "max_series_cells", "max_heatmap_cells", "max_rows_in_flight"}));
+    for (auto [key, field] : {std::pair{"max_device_hours", &s.max_device_hours}, {"max_rows", &s.max_rows},
+                              {"max_series_cells", &s.max_series_cells}, {"max_heatmap_cells", &s.max_heatmap_cells},
+                              {"max_rows_in_flight", &s.max_rows_in_flight}}) {
+      GPULEDGER_RETURN_IF_ERROR(q.PositiveInteger(key, *field));
+    }
+  }
 
   GPULEDGER_ASSIGN_OR_RETURN(const toml::table* rw, r.SubTable("remote_write"));
   if (rw != nullptr) {
@@ -376,11 +401,12 @@ Status ReadServer(const std::string& file, const toml::table& t, int64_t line, S
   GPULEDGER_RETURN_IF_ERROR(r.EachTable("token", [&](const toml::table& tt, int64_t at) -> Status {
     TokenTable token{.where = entry("token", at)};
     Reader e(file, tt, token.where);
-    GPULEDGER_RETURN_IF_ERROR(e.Known({"name", "role", "hash", "teams"}));
+    GPULEDGER_RETURN_IF_ERROR(e.Known({"name", "role", "hash", "teams", "nodes"}));
     GPULEDGER_RETURN_IF_ERROR(e.String("name", token.name));
     GPULEDGER_RETURN_IF_ERROR(e.String("role", token.role));
     GPULEDGER_RETURN_IF_ERROR(e.String("hash", token.hash));
     GPULEDGER_RETURN_IF_ERROR(e.StringList("teams", token.teams));
+    GPULEDGER_RETURN_IF_ERROR(e.StringList("nodes", token.nodes));
     s.tokens.push_back(std::move(token));
     return Status::Ok();
   }));

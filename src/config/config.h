@@ -77,6 +77,7 @@ struct LedgerSection {
   std::optional<int64_t> max_future_skew_ms;
   std::optional<int64_t> raw_retention_ms;
   std::optional<int64_t> retire_after_ms;
+  std::optional<uint64_t> store_max_bytes;  // store_max_size: a cap on the store's file
   Where where{"", 0, "ledger"};
 };
 
@@ -86,6 +87,7 @@ struct TokenTable {
   std::string role;
   std::string hash;
   std::vector<std::string> teams;
+  std::vector<std::string> nodes;  // an agent's: the nodes it may report for
   Where where;
 };
 
@@ -122,6 +124,19 @@ struct ServerSection {
   std::optional<int64_t> max_sample_age_ms;
   std::optional<int64_t> read_timeout_ms;
   std::optional<int64_t> write_timeout_ms;
+  std::optional<int64_t> header_timeout_ms;
+  std::optional<int64_t> body_timeout_ms;
+  std::optional<int64_t> max_threads;
+  std::optional<int64_t> max_connections_per_address;
+  std::optional<int64_t> keep_alive_max_requests;
+  std::optional<int64_t> keep_alive_timeout_ms;
+  std::optional<int64_t> max_concurrent_decompressions;
+  // [server.query_limits] (server/query_limits.h)
+  std::optional<int64_t> max_device_hours;
+  std::optional<int64_t> max_rows;
+  std::optional<int64_t> max_series_cells;
+  std::optional<int64_t> max_heatmap_cells;
+  std::optional<int64_t> max_rows_in_flight;
   std::optional<std::string> remote_write_pool;
   std::optional<CapacityType> remote_write_capacity_type;
   std::optional<int64_t> remote_write_hold_timeout_ms;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <unordered_map>
@@ -42,6 +43,36 @@ std::string StringError(std::string_view s) {
 }
 
 }  // namespace
+
+namespace {
+
+// Whether `text` matches `pattern`, where '*' matches any run of characters (none too).
+bool GlobMatch(std::string_view pattern, std::string_view text) {
+  size_t p = 0, t = 0, star = std::string_view::npos, resume = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      resume = t;
+    } else if (p < pattern.size() && pattern[p] == text[t]) {
+      ++p;
+      ++t;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      t = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+}  // namespace
+
+bool BatchSender::MayReportFor(std::string_view node) const {
+  if (nodes.empty()) return true;
+  return std::any_of(nodes.begin(), nodes.end(), [&](const std::string& n) { return GlobMatch(n, node); });
+}
 
 Status ValidateBatch(const Batch& b, int64_t now_ms, int64_t max_future_skew_ms) {
   auto bad = [&](std::string where, std::string_view what) {

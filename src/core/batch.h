@@ -28,6 +28,16 @@ struct Batch {
   uint64_t content_digest = 0;
 };
 
+// Who sends a batch: the job-change history names it. A sender bound to nodes (an agent's
+// token, docs/server.md "Tokens") may report only devices on those nodes, and declare only
+// jobs that its batch places there (by an allocation or a process on one of its devices).
+struct BatchSender {
+  std::string name = "local";      // a token's name; "local" for the CLI's own imports
+  std::vector<std::string> nodes;  // node names, '*' matching any run of characters; empty: any node
+  bool bound() const { return !nodes.empty(); }
+  bool MayReportFor(std::string_view node) const;
+};
+
 // The longest string a batch may carry (an id, a name, a label), in bytes.
 inline constexpr size_t kMaxBatchStringBytes = 256;
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "store/sample_chunk.h"
 
@@ -32,11 +33,49 @@ Status CheckStoredInstants(const Batch& b, const store::ChunkPlan& c, std::span<
   return Status::Ok();
 }
 
+// A sender bound to nodes declares only devices on them, and only jobs its batch places on
+// them: held by an allocation or running a process on one of its devices.
+Status CheckSenderNodes(const Batch& b, const BatchSender& sender) {
+  for (size_t i = 0; i < b.devices.size(); ++i) {
+    if (!sender.MayReportFor(b.devices[i].node)) {
+      return Status(StatusCode::kPermissionDenied,
+                    fmt::format("batch {}: devices[{}].node: {} may not report for node \"{}\"", b.batch_id, i,
+                                sender.name, b.devices[i].node));
+    }
+  }
+  std::unordered_set<std::string_view> placed;
+  for (const Allocation& a : b.allocations) placed.insert(a.job_id);
+  for (const Sample& smp : b.samples) {
+    for (const ProcessSample& p : smp.processes) placed.insert(p.job_id);
+  }
+  for (size_t i = 0; i < b.jobs.size(); ++i) {
+    if (!placed.contains(b.jobs[i].id)) {
+      return Status(StatusCode::kPermissionDenied,
+                    fmt::format("batch {}: jobs[{}]: {} may declare only jobs this batch places on its nodes "
+                                "(by an allocation or a process); job {} has neither",
+                                b.batch_id, i, sender.name, b.jobs[i].id));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
-Result<store::IngestPlan> PlanIngest(const Batch& b) {
+Result<store::IngestPlan> PlanIngest(const Batch& b, const BatchSender& sender, int64_t now_ms) {
   store::IngestPlan plan;
   plan.batch = &b;
+  plan.sender = sender.name;
+  plan.now_ms = now_ms;
+  if (sender.bound()) {
+    GPULEDGER_RETURN_IF_ERROR(CheckSenderNodes(b, sender));
+    plan.check_stored_node = [&b, sender](const std::string& where, const std::string& uuid,
+                                          const std::string& node) -> Status {
+      if (sender.MayReportFor(node)) return Status::Ok();
+      return Status(StatusCode::kPermissionDenied,
+                    fmt::format("batch {}: {}: {} may not report for device {}, which is on node \"{}\"",
+                                b.batch_id, where, sender.name, uuid, node));
+    };
+  }
   // Devices in the order their samples first appear; per device its chunks by hour.
   std::unordered_map<std::string_view, size_t> device_at;
   std::vector<std::map<int64_t, store::ChunkPlan>> chunks_of;

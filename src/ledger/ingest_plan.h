@@ -18,6 +18,8 @@ inline constexpr int64_t kSampleReachMs = store::kMaxStalenessMs + store::kIdleC
 // Plans `batch` (which must outlive the plan). Fails with kInvalidArgument naming the
 // sample when a device's samples are not in increasing time (ValidateBatch refuses that
 // too; the chunk encoding depends on it). REQUIRES: ValidateBatch(batch) passed.
-Result<store::IngestPlan> PlanIngest(const Batch& batch);
+// `sender` is who sent it (BatchSender: the nodes it may report for are checked here for
+// the batch's own declarations, and by the store against what it holds); `now_ms` when.
+Result<store::IngestPlan> PlanIngest(const Batch& batch, const BatchSender& sender = {}, int64_t now_ms = 0);
 
 }  // namespace gpuledger::ledger

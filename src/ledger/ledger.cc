@@ -256,8 +256,9 @@ class Accumulator {
       }
     };
     std::unordered_map<std::pair<int64_t, int64_t>, int64_t, PairHash> partial_of;  // (device, job) -> key id
-    std::vector<std::vector<std::string>> partial_keys;
-    std::map<std::vector<std::string>, int64_t> partial_id;  // distinct keys, hour left empty
+    std::vector<std::pair<bool, std::vector<std::string>>> partial_keys;  // (no job, key)
+    std::map<std::pair<bool, std::vector<std::string>>, int64_t> partial_id;  // hour left empty
+    bool by_job = std::any_of(by_.begin(), by_.end(), IsJobDimension);
     std::unordered_map<std::pair<int64_t, int64_t>, size_t, PairHash> row_of;  // (key id, hour) -> row
     std::unordered_map<int64_t, std::string> hour_keys;
     auto hour_at = std::find(by_.begin(), by_.end(), Dimension::kHour);
@@ -269,8 +270,10 @@ class Accumulator {
       if (fresh) {
         const store::DeviceRecord* dev = fleet_.device(atom.device_id);
         const Job* job = atom.job_id ? fleet_.job(atom.job_id) : nullptr;
-        std::vector<std::string> key;
-        for (Dimension d : by_) key.push_back(d == Dimension::kHour ? std::string() : KeyPart(d, *dev, job, ""));
+        std::pair<bool, std::vector<std::string>> key{by_job && job == nullptr, {}};
+        for (Dimension d : by_) {
+          key.second.push_back(d == Dimension::kHour ? std::string() : KeyPart(d, *dev, job, ""));
+        }
         auto [id, added] = partial_id.try_emplace(key, static_cast<int64_t>(partial_keys.size()));
         if (added) partial_keys.push_back(std::move(key));
         pit->second = id->second;
@@ -278,7 +281,7 @@ class Accumulator {
       auto [rit, new_row] = row_of.try_emplace({pit->second, atom.hour_ms}, report.rows.size());
       if (new_row) {
         UsageRow r;
-        r.key = partial_keys[static_cast<size_t>(pit->second)];
+        std::tie(r.no_job, r.key) = partial_keys[static_cast<size_t>(pit->second)];
         if (hour_at != by_.end()) {
           auto [h, made] = hour_keys.try_emplace(atom.hour_ms);
           if (made) h->second = FormatTime(atom.hour_ms);
@@ -534,22 +537,25 @@ namespace {
 
 class StoreIngestGroup final : public IngestGroup {
  public:
-  explicit StoreIngestGroup(std::unique_ptr<store::BatchGroup> group) : group_(std::move(group)) {}
-  Result<store::ApplyOutcome> Apply(const Batch& batch) override {
-    GPULEDGER_ASSIGN_OR_RETURN(store::IngestPlan plan, PlanIngest(batch));
+  StoreIngestGroup(std::unique_ptr<store::BatchGroup> group, const Clock& clock)
+      : group_(std::move(group)), clock_(clock) {}
+  using IngestGroup::Apply;
+  Result<store::ApplyOutcome> Apply(const Batch& batch, const BatchSender& sender) override {
+    GPULEDGER_ASSIGN_OR_RETURN(store::IngestPlan plan, PlanIngest(batch, sender, clock_.NowMs()));
     return group_->Apply(plan);
   }
   Status Commit() override { return group_->Commit(); }
 
  private:
   std::unique_ptr<store::BatchGroup> group_;
+  const Clock& clock_;
 };
 
 }  // namespace
 
 Result<std::unique_ptr<IngestGroup>> Ledger::BeginIngestGroup() {
   GPULEDGER_ASSIGN_OR_RETURN(auto group, store_->BeginBatchGroup());
-  return std::unique_ptr<IngestGroup>(new StoreIngestGroup(std::move(group)));
+  return std::unique_ptr<IngestGroup>(new StoreIngestGroup(std::move(group), clock_));
 }
 
 Result<std::vector<store::DeviceRecord>> Ledger::Devices() {
@@ -581,6 +587,14 @@ Result<std::vector<JobAllocation>> Ledger::AllocationsOf(const std::string& job_
   }
   std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.from_ms < b.from_ms; });
   return out;
+}
+
+Result<std::vector<store::JobChange>> Ledger::JobChanges(const std::string& job_id) {
+  GPULEDGER_ASSIGN_OR_RETURN(auto snap, store_->Snapshot());
+  GPULEDGER_ASSIGN_OR_RETURN(auto jobs, snap->ListJobs());
+  auto job = std::find_if(jobs.begin(), jobs.end(), [&](const store::JobRecord& j) { return j.job.id == job_id; });
+  if (job == jobs.end()) return std::vector<store::JobChange>{};
+  return snap->JobChangesOf(job->id);
 }
 
 Result<std::vector<std::pair<JobAllocation, std::string>>> Ledger::OpenAllocations(int64_t at_ms) {
@@ -739,10 +753,10 @@ Result<DataSpan> Ledger::Data() {
 Ledger::Ledger(std::unique_ptr<store::Store> store, const Clock& clock, LedgerOptions options)
     : store_(std::move(store)), clock_(clock), options_(options) {}
 
-Result<store::ApplyOutcome> Ledger::Ingest(const Batch& batch) {
-  GPULEDGER_RETURN_IF_ERROR(
-      ValidateBatch(batch, clock_.NowMs(), options_.max_future_skew_ms));
-  GPULEDGER_ASSIGN_OR_RETURN(store::IngestPlan plan, PlanIngest(batch));
+Result<store::ApplyOutcome> Ledger::Ingest(const Batch& batch, const BatchSender& sender) {
+  int64_t now = clock_.NowMs();
+  GPULEDGER_RETURN_IF_ERROR(ValidateBatch(batch, now, options_.max_future_skew_ms));
+  GPULEDGER_ASSIGN_OR_RETURN(store::IngestPlan plan, PlanIngest(batch, sender, now));
   return store_->ApplyBatch(plan);
 }
 
@@ -993,7 +1007,7 @@ Result<UsageReport> Ledger::ScopedUsage(const TimeRange& window, const std::vect
   out.unpriced = full.unpriced;
   std::map<std::vector<std::string>, UsageRow> rows;
   for (const UsageRow& row : full.rows) {
-    if (row.key[0] == kNoJob || !scope.MaySee(row.key[0])) continue;
+    if (row.no_job || !scope.MaySee(row.key[0])) continue;
     std::vector<std::string> key;
     for (Dimension d : by) {
       auto it = std::find(with_team.begin(), with_team.end(), d);
@@ -1008,18 +1022,17 @@ Result<UsageReport> Ledger::ScopedUsage(const TimeRange& window, const std::vect
   return out;
 }
 
-Result<ChargebackReport> Ledger::Chargeback(const TimeRange& period, bool share_idle) {
+Result<ChargebackReport> Ledger::LiveChargeback(const TimeRange& period) {
   GPULEDGER_ASSIGN_OR_RETURN(UsageReport usage,
                              Usage(period, {Dimension::kTeam, Dimension::kProject}));
   ChargebackReport report;
   report.period = usage.window;  // ends where the data ends
-  report.share_idle = share_idle;
   report.total = usage.total.total_cost();
   report.unpriced = usage.unpriced;
   std::array<Money, kBucketCount> unused{};
   std::array<double, kBucketCount> unused_hours{};
   for (const UsageRow& row : usage.rows) {
-    if (row.key[0] == kNoJob) {
+    if (row.no_job) {
       for (Bucket b : {Bucket::kUnallocated, Bucket::kUnavailable, Bucket::kUnmonitored}) {
         unused[static_cast<size_t>(b)] += row.cost[static_cast<size_t>(b)];
         unused_hours[static_cast<size_t>(b)] += row.gpu_hours(b);
@@ -1041,29 +1054,213 @@ Result<ChargebackReport> Ledger::Chargeback(const TimeRange& period, bool share_
   std::sort(report.lines.begin(), report.lines.end(), [](const auto& a, const auto& b) {
     return std::tie(a.team, a.project) < std::tie(b.team, b.project);
   });
-  Money unused_total = unused[2] + unused[3] + unused[4];
-  std::vector<Money> weights;
-  Money direct_total;
-  for (const auto& l : report.lines) {
-    weights.push_back(l.direct_cost);
-    direct_total += l.direct_cost;
+  for (Bucket b : {Bucket::kUnallocated, Bucket::kUnavailable, Bucket::kUnmonitored}) {
+    size_t i = static_cast<size_t>(b);
+    if (unused[i] == Money() && unused_hours[i] == 0) continue;
+    ChargebackLine line;
+    line.team = fmt::format("({})", BucketName(b));
+    line.capacity = b;
+    line.gpu_hours = unused_hours[i];
+    line.direct_cost = unused[i];
+    report.lines.push_back(std::move(line));
   }
-  if (share_idle && direct_total > Money()) {
-    std::vector<Money> shares = SplitMoney(unused_total, weights);
-    for (size_t i = 0; i < report.lines.size(); ++i) report.lines[i].shared_idle_cost = shares[i];
+  return report;
+}
+
+namespace {
+
+// The figures a chargeback line and its frozen row share, copied either way.
+template <typename From, typename To>
+void CopyFigures(const From& from, To& to) {
+  to.gpu_hours = from.gpu_hours;
+  to.active_gpu_hours = from.active_gpu_hours;
+  to.idle_gpu_hours = from.idle_gpu_hours;
+  to.unpriced_gpu_hours = from.unpriced_gpu_hours;
+  to.direct_cost = from.direct_cost;
+  to.idle_cost_by_cause = from.idle_cost_by_cause;
+}
+
+store::FrozenLine Freeze(const ChargebackLine& l, const std::string& month) {
+  store::FrozenLine f;
+  f.month = month;
+  f.for_month = l.correction_for.empty() ? month : l.correction_for;
+  if (l.capacity) {
+    f.capacity = std::string(BucketName(*l.capacity));
   } else {
-    report.share_idle = false;  // nothing was used, so there is nothing to share by
-    for (Bucket b : {Bucket::kUnallocated, Bucket::kUnavailable, Bucket::kUnmonitored}) {
-      size_t i = static_cast<size_t>(b);
-      if (unused[i] == Money() && unused_hours[i] == 0) continue;
-      ChargebackLine line;
-      line.team = fmt::format("({})", BucketName(b));
-      line.gpu_hours = unused_hours[i];
-      line.direct_cost = unused[i];
-      report.lines.push_back(std::move(line));
+    f.team = l.team;
+    f.project = l.project;
+  }
+  CopyFigures(l, f);
+  return f;
+}
+
+ChargebackLine Thaw(const store::FrozenLine& f) {
+  ChargebackLine l;
+  if (!f.capacity.empty()) {
+    for (Bucket b : kAllBuckets) {
+      if (BucketName(b) == f.capacity) l.capacity = b;
+    }
+    l.team = fmt::format("({})", f.capacity);
+  } else {
+    l.team = f.team;
+    l.project = f.project;
+  }
+  if (f.for_month != f.month) l.correction_for = f.for_month;
+  CopyFigures(f, l);
+  return l;
+}
+
+// The line's identity across a month's frozen and live chargebacks.
+std::tuple<bool, int, std::string, std::string> LineKey(const ChargebackLine& l) {
+  return {l.capacity.has_value(), l.capacity ? static_cast<int>(*l.capacity) : -1, l.team, l.project};
+}
+
+// `later` - `earlier`, line by line: the corrections that take a month's booked lines to
+// its live ones (lines that did not change are left out).
+std::vector<ChargebackLine> Differences(const std::vector<ChargebackLine>& earlier,
+                                        const std::vector<ChargebackLine>& later, const std::string& month) {
+  std::map<std::tuple<bool, int, std::string, std::string>, ChargebackLine> diff;
+  auto add = [&](const ChargebackLine& l, int sign) {
+    auto [it, fresh] = diff.try_emplace(LineKey(l));
+    ChargebackLine& d = it->second;
+    if (fresh) {
+      d.team = l.team;
+      d.project = l.project;
+      d.capacity = l.capacity;
+      d.correction_for = month;
+    }
+    auto s = static_cast<double>(sign);
+    d.gpu_hours += s * l.gpu_hours;
+    d.active_gpu_hours += s * l.active_gpu_hours;
+    d.idle_gpu_hours += s * l.idle_gpu_hours;
+    d.unpriced_gpu_hours += s * l.unpriced_gpu_hours;
+    auto apply = [sign](Money& to, Money m) { sign > 0 ? to += m : to -= m; };
+    apply(d.direct_cost, l.direct_cost);
+    for (size_t c = 0; c < kIdleCauseCount; ++c) apply(d.idle_cost_by_cause[c], l.idle_cost_by_cause[c]);
+  };
+  for (const ChargebackLine& l : earlier) add(l, -1);
+  for (const ChargebackLine& l : later) add(l, +1);
+  std::vector<ChargebackLine> out;
+  for (auto& [key, d] : diff) {
+    // Hours are sums of doubles: what is left of an unchanged line is rounding dust.
+    bool moved = d.direct_cost != Money() || std::abs(d.gpu_hours) > 1e-6 || std::abs(d.unpriced_gpu_hours) > 1e-6;
+    for (const Money& m : d.idle_cost_by_cause) moved = moved || m != Money();
+    if (moved) out.push_back(std::move(d));
+  }
+  return out;
+}
+
+std::string MonthName(const TimeRange& month) { return FormatTime(month.begin_ms).substr(0, 7); }
+
+// The calendar month that begins at `begin_ms` (a month's start).
+TimeRange MonthFrom(int64_t begin_ms) {
+  auto m = ParseMonth(FormatTime(begin_ms).substr(0, 7));
+  return m.ok() ? *m : TimeRange{begin_ms, begin_ms};
+}
+
+}  // namespace
+
+Result<ChargebackReport> Ledger::OpenChargeback(const TimeRange& period,
+                                                const std::vector<store::ClosedPeriodRecord>& closed,
+                                                const std::vector<store::FrozenLine>& frozen) {
+  GPULEDGER_ASSIGN_OR_RETURN(ChargebackReport report, LiveChargeback(period));
+  for (const auto& c : closed) {
+    if (c.range.Overlaps(period)) report.overlaps_closed.push_back(c.month);
+  }
+  if (closed.empty() || period != MonthFrom(closed.back().range.end_ms)) {
+    return report;
+  }
+  // The first open month: corrections to every closed month.
+  for (const auto& c : closed) {
+    std::vector<ChargebackLine> booked;
+    for (const store::FrozenLine& f : frozen) {
+      if (f.for_month == c.month) {
+        booked.push_back(Thaw(f));
+        booked.back().correction_for.clear();
+      }
+    }
+    GPULEDGER_ASSIGN_OR_RETURN(ChargebackReport live, LiveChargeback(c.range));
+    for (ChargebackLine& d : Differences(booked, live.lines, c.month)) {
+      report.total += d.direct_cost;
+      report.lines.push_back(std::move(d));
     }
   }
   return report;
+}
+
+Result<ChargebackReport> Ledger::Chargeback(const TimeRange& period, bool share_idle) {
+  GPULEDGER_ASSIGN_OR_RETURN(auto closed, store_->ClosedPeriods());
+  GPULEDGER_ASSIGN_OR_RETURN(auto frozen, store_->FrozenLines());
+  ChargebackReport report;
+  auto month = std::find_if(closed.begin(), closed.end(), [&](const auto& c) { return c.range == period; });
+  if (month != closed.end()) {
+    report.period = month->window;  // as it covered when it closed
+    report.closed = ClosedPeriod{month->month, month->range, month->closed_at_ms, month->closed_by};
+    for (const store::FrozenLine& f : frozen) {
+      if (f.month != month->month) continue;
+      report.lines.push_back(Thaw(f));
+      report.total += f.direct_cost;
+    }
+  } else {
+    GPULEDGER_ASSIGN_OR_RETURN(report, OpenChargeback(period, closed, frozen));
+  }
+  // With share_idle, capacity held by no job is spread over the teams' own lines (not
+  // over corrections) in proportion to their direct cost.
+  std::vector<size_t> own;
+  Money unused, direct_total;
+  for (size_t i = 0; i < report.lines.size(); ++i) {
+    const ChargebackLine& l = report.lines[i];
+    if (!l.correction_for.empty()) continue;
+    if (l.capacity) {
+      unused += l.direct_cost;
+    } else {
+      own.push_back(i);
+      direct_total += l.direct_cost;
+    }
+  }
+  report.share_idle = share_idle && direct_total > Money();  // nothing used: nothing to share by
+  if (report.share_idle) {
+    std::vector<Money> weights;
+    for (size_t i : own) weights.push_back(report.lines[i].direct_cost);
+    std::vector<Money> shares = SplitMoney(unused, weights);
+    for (size_t k = 0; k < own.size(); ++k) report.lines[own[k]].shared_idle_cost = shares[k];
+    std::erase_if(report.lines, [](const ChargebackLine& l) { return l.capacity && l.correction_for.empty(); });
+  }
+  return report;
+}
+
+Result<ClosedPeriod> Ledger::ClosePeriod(std::string_view month_text, const std::string& by) {
+  GPULEDGER_ASSIGN_OR_RETURN(TimeRange month, ParseMonth(month_text));
+  std::string name = MonthName(month);
+  int64_t now = clock_.NowMs();
+  if (month.end_ms > now) {
+    return FailedPrecondition(fmt::format("billing period {} is not over yet (it ends {})", name, FormatTime(month.end_ms)));
+  }
+  GPULEDGER_ASSIGN_OR_RETURN(auto closed, store_->ClosedPeriods());
+  if (!closed.empty() && closed.back().range.begin_ms >= month.begin_ms) {
+    for (const auto& c : closed) {
+      if (c.month == name) {
+        return Status(StatusCode::kAlreadyExists, fmt::format("billing period {} is closed already (at {} by {})",
+                                                              name, FormatTime(c.closed_at_ms), c.closed_by));
+      }
+    }
+    return FailedPrecondition(fmt::format("billing periods close in order: {} is closed, so {} can no longer be",
+                                          closed.back().month, name));
+  }
+  GPULEDGER_ASSIGN_OR_RETURN(auto frozen, store_->FrozenLines());
+  GPULEDGER_ASSIGN_OR_RETURN(ChargebackReport report, OpenChargeback(month, closed, frozen));
+  std::vector<store::FrozenLine> lines;
+  for (const ChargebackLine& l : report.lines) lines.push_back(Freeze(l, name));
+  store::ClosedPeriodRecord record{name, month, report.period, now, by};
+  GPULEDGER_RETURN_IF_ERROR(store_->ClosePeriod(record, lines));
+  return ClosedPeriod{name, month, now, by};
+}
+
+Result<std::vector<ClosedPeriod>> Ledger::ClosedPeriods() {
+  GPULEDGER_ASSIGN_OR_RETURN(auto closed, store_->ClosedPeriods());
+  std::vector<ClosedPeriod> out;
+  for (const auto& c : closed) out.push_back({c.month, c.range, c.closed_at_ms, c.closed_by});
+  return out;
 }
 
 Result<std::vector<TimelinePoint>> Ledger::Timeline(const TimeRange& window, int64_t step_ms,
@@ -1128,7 +1325,7 @@ Result<std::vector<WasteItem>> Ledger::TopWaste(const TimeRange& window, size_t 
     GPULEDGER_ASSIGN_OR_RETURN(UsageReport r, Usage(window, by));
     for (const UsageRow& row : r.rows) {
       Money cost = row.cost[static_cast<size_t>(bucket)];
-      if (cost == Money() || row.key[0] == kNoJob) continue;
+      if (cost == Money() || row.no_job) continue;
       items.push_back({describe(row.key), bucket, row.gpu_hours(bucket), cost});
       if (bucket == Bucket::kAllocatedIdle) items.back().idle_cause_cost = row.idle_cause_cost;
     }

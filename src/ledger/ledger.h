@@ -41,12 +41,18 @@ Result<Dimension> ParseDimension(std::string_view text);
 std::string_view DimensionName(Dimension d);
 // "team,project" -> {kTeam, kProject}.
 Result<std::vector<Dimension>> ParseDimensions(std::string_view text);
+// A job's attribute (team ... job), as against the device's (pool, node, model, device, hour).
+constexpr bool IsJobDimension(Dimension d) { return d <= Dimension::kJob; }
 
 // The label of rows for time held by no job, when grouping by a job's attribute.
 inline constexpr std::string_view kNoJob = "(no job)";
 
 struct UsageRow {
   std::vector<std::string> key;  // one value per dimension
+  // The row of time held by no job, when the report is grouped by a job dimension. Its job
+  // parts read kNoJob for people, but code tells it apart by this flag, never by the
+  // string, so no name a batch carries can pass for it.
+  bool no_job = false;
   // Capacity in GPU-milliseconds x kShareScale (a MIG slice counts its share), by bucket.
   std::array<int64_t, kBucketCount> gpu_ticks_ms{};
   std::array<Money, kBucketCount> cost{};
@@ -105,15 +111,34 @@ struct ChargebackLine {
   Money shared_idle_cost;  // with --share-idle: this line's share of unused capacity
   std::array<Money, kIdleCauseCount> idle_cost_by_cause{};  // allocated_idle, by cause
   double unpriced_gpu_hours = 0;  // of gpu_hours, those with no price (costing 0)
+  // A line of capacity held by no job (its team reads "(unallocated)" ... for people).
+  std::optional<Bucket> capacity;
+  // A correction to this closed month ("2026-11"): what changed of its figures since it
+  // was frozen (late samples, a job's new team, a new price), booked in the first open
+  // month. Empty for the period's own charges.
+  std::string correction_for;
   Money total_cost() const { return direct_cost + shared_idle_cost; }
+};
+
+// A billing period (a calendar month, UTC) that was closed: its chargeback is frozen.
+struct ClosedPeriod {
+  std::string month;  // "2026-11"
+  TimeRange range;
+  int64_t closed_at_ms = 0;
+  std::string closed_by;
 };
 
 struct ChargebackReport {
   TimeRange period;
   bool share_idle = false;
-  std::vector<ChargebackLine> lines;  // teams' lines, then capacity lines "(unallocated)" ...
-  Money total;                        // the fleet's cost for the period
+  std::vector<ChargebackLine> lines;  // teams' lines, then capacity lines, then corrections
+  Money total;                        // the sum of the lines: the fleet's cost, and corrections
   std::vector<UnpricedCapacity> unpriced;  // what had no price (and so cost 0)
+  // Set when `period` is a closed month: the lines are as frozen then.
+  std::optional<ClosedPeriod> closed;
+  // Closed months the period overlaps without being one of them: its figures are live,
+  // and differ from those months' frozen chargebacks by what changed since.
+  std::vector<std::string> overlaps_closed;
 };
 
 // One source of waste, in money: a job's idle time, a pool's unallocated capacity, a
@@ -216,7 +241,9 @@ struct JobAllocation {
 class IngestGroup {
  public:
   virtual ~IngestGroup() = default;
-  virtual Result<store::ApplyOutcome> Apply(const Batch& batch) = 0;
+  // `sender`: who sent the batch (the nodes it may report for; the job-change history).
+  virtual Result<store::ApplyOutcome> Apply(const Batch& batch, const BatchSender& sender) = 0;
+  Result<store::ApplyOutcome> Apply(const Batch& batch) { return Apply(batch, BatchSender{}); }
   virtual Status Commit() = 0;
 };
 
@@ -224,8 +251,9 @@ class Ledger {
  public:
   Ledger(std::unique_ptr<store::Store> store, const Clock& clock, LedgerOptions options = {});
 
-  // Validates and applies one batch, whole or not at all (see Store::ApplyBatch).
-  Result<store::ApplyOutcome> Ingest(const Batch& batch);
+  // Validates and applies one batch, whole or not at all (see Store::ApplyBatch). A sender
+  // bound to nodes that reports for another gets kPermissionDenied naming the device or job.
+  Result<store::ApplyOutcome> Ingest(const Batch& batch, const BatchSender& sender = {});
 
   // The checks Ingest makes of a batch alone (ValidateBatch with the ledger's clock and
   // skew limit): for callers that validate on their own thread, outside any group.
@@ -250,7 +278,19 @@ class Ledger {
   // Cost per team and project over `period`. Capacity held by no job is its own lines
   // ("(unallocated)", "(unavailable)", "(unmonitored)"), or with share_idle spread over
   // the teams' lines in proportion to their direct cost.
+  //
+  // Billing periods. A closed month's chargeback is frozen: asked for that month, it
+  // answers as it did when closed, whatever arrives later. What changed since (late
+  // samples, a job re-teamed, a new price) is booked as correction lines in the first open
+  // month after the latest closed one (ChargebackLine::correction_for), to the micro-unit:
+  // a month's frozen lines plus every correction booked for it equal its live figures.
   Result<ChargebackReport> Chargeback(const TimeRange& period, bool share_idle);
+
+  // Closes `month` ("2026-11"), freezing its chargeback as it stands, corrections to
+  // earlier closed months included. The month must be over and later than every closed
+  // one (months close in order). `by`: who closed it (a token's name; "local").
+  Result<ClosedPeriod> ClosePeriod(std::string_view month, const std::string& by);
+  Result<std::vector<ClosedPeriod>> ClosedPeriods();
 
   // Usage as `scope` may see it: the rows of its teams only (grouped by `by`, ordered as
   // Usage orders them), and the fleet's total. With Scope::All(), Usage itself.
@@ -280,6 +320,9 @@ class Ledger {
   Result<std::vector<Job>> Jobs();
   // The allocations of the job `job_id` (its key), by start; empty for an unknown job.
   Result<std::vector<JobAllocation>> AllocationsOf(const std::string& job_id);
+  // What batches changed of the job `job_id`'s metadata, with who sent them and when,
+  // oldest first; empty for an unknown job or one never changed.
+  Result<std::vector<store::JobChange>> JobChanges(const std::string& job_id);
   // The allocations open at `at_ms`, as (device uuid, job key, from), for a restarted
   // ingestor to continue from.
   Result<std::vector<std::pair<JobAllocation, std::string>>> OpenAllocations(int64_t at_ms);
@@ -301,6 +344,12 @@ class Ledger {
                                               const std::vector<Dimension>&);
   // Usage on `reads` (a snapshot the caller holds).
   Result<UsageReport> UsageOn(store::StoreReads& reads, const TimeRange& window, const std::vector<Dimension>& by);
+  // The period's own chargeback from its live figures (capacity as its own lines).
+  Result<ChargebackReport> LiveChargeback(const TimeRange& period);
+  // The open-month view: live lines, and corrections to every closed month when `period`
+  // is the first month after the latest closed one.
+  Result<ChargebackReport> OpenChargeback(const TimeRange& period, const std::vector<store::ClosedPeriodRecord>& closed,
+                                          const std::vector<store::FrozenLine>& frozen);
   std::unique_ptr<store::Store> store_;
   const Clock& clock_;
   LedgerOptions options_;

@@ -86,7 +86,9 @@ Result<std::vector<Recommendation>> Recommend(Ledger& ledger, const TimeRange& w
   store::StoreSnapshot& store = *snap;
   GPULEDGER_ASSIGN_OR_RETURN(UsageReport usage, internal_UsageOn(ledger, store, window, {Dimension::kJob}));
   std::map<std::string, const UsageRow*> usage_of;
-  for (const auto& row : usage.rows) usage_of[row.key[0]] = &row;
+  for (const auto& row : usage.rows) {
+    if (!row.no_job) usage_of[row.key[0]] = &row;
+  }
   GPULEDGER_ASSIGN_OR_RETURN(auto devices, store.ListDevices());
   GPULEDGER_ASSIGN_OR_RETURN(auto jobs, store.ListJobs());
   GPULEDGER_ASSIGN_OR_RETURN(auto allocations, store.AllocationsOverlapping(window));

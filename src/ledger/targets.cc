@@ -64,7 +64,7 @@ std::vector<BudgetStatus> JudgeWeeklyBudgets(const Goals& goals, const UsageRepo
     Money share = Money::FromMicros(budget.micros() * week_days / days);
     Money spent;
     for (const UsageRow& row : by_team.rows) {
-      if (row.key[0] == team) spent = row.total_cost();
+      if (!row.no_job && row.key[0] == team) spent = row.total_cost();
     }
     out.push_back(Judge(team, share, spent));
   }

@@ -51,6 +51,7 @@ nlohmann::json RowJson(const UsageRow& r, const std::vector<ledger::Dimension>& 
     key[std::string(ledger::DimensionName(by[i]))] = r.key[i];
   }
   j["group"] = key;
+  if (r.no_job) j["no_job"] = true;
   nlohmann::json buckets = nlohmann::json::object();
   for (Bucket b : kAllBuckets) {
     buckets[std::string(BucketName(b))] = {{"gpu_hours", r.gpu_hours(b)},
@@ -233,8 +234,15 @@ std::string RenderChargeback(const ledger::ChargebackReport& r, Format f) {
                               {"held_idle", l.idle_cost_by_cause[2].ToString()},
                               {"other", l.idle_cost_by_cause[3].ToString()}}},
                             {"total_cost", l.total_cost().ToString()}});
+      if (l.capacity) j["lines"].back()["capacity"] = BucketName(*l.capacity);
+      if (!l.correction_for.empty()) j["lines"].back()["correction_for"] = l.correction_for;
     }
     j["total"] = r.total.ToString();
+    if (r.closed) {
+      j["closed"] = {{"month", r.closed->month}, {"closed_at", FormatTime(r.closed->closed_at_ms)},
+                     {"closed_by", r.closed->closed_by}};
+    }
+    if (!r.overlaps_closed.empty()) j["overlaps_closed"] = r.overlaps_closed;
     j["unpriced"] = UnpricedJson(r.unpriced);
     return j.dump(2) + "\n";
   }
@@ -242,28 +250,40 @@ std::string RenderChargeback(const ledger::ChargebackReport& r, Format f) {
     std::string out =
         "period_start,period_end,team,project,gpu_hours,active_gpu_hours,idle_gpu_hours,"
         "direct_cost,shared_idle_cost,total_cost,input_stall_cost,checkpoint_stall_cost,"
-        "held_idle_cost,other_idle_cost,unpriced_gpu_hours\n";
+        "held_idle_cost,other_idle_cost,unpriced_gpu_hours,correction_for\n";
     for (const auto& l : r.lines) {
-      out += fmt::format("{},{},{},{},{:.6f},{:.6f},{:.6f},{},{},{},{},{},{},{},{:.6f}\n", from, to,
+      out += fmt::format("{},{},{},{},{:.6f},{:.6f},{:.6f},{},{},{},{},{},{},{},{:.6f},{}\n", from, to,
                          CsvField(l.team), CsvField(l.project), l.gpu_hours, l.active_gpu_hours,
                          l.idle_gpu_hours, l.direct_cost.ToString(), l.shared_idle_cost.ToString(),
                          l.total_cost().ToString(), l.idle_cost_by_cause[0].ToString(),
                          l.idle_cost_by_cause[1].ToString(), l.idle_cost_by_cause[2].ToString(),
-                         l.idle_cost_by_cause[3].ToString(), l.unpriced_gpu_hours);
+                         l.idle_cost_by_cause[3].ToString(), l.unpriced_gpu_hours, l.correction_for);
     }
     return out;
   }
   std::vector<std::vector<std::string>> rows = {
       {"team", "project", "GPU-h", "active", "idle", "direct", "shared idle", "total"}};
   for (const auto& l : r.lines) {
-    rows.push_back({l.team, l.project, Hours(l.gpu_hours), Hours(l.active_gpu_hours),
+    std::string project = l.correction_for.empty() ? l.project
+                          : l.project.empty()      ? fmt::format("(correction for {})", l.correction_for)
+                                                   : fmt::format("{} (correction for {})", l.project, l.correction_for);
+    rows.push_back({l.team, project, Hours(l.gpu_hours), Hours(l.active_gpu_hours),
                     Hours(l.idle_gpu_hours), l.direct_cost.ToDisplay(),
                     l.shared_idle_cost.ToDisplay(), l.total_cost().ToDisplay()});
   }
   rows.push_back({"(total)", "", "", "", "", "", "", r.total.ToDisplay()});
+  std::string note;
+  if (r.closed) {
+    note = fmt::format("Closed {} by {}: as frozen then; what changed since is corrected in the first open month.\n",
+                       FormatTime(r.closed->closed_at_ms), r.closed->closed_by);
+  } else if (!r.overlaps_closed.empty()) {
+    std::string months;
+    for (const auto& m : r.overlaps_closed) months += (months.empty() ? "" : ", ") + m;
+    note = fmt::format("Live figures over closed months ({}): their own chargebacks are as frozen.\n", months);
+  }
   return fmt::format("Chargeback {} .. {}{}\n", from, to,
                      r.share_idle ? " (unused capacity shared in proportion to use)" : "") +
-         Table(rows, 2) + UnpricedNote(r.unpriced);
+         Table(rows, 2) + note + UnpricedNote(r.unpriced);
 }
 
 std::string RenderFleetSummary(const ledger::UsageReport& by_pool,

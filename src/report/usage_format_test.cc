@@ -45,6 +45,31 @@ TEST(UsageFormatTest, TableShowsPercentagesAndMoney) {
   EXPECT_THAT(t, HasSubstr("(total)"));
 }
 
+// A chargeback of the first open month after a closed one: its corrections say which month
+// they correct in every format, and a closed month's says when and by whom it was closed.
+TEST(UsageFormatTest, ChargebackCorrectionsAndClosedMonthsAreNamed) {
+  ledger::ChargebackReport r;
+  r.period = {0, kMsPerDay};
+  ledger::ChargebackLine own, fix;
+  own.team = fix.team = "nlp";
+  own.project = fix.project = "llm";
+  own.direct_cost = Money::FromMicros(3'000'000);
+  fix.direct_cost = Money::FromMicros(-1'250'000);
+  fix.correction_for = "2026-11";
+  r.lines = {own, fix};
+  r.total = own.direct_cost + fix.direct_cost;
+  EXPECT_THAT(RenderChargeback(r, Format::kTable), HasSubstr("llm (correction for 2026-11)"));
+  EXPECT_THAT(RenderChargeback(r, Format::kCsv), HasSubstr(",-1.250000,0.000000,-1.250000,"));
+  EXPECT_THAT(RenderChargeback(r, Format::kCsv), HasSubstr(",2026-11\n"));
+  auto j = nlohmann::json::parse(RenderChargeback(r, Format::kJson));
+  EXPECT_FALSE(j["lines"][0].contains("correction_for"));
+  EXPECT_EQ(j["lines"][1]["correction_for"], "2026-11");
+  EXPECT_EQ(j["total"], "1.750000");
+  r.closed = ledger::ClosedPeriod{"2026-11", r.period, kMsPerDay, "finance"};
+  EXPECT_EQ(nlohmann::json::parse(RenderChargeback(r, Format::kJson))["closed"]["closed_by"], "finance");
+  EXPECT_THAT(RenderChargeback(r, Format::kTable), HasSubstr("by finance: as frozen"));
+}
+
 TEST(UsageFormatTest, ParsesFormats) {
   EXPECT_EQ(*ParseFormat("csv"), Format::kCsv);
   EXPECT_FALSE(ParseFormat("xml").ok());

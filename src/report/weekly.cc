@@ -162,9 +162,10 @@ std::string DailyUtilizationSvg(const std::vector<ledger::TimelinePoint>& days, 
   return svg + "</svg>";
 }
 
-const UsageRow* FindRow(const UsageReport& r, const std::string& key) {
+// The row of `r` for the same first key as `like` (time held by no job matches only itself).
+const UsageRow* FindRow(const UsageReport& r, const UsageRow& like) {
   for (const auto& row : r.rows) {
-    if (row.key[0] == key) return &row;
+    if (row.no_job == like.no_job && row.key[0] == like.key[0]) return &row;
   }
   return nullptr;
 }
@@ -229,7 +230,7 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
   int experiments = 0;
   Money experiment_cost;
   for (const auto& row : by_experiment.rows) {
-    if (row.key[0] == ledger::kNoJob || row.key[1] == "(unset)") continue;
+    if (row.no_job || row.key[1] == "(unset)") continue;
     ++experiments;
     experiment_cost += row.total_cost();
   }
@@ -314,7 +315,7 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
       "(docs/idle-causes.md).</p><table><thead><tr><th class=\"l\">team</th><th>input stall</th>"
       "<th>checkpoint stall</th><th>held idle</th><th>other</th></tr></thead>";
   for (const auto& row : by_team.rows) {
-    if (row.key[0] != ledger::kNoJob) {
+    if (!row.no_job) {
       causes_table += fmt::format("<tr><td>{}</td>", Esc(row.key[0]));
       for (IdleCause c : kAllIdleCauses) {
         causes_table += fmt::format("<td>{} h · {}</td>", GpuHours(row.idle_cause_gpu_hours(c)),
@@ -322,7 +323,7 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
       }
       causes_table += "</tr>";
     }
-    const UsageRow* before = FindRow(prev_team, row.key[0]);
+    const UsageRow* before = FindRow(prev_team, row);
     html += fmt::format(
         "<tr data-team=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
         "<td data-cost=\"{}\">{}</td><td>{}</td></tr>",
@@ -371,7 +372,7 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
   html += fmt::format("</table><p>{}</p><table>", Esc(options.goals.Describe()));
   html += "</table><table><thead><tr><th class=\"l\">kind</th><th>GPU-hours held</th><th>allocated eff.</th><th>idle cost</th><th>cost</th></tr></thead>";
   for (const auto& row : by_kind.rows) {
-    if (row.key[0] == ledger::kNoJob) continue;
+    if (row.no_job) continue;
     html += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                         Esc(row.key[0]), GpuHours(row.total_gpu_hours()), Pct(row.allocated_efficiency()),
                         Esc(row.cost[1].ToDisplay()), Esc(row.total_cost().ToDisplay()));

@@ -77,6 +77,9 @@ Result<int64_t> CountParam(const QueryParams& p, const std::string& key, int64_t
   return v;
 }
 
+// The most jobs one /jobs answer lists (a page; `next` names where the next begins).
+constexpr int64_t kMaxJobsPerPage = 5'000;
+
 Result<TimeRange> WindowFrom(const QueryParams& p, int64_t now_ms, int64_t data_end_ms) {
   std::string window = Param(p, "window"), from = Param(p, "from"), to = Param(p, "to");
   if (!window.empty()) {
@@ -221,6 +224,29 @@ HttpReply UsageReply(const QueryContext& q, const QueryParams& params) {
   return {200, ContentType(*format), report::RenderUsage(*r, *format, by_pool ? q.goals : nullptr)};
 }
 
+namespace {
+
+json PeriodJson(const ledger::ClosedPeriod& p) {
+  return {{"month", p.month}, {"from", FormatTime(p.range.begin_ms)}, {"to", FormatTime(p.range.end_ms)},
+          {"closed_at", FormatTime(p.closed_at_ms)}, {"closed_by", p.closed_by}};
+}
+
+}  // namespace
+
+HttpReply PeriodsReply(const QueryContext& q) {
+  auto closed = q.ledger.ClosedPeriods();
+  if (!closed.ok()) return ErrorReply(closed.status());
+  json out = {{"closed", json::array()}};
+  for (const auto& p : *closed) out["closed"].push_back(PeriodJson(p));
+  return {200, "application/json", out.dump() + "\n"};
+}
+
+HttpReply ClosePeriodReply(const QueryContext& q, const std::string& month) {
+  auto closed = q.ledger.ClosePeriod(month, q.who.name);
+  if (!closed.ok()) return ErrorReply(closed.status());
+  return {200, "application/json", PeriodJson(*closed).dump() + "\n"};
+}
+
 HttpReply ChargebackReply(const QueryContext& q, const QueryParams& params) {
   std::string period_text = Param(params, "period");
   if (period_text.empty()) return ErrorReply(InvalidArgument("give period=YYYY-MM"));
@@ -236,19 +262,35 @@ HttpReply ChargebackReply(const QueryContext& q, const QueryParams& params) {
   if (!r.ok()) return ErrorReply(r.status());
   if (q.who.role != Role::kAdmin) {
     // A viewer sees its teams' lines; the fleet's total stays.
-    std::erase_if(r->lines, [&](const ledger::ChargebackLine& l) { return !q.who.MaySeeTeam(l.team); });
+    std::erase_if(r->lines, [&](const ledger::ChargebackLine& l) { return l.capacity || !q.who.MaySeeTeam(l.team); });
   }
   return {200, ContentType(*format), report::RenderChargeback(*r, *format)};
 }
 
-HttpReply JobsReply(const QueryContext& q) {
+HttpReply JobsReply(const QueryContext& q, const QueryParams& params) {
+  auto limit = CountParam(params, "limit", kMaxJobsPerPage, 1, kMaxJobsPerPage);
+  if (!limit.ok()) return ErrorReply(limit.status());
+  const std::string after = Param(params, "after");
   auto jobs = q.ledger.Jobs();
   if (!jobs.ok()) return ErrorReply(jobs.status());
-  json list = json::array();
+  std::vector<const Job*> visible;
   for (const auto& j : *jobs) {
-    if (q.who.MaySeeTeam(j.team)) list.push_back(JobJson(j));
+    if (q.who.MaySeeTeam(j.team) && j.id > after) visible.push_back(&j);
   }
-  return JsonReply({{"jobs", list}});
+  // Pages in job id order: `next` is the cursor (`after=`) of the next page, when there is one.
+  auto by_id = [](const Job* a, const Job* b) { return a->id < b->id; };
+  auto n = static_cast<size_t>(*limit);
+  bool more = visible.size() > n;
+  if (more) {
+    std::nth_element(visible.begin(), visible.begin() + static_cast<std::ptrdiff_t>(n), visible.end(), by_id);
+    visible.resize(n);
+  }
+  std::sort(visible.begin(), visible.end(), by_id);
+  json list = json::array();
+  for (const Job* j : visible) list.push_back(JobJson(*j));
+  json out = {{"jobs", list}};
+  out["next"] = more ? json(visible.back()->id) : json(nullptr);
+  return JsonReply(out);
 }
 
 // The job `job_id` if the principal may see it. Another team's job answers exactly as
@@ -275,14 +317,21 @@ HttpReply JobReply(const QueryContext& q, const std::string& job_id) {
     begin = std::min(begin, a.from_ms);
     end = std::max(end, a.to_ms.value_or(q.now_ms));
   }
-  json out = {{"job", JobJson(*found)}, {"allocations", timeline}, {"currency_unit", "1e-6"}};
+  auto changed = q.ledger.JobChanges(job_id);
+  if (!changed.ok()) return ErrorReply(changed.status());
+  json changes = json::array();
+  for (const store::JobChange& c : *changed) {
+    changes.push_back({{"at", FormatTime(c.at_ms)}, {"batch_id", c.batch_id}, {"sender", c.sender},
+                       {"field", c.field}, {"from", c.old_value}, {"to", c.new_value}});
+  }
+  json out = {{"job", JobJson(*found)}, {"allocations", timeline}, {"changes", changes}, {"currency_unit", "1e-6"}};
   if (begin < end) {
     auto r = q.ledger.Usage({begin, end}, {ledger::Dimension::kJob, ledger::Dimension::kDevice});
     if (!r.ok()) return ErrorReply(r.status());
     json per_device = json::array();
     ledger::UsageRow total;
     for (const ledger::UsageRow& row : r->rows) {
-      if (row.key[0] != job_id) continue;
+      if (row.no_job || row.key[0] != job_id) continue;
       json buckets = json::object();
       json cost = json::object();
       for (Bucket b : kAllBuckets) {

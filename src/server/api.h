@@ -65,7 +65,12 @@ HttpReply UsageReply(const QueryContext& q, const QueryParams& params);
 // GET /api/v1/chargeback?period=YYYY-MM, share_idle=true, format=json|csv|table.
 HttpReply ChargebackReply(const QueryContext& q, const QueryParams& params);
 // GET /api/v1/jobs: the jobs the principal may see.
-HttpReply JobsReply(const QueryContext& q);
+// GET /api/v1/jobs: `limit` (1..5000, default 5000) jobs in id order after `after`; `next`.
+HttpReply JobsReply(const QueryContext& q, const QueryParams& params);
+// GET /api/v1/periods: the closed billing periods. POST /api/v1/periods/{month}/close:
+// closes one (admin), freezing its chargeback (ledger::Ledger::ClosePeriod).
+HttpReply PeriodsReply(const QueryContext& q);
+HttpReply ClosePeriodReply(const QueryContext& q, const std::string& month);
 // GET /api/v1/jobs/{id}: one job, its allocations (the timeline), buckets and cost.
 HttpReply JobReply(const QueryContext& q, const std::string& job_id);
 // GET /api/v1/recommendations?window=30d&team=T: right-sizing advice for the jobs the

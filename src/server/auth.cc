@@ -146,7 +146,7 @@ Result<Principal> Authenticator::Authenticate(std::string_view authorization) co
     }
   }
   if (match == nullptr) return Status(StatusCode::kUnauthenticated, "unknown bearer token");
-  return Principal{match->name, match->role, match->teams};
+  return Principal{match->name, match->role, match->teams, match->nodes};
 }
 
 }  // namespace gpuledger::server

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/batch.h"
 #include "core/status.h"
 
 namespace gpuledger::server {
@@ -24,6 +25,7 @@ struct TokenEntry {
   std::string name;                // for logs: who made the request
   Role role = Role::kViewer;
   std::vector<std::string> teams;  // kViewer: the teams it may see (at least one)
+  std::vector<std::string> nodes;  // kAgent: the nodes it may report for (patterns; empty: any)
   std::string salt;                // raw bytes
   std::string digest;              // raw SHA-256(salt || token)
 };
@@ -33,9 +35,12 @@ struct Principal {
   std::string name;
   Role role = Role::kViewer;
   std::vector<std::string> teams;  // kViewer only
+  std::vector<std::string> nodes;  // kAgent only: the nodes it may report for (empty: any)
 
   // A viewer sees only these teams' jobs; agents see nothing, admins everything.
   bool MaySeeTeam(std::string_view team) const;
+  // As the sender of a batch: its name, bound to its nodes (BatchSender).
+  BatchSender AsSender() const { return {name, nodes}; }
 };
 
 // "sha256:<salt hex>:<digest hex>" for `token` with a fresh random salt (16 bytes).

@@ -15,6 +15,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <map>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -104,7 +107,8 @@ class HardeningTest : public ::testing::Test {
   void Start(ServerOptions o) {
     h_.reset();
     o.tokens = {TokenEntryFor(admin_, "admin", Role::kAdmin, {}), TokenEntryFor(viewer_, "viewer", Role::kViewer, {"alpha"}),
-                TokenEntryFor(agent_, "agent", Role::kAgent, {})};
+                TokenEntryFor(agent_, "agent", Role::kAgent, {}), TokenEntryFor(bound_, "anode-agent", Role::kAgent, {})};
+    o.tokens.back().nodes = {"anode"};
     h_ = std::make_unique<Harness>(dir_.File(fmt::format("ledger-{}.db", ++dbs_)), clock_, o);
     ASSERT_EQ(h_->error, "");
     auto book = PriceBook::Create({{"*", "*", CapacityType::kOnDemand, *Money::Parse("2.00"), {0, kForever}}});
@@ -145,7 +149,7 @@ class HardeningTest : public ::testing::Test {
   TempDir dir_;
   int dbs_ = 0;
   ManualClock clock_{kNow};
-  std::string admin_ = NewToken(), viewer_ = NewToken(), agent_ = NewToken();
+  std::string admin_ = NewToken(), viewer_ = NewToken(), agent_ = NewToken(), bound_ = NewToken();
   std::unique_ptr<Harness> h_;
 };
 
@@ -287,6 +291,224 @@ TEST_F(HardeningTest, EveryInputPathRefusesTheSameStrings) {
   ASSERT_TRUE(devices_after.ok());
   EXPECT_EQ(devices_after->size(), devices_before->size());
   EXPECT_EQ(write({}).status, 204);  // the same series with honest labels is taken
+}
+
+// Item 10: an agent token bound to its node reports for that node alone: it can neither
+// re-team a job running elsewhere nor claim another node's GPU, by either input path. What
+// it changes of a job running on its node is recorded with its name and the time.
+TEST_F(HardeningTest, ANodeBoundAgentReportsForItsNodeAlone) {
+  auto post = [&](const Batch& b) {
+    HttpRequestOptions o;
+    o.token = bound_;
+    auto r = HttpPost(h_->url(), "/api/v1/batches", wire::WriteBatch(b), "application/json", o);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : HttpResponse{};
+  };
+  auto usage = [&] { return GetJson("/api/v1/usage?window=24h&by=team,job", admin_).dump(); };
+  const std::string before = usage();
+  const int64_t batches = StoredBatches();
+  Job reteam;
+  reteam.id = "bnode-job";
+  reteam.team = "alpha";
+  Device rehomed = MakeBatch("unsent", "bnode", 1, kStart, 0, "bravo").devices[0];  // GPU-bnode-0
+  rehomed.node = "anode";
+  Device elsewhere = rehomed;
+  elsewhere.uuid = "GPU-cnode-0";
+  elsewhere.node = "cnode";
+  struct Attempt {
+    std::string what;
+    Batch batch;
+    std::string names;
+  };
+  std::vector<Attempt> attempts;
+  attempts.push_back({"a job it does not place", {}, "jobs[0]"});
+  attempts.back().batch.jobs = {reteam};
+  attempts.push_back({"a job placed on another node's GPU", {}, "allocations[0].device"});
+  attempts.back().batch.jobs = {reteam};
+  attempts.back().batch.allocations = {{"GPU-bnode-0", "bnode-job", kStart - kMsPerMinute, std::nullopt}};
+  attempts.push_back({"another node's GPU declared on its node", {}, "devices[0]"});
+  attempts.back().batch.devices = {rehomed};
+  attempts.push_back({"a GPU of another node", {}, "devices[0].node"});
+  attempts.back().batch.devices = {elsewhere};
+  for (size_t i = 0; i < attempts.size(); ++i) {
+    Attempt& a = attempts[i];
+    a.batch.batch_id = fmt::format("forged-{}", i);
+    HttpResponse r = post(a.batch);
+    EXPECT_EQ(r.status, 403) << a.what << ": " << r.body;
+    EXPECT_NE(r.body.find(a.names), std::string::npos) << a.what << ": " << r.body;
+    EXPECT_NE(r.body.find("anode-agent"), std::string::npos) << a.what << ": " << r.body;
+  }
+  // Remote-write: a series whose Hostname is another node.
+  prometheus::WriteRequest w;
+  w.timeseries.push_back({{{"Hostname", "bnode"}, {"UUID", "GPU-bnode-0"}, {"__name__", "DCGM_FI_PROF_SM_ACTIVE"},
+                           {"modelName", "NVIDIA H100 80GB HBM3"}},
+                          {{0.5, kNow - kMsPerMinute / 2}}});
+  std::sort(w.timeseries[0].labels.begin(), w.timeseries[0].labels.end(),
+            [](const auto& x, const auto& y) { return x.name < y.name; });
+  HttpRequestOptions rw;
+  rw.token = bound_;
+  auto r = HttpPost(h_->url(), "/api/v1/write", prometheus::EncodeWriteRequest(w), "application/x-protobuf", rw);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 403) << r->body;
+  EXPECT_EQ(usage(), before);
+  EXPECT_EQ(StoredBatches(), batches);
+
+  // Its own node's job, re-teamed: taken, and on the record.
+  Batch own;
+  own.batch_id = "own-reteam";
+  Job j;
+  j.id = "anode-job";
+  j.team = "bravo";
+  own.jobs = {j};
+  own.allocations = {{"GPU-anode-0", "anode-job", kStart - kMsPerMinute, std::nullopt}};
+  EXPECT_EQ(post(own).status, 200);
+  json job = GetJson("/api/v1/jobs/anode-job", admin_);
+  ASSERT_EQ(job["changes"].size(), 1u) << job.dump();
+  const json& c = job["changes"][0];
+  EXPECT_EQ(c["field"], "team");
+  EXPECT_EQ(c["from"], "alpha");
+  EXPECT_EQ(c["to"], "bravo");
+  EXPECT_EQ(c["sender"], "anode-agent");
+  EXPECT_EQ(c["batch_id"], "own-reteam");
+  EXPECT_EQ(c["at"], FormatTime(kNow));
+  EXPECT_EQ(job["job"]["project"], "alpha-project");  // what the batch left empty it did not blank
+}
+
+// Item 10: a closed month is frozen. Re-teaming a job after November closed moves nothing
+// in November's chargeback; December books the move as corrections that cancel out.
+TEST_F(HardeningTest, AClosedMonthStaysAsClosedAndLaterMovesAreCorrections) {
+  clock_.Set(*ParseTime("2026-12-01T01:00:00Z"));
+  auto post_admin = [&](const std::string& path) {
+    HttpRequestOptions o;
+    o.token = admin_;
+    auto r = HttpPost(h_->url(), path, "", "application/json", o);
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? *r : HttpResponse{};
+  };
+  const std::string november = GetJson("/api/v1/chargeback?period=2026-11", admin_).dump();
+  HttpRequestOptions as_viewer;
+  as_viewer.token = viewer_;
+  EXPECT_EQ(HttpPost(h_->url(), "/api/v1/periods/2026-11/close", "", "application/json", as_viewer)->status, 403);
+  HttpResponse closed = post_admin("/api/v1/periods/2026-11/close");
+  ASSERT_EQ(closed.status, 200) << closed.body;
+  EXPECT_EQ(json::parse(closed.body)["closed_by"], "admin");
+  EXPECT_EQ(post_admin("/api/v1/periods/2026-11/close").status, 409);  // once
+  EXPECT_EQ(post_admin("/api/v1/periods/2026-12/close").status, 409);  // not over
+  EXPECT_EQ(GetJson("/api/v1/periods", viewer_)["closed"][0]["month"], "2026-11");
+
+  // bravo's job moves to alpha (its own agent says so).
+  Batch b = MakeBatch("move", "bnode", 2, kNow, 0, "alpha");  // no new sample: only the job moves
+  b.jobs[0].project = "bravo-project";
+  for (Allocation& a : b.allocations) a.from_ms = kStart - kMsPerMinute;  // the allocations it holds
+  ASSERT_EQ(Post("/api/v1/batches", wire::WriteBatch(b)).status, 200);
+  json frozen = GetJson("/api/v1/chargeback?period=2026-11", admin_);
+  EXPECT_EQ(frozen["closed"]["closed_by"], "admin");
+  frozen.erase("closed");
+  EXPECT_EQ(frozen.dump(), november);
+  json december = GetJson("/api/v1/chargeback?period=2026-12", admin_);
+  Money moved_to_alpha, moved_from_bravo, sum;
+  for (const auto& line : december["lines"]) {
+    if (!line.contains("correction_for")) continue;
+    EXPECT_EQ(line["correction_for"], "2026-11");
+    Money m = *Money::Parse(line["direct_cost"].get<std::string>());
+    sum += m;
+    (line["team"] == "alpha" ? moved_to_alpha : moved_from_bravo) += m;
+  }
+  EXPECT_GT(moved_to_alpha, Money());
+  EXPECT_EQ(sum, Money());  // a move between teams: nothing charged twice, nothing lost
+  // A viewer of alpha sees its own correction, and no capacity line.
+  json seen = GetJson("/api/v1/chargeback?period=2026-12", viewer_);
+  for (const auto& line : seen["lines"]) {
+    EXPECT_EQ(line["team"], "alpha");
+    EXPECT_FALSE(line.contains("capacity"));
+  }
+}
+
+// Item 14: with the store out of space (here its size cap, which fails writes exactly as a
+// full disk does), ingest answers 503 saying so, /healthz says degraded and why, reads go on
+// with the same figures, and nothing acknowledged is lost. Once there is room, writes resume.
+TEST_F(HardeningTest, WithTheDiskFullReadsGoOnAndHealthSaysDegraded) {
+  const std::string db = dir_.File(fmt::format("ledger-{}.db", dbs_));
+  // alpha's and bravo's GPU-hours: the fill batches below bill another team. (Their cost
+  // may move by a micro-unit as other rows join the report: the report's total is rounded
+  // once and its remainders go to the rows with the largest.)
+  auto teams = [&] {
+    std::map<std::string, double> hours;
+    json usage = GetJson("/api/v1/usage?window=24h&by=team", admin_);
+    for (const auto& row : usage["rows"]) hours[row["group"]["team"].get<std::string>()] = row["gpu_hours"];
+    return hours;
+  };
+  std::map<std::string, double> before = teams();
+  ASSERT_TRUE(before.count("alpha") && before.count("bravo"));
+  h_.reset();
+  ServerOptions o;
+  o.tokens = {TokenEntryFor(admin_, "admin", Role::kAdmin, {}), TokenEntryFor(agent_, "agent", Role::kAgent, {})};
+  h_ = std::make_unique<Harness>(db, clock_, o, true,
+                                 static_cast<int64_t>(std::filesystem::file_size(db)) + 256 * 1024);
+  ASSERT_EQ(h_->error, "");
+  ASSERT_EQ(Get("/healthz", "").body, "ok\n");
+  int acknowledged = 0;
+  HttpResponse refused;
+  for (int i = 0; i < 200 && refused.status == 0; ++i) {
+    HttpResponse r = Post("/api/v1/batches",
+                          wire::WriteBatch(MakeBatch(fmt::format("fill-{}", i), fmt::format("fnode{}", i), 4,
+                                                     kStart, 12 * 60, "fill")));
+    if (r.status == 200) {
+      ++acknowledged;
+    } else {
+      refused = r;
+    }
+  }
+  ASSERT_EQ(refused.status, 503) << refused.body;
+  EXPECT_NE(refused.body.find("out of space"), std::string::npos) << refused.body;
+  HttpResponse health = Get("/healthz", "");
+  EXPECT_EQ(health.status, 200);  // alive: a liveness probe must not restart it
+  EXPECT_EQ(health.body.rfind("degraded: writes (ingest) failing since ", 0), 0u) << health.body;
+  EXPECT_NE(health.body.find("out of space"), std::string::npos) << health.body;
+  EXPECT_EQ(h_->server->metrics().Value(MetricId::kStoreWritesFailing, {"ingest"}), 1);
+  // Reads go on: the same figures for the teams the fill did not touch, and every
+  // acknowledged batch there (none lost, none of the refused one applied).
+  std::map<std::string, double> during = teams();
+  EXPECT_EQ(during["alpha"], before["alpha"]);
+  EXPECT_EQ(during["bravo"], before["bravo"]);
+  EXPECT_EQ(GetJson("/api/v1/fleet", admin_)["devices"].size(), 4u + 4u * static_cast<size_t>(acknowledged));
+  EXPECT_EQ(StoredBatches(), 2 + acknowledged);
+
+  // Room again (the cap lifted, as when the disk is freed): writes resume, health clears.
+  h_.reset();
+  h_ = std::make_unique<Harness>(db, clock_, o);
+  ASSERT_EQ(h_->error, "");
+  EXPECT_EQ(Post("/api/v1/batches", wire::WriteBatch(MakeBatch("after", "anode2", 1, kStart, 10, "alpha"))).status, 200);
+  EXPECT_EQ(Get("/healthz", "").body, "ok\n");
+}
+
+// /jobs answers a page at a time, in id order: following `next` lists each job the token
+// may see exactly once, and no more than `limit` per answer.
+TEST_F(HardeningTest, JobsAnswerAPageAtATime) {
+  for (int i = 0; i < 5; ++i) {
+    Batch b = MakeBatch(fmt::format("paged-{}", i), fmt::format("pnode{}", i), 1, kNow - 5 * kMsPerMinute, 2,
+                        i % 2 ? "alpha" : "bravo");
+    ASSERT_TRUE(h_->ledger->Ingest(b).ok());
+  }
+  for (const auto& [token, want] : {std::pair{admin_, 7}, {viewer_, 3}}) {
+    std::vector<std::string> seen;
+    std::string after;
+    for (int page = 0; page < 10; ++page) {
+      json j = GetJson("/api/v1/jobs?limit=2" + (after.empty() ? "" : "&after=" + after), token);
+      EXPECT_LE(j["jobs"].size(), 2u);
+      for (const auto& job : j["jobs"]) seen.push_back(job["id"]);
+      if (j["next"].is_null()) break;
+      after = j["next"];
+    }
+    EXPECT_EQ(seen.size(), static_cast<size_t>(want));
+    EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+    EXPECT_EQ(std::set<std::string>(seen.begin(), seen.end()).size(), seen.size());
+  }
+  for (const char* bad : {"limit=0", "limit=5001", "limit=5abc", "limit=-1"}) {
+    HttpResponse r = Get(std::string("/api/v1/jobs?") + bad, admin_);
+    EXPECT_EQ(r.status, 400) << bad << ": " << r.body;
+    EXPECT_NE(r.body.find("limit"), std::string::npos) << r.body;
+  }
 }
 
 // Item 6: ignored families named with megabytes are counted, not kept as names.

@@ -95,13 +95,13 @@ bool IsMappedJobId(std::string_view job_id) {
   return job_id.starts_with("k8s/") || job_id.starts_with("hpc/");
 }
 
-Result<store::ApplyOutcome> GroupCommitter::Group::Apply(const Batch& batch) {
+Result<store::ApplyOutcome> GroupCommitter::Group::Apply(const Batch& batch, const BatchSender& sender) {
   if (committer_.validate_) GPULEDGER_RETURN_IF_ERROR(committer_.validate_(batch));
-  return group_.Apply(batch);
+  return group_.Apply(batch, sender);
 }
 
-Result<store::ApplyOutcome> GroupCommitter::Group::ApplyValidated(const Batch& batch) {
-  return group_.Apply(batch);
+Result<store::ApplyOutcome> GroupCommitter::Group::ApplyValidated(const Batch& batch, const BatchSender& sender) {
+  return group_.Apply(batch, sender);
 }
 
 GroupCommitter::GroupCommitter(BeginFn begin, ValidateFn validate, size_t max_group_tickets)
@@ -157,23 +157,25 @@ void GroupCommitter::RunGroup(const std::vector<Waiter*>& tickets, uint64_t id) 
     // committer must go on serving the others.
     commit = Internal(fmt::format("group commit: {}", e.what()));
   }
+  if (observe_) observe_(commit);
   for (Waiter* w : tickets) w->ticket->Finish(id, commit);
 }
 
-Result<store::ApplyOutcome> GroupCommitter::Apply(const Batch& batch) {
+Result<store::ApplyOutcome> GroupCommitter::Apply(const Batch& batch, const BatchSender& sender) {
   if (validate_) GPULEDGER_RETURN_IF_ERROR(validate_(batch));
   struct BatchTicket final : Ticket {
-    explicit BatchTicket(const Batch& b) : batch(b) {}
-    void Apply(Group& group) override { outcome = group.ApplyValidated(batch); }
+    BatchTicket(const Batch& b, const BatchSender& s) : batch(b), sender(s) {}
+    void Apply(Group& group) override { outcome = group.ApplyValidated(batch, sender); }
     void Finish(uint64_t, const Status& commit) override {
       // A failed commit undid the group: the batch is not applied, whatever its own
       // outcome said (even a duplicate of a batch of the same group).
       if (!commit.ok()) outcome = commit;
     }
     const Batch& batch;
+    const BatchSender& sender;
     std::optional<Result<store::ApplyOutcome>> outcome;
   };
-  BatchTicket ticket(batch);
+  BatchTicket ticket(batch, sender);
   Run(ticket);
   if (!ticket.outcome)
     return Internal(fmt::format("batch {}: left unapplied by its group", batch.batch_id));
@@ -226,7 +228,7 @@ class DcgmIngestor::PlanTicket final : public GroupCommitter::Ticket {
     const State& base = ing_.in_group_ && ing_.group_ == group.id() ? *ing_.in_group_ : ing_.state_;
     plan_ = build_(base);
     if (plan_->empty) return;
-    outcome_ = group.Apply(plan_->batch);
+    outcome_ = group.Apply(plan_->batch, plan_->sender);
     if (outcome_->ok() &&
         (**outcome_ == store::ApplyOutcome::kApplied || plan_->keep_on_duplicate)) {
       ing_.in_group_ = std::move(plan_->next);
@@ -272,7 +274,7 @@ Result<DcgmIngestor::Plan> DcgmIngestor::Run(const BuildFn& build) {
   MutexLock lock(mu_);
   Plan plan = build(state_);
   if (plan.empty) return plan;
-  GPULEDGER_ASSIGN_OR_RETURN(store::ApplyOutcome outcome, apply_(plan.batch));
+  GPULEDGER_ASSIGN_OR_RETURN(store::ApplyOutcome outcome, apply_(plan.batch, plan.sender));
   plan.result.applied = outcome == store::ApplyOutcome::kApplied;
   plan.result.duplicate = !plan.result.applied;
   if (plan.result.applied || plan.keep_on_duplicate) state_ = std::move(plan.next);
@@ -320,9 +322,11 @@ size_t DcgmIngestor::CloseHolds(State& state, Batch& batch,
 
 Result<DcgmIngestResult> DcgmIngestor::Apply(const prometheus::DcgmBatch& mapped,
                                              const std::string& batch_id, uint64_t digest,
-                                             std::string_view path) {
+                                             std::string_view path, const BatchSender& sender) {
   GPULEDGER_ASSIGN_OR_RETURN(Plan plan, Run([&](const State& base) {
-                               return BuildRequest(base, mapped, batch_id, digest, path);
+                               Plan p = BuildRequest(base, mapped, batch_id, digest, path);
+                               p.sender = sender;
+                               return p;
                              }));
   // A duplicate is a retry of a request applied before: its effects, state included,
   // are in place, and its drops were counted then.

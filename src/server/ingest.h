@@ -72,9 +72,10 @@ class GroupCommitter {
     uint64_t id() const { return id_; }
     // Validates `batch` (ValidateBatch, with the committer's validate function) and
     // applies it under its own savepoint (ledger::IngestGroup::Apply).
-    Result<store::ApplyOutcome> Apply(const Batch& batch);
+    // `sender`: who sent it (ledger::IngestGroup::Apply).
+    Result<store::ApplyOutcome> Apply(const Batch& batch, const BatchSender& sender = {});
     // Applies a batch the caller validated.
-    Result<store::ApplyOutcome> ApplyValidated(const Batch& batch);
+    Result<store::ApplyOutcome> ApplyValidated(const Batch& batch, const BatchSender& sender = {});
 
    private:
     friend class GroupCommitter;
@@ -121,11 +122,14 @@ class GroupCommitter {
   // Validates `batch` on the calling thread (outside any lock), then applies it in a
   // group. The outcome (applied, duplicate, or the batch's own error) is returned once
   // it is durable: what Store::ApplyBatch promises, with the fsync shared.
-  Result<store::ApplyOutcome> Apply(const Batch& batch);
+  Result<store::ApplyOutcome> Apply(const Batch& batch, const BatchSender& sender = {});
 
   Stats stats() const;
   // Requests waiting for a group (not counting those of the group being applied).
   size_t queued() const;
+  // Called with every group's commit status (Ok, or what undid the group), on the thread
+  // that ran it, before its requests are told. Set before the first Run.
+  void ObserveCommits(std::function<void(const Status&)> observe) { observe_ = std::move(observe); }
 
  private:
   struct Waiter {
@@ -138,6 +142,7 @@ class GroupCommitter {
 
   BeginFn begin_;
   ValidateFn validate_;
+  std::function<void(const Status&)> observe_;
   size_t max_group_tickets_;
   mutable Mutex mu_;
   CondVar cv_;
@@ -179,7 +184,7 @@ struct DcgmIngestResult {
 // commit: a group that fails leaves the state as it was).
 class DcgmIngestor {
  public:
-  using ApplyFn = std::function<Result<store::ApplyOutcome>(const Batch&)>;
+  using ApplyFn = std::function<Result<store::ApplyOutcome>(const Batch&, const BatchSender&)>;
 
   // Fails when options.mapping is malformed (a bad label rule), naming the rule.
   static Result<std::unique_ptr<DcgmIngestor>> Create(DcgmIngestOptions options, ApplyFn apply,
@@ -196,8 +201,9 @@ class DcgmIngestor {
   // Builds the batch `batch_id` (content digest `digest`) from `mapped` and applies it.
   // The batch is applied whole or not at all; on failure nothing of this ingestor's state
   // changes. `path` ("remote_write", "scrape") labels the metrics.
+  // `sender`: who sent it (an agent's token may be bound to nodes: ledger::Ledger::Ingest).
   Result<DcgmIngestResult> Apply(const prometheus::DcgmBatch& mapped, const std::string& batch_id,
-                                 uint64_t digest, std::string_view path);
+                                 uint64_t digest, std::string_view path, const BatchSender& sender = {});
 
   // Closes the allocations whose device has not shown the job for hold_timeout_ms by
   // `now_ms` (devices gone silent). Applies one batch when there is anything to close.
@@ -223,6 +229,7 @@ class DcgmIngestor {
     Batch batch;
     bool empty = false;              // nothing to apply
     bool keep_on_duplicate = false;  // a duplicate also leads to `next` (sweeps)
+    BatchSender sender;              // who sent what it applies
     DcgmIngestResult result;
     size_t closed = 0;  // sweeps: holds closed
     int64_t no_activity = 0, already_stored = 0;

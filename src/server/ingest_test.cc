@@ -70,7 +70,7 @@ TEST(IngestTest, HoldsOpenAndCloseAllocationsOnlyWhenApplied) {
   o.hold_timeout_ms = 2 * kMsPerMinute;
   auto ing = DcgmIngestor::Create(
       o,
-      [&](const Batch& b) -> Result<store::ApplyOutcome> {
+      [&](const Batch& b, const BatchSender&) -> Result<store::ApplyOutcome> {
         if (fail_next) {
           fail_next = false;
           return InvalidArgument("refused");
@@ -179,8 +179,9 @@ class TestCommitter {
    public:
     Group(TestCommitter& t, std::unique_ptr<store::BatchGroup> inner)
         : t_(t), inner_(std::move(inner)) {}
-    Result<store::ApplyOutcome> Apply(const Batch& batch) override {
-      GPULEDGER_ASSIGN_OR_RETURN(store::IngestPlan plan, ledger::PlanIngest(batch));
+    using ledger::IngestGroup::Apply;
+    Result<store::ApplyOutcome> Apply(const Batch& batch, const BatchSender& sender) override {
+      GPULEDGER_ASSIGN_OR_RETURN(store::IngestPlan plan, ledger::PlanIngest(batch, sender));
       return inner_->Apply(plan);
     }
     Status Commit() override {

@@ -69,6 +69,12 @@ const std::vector<CatalogEntry>& Catalog() {
        {"gpuledger_store_devices", MetricType::kGauge, "", "GPUs and MIG slices known to the store."},
        {},
        "Store::Stats"},
+      {MetricId::kStoreWritesFailing,
+       {"gpuledger_store_writes_failing", MetricType::kGauge, "",
+        "1 while the store's writes fail (the disk full, an I/O error), by what failed: ingest (group "
+        "commits) or refresh (the rollup refresh); reads are still served. /healthz says degraded."},
+       {"what"},
+       "the group committer and the maintenance thread"},
       {MetricId::kFleetUtilization,
        {"gpuledger_fleet_effective_utilization_ratio", MetricType::kGauge, "ratio",
         "Active GPU time over capacity in the last hour, by pool."},

@@ -28,6 +28,7 @@ enum class MetricId {
   kStoreBytes,
   kStoreSamples,
   kStoreDevices,
+  kStoreWritesFailing,
   kFleetUtilization,
   kFleetGpuSeconds,
 };

@@ -157,7 +157,7 @@ TEST(PrometheusE2ETest, RemoteWriteFromRealPrometheusAndScrapeGiveTheSameLedger)
   // The scrape path, on a second ledger.
   testing::Harness sc(dir.File("scrape.db"), clock);
   ASSERT_EQ(sc.error, "");
-  auto ingestor = DcgmIngestor::Create({}, [&](const Batch& b) { return sc.ledger->Ingest(b); }, nullptr);
+  auto ingestor = DcgmIngestor::Create({}, [&](const Batch& b, const BatchSender& who) { return sc.ledger->Ingest(b, who); }, nullptr);
   ASSERT_TRUE(ingestor.ok());
   Scraper scraper({}, **ingestor, clock, nullptr);
   for (const char* name : kCaptures) {

@@ -228,7 +228,7 @@ Result<ScrapeResult> Scraper::ApplyBatch(const ScrapeTarget& target, int64_t now
   // other figures at the same instant a conflict (the ledger keeps one figure per instant).
   batch.content_digest = 0;
   batch.content_digest = wire::Fnv1a64(wire::WriteBatch(batch));
-  auto outcome = apply_batch_(batch);
+  auto outcome = apply_batch_(batch, BatchSender{"scrape", {}});
   if (!outcome.ok()) return outcome.status().WithContext(fmt::format("scrape {}", target.url));
   result.batch_id = batch.batch_id;
   result.applied = *outcome == store::ApplyOutcome::kApplied;

@@ -113,11 +113,11 @@ class ScrapeTest : public ::testing::Test {
     auto st = ledger_->Ingest(Jobs());
     ASSERT_TRUE(st.ok()) << st.status().ToString();
     auto ingestor = DcgmIngestor::Create(
-        {}, [this](const Batch& b) { return ledger_->Ingest(b); }, &metrics_);
+        {}, [this](const Batch& b, const BatchSender& who) { return ledger_->Ingest(b, who); }, &metrics_);
     ASSERT_TRUE(ingestor.ok()) << ingestor.status().ToString();
     ingestor_ = std::move(*ingestor);
     scraper_ = std::make_unique<Scraper>(std::vector<ScrapeTarget>{}, *ingestor_, clock_, &metrics_,
-                                         [this](const Batch& b) { return ledger_->Ingest(b); });
+                                         [this](const Batch& b, const BatchSender& who) { return ledger_->Ingest(b, who); });
   }
 
   void OpenLedger() {

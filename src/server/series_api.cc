@@ -144,7 +144,7 @@ std::vector<Dimension> HourlyDimensions(const QueryContext& q, const std::vector
 
 // Whether a row of a report from HourlyDimensions is the caller's to see in detail.
 bool Visible(const QueryContext& q, const ledger::UsageRow& row) {
-  return q.who.role == Role::kAdmin || q.who.MaySeeTeam(row.key[1]);
+  return q.who.role == Role::kAdmin || (!row.no_job && q.who.MaySeeTeam(row.key[1]));
 }
 
 json WindowJson(const TimeRange& w) { return {{"from", FormatTime(w.begin_ms)}, {"to", FormatTime(w.end_ms)}}; }
@@ -416,7 +416,7 @@ Result<json> JobSeriesJson(const QueryContext& q, const std::string& job_id, con
   Series s(static_cast<size_t>(axis.n));
   HourKeys hours;
   GPULEDGER_RETURN_IF_ERROR(ForEachHourlyRow(q, window, dims, cost, [&](const ledger::UsageRow& row) -> Status {
-    if (row.key[1] != job_id) return Status::Ok();
+    if (row.no_job || row.key[1] != job_id) return Status::Ok();
     GPULEDGER_ASSIGN_OR_RETURN(int64_t h, hours.Of(row.key[0]));
     s.Add(axis.Index(h), row);
     return Status::Ok();

@@ -189,9 +189,50 @@ struct Server::Impl {
   Semaphore decompressions{options.max_concurrent_decompressions};
   std::unique_ptr<ConnectionGuard> guard;  // from Start
 
+  // Whether the store's writes fail (the disk full, an I/O error): by what failed, since
+  // when and why. Reads go on; /healthz says degraded.
+  enum WriteKind { kIngest, kRefresh, kWriteKinds };
+  struct WriteFailure {
+    int64_t since_ms = 0;
+    std::string why;
+  };
+  Mutex health_mu;
+  std::array<std::optional<WriteFailure>, kWriteKinds> failing GUARDED_BY(health_mu);
+
+  void ObserveWrite(WriteKind kind, const Status& st) {
+    static constexpr const char* kNames[] = {"ingest", "refresh"};
+    // A batch's own fault (malformed, a duplicate id) is not the store's.
+    bool store_fault = st.code() == StatusCode::kUnavailable || st.code() == StatusCode::kInternal;
+    MutexLock lock(health_mu);
+    auto& f = failing[kind];
+    if (st.ok()) {
+      f.reset();
+    } else if (store_fault && !f) {
+      f = WriteFailure{clock.NowMs(), st.message()};
+      spdlog::error("event=store_writes_failing what={} error={:?}", kNames[kind], st.message());
+    }
+    metrics.Set(MetricId::kStoreWritesFailing, {kNames[kind]}, f ? 1 : 0);
+  }
+
+  // "ok", or "degraded: ..." naming what fails since when; always 200 (the server is alive
+  // and serves reads: a liveness probe must not restart it for a full disk).
+  std::string Health() {
+    MutexLock lock(health_mu);
+    std::string out;
+    for (int k = 0; k < kWriteKinds; ++k) {
+      if (!failing[static_cast<size_t>(k)]) continue;
+      const WriteFailure& f = *failing[static_cast<size_t>(k)];
+      out += fmt::format("{}{} failing since {}: {}", out.empty() ? "degraded: " : "; ",
+                         k == kIngest ? "writes (ingest)" : "the rollup refresh", FormatTime(f.since_ms), f.why);
+    }
+    return out.empty() ? "ok\n" : out + "; reads are served\n";
+  }
+
   // Ledger::Ingest's work split in two: the batch is validated on the request's thread
   // (no lock held), then applied in the next group commit. Returns once durable.
-  Result<store::ApplyOutcome> Ingest(const Batch& batch) { return committer->Apply(batch); }
+  Result<store::ApplyOutcome> Ingest(const Batch& batch, const BatchSender& sender) {
+    return committer->Apply(batch, sender);
+  }
 
   // The principal of a request, or a reply refusing it (401 without a valid token,
   // 403 for a role not in `allowed`).
@@ -290,7 +331,8 @@ struct Server::Impl {
   }
 
   void HandleBatches(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-    if (!Authorize(req, res, kWriters)) return;
+    auto who = Authorize(req, res, kWriters);
+    if (!who) return;
     // A small gzip body may inflate to max_body_bytes: few are inflated at once.
     SemaphoreSlot slot(decompressions);
     if (CompressedInTransit(req)) slot.Acquire();
@@ -312,7 +354,7 @@ struct Server::Impl {
       CountIngest("native", "rejected");
       return Send(res, ErrorReply(batch.status()));
     }
-    auto outcome = Ingest(*batch);
+    auto outcome = Ingest(*batch, who->AsSender());
     if (!outcome.ok()) {
       CountIngest("native", OutcomeOf(outcome.status()));
       return Send(res, ErrorReply(outcome.status()));
@@ -329,7 +371,8 @@ struct Server::Impl {
 
   void HandleRemoteWrite(const httplib::Request& req, httplib::Response& res,
                          const httplib::ContentReader& reader) {
-    if (!Authorize(req, res, kWriters)) return;
+    auto who = Authorize(req, res, kWriters);
+    if (!who) return;
     SemaphoreSlot slot(decompressions);
     if (CompressedInTransit(req)) slot.Acquire();
     auto body = ReadBody(req, reader, res);
@@ -371,7 +414,7 @@ struct Server::Impl {
                                      options.limits.max_samples_per_batch)));
     }
     uint64_t digest = wire::Fnv1a64(*body);
-    auto r = ingestor->Apply(*mapped, fmt::format("rw-{:016x}", digest), digest, "remote_write");
+    auto r = ingestor->Apply(*mapped, fmt::format("rw-{:016x}", digest), digest, "remote_write", who->AsSender());
     if (!r.ok()) return fail(r.status());
     CountIngest("remote_write", r->applied ? "applied" : (r->duplicate ? "duplicate" : "empty"));
     metrics.Observe(MetricId::kIngestDuration, {"remote_write"}, SecondsSince(t0));
@@ -466,9 +509,9 @@ struct Server::Impl {
       }
       // The writer path, beside ingest: queries never wait for it (they attribute the
       // hours still dirty themselves).
-      if (auto r = ledger.RefreshRollups(); !r.ok()) {
-        spdlog::warn("event=rollup_refresh_failed error={:?}", r.status().message());
-      }
+      auto refreshed = ledger.RefreshRollups();
+      if (!refreshed.ok()) spdlog::warn("event=rollup_refresh_failed error={:?}", refreshed.status().message());
+      ObserveWrite(kRefresh, refreshed.status());
       auto swept = ingestor->Sweep(clock.NowMs());
       if (!swept.ok()) spdlog::warn("event=hold_sweep_failed error={:?}", swept.status().message());
     }
@@ -514,7 +557,7 @@ struct Server::Impl {
     Post("/api/v1/write", route_body("write", [this](const auto& req, auto& res, const auto& reader) {
                 HandleRemoteWrite(req, res, reader);
               }));
-    Get("/healthz", route("healthz", [](const auto&, auto& res) { res.set_content("ok\n", "text/plain"); }));
+    Get("/healthz", route("healthz", [this](const auto&, auto& res) { res.set_content(Health(), "text/plain"); }));
     Get("/metrics", route("metrics", [this](const auto& req, auto& res) {
                if (!Authorize(req, res, kReaders)) return;
                RefreshFleetMetrics();
@@ -532,7 +575,7 @@ struct Server::Impl {
                Query(req, res, kReaders, [&](const QueryContext& q) { return ChargebackReply(q, Params(req)); });
              }));
     Get("/api/v1/jobs", route("jobs", [this](const auto& req, auto& res) {
-               Query(req, res, kReaders, [&](const QueryContext& q) { return JobsReply(q); });
+               Query(req, res, kReaders, [&](const QueryContext& q) { return JobsReply(q, Params(req)); });
              }));
     // The more specific job routes first: /jobs/(.+) would take them too. Job ids may hold
     // "/" (k8s/ns/pod), so the id is everything before the last /mfu or /serving.
@@ -549,6 +592,13 @@ struct Server::Impl {
              }));
     Get("/api/v1/reports/weekly", route("report_weekly", [this](const auto& req, auto& res) {
                Query(req, res, kAdmins, [&](const QueryContext& q) { return WeeklyReportReply(q, Params(req)); });
+             }));
+    Get("/api/v1/periods", route("periods", [this](const auto& req, auto& res) {
+               Query(req, res, kReaders, [&](const QueryContext& q) { return PeriodsReply(q); });
+             }));
+    Post(R"(/api/v1/periods/([0-9]{4}-[0-9]{2})/close)", route("period_close", [this](const auto& req, auto& res) {
+               std::string month = req.matches[1];
+               Query(req, res, kAdmins, [&](const QueryContext& q) { return ClosePeriodReply(q, month); });
              }));
     Get(R"(/api/v1/jobs/(.+))", route("job", [this](const auto& req, auto& res) {
                std::string id = req.matches[1];
@@ -634,6 +684,7 @@ Result<std::unique_ptr<Server>> Server::Create(ledger::Ledger& ledger, const Clo
   Impl* raw = impl.get();
   raw->committer = std::make_unique<GroupCommitter>([raw] { return raw->ledger.BeginIngestGroup(); },
                                                     [raw](const Batch& b) { return raw->ledger.Validate(b); });
+  raw->committer->ObserveCommits([raw](const Status& st) { raw->ObserveWrite(Impl::kIngest, st); });
   GPULEDGER_ASSIGN_OR_RETURN(
       raw->ingestor,
       DcgmIngestor::Create(raw->options.prometheus, *raw->committer,
@@ -641,7 +692,7 @@ Result<std::unique_ptr<Server>> Server::Create(ledger::Ledger& ledger, const Clo
   GPULEDGER_RETURN_IF_ERROR(raw->ingestor->Recover(ledger, clock.NowMs()));
   // Serving and progress targets apply their batches through the same locked ingest.
   raw->scraper = std::make_unique<Scraper>(raw->options.scrape_targets, *raw->ingestor, clock, &raw->metrics,
-                                           [raw](const Batch& b) { return raw->Ingest(b); });
+                                           [raw](const Batch& b, const BatchSender& who) { return raw->Ingest(b, who); });
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 

@@ -22,8 +22,18 @@ Result<TokenEntry> TokenFrom(const config::TokenTable& t) {
   GPULEDGER_ASSIGN_OR_RETURN(e.role, Checked(ParseRole(t.role), t.where, "role"));
   GPULEDGER_RETURN_IF_ERROR(ParseTokenHash(t.hash, e).WithContext(t.where.Of("hash")));
   e.teams = t.teams;
+  e.nodes = t.nodes;
   if (e.role == Role::kViewer && e.teams.empty()) {
     return InvalidArgument(fmt::format("{}: a viewer token needs teams = [...]", t.where.Table()));
+  }
+  if (e.role != Role::kAgent && !e.nodes.empty()) {
+    return InvalidArgument(fmt::format("{}: only an agent token is bound to nodes", t.where.Of("nodes")));
+  }
+  for (const std::string& n : e.nodes) {
+    if (n.empty() || n.find_first_not_of('*') == std::string::npos) {
+      return InvalidArgument(fmt::format("{}: \"{}\" binds to no node or to every node; leave nodes out for that",
+                                         t.where.Of("nodes"), n));
+    }
   }
   return e;
 }
@@ -78,6 +88,22 @@ Status ApplyServerConfig(const config::ServerSection& s, ServerOptions& o) {
   config::Overlay(s.max_sample_age_ms, o.limits.max_sample_age_ms);
   config::Overlay(s.read_timeout_ms, o.read_timeout_ms);
   config::Overlay(s.write_timeout_ms, o.write_timeout_ms);
+  config::Overlay(s.header_timeout_ms, o.header_timeout_ms);
+  config::Overlay(s.body_timeout_ms, o.body_timeout_ms);
+  config::Overlay(s.max_threads, o.max_threads);
+  config::Overlay(s.max_connections_per_address, o.max_connections_per_address);
+  config::Overlay(s.keep_alive_max_requests, o.keep_alive_max_requests);
+  config::Overlay(s.keep_alive_timeout_ms, o.keep_alive_timeout_ms);
+  config::Overlay(s.max_concurrent_decompressions, o.max_concurrent_decompressions);
+  config::Overlay(s.max_device_hours, o.query_limits.max_device_hours);
+  config::Overlay(s.max_rows, o.query_limits.max_rows);
+  config::Overlay(s.max_series_cells, o.query_limits.max_series_cells);
+  config::Overlay(s.max_heatmap_cells, o.query_limits.max_heatmap_cells);
+  config::Overlay(s.max_rows_in_flight, o.query_limits.max_rows_in_flight);
+  if (o.max_threads < o.threads) {
+    return InvalidArgument(fmt::format("{}: max_threads ({}) is below threads ({})", s.where.Table(), o.max_threads,
+                                       o.threads));
+  }
   config::Overlay(s.remote_write_pool, o.prometheus.pool);
   config::Overlay(s.remote_write_capacity_type, o.prometheus.capacity_type);
   config::Overlay(s.remote_write_hold_timeout_ms, o.prometheus.hold_timeout_ms);

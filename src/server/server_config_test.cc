@@ -33,6 +33,19 @@ max_sample_age = "7d"
 read_timeout = "20s"
 write_timeout = "500ms"
 threads = 4
+header_timeout = "3s"
+body_timeout = "20s"
+max_threads = 64
+max_connections_per_address = 8
+keep_alive_max_requests = 50
+keep_alive_timeout = "2s"
+max_concurrent_decompressions = 2
+[server.query_limits]
+max_device_hours = 1000
+max_rows = 500
+max_series_cells = 600
+max_heatmap_cells = 700
+max_rows_in_flight = 80
 [server.remote_write]
 pool = "k8s"
 capacity_type = "reserved"
@@ -51,6 +64,11 @@ name = "dash"
 role = "viewer"
 teams = ["nlp", "vision"]
 hash = ")toml" + hash + R"toml("
+[[server.token]]
+name = "rack-7"
+role = "agent"
+nodes = ["rack7-*"]
+hash = ")toml" + HashToken("agent") + R"toml("
 [[server.scrape]]
 url = "http://10.0.0.7:9400/metrics"
 interval = "1m30s"
@@ -66,6 +84,18 @@ timeout = "750ms"
   EXPECT_EQ(o.read_timeout_ms, 20'000);
   EXPECT_EQ(o.write_timeout_ms, 500);
   EXPECT_EQ(o.threads, 4u);
+  EXPECT_EQ(o.header_timeout_ms, 3'000);
+  EXPECT_EQ(o.body_timeout_ms, 20'000);
+  EXPECT_EQ(o.max_threads, 64u);
+  EXPECT_EQ(o.max_connections_per_address, 8u);
+  EXPECT_EQ(o.keep_alive_max_requests, 50u);
+  EXPECT_EQ(o.keep_alive_timeout_ms, 2'000);
+  EXPECT_EQ(o.max_concurrent_decompressions, 2u);
+  EXPECT_EQ(o.query_limits.max_device_hours, 1000);
+  EXPECT_EQ(o.query_limits.max_rows, 500);
+  EXPECT_EQ(o.query_limits.max_series_cells, 600);
+  EXPECT_EQ(o.query_limits.max_heatmap_cells, 700);
+  EXPECT_EQ(o.query_limits.max_rows_in_flight, 80);
   EXPECT_EQ(o.prometheus.pool, "k8s");
   EXPECT_EQ(o.prometheus.capacity_type, CapacityType::kReserved);
   EXPECT_EQ(o.prometheus.hold_timeout_ms, 90 * kMsPerSecond);
@@ -78,11 +108,13 @@ timeout = "750ms"
   EXPECT_EQ(o.prometheus.mapping.rules[1].match, prometheus::LabelRule::Match::kEquals);
   EXPECT_EQ(o.prometheus.mapping.rules[1].pattern, "lab");
   EXPECT_EQ(o.prometheus.mapping.rules[1].team, "research");
-  ASSERT_EQ(o.tokens.size(), 1u);
+  ASSERT_EQ(o.tokens.size(), 2u);
+  EXPECT_EQ(o.tokens[1].nodes, (std::vector<std::string>{"rack7-*"}));
   EXPECT_EQ(o.tokens[0].name, "dash");
   EXPECT_EQ(o.tokens[0].role, Role::kViewer);
   EXPECT_EQ(o.tokens[0].teams, (std::vector<std::string>{"nlp", "vision"}));
   EXPECT_TRUE(Authenticator(o.tokens).Authenticate("Bearer tok").ok());
+  EXPECT_EQ(Authenticator(o.tokens).Authenticate("Bearer agent")->AsSender().nodes, o.tokens[1].nodes);
   ASSERT_EQ(o.scrape_targets.size(), 1u);
   EXPECT_EQ(o.scrape_targets[0].url, "http://10.0.0.7:9400/metrics");
   EXPECT_EQ(o.scrape_targets[0].interval_ms, 90 * kMsPerSecond);
@@ -120,6 +152,15 @@ TEST(ServerConfigTest, ErrorsNameTheLineAndKey) {
            {"[[server.label_rule]]\nlabel = \"ns\"\nregex = \"(\"\nteam = \"$1\"\n", ":3: server.label_rule.regex: "},
            {"[[server.scrape]]\nurl = \"https://x/metrics\"\n", ":2: server.scrape.url: "},
            {"[server.remote_write]\nhold_timeout = \"soon\"\n", ":2: server.remote_write.hold_timeout: duration"},
+           {"[server.query_limits]\nmax_rows = 0\n", ":2: server.query_limits.max_rows: "},
+           {"[server.query_limits]\nmax_cells = 5\n", ":2: server.query_limits.max_cells: unknown key"},
+           {"[server]\nthreads = 32\nmax_threads = 8\n", "max_threads (8) is below threads (32)"},
+           {"[server]\nheader_timeout = \"soon\"\n", ":2: server.header_timeout: duration"},
+           {"[[server.token]]\nname = \"a\"\nrole = \"viewer\"\nteams = [\"t\"]\nnodes = [\"n1\"]\nhash = \"" +
+                HashToken("x") + "\"\n",
+            ":5: server.token.nodes: only an agent token is bound to nodes"},
+           {"[[server.token]]\nname = \"a\"\nrole = \"agent\"\nnodes = [\"*\"]\nhash = \"" + HashToken("x") + "\"\n",
+            "binds to no node or to every node"},
        }) {
     ServerOptions o;
     Status st = Load(c.toml, o);

@@ -103,9 +103,10 @@ struct Harness {
   // `durable`: synchronous=FULL, as `gpuledger serve` runs (every acknowledged batch
   // survives power loss); false: NORMAL (survives a crash of the process, not of the
   // machine), for comparisons with servers that acknowledge before they sync.
+  // `max_size_bytes`: the store's size cap (store::SqliteOptions), 0 for none.
   explicit Harness(const std::string& db_path, const Clock& clock, ServerOptions options = {},
-                   bool durable = true) {
-    auto store = store::OpenSqliteStore(db_path, {.synchronous_full = durable});
+                   bool durable = true, int64_t max_size_bytes = 0) {
+    auto store = store::OpenSqliteStore(db_path, {.synchronous_full = durable, .max_size_bytes = max_size_bytes});
     if (!store.ok()) {
       error = store.status().ToString();
       return;

@@ -65,6 +65,16 @@ Status Reads::Prepare() {
       {kProgressOf,
        "SELECT t_ms, interval_ms, tokens, model_flops FROM progress WHERE job_id=?1 AND t_ms > ?2"
        " AND t_ms - interval_ms < ?3 ORDER BY t_ms"},
+      {kClosedPeriods,
+       "SELECT month, begin_ms, end_ms, window_begin_ms, window_end_ms, closed_at_ms, closed_by"
+       " FROM closed_periods ORDER BY month"},
+      {kFrozenLines,
+       "SELECT month, for_month, team, project, capacity, gpu_hours, active_gpu_hours, idle_gpu_hours,"
+       " unpriced_gpu_hours, direct_micros, input_stall_micros, checkpoint_stall_micros, held_idle_micros,"
+       " other_idle_micros FROM frozen_lines ORDER BY month, rowid"},
+      {kJobChangesOf,
+       "SELECT at_ms, batch_id, sender, field, old_value, new_value FROM job_changes WHERE job_id=?1"
+       " ORDER BY at_ms, rowid"},
       {kAllocationsOfDevice,
        "SELECT device_id, job_id, from_ms, to_ms FROM allocations WHERE device_id=?1"
        " AND from_ms < ?2 AND (to_ms IS NULL OR to_ms > ?3) ORDER BY from_ms, job_id"},
@@ -223,6 +233,45 @@ Result<std::vector<ServingSnapshot>> Reads::ServingOf(int64_t job_id, const Time
                      "a histogram does not decode");
     }
     out.push_back(std::move(v));
+    return Status::Ok();
+  }));
+  return out;
+}
+
+Result<std::vector<JobChange>> Reads::JobChangesOf(int64_t job_id) {
+  Stmt& q = S(kJobChangesOf);
+  q.Bind(1, job_id);
+  std::vector<JobChange> out;
+  GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "job_changes", [&] {
+    out.push_back({q.Int(0), q.Text(1), q.Text(2), q.Text(3), q.Text(4), q.Text(5)});
+    return Status::Ok();
+  }));
+  return out;
+}
+
+Result<std::vector<ClosedPeriodRecord>> Reads::ClosedPeriods() {
+  Stmt& q = S(kClosedPeriods);
+  std::vector<ClosedPeriodRecord> out;
+  GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "closed_periods", [&] {
+    out.push_back({q.Text(0), {q.Int(1), q.Int(2)}, {q.Int(3), q.Int(4)}, q.Int(5), q.Text(6)});
+    return Status::Ok();
+  }));
+  return out;
+}
+
+Result<std::vector<FrozenLine>> Reads::FrozenLines() {
+  Stmt& q = S(kFrozenLines);
+  std::vector<FrozenLine> out;
+  static_assert(kIdleCauseCount == 4);
+  GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "frozen_lines", [&] {
+    FrozenLine l{q.Text(0), q.Text(1), q.Text(2), q.Text(3), q.Text(4)};
+    l.gpu_hours = q.Double(5);
+    l.active_gpu_hours = q.Double(6);
+    l.idle_gpu_hours = q.Double(7);
+    l.unpriced_gpu_hours = q.Double(8);
+    l.direct_cost = Money::FromMicros(q.Int(9));
+    for (int c = 0; c < 4; ++c) l.idle_cost_by_cause[static_cast<size_t>(c)] = Money::FromMicros(q.Int(10 + c));
+    out.push_back(std::move(l));
     return Status::Ok();
   }));
   return out;

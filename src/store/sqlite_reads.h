@@ -32,6 +32,9 @@ class Reads : public StoreSnapshot {
   Result<std::vector<AllocationRecord>> AllocationsOverlapping(const TimeRange& range) override;
   Result<std::vector<ServingSnapshot>> ServingOf(int64_t job_id, const TimeRange& range) override;
   Result<std::vector<Progress>> ProgressOf(int64_t job_id, const TimeRange& range) override;
+  Result<std::vector<JobChange>> JobChangesOf(int64_t job_id) override;
+  Result<std::vector<ClosedPeriodRecord>> ClosedPeriods() override;
+  Result<std::vector<FrozenLine>> FrozenLines() override;
   Result<std::vector<std::vector<Sample>>> SamplesOf(std::span<const DeviceRange> ranges) override;
   Result<std::unordered_map<int64_t, Sample>> LatestSamples() override;
   Result<std::vector<DirtyHour>> DirtyHours(size_t limit) override;
@@ -51,7 +54,7 @@ class Reads : public StoreSnapshot {
   enum Id {
     kListDevices, kListJobs, kAllocationsOfDevice, kAllocationsOverlapping, kSamplesOfDevice,
     kProcessesOfDevice, kDirtyHours, kDirtyHoursIn, kSumHourRollups, kSumSettledHourRollups,
-    kScanMinuteRollups, kScanSettledMinuteRollups, kLoadPrices, kProgressOf, kServingOf, kLatestSamples, kCount
+    kScanMinuteRollups, kScanSettledMinuteRollups, kLoadPrices, kProgressOf, kJobChangesOf, kClosedPeriods, kFrozenLines, kServingOf, kLatestSamples, kCount
   };
   Status Prepare();
   Stmt& S(Id id);

@@ -112,6 +112,21 @@ std::vector<std::string> Migrations() {
       "CREATE TABLE sample_chunks(device_id INTEGER NOT NULL, first_ms INTEGER NOT NULL,"
       "  last_ms INTEGER NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL);"
       "CREATE UNIQUE INDEX sample_chunks_by_device ON sample_chunks(device_id, first_ms);",
+      // 6: every change a batch made to a stored job's metadata, with who sent it and when.
+      "CREATE TABLE job_changes(job_id INTEGER NOT NULL, at_ms INTEGER NOT NULL,"
+      "  batch_id TEXT NOT NULL, sender TEXT NOT NULL, field TEXT NOT NULL,"
+      "  old_value TEXT NOT NULL, new_value TEXT NOT NULL);"
+      "CREATE INDEX job_changes_by_job ON job_changes(job_id, at_ms);",
+      // 7: closed billing periods and their frozen chargeback lines (money in micro-units).
+      "CREATE TABLE closed_periods(month TEXT PRIMARY KEY, begin_ms INTEGER NOT NULL,"
+      "  end_ms INTEGER NOT NULL, window_begin_ms INTEGER NOT NULL, window_end_ms INTEGER NOT NULL,"
+      "  closed_at_ms INTEGER NOT NULL, closed_by TEXT NOT NULL);"
+      "CREATE TABLE frozen_lines(month TEXT NOT NULL, for_month TEXT NOT NULL, team TEXT NOT NULL,"
+      "  project TEXT NOT NULL, capacity TEXT NOT NULL, gpu_hours REAL NOT NULL,"
+      "  active_gpu_hours REAL NOT NULL, idle_gpu_hours REAL NOT NULL, unpriced_gpu_hours REAL NOT NULL,"
+      "  direct_micros INTEGER NOT NULL, input_stall_micros INTEGER NOT NULL,"
+      "  checkpoint_stall_micros INTEGER NOT NULL, held_idle_micros INTEGER NOT NULL,"
+      "  other_idle_micros INTEGER NOT NULL);",
   };
 }
 
@@ -188,7 +203,15 @@ class SqliteStore final : public Store {
     // SQLite's 1000: a page that several commits change in between is copied back once.
     // It cut the commit's CPU by a fifth on native ingest (docs/server.md).
     GPULEDGER_RETURN_IF_ERROR(Exec("PRAGMA wal_autocheckpoint=4000"));
+    // Sorts and temporary tables in memory: with the disk full they would fail too.
+    GPULEDGER_RETURN_IF_ERROR(Exec("PRAGMA temp_store=MEMORY"));
     GPULEDGER_RETURN_IF_ERROR(Migrate(path));
+    if (options.max_size_bytes > 0) {
+      // A cap on the database file, in pages: past it every write fails as on a full disk.
+      int64_t page_size = 4096;
+      if (auto ps = QueryInt("PRAGMA page_size"); ps.ok() && *ps > 0) page_size = *ps;
+      GPULEDGER_RETURN_IF_ERROR(Exec(fmt::format("PRAGMA max_page_count={}", std::max<int64_t>(1, options.max_size_bytes / page_size))));
+    }
     GPULEDGER_RETURN_IF_ERROR(PrepareAll());
     GPULEDGER_ASSIGN_OR_RETURN(reads_, sqlite::Reads::Create(db_));
     path_ = path;
@@ -227,6 +250,9 @@ class SqliteStore final : public Store {
   Result<std::vector<Progress>> ProgressOf(int64_t job_id, const TimeRange& range) override {
     return Locked([&] { return reads_->ProgressOf(job_id, range); });
   }
+  Result<std::vector<JobChange>> JobChangesOf(int64_t job_id) override {
+    return Locked([&] { return reads_->JobChangesOf(job_id); });
+  }
   Result<std::vector<std::vector<Sample>>> SamplesOf(std::span<const DeviceRange> ranges) override {
     return Locked([&] { return reads_->SamplesOf(ranges); });
   }
@@ -250,6 +276,10 @@ class SqliteStore final : public Store {
     return Locked([&] { return reads_->ScanMinuteRollups(range, fn, settled_only); });
   }
   Result<PriceBook> LoadPriceBook() override { return Locked([&] { return reads_->LoadPriceBook(); }); }
+  Result<std::vector<ClosedPeriodRecord>> ClosedPeriods() override {
+    return Locked([&] { return reads_->ClosedPeriods(); });
+  }
+  Result<std::vector<FrozenLine>> FrozenLines() override { return Locked([&] { return reads_->FrozenLines(); }); }
   Result<StoreStats> Stats() override { return Locked([&] { return reads_->Stats(); }); }
 
   Result<std::unique_ptr<StoreSnapshot>> Snapshot() override;
@@ -319,6 +349,32 @@ class SqliteStore final : public Store {
                                          .Bind(4, e.per_gpu_hour.micros())
                                          .Bind(5, e.valid.begin_ms)
                                          .Bind(6, e.valid.end_ms)));
+    }
+    return txn.Commit();
+  }
+
+  Status ClosePeriod(const ClosedPeriodRecord& period, std::span<const FrozenLine> lines) override {
+    std::lock_guard lock(mu_);
+    Txn txn(*this);
+    GPULEDGER_RETURN_IF_ERROR(txn.Begin());
+    Stmt& p = S(kInsertClosedPeriod).Reset();
+    p.Bind(1, period.month).Bind(2, period.range.begin_ms).Bind(3, period.range.end_ms);
+    p.Bind(4, period.window.begin_ms).Bind(5, period.window.end_ms);
+    p.Bind(6, period.closed_at_ms).Bind(7, period.closed_by);
+    if (int rc = p.Step(); rc == SQLITE_CONSTRAINT) {
+      return Status(StatusCode::kAlreadyExists, fmt::format("billing period {} is closed already", period.month));
+    } else if (rc != SQLITE_DONE) {
+      return sqlite::Error(db_, rc, "closing a billing period");
+    }
+    static_assert(kIdleCauseCount == 4);
+    for (const FrozenLine& l : lines) {
+      Stmt& w = S(kInsertFrozenLine).Reset();
+      w.Bind(1, l.month).Bind(2, l.for_month).Bind(3, l.team).Bind(4, l.project).Bind(5, l.capacity);
+      w.BindDouble(6, l.gpu_hours).BindDouble(7, l.active_gpu_hours).BindDouble(8, l.idle_gpu_hours);
+      w.BindDouble(9, l.unpriced_gpu_hours);
+      w.Bind(10, l.direct_cost.micros());
+      for (int c = 0; c < 4; ++c) w.Bind(11 + c, l.idle_cost_by_cause[static_cast<size_t>(c)].micros());
+      GPULEDGER_RETURN_IF_ERROR(Done(w));
     }
     return txn.Commit();
   }
@@ -548,7 +604,7 @@ class SqliteStore final : public Store {
 
   // The writer's statements (the reads are sqlite::Reads').
   enum StmtId {
-    kFindBatch, kInsertBatch, kInsertDevice, kUpdateDevice, kUpdateDeviceTimes, kUpsertJob,
+    kInsertClosedPeriod, kInsertFrozenLine, kFindBatch, kInsertBatch, kInsertDevice, kUpdateDevice, kUpdateDeviceTimes, kFindJob, kInsertJobChange, kUpsertJob,
     kFindAllocation, kInsertAllocation, kCloseAllocation, kInsertChunk, kChunksOverlapping, kInsertProcess,
     kMarkDirty, kDeleteHourRollup, kDeleteMinuteRollup, kInsertHourRollup, kInsertMinuteRollup,
     kClearDirty, kInsertPrice, kPruneSamples, kPruneProcesses, kInsertProgress, kInsertServing,
@@ -559,6 +615,13 @@ class SqliteStore final : public Store {
 
   Status PrepareAll() {
     static const std::pair<StmtId, const char*> kSql[] = {
+        {kInsertClosedPeriod,
+         "INSERT INTO closed_periods(month, begin_ms, end_ms, window_begin_ms, window_end_ms, closed_at_ms,"
+         " closed_by) VALUES(?1,?2,?3,?4,?5,?6,?7)"},
+        {kInsertFrozenLine,
+         "INSERT INTO frozen_lines(month, for_month, team, project, capacity, gpu_hours, active_gpu_hours,"
+         " idle_gpu_hours, unpriced_gpu_hours, direct_micros, input_stall_micros, checkpoint_stall_micros,"
+         " held_idle_micros, other_idle_micros) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)"},
         {kFindBatch, "SELECT digest FROM batches WHERE batch_id = ?1"},
         {kInsertBatch,
          "INSERT INTO batches(batch_id, source, digest, samples) VALUES(?1,?2,?3,?4)"},
@@ -571,15 +634,30 @@ class SqliteStore final : public Store {
          " parent_id=?7, share_num=?8, share_den=?9, mig_profile=?10, sample_interval_ms=?11"
          " WHERE id=?1"},
         {kUpdateDeviceTimes, "UPDATE devices SET in_service_ms=?2, last_sample_ms=?3 WHERE id=?1"},
+        {kFindJob,
+         "SELECT id, team, project, experiment, user_name, kind, pool, priority, requested_gpus,"
+         " requested_mig_profile FROM jobs WHERE job_key = ?1"},
+        {kInsertJobChange,
+         "INSERT INTO job_changes(job_id, at_ms, batch_id, sender, field, old_value, new_value)"
+         " VALUES(?1,?2,?3,?4,?5,?6,?7)"},
         {kUpsertJob,
          "INSERT INTO jobs(job_key, team, project, experiment, user_name, kind, pool, priority,"
          " requested_gpus, requested_mig_profile, submit_ms, start_ms, end_ms, model_parameters,"
          " model_layers, model_hidden, model_sequence, model_dtype)"
          " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18)"
-         " ON CONFLICT(job_key) DO UPDATE SET team=excluded.team, project=excluded.project,"
-         " experiment=excluded.experiment, user_name=excluded.user_name, kind=excluded.kind,"
-         " pool=excluded.pool, priority=excluded.priority, requested_gpus=excluded.requested_gpus,"
-         " requested_mig_profile=excluded.requested_mig_profile,"
+         // A declaration's empty, zero or unknown fields say nothing: an agent that knows
+         // only a job's id (from a process) does not blank what another batch said of it.
+         " ON CONFLICT(job_key) DO UPDATE SET"
+         " team=CASE WHEN excluded.team = '' THEN team ELSE excluded.team END,"
+         " project=CASE WHEN excluded.project = '' THEN project ELSE excluded.project END,"
+         " experiment=CASE WHEN excluded.experiment = '' THEN experiment ELSE excluded.experiment END,"
+         " user_name=CASE WHEN excluded.user_name = '' THEN user_name ELSE excluded.user_name END,"
+         " kind=CASE WHEN excluded.kind = 'unknown' THEN kind ELSE excluded.kind END,"
+         " pool=CASE WHEN excluded.pool = '' THEN pool ELSE excluded.pool END,"
+         " priority=CASE WHEN excluded.priority = 0 THEN priority ELSE excluded.priority END,"
+         " requested_gpus=CASE WHEN excluded.requested_gpus = 0 THEN requested_gpus ELSE excluded.requested_gpus END,"
+         " requested_mig_profile=CASE WHEN excluded.requested_mig_profile = '' THEN requested_mig_profile"
+         "   ELSE excluded.requested_mig_profile END,"
          " submit_ms=coalesce(excluded.submit_ms, submit_ms),"
          " start_ms=coalesce(excluded.start_ms, start_ms), end_ms=coalesce(excluded.end_ms, end_ms),"
          " model_parameters=coalesce(excluded.model_parameters, model_parameters),"
@@ -752,10 +830,13 @@ class SqliteStore final : public Store {
 
   // The database's change counter as this connection sees it: it moves when another
   // connection commits (PRAGMA data_version), not when this one does.
-  Result<int64_t> DataVersion() {
+  Result<int64_t> DataVersion() { return QueryInt("PRAGMA data_version"); }
+
+  // The one integer a statement answers (a PRAGMA's value).
+  Result<int64_t> QueryInt(const char* sql) {
     Stmt q;
-    GPULEDGER_RETURN_IF_ERROR(q.Prepare(db_, "PRAGMA data_version"));
-    if (int rc = q.Step(); rc != SQLITE_ROW) return sqlite::Error(db_, rc, "reading the data version");
+    GPULEDGER_RETURN_IF_ERROR(q.Prepare(db_, sql));
+    if (int rc = q.Step(); rc != SQLITE_ROW) return sqlite::Error(db_, rc, sql);
     return q.Int(0);
   }
 
@@ -833,6 +914,50 @@ class SqliteStore final : public Store {
   }
 
   // Executes `plan` (store.h) in the open transaction: the SQL half of applying a batch.
+  // The plan's sender check of a device this batch refers to, against its node as stored
+  // or as this batch declared it.
+  Status CheckNode(const IngestPlan& plan, const std::string& where, const std::string& uuid, int64_t id,
+                   const Pending& pending) {
+    if (!plan.check_stored_node) return Status::Ok();
+    const DeviceRow* row = StoredDeviceRow(id, pending);
+    if (row == nullptr) return Internal(fmt::format("store: device {} has no row", uuid));
+    return plan.check_stored_node(where, uuid, row->node);
+  }
+
+  // Writes a job_changes row for each field of a stored job that `j` declares otherwise
+  // (fields it leaves empty say nothing: see kUpsertJob).
+  Status RecordJobChanges(const IngestPlan& plan, const Job& j) {
+    Stmt& f = S(kFindJob).Reset().Bind(1, j.id);
+    int rc = f.Step();
+    if (rc == SQLITE_DONE) return Status::Ok();  // a new job
+    if (rc != SQLITE_ROW) return sqlite::Error(db_, rc, "looking up a job");
+    struct Field {
+      const char* name;
+      std::string stored, declared;
+    };
+    const Field fields[] = {
+        {"team", f.Text(1), j.team},
+        {"project", f.Text(2), j.project},
+        {"experiment", f.Text(3), j.experiment},
+        {"user", f.Text(4), j.user},
+        {"kind", f.Text(5), j.kind == JobKind::kUnknown ? "" : std::string(JobKindName(j.kind))},
+        {"pool", f.Text(6), j.pool},
+        {"priority", std::to_string(f.Int(7)), j.priority == 0 ? "" : std::to_string(j.priority)},
+        {"requested_gpus", std::to_string(f.Int(8)), j.requested_gpus == 0 ? "" : std::to_string(j.requested_gpus)},
+        {"requested_mig_profile", f.Text(9), j.requested_mig_profile},
+    };
+    const int64_t job_id = f.Int(0);
+    f.Rewind();
+    for (const Field& field : fields) {
+      if (field.declared.empty() || field.declared == field.stored) continue;
+      Stmt& w = S(kInsertJobChange).Reset();
+      w.Bind(1, job_id).Bind(2, plan.now_ms).Bind(3, plan.batch->batch_id).Bind(4, plan.sender);
+      w.Bind(5, std::string(field.name)).Bind(6, field.stored).Bind(7, field.declared);
+      GPULEDGER_RETURN_IF_ERROR(Done(w));
+    }
+    return Status::Ok();
+  }
+
   Result<ApplyOutcome> ApplyInTransaction(const IngestPlan& plan, Pending& pending) {
     const Batch& b = *plan.batch;
     auto bad = [&](std::string where, std::string what) {
@@ -883,6 +1008,9 @@ class SqliteStore final : public Store {
                     d.memory_mib, parent_id, d.share.num, d.share.den, d.sample_interval_ms};
       if (id) {
         const DeviceRow* stored = StoredDeviceRow(*id, pending);
+        if (stored && plan.check_stored_node) {
+          GPULEDGER_RETURN_IF_ERROR(plan.check_stored_node(fmt::format("devices[{}]", i), d.uuid, stored->node));
+        }
         if (stored && *stored == row) continue;  // as stored: nothing to write
       }
       Stmt& s = S(id ? kUpdateDevice : kInsertDevice).Reset();
@@ -907,6 +1035,7 @@ class SqliteStore final : public Store {
     for (size_t i = 0; i < b.jobs.size(); ++i) {
       const Job& j = b.jobs[i];
       std::string kind(JobKindName(j.kind));
+      GPULEDGER_RETURN_IF_ERROR(RecordJobChanges(plan, j));
       Stmt& s = S(kUpsertJob).Reset();
       s.Bind(1, j.id).Bind(2, j.team).Bind(3, j.project).Bind(4, j.experiment).Bind(5, j.user);
       s.Bind(6, kind).Bind(7, j.pool).Bind(8, int64_t{j.priority});
@@ -914,9 +1043,7 @@ class SqliteStore final : public Store {
       s.Bind(11, j.submit_ms).Bind(12, j.start_ms).Bind(13, j.end_ms);
       s.Bind(14, j.model_parameters).Bind(15, j.model_layers).Bind(16, j.model_hidden);
       s.Bind(17, j.model_sequence).Bind(18, j.model_dtype);
-      if (s.Step() != SQLITE_ROW) {
-        return Internal(fmt::format("sqlite: upserting job {}: {}", j.id, sqlite3_errmsg(db_)));
-      }
+      if (int rc = s.Step(); rc != SQLITE_ROW) return sqlite::Error(db_, rc, fmt::format("upserting job {}", j.id));
       int64_t id = s.Int(0);
       (void)s.Step();
       if (!job_ids_.count(j.id)) pending.jobs[j.id] = id;
@@ -931,6 +1058,8 @@ class SqliteStore final : public Store {
                    fmt::format("unknown device {} (declare it in the batch's devices)", sd.device_uuid));
       }
       sampled_id[sd.device_uuid] = *id;
+      GPULEDGER_RETURN_IF_ERROR(CheckNode(plan, fmt::format("samples[{}].device", sd.first_sample), sd.device_uuid,
+                                          *id, pending));
       auto& [in_service, last] = DeviceState(*id, pending);
       in_service = in_service == 0 ? sd.first_ms : std::min(in_service, sd.first_ms);
       last = std::max(last, sd.last_ms);
@@ -961,8 +1090,7 @@ class SqliteStore final : public Store {
       ins.Bind(1, device).Bind(2, c.first_ms).Bind(3, c.last_ms).Bind(4, static_cast<int64_t>(c.times.size()));
       sqlite3_bind_blob(ins.get(), 5, c.data.data(), static_cast<int>(c.data.size()), SQLITE_STATIC);
       if (int rc = ins.Step(); rc != SQLITE_DONE) {
-        return Internal(fmt::format("sqlite: inserting samples of device {} at {}: {}", device,
-                                    FormatTime(c.first_ms), sqlite3_errmsg(db_)));
+        return sqlite::Error(db_, rc, fmt::format("inserting samples of device {} at {}", device, FormatTime(c.first_ms)));
       }
       // The processes each sample saw, once its instant is known to be new.
       if (!c.with_processes) continue;
@@ -984,6 +1112,8 @@ class SqliteStore final : public Store {
         return bad(fmt::format("allocations[{}].device", i),
                    fmt::format("unknown device {}", a.device_uuid));
       }
+      GPULEDGER_RETURN_IF_ERROR(
+          CheckNode(plan, fmt::format("allocations[{}].device", i), a.device_uuid, *device_id, pending));
       auto job_id = JobId(a.job_id, pending);
       if (!job_id) {
         return bad(fmt::format("allocations[{}].job", i),
@@ -1036,7 +1166,7 @@ class SqliteStore final : public Store {
           return bad(fmt::format("progress[{}]", i),
                      fmt::format("job {} already reported progress at {}", p.job_id, FormatTime(p.t_ms)));
         }
-        return Internal(fmt::format("sqlite: inserting progress[{}]: {}", i, sqlite3_errmsg(db_)));
+        return sqlite::Error(db_, rc, fmt::format("inserting progress[{}]", i));
       }
     }
 
@@ -1060,7 +1190,7 @@ class SqliteStore final : public Store {
                      fmt::format("job {} already has a {} snapshot at {}", v.job_id, v.engine,
                                  FormatTime(v.t_ms)));
         }
-        return Internal(fmt::format("sqlite: inserting serving[{}]: {}", i, sqlite3_errmsg(db_)));
+        return sqlite::Error(db_, rc, fmt::format("inserting serving[{}]", i));
       }
     }
 
@@ -1135,6 +1265,7 @@ class SqliteStore::PooledSnapshot final : public StoreSnapshot {
   Result<std::vector<Progress>> ProgressOf(int64_t job_id, const TimeRange& range) override {
     return r_->reads->ProgressOf(job_id, range);
   }
+  Result<std::vector<JobChange>> JobChangesOf(int64_t job_id) override { return r_->reads->JobChangesOf(job_id); }
   Result<std::vector<std::vector<Sample>>> SamplesOf(std::span<const DeviceRange> ranges) override {
     return r_->reads->SamplesOf(ranges);
   }
@@ -1154,6 +1285,8 @@ class SqliteStore::PooledSnapshot final : public StoreSnapshot {
     return r_->reads->ScanMinuteRollups(range, fn, settled_only);
   }
   Result<PriceBook> LoadPriceBook() override { return r_->reads->LoadPriceBook(); }
+  Result<std::vector<ClosedPeriodRecord>> ClosedPeriods() override { return r_->reads->ClosedPeriods(); }
+  Result<std::vector<FrozenLine>> FrozenLines() override { return r_->reads->FrozenLines(); }
   Result<StoreStats> Stats() override { return r_->reads->Stats(); }
 
  private:
@@ -1169,6 +1302,9 @@ Result<std::unique_ptr<SqliteStore::Reader>> SqliteStore::OpenReader() {
   }
   sqlite3_busy_timeout(r->db, 5000);
   GPULEDGER_RETURN_IF_ERROR(sqlite::Exec(r->db, "PRAGMA cache_size=-32768"));
+  // A reader's sorts stay in memory (bounded by the server's query limits), so that reads
+  // go on while the disk is full.
+  GPULEDGER_RETURN_IF_ERROR(sqlite::Exec(r->db, "PRAGMA temp_store=MEMORY"));
   GPULEDGER_ASSIGN_OR_RETURN(r->reads, sqlite::Reads::Create(r->db));
   return r;
 }

@@ -18,6 +18,8 @@ namespace gpuledger::store::sqlite {
 // what may pass (busy, locked, I/O, the disk full), kInternal otherwise.
 inline Status Error(sqlite3* db, int rc, std::string_view what) {
   std::string msg = fmt::format("sqlite: {}: {}", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+  // The disk full (or the store at its size cap) is the operator's to fix: say so first.
+  if ((rc & 0xff) == SQLITE_FULL) msg = "the store is out of space (its disk is full, or it reached [ledger] store_max_size): " + msg;
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
@@ -56,6 +58,10 @@ class Stmt {
     sqlite3_reset(s_);
     return *this;
   }
+  Stmt& BindDouble(int i, double v) {
+    sqlite3_bind_double(s_, i, v);
+    return *this;
+  }
   Stmt& Bind(int i, int64_t v) {
     sqlite3_bind_int64(s_, i, v);
     return *this;
@@ -91,6 +97,7 @@ class Stmt {
   // Steps once: SQLITE_ROW, SQLITE_DONE or an error code.
   int Step() { return sqlite3_step(s_); }
   int64_t Int(int col) { return sqlite3_column_int64(s_, col); }
+  double Double(int col) { return sqlite3_column_double(s_, col); }
   std::optional<int64_t> OptInt(int col) {
     if (sqlite3_column_type(s_, col) == SQLITE_NULL) return std::nullopt;
     return sqlite3_column_int64(s_, col);

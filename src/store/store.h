@@ -41,6 +41,35 @@ struct JobRecord {
   Job job;
 };
 
+// A change a batch made to a stored job's metadata: the job-change history.
+struct JobChange {
+  int64_t at_ms = 0;     // when the batch was applied
+  std::string batch_id;  // the batch that made it
+  std::string sender;    // who sent that batch (a token's name; "local" for the CLI)
+  std::string field;     // "team", "project", ...
+  std::string old_value, new_value;
+};
+
+// A billing period (a calendar month, UTC) that was closed: its chargeback was frozen then.
+struct ClosedPeriodRecord {
+  std::string month;  // "2026-11"
+  TimeRange range;    // the month
+  TimeRange window;   // what its chargeback covered when it closed (to where the data ended)
+  int64_t closed_at_ms = 0;
+  std::string closed_by;
+};
+
+// One line of a closed month's frozen chargeback, booked in `month`, for `for_month`: the
+// same month for its own charges, an earlier closed month for a correction to that one.
+struct FrozenLine {
+  std::string month, for_month;
+  std::string team, project;  // empty for a capacity line
+  std::string capacity;       // a capacity line's bucket ("unallocated", ...); empty for a team's
+  double gpu_hours = 0, active_gpu_hours = 0, idle_gpu_hours = 0, unpriced_gpu_hours = 0;
+  Money direct_cost;
+  std::array<Money, kIdleCauseCount> idle_cost_by_cause{};
+};
+
 struct AllocationRecord {
   int64_t device_id = 0;
   int64_t job_id = 0;
@@ -134,6 +163,12 @@ struct IngestPlan {
   // The rollup hours a new or newly closed allocation makes dirty, given its device's
   // newest sample (in the store, with this batch's samples).
   std::function<TimeRange(const Allocation&, int64_t newest_sample_ms)> allocation_dirty_hours;
+  // Who sent it and when it is applied: the job-change history records both.
+  std::string sender = "local";
+  int64_t now_ms = 0;
+  // Refuses a device the sender may not report for, given the node the store holds for it
+  // (before this batch changes it). Null when the sender may report for any node.
+  std::function<Status(const std::string& where, const std::string& uuid, const std::string& node)> check_stored_node;
 };
 
 // Group commit: one store transaction in which several batches are applied, each under
@@ -190,6 +225,8 @@ class StoreReads {
   virtual Result<std::vector<ServingSnapshot>> ServingOf(int64_t job_id, const TimeRange& range) = 0;
   // Progress reports of `job_id` whose interval overlaps `range`, by time.
   virtual Result<std::vector<Progress>> ProgressOf(int64_t job_id, const TimeRange& range) = 0;
+  // The changes batches made to job `job_id`'s metadata, oldest first.
+  virtual Result<std::vector<JobChange>> JobChangesOf(int64_t job_id) = 0;
   // For each entry of `ranges`, in order: the samples of its device with t in
   // [range.begin, range.end], by time, with their per-process figures. The returned
   // samples' device_uuid is left empty.
@@ -218,6 +255,11 @@ class StoreReads {
 
   virtual Result<PriceBook> LoadPriceBook() = 0;
   virtual Result<StoreStats> Stats() = 0;
+
+  // The closed billing periods, by month; and every frozen line, by month booked, then
+  // the order they were written in.
+  virtual Result<std::vector<ClosedPeriodRecord>> ClosedPeriods() = 0;
+  virtual Result<std::vector<FrozenLine>> FrozenLines() = 0;
 };
 
 // A consistent view of the store: every read sees the state of one committed moment
@@ -262,6 +304,10 @@ class Store : public StoreReads {
   // Replaces the price book. Prices are read at query time, so no rollup changes.
   virtual Status SavePriceBook(const PriceBook& book) = 0;
 
+  // Closes `period` with its frozen `lines`, in one transaction. kAlreadyExists when that
+  // month is closed already.
+  virtual Status ClosePeriod(const ClosedPeriodRecord& period, std::span<const FrozenLine> lines) = 0;
+
   // Deletes raw samples older than `before_ms` (rollups stay). Returns rows deleted.
   virtual Result<int64_t> PruneSamples(int64_t before_ms) = 0;
 
@@ -281,6 +327,9 @@ struct SqliteOptions {
   // Stores opened without it (the CLI's reports) still read and write alongside. Several
   // servers share a PostgreSQL store, not a SQLite file.
   bool exclusive_writer = false;
+  // A cap on the database file's size (0: none): past it writes fail with kUnavailable
+  // saying the store is out of space, exactly as on a full disk, and reads go on.
+  int64_t max_size_bytes = 0;
 };
 
 // Opens (creating if needed, migrating if older) the SQLite store at `path`.

@@ -71,6 +71,18 @@ export async function getOptional(path, params) {
   }
 }
 
+// Every job the token may see: /api/v1/jobs answers a page at a time (`next`).
+export async function getAllJobs() {
+  const jobs = [];
+  let after = null;
+  do {
+    const page = await getJson('/api/v1/jobs', {after});
+    jobs.push(...(page.jobs || []));
+    after = page.next || null;
+  } while (after);
+  return {jobs};
+}
+
 export function jobPath(id) {
   return `/api/v1/jobs/${encodeURIComponent(id)}`;
 }
@@ -164,7 +176,7 @@ export async function loadInfo() {
     if (d.last_sample && (!last || d.last_sample > last)) last = d.last_sample;
   }
   const usage = await getJson('/api/v1/usage', {window: '30d', by: 'team'});
-  const teams = (usage.rows || []).map((r) => r.group.team).filter((t) => t && t !== '(no job)');
+  const teams = (usage.rows || []).filter((r) => !r.no_job).map((r) => r.group.team).filter((t) => t);
   return {
     now: fleet.now,
     role: null,

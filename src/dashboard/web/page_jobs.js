@@ -1,6 +1,6 @@
 // Jobs: every job the token may see, joined with its usage over the window (GPU-hours,
 // cost, effective utilization), sortable and filterable; and one job's page.
-import {getJson, getOptional, jobPath} from './api.js';
+import {getJson, getOptional, jobPath, getAllJobs} from './api.js';
 import {h, kpi, section, notice, money, ratio, hours, fig, tid} from './dom.js';
 import {formatTime, formatDuration, formatRatio, addMoney} from './format.js';
 import {SortableTable, moneyColumn, hoursColumn} from './table.js';
@@ -125,7 +125,7 @@ export class JobsPage {
 
   async load({win}) {
     const [jobs, usage] = await Promise.all([
-      getJson('/api/v1/jobs'),
+      getAllJobs(),
       getJson('/api/v1/usage', {from: win.from, to: win.to, by: 'job'}),
     ]);
     return {jobs: jobs.jobs || [], usage};

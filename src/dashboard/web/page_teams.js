@@ -1,14 +1,12 @@
 // Teams: cost, effective utilization, allocated efficiency and budget burn per team; and
 // one team's page (its series, its projects, its jobs).
-import {getJson, getOptional} from './api.js';
+import {getJson, getOptional, getAllJobs} from './api.js';
 import {h, kpi, section, notice, money, ratio, hours, fig, tid, bar} from './dom.js';
 import {formatRatio, parseMicros} from './format.js';
 import {SortableTable, moneyColumn, hoursColumn} from './table.js';
 import {drawChart, UTIL_COLOR} from './charts.js';
 import {JobsTable, teamHref} from './page_jobs.js';
 import {bucketLayers, utilizationSpec, bucketTable} from './page_fleet.js';
-
-const NO_JOB = '(no job)';
 
 function budgetCells(b, team) {
   if (!b) return {budget: '—', burn: h('span', {class: 'muted'}, 'no budget'), projected: '—'};
@@ -28,7 +26,7 @@ export class TeamsPage {
     this.budgetNote = h('p', {class: 'muted'});
     this.table = new SortableTable('teams', [
       {key: 'team', label: 'team', sort: (r) => r.team,
-        cell: (r) => (r.team === NO_JOB ? h('span', {class: 'muted'}, 'capacity held by no job') : h('a', {href: teamHref(r.team), testid: tid('team-link', r.team)}, r.team))},
+        cell: (r) => (r.row.no_job ? h('span', {class: 'muted'}, 'capacity held by no job') : h('a', {href: teamHref(r.team), testid: tid('team-link', r.team)}, r.team))},
       hoursColumn('hours', 'GPU-hours', (r) => r.row.gpu_hours, (r) => tid('team-hours', r.team), {totalTestId: 'teams-hours-total'}),
       {key: 'eff', label: 'eff. util', num: true, sort: (r) => r.row.effective_utilization, cell: (r) => ratio(r.row.effective_utilization, tid('team-eff', r.team))},
       {key: 'alloc', label: 'alloc. eff', num: true, sort: (r) => r.row.allocated_efficiency, cell: (r) => ratio(r.row.allocated_efficiency, tid('team-alloc-eff', r.team))},
@@ -42,7 +40,7 @@ export class TeamsPage {
     ], {
       defaultSort: {key: 'cost', dir: -1},
       rowTestId: (r) => tid('team-row', r.team),
-      rowHref: (r) => (r.team === NO_JOB ? null : teamHref(r.team)),
+      rowHref: (r) => (r.row.no_job ? null : teamHref(r.team)),
     });
     this.el = h('div', {class: 'page page-teams'}, h('h1', {}, 'Teams'), this.note,
       section(null, this.table.el, this.budgetNote,
@@ -102,7 +100,7 @@ export class TeamPage {
       getJson('/api/v1/usage', {...w, by: 'team'}),
       getJson('/api/v1/usage', {...w, by: 'team,project'}),
       getOptional('/api/v1/series', {...w, by: 'team'}),
-      getJson('/api/v1/jobs'),
+      getAllJobs(),
       getJson('/api/v1/usage', {...w, by: 'job'}),
       getOptional('/api/v1/budgets'),
     ]);
