@@ -147,6 +147,37 @@ double HardwareFlopsEstimate(double tensor_active_ratio, double peak_flops) {
   return std::clamp(tensor_active_ratio, 0.0, 1.0) * peak_flops;
 }
 
+Result<ReportedWork> WorkReported(const Job& job, const std::vector<Progress>& progress,
+                                  const TimeRange& window) {
+  ReportedWork w;
+  std::optional<FlopsPerToken> per_token;
+  for (const Progress& p : progress) {
+    TimeRange interval{p.t_ms - p.interval_ms, p.t_ms};
+    int64_t inside = interval.Intersect(window).length_ms();
+    if (inside <= 0 || p.interval_ms <= 0) continue;
+    double part = static_cast<double>(inside) / static_cast<double>(p.interval_ms);
+    w.seconds += static_cast<double>(inside) / 1000.0;
+    if (p.model_flops) {
+      w.model_flops += *p.model_flops * part;
+      w.basis = w.basis.empty() || w.basis == "model_flops" ? "model_flops" : "tokens and model_flops";
+      continue;
+    }
+    if (!per_token) {
+      ModelShape shape{job.model_parameters, job.model_layers, job.model_hidden, 0, job.model_sequence};
+      auto f = TrainingFlopsPerToken(shape);
+      if (!f.ok()) {
+        return FailedPrecondition(fmt::format(
+            "job {} reports tokens but not its model (parameters, or layers and hidden): {}", job.id,
+            f.status().message()));
+      }
+      per_token = *f;
+    }
+    w.model_flops += p.tokens.value_or(0.0) * per_token->total() * part;
+    w.basis = w.basis.empty() || w.basis == "tokens" ? "tokens" : "tokens and model_flops";
+  }
+  return w;
+}
+
 Result<JobEfficiency> JobMfu(Ledger& ledger, const std::string& job_id, const TimeRange& window) {
   GPULEDGER_ASSIGN_OR_RETURN(auto snap, internal_StoreOf(ledger).Snapshot());
   store::StoreSnapshot& store = *snap;
@@ -188,33 +219,10 @@ Result<JobEfficiency> JobMfu(Ledger& ledger, const std::string& job_id, const Ti
   }
   GPULEDGER_ASSIGN_OR_RETURN(auto progress, store.ProgressOf(job->id, window));
   if (!progress.empty()) {
-    std::optional<FlopsPerToken> per_token;
-    double flops = 0;
-    for (const Progress& p : progress) {
-      TimeRange interval{p.t_ms - p.interval_ms, p.t_ms};
-      double part = static_cast<double>(interval.Intersect(window).length_ms()) /
-                    static_cast<double>(p.interval_ms);
-      if (p.model_flops) {
-        flops += *p.model_flops * part;
-        e.basis = e.basis.empty() || e.basis == "model_flops" ? "model_flops" : "tokens and model_flops";
-        continue;
-      }
-      if (!per_token) {
-        ModelShape shape{job->job.model_parameters, job->job.model_layers, job->job.model_hidden, 0,
-                         job->job.model_sequence};
-        auto f = TrainingFlopsPerToken(shape);
-        if (!f.ok()) {
-          return FailedPrecondition(fmt::format(
-              "job {} reports tokens but not its model (parameters, or layers and hidden): {}",
-              job_id, f.status().message()));
-        }
-        per_token = *f;
-      }
-      flops += *p.tokens * per_token->total() * part;
-      e.basis = e.basis.empty() || e.basis == "tokens" ? "tokens" : "tokens and model_flops";
-    }
-    e.achieved_flops = flops;
-    if (e.peak_flops_capacity > 0) e.mfu = flops / e.peak_flops_capacity;
+    GPULEDGER_ASSIGN_OR_RETURN(ReportedWork work, WorkReported(job->job, progress, window));
+    e.basis = work.basis;
+    e.achieved_flops = work.model_flops;
+    if (e.peak_flops_capacity > 0) e.mfu = work.model_flops / e.peak_flops_capacity;
   }
   if (tensor_weight > 0) e.hardware_estimate = tensor_weighted / tensor_weight;
   return e;

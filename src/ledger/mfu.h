@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/model.h"
 #include "core/status.h"
 #include "core/time.h"
 
@@ -84,6 +85,20 @@ Result<MfuResult> ComputeMfu(const MfuInput& in);
 double HardwareFlopsEstimate(double tensor_active_ratio, double peak_flops);
 
 class Ledger;
+
+// The work a job's progress reports say it did within a window: model FLOPs (tokens x
+// TrainingFlopsPerToken of the job's model, or model FLOPs as reported; an interval cut
+// by the window counts in proportion) and the seconds the reports cover.
+struct ReportedWork {
+  double model_flops = 0;
+  double seconds = 0;
+  std::string basis;  // "tokens", "model_flops", "tokens and model_flops"; "" when none
+  // Model FLOP/s while reported; 0 when nothing was.
+  double flops_per_second() const { return seconds > 0 ? model_flops / seconds : 0; }
+};
+// FailedPrecondition when tokens are reported but the job's model is not.
+Result<ReportedWork> WorkReported(const Job& job, const std::vector<Progress>& progress,
+                                  const TimeRange& window);
 
 // A training job's efficiency over a window, from the ledger.
 struct JobEfficiency {
