@@ -116,6 +116,46 @@ Result<FlopsPerToken> TrainingFlopsPerToken(const ModelShape& m) {
   return f;
 }
 
+Result<Recompute> ParseRecompute(std::string_view text) {
+  std::string t = Lower(text);
+  if (t == "none" || t.empty()) return Recompute::kNone;
+  if (t == "selective") return Recompute::kSelective;
+  if (t == "full") return Recompute::kFull;
+  return InvalidArgument(fmt::format("recompute \"{}\": want none, selective or full", text));
+}
+
+std::string_view RecomputeName(Recompute r) {
+  switch (r) {
+    case Recompute::kNone: return "none";
+    case Recompute::kSelective: return "selective";
+    case Recompute::kFull: return "full";
+  }
+  return "?";
+}
+
+namespace {
+
+// The hardware FLOPs per token from the model's, under `recompute`.
+FlopsPerToken WithRecompute(const FlopsPerToken& model, Recompute recompute) {
+  FlopsPerToken f = model;
+  switch (recompute) {
+    case Recompute::kNone: break;
+    case Recompute::kSelective: f.attention += model.attention / 3.0; break;  // + 4 L H S
+    case Recompute::kFull:  // one more forward: 2 N + 4 L H S
+      f.dense += model.dense / 3.0;
+      f.attention += model.attention / 3.0;
+      break;
+  }
+  return f;
+}
+
+}  // namespace
+
+Result<FlopsPerToken> HardwareFlopsPerToken(const ModelShape& m, Recompute recompute) {
+  GPULEDGER_ASSIGN_OR_RETURN(FlopsPerToken model, TrainingFlopsPerToken(m));
+  return WithRecompute(model, recompute);
+}
+
 Result<MfuResult> ComputeMfu(const MfuInput& in) {
   MfuResult r;
   GPULEDGER_ASSIGN_OR_RETURN(r.flops_per_token, TrainingFlopsPerToken(in.model));
@@ -140,6 +180,11 @@ Result<MfuResult> ComputeMfu(const MfuInput& in) {
   r.achieved_flops_per_gpu =
       r.tokens_per_second * r.flops_per_token.total() / static_cast<double>(in.gpus);
   r.mfu = r.achieved_flops_per_gpu / r.peak_flops_per_gpu;
+  if (in.recompute != Recompute::kNone) {
+    r.hardware_flops_per_token = WithRecompute(r.flops_per_token, in.recompute);
+    r.hfu = r.tokens_per_second * r.hardware_flops_per_token->total() / static_cast<double>(in.gpus) /
+            r.peak_flops_per_gpu;
+  }
   return r;
 }
 
@@ -178,7 +223,8 @@ Result<ReportedWork> WorkReported(const Job& job, const std::vector<Progress>& p
   return w;
 }
 
-Result<JobEfficiency> JobMfu(Ledger& ledger, const std::string& job_id, const TimeRange& window) {
+Result<JobEfficiency> JobMfu(Ledger& ledger, const std::string& job_id, const TimeRange& window,
+                             Recompute recompute) {
   GPULEDGER_ASSIGN_OR_RETURN(auto snap, internal_StoreOf(ledger).Snapshot());
   store::StoreSnapshot& store = *snap;
   GPULEDGER_ASSIGN_OR_RETURN(auto jobs, store.ListJobs());
@@ -223,6 +269,16 @@ Result<JobEfficiency> JobMfu(Ledger& ledger, const std::string& job_id, const Ti
     e.basis = work.basis;
     e.achieved_flops = work.model_flops;
     if (e.peak_flops_capacity > 0) e.mfu = work.model_flops / e.peak_flops_capacity;
+    e.recompute = recompute;
+    if (recompute != Recompute::kNone && e.mfu) {
+      // The recomputation's share of the job's model: its shape's when it has one (the
+      // attention term), else the dense part alone.
+      ModelShape shape{job->job.model_parameters, job->job.model_layers, job->job.model_hidden, 0,
+                       job->job.model_sequence};
+      auto model = TrainingFlopsPerToken(shape);
+      FlopsPerToken per_token = model.ok() ? *model : FlopsPerToken{6.0, 0.0};
+      e.hfu = *e.mfu * WithRecompute(per_token, recompute).total() / per_token.total();
+    }
   }
   if (tensor_weight > 0) e.hardware_estimate = tensor_weighted / tensor_weight;
   return e;
