@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "agent/real_server.h"
 #include "agent/test_server.h"
 #include "agent/test_util.h"
 #include "ledger/ledger.h"
@@ -177,16 +178,9 @@ TEST(AgentEndToEndTest, ThroughTheRealServerTheLedgerMatchesToo) {
   auto opened = store::OpenSqliteStore(node.dir / "served.db", {.synchronous_full = true});
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   ledger::Ledger served(std::move(*opened), node.clock);
-  server::ServerOptions options;
-  options.listen = "127.0.0.1:0";
-  options.access_log = false;
-  server::TokenEntry token{.name = "e2e-node", .role = server::Role::kAgent};
-  ASSERT_TRUE(server::ParseTokenHash(server::HashToken("agent-secret"), token).ok());
-  options.tokens.push_back(token);
-  auto created = server::Server::Create(served, node.clock, options);
-  ASSERT_TRUE(created.ok()) << created.status().ToString();
-  std::unique_ptr<server::Server> real = std::move(created).value();
-  ASSERT_TRUE(real->Start().ok());
+  auto started = testing::StartRealServer(served, node.clock, "e2e-node", "agent-secret");
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  std::unique_ptr<server::Server> real = std::move(started).value();
   auto sink = MakeHttpBatchSink(real->Url(), "agent-secret", 2'000);
   ASSERT_TRUE(sink.ok()) << sink.status().ToString();
   node.sink = std::move(sink).value();

@@ -19,6 +19,7 @@ namespace gpuledger::cli {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 namespace fs = std::filesystem;
 
 using testing::Gpuledger;
@@ -184,6 +185,23 @@ TEST_F(CliTest, RecommendsSlicesForAPodList) {
   EXPECT_THAT(r.output, HasSubstr("4g.40gb    1 pods"));
   // Whole-GPU cost: 1 + 1 + 1 + 2 GPU-hours at 7.00 = 35.00; saving 6/7 + 3/7 of 7.00 = 9.00.
   EXPECT_THAT(r.output, HasSubstr("whole-GPU cost 35.00, saving on slices 9.00"));
+}
+
+// HFU beside MFU, labelled apart: Megatron-LM's 1T run (a 102.6 s step for a batch of
+// 3,072 sequences of 2,048 tokens on 3,072 A100s) with its full recomputation.
+TEST_F(CliTest, MfuGivesHfuBesideItWhenRecomputationIsNamed) {
+  const std::string run = "mfu --layers 128 --hidden 25600 --vocab 51200 --seq 2048 --step-time 102.6 "
+                          "--batch 3072 --gpus 3072 --gpu A100";
+  Outcome full = Gpuledger(run + " --recompute full");
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+  EXPECT_THAT(full.output, HasSubstr("MFU                        39.2%  (model FLOPs: recomputation never counted)"));
+  EXPECT_THAT(full.output, HasSubstr("HFU                        52.3%  (hardware FLOPs: counts full recomputation; not MFU)"));
+  Outcome plain = Gpuledger(run);
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_THAT(plain.output, Not(HasSubstr("HFU")));
+  Outcome bad = Gpuledger(run + " --recompute partial");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.output, HasSubstr("recompute \"partial\": want none, selective or full"));
 }
 
 }  // namespace

@@ -8,13 +8,14 @@ namespace gpuledger::cli {
 namespace {
 
 // `gpuledger mfu --job ID`: a recorded job's MFU from its own progress reports.
-int JobMode(const CommonOptions& common, const std::string& job, const WindowOptions& w) {
+int JobMode(const CommonOptions& common, const std::string& job, const WindowOptions& w,
+            ledger::Recompute recompute) {
   SystemClock clock;
   auto ledger = OpenLedger(common, clock);
   if (!ledger.ok()) return Fail(ledger.status());
   auto window = ResolveWindow(w, ledger->get(), clock);
   if (!window.ok()) return Fail(window.status());
-  auto e = ledger::JobMfu(**ledger, job, *window);
+  auto e = ledger::JobMfu(**ledger, job, *window, recompute);
   if (!e.ok()) return Fail(e.status());
   std::printf("job %s, %s .. %s\n", job.c_str(), FormatTime(window->begin_ms).c_str(),
               FormatTime(window->end_ms).c_str());
@@ -22,7 +23,12 @@ int JobMode(const CommonOptions& common, const std::string& job, const WindowOpt
   if (e->mfu) {
     std::printf("achieved model FLOPs       %.4g  (from its %s reports)\n", *e->achieved_flops,
                 e->basis.c_str());
-    std::printf("MFU                        %.1f%%\n", *e->mfu * 100.0);
+    std::printf("MFU                        %.1f%%  (model FLOPs: recomputation never counted)\n",
+                *e->mfu * 100.0);
+    if (e->hfu) {
+      std::printf("HFU                        %.1f%%  (hardware FLOPs: counts %s recomputation; not MFU)\n",
+                  *e->hfu * 100.0, std::string(ledger::RecomputeName(e->recompute)).c_str());
+    }
   } else {
     std::printf("MFU                        not reported (the job sent no progress)\n");
   }
@@ -40,7 +46,7 @@ void AddMfuCommand(CLI::App& app, CommonOptions& common, Commands& out) {
   struct Opts {
     double parameters = 0, tokens_per_s = 0, step_s = 0, batch = 0;
     int64_t layers = 0, hidden = 0, vocab = 0, seq = 0, gpus = 0;
-    std::string gpu = "NVIDIA H100 80GB HBM3", dtype = "bf16";
+    std::string gpu = "NVIDIA H100 80GB HBM3", dtype = "bf16", recompute = "none";
     std::string job;
     WindowOptions window;
   };
@@ -63,8 +69,14 @@ void AddMfuCommand(CLI::App& app, CommonOptions& common, Commands& out) {
   sub->add_option("--gpu", o->gpu, "GPU model (NVML name or short: H100, A100, L40S, ...)")
       ->capture_default_str();
   sub->add_option("--dtype", o->dtype, "bf16, fp16, fp8, tf32 or fp32")->capture_default_str();
+  sub->add_option("--recompute", o->recompute,
+                  "activation recomputation (none, selective, full): gives HFU, the hardware FLOPs "
+                  "utilization that counts it, beside MFU")
+      ->capture_default_str();
   out.push_back({sub, [o, &common]() -> int {
-                   if (!o->job.empty()) return JobMode(common, o->job, o->window);
+                   auto recompute = ledger::ParseRecompute(o->recompute);
+                   if (!recompute.ok()) return Fail(recompute.status());
+                   if (!o->job.empty()) return JobMode(common, o->job, o->window, *recompute);
                    ledger::MfuInput in;
                    if (o->parameters > 0) in.model.parameters = o->parameters;
                    in.model.layers = o->layers;
@@ -79,6 +91,7 @@ void AddMfuCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    auto dtype = ledger::ParseDtype(o->dtype);
                    if (!dtype.ok()) return Fail(dtype.status());
                    in.dtype = *dtype;
+                   in.recompute = *recompute;
                    auto r = ledger::ComputeMfu(in);
                    if (!r.ok()) return Fail(r.status());
                    if (o->seq > 0 && (o->layers <= 0 || o->hidden <= 0)) {
@@ -97,7 +110,15 @@ void AddMfuCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    std::printf("peak TFLOP/s per GPU       %.1f  (%s, %s, dense)\n",
                                r->peak_flops_per_gpu / 1e12, in.gpu_model.c_str(),
                                std::string(ledger::DtypeName(in.dtype)).c_str());
-                   std::printf("MFU                        %.1f%%\n", r->mfu * 100.0);
+                   std::printf("MFU                        %.1f%%  (model FLOPs: recomputation never counted)\n",
+                               r->mfu * 100.0);
+                   if (r->hfu) {
+                     std::printf("hardware FLOPs per token   %.4g  (%s recomputation)\n",
+                                 r->hardware_flops_per_token->total(),
+                                 std::string(ledger::RecomputeName(in.recompute)).c_str());
+                     std::printf("HFU                        %.1f%%  (hardware FLOPs: counts %s recomputation; not MFU)\n",
+                                 *r->hfu * 100.0, std::string(ledger::RecomputeName(in.recompute)).c_str());
+                   }
                    return 0;
                  }});
 }

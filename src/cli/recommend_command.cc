@@ -43,8 +43,9 @@ void AddRecommendCommand(CLI::App& app, CommonOptions& common, Commands& out) {
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand(
-      "recommend", "Right-sizing advice per job: MIG profiles, fewer GPUs, idle shutdown, with "
-                   "evidence and the saving");
+      "recommend", "Advice where the money is, by kind and team: input-bound and checkpoint-bound "
+                   "training, fewer GPUs, serving headroom, GPUs held with nothing running, MIG slices, idle "
+                   "shutdown; with evidence, confidence and the saving");
   AddCommonOptions(*sub, common);
   sub->add_option("--team", o->team, "only this team's jobs");
   AddWindowOptions(*sub, o->window, "30d");
@@ -76,22 +77,7 @@ void AddRecommendCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                      std::fputs(report::RecommendationsJson(*recs, *window).c_str(), stdout);
                      return 0;
                    }
-                   std::printf("Recommendations %s .. %s\n\n",
-                               FormatTime(window->begin_ms).c_str(), FormatTime(window->end_ms).c_str());
-                   for (const auto& r : *recs) {
-                     std::printf("%-13s %-10s %-8s job %s (%s / %s)\n  %s\n  evidence: %s\n  saving %s alone, %s net, of %s; %s confidence\n\n",
-                                 std::string(ledger::RecommendationKindName(r.kind)).c_str(),
-                                 r.team.c_str(), std::string(JobKindName(r.job_kind)).c_str(),
-                                 r.job_id.c_str(), r.team.c_str(), r.project.c_str(), r.action.c_str(),
-                                 r.evidence.c_str(), r.saving.ToDisplay().c_str(),
-                                 r.net_saving.ToDisplay().c_str(), r.cost.ToDisplay().c_str(),
-                                 r.confidence.c_str());
-                   }
-                   std::printf("%zu recommendation%s, saving %s net: a job's advice compounds "
-                               "(each applies to what the larger ones leave), so no job saves more "
-                               "than it cost\n",
-                               recs->size(), recs->size() == 1 ? "" : "s",
-                               ledger::TotalNetSaving(*recs).ToDisplay().c_str());
+                   std::fputs(report::RecommendationsText(*recs, *window).c_str(), stdout);
                    return 0;
                  }});
 }

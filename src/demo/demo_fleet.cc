@@ -31,6 +31,8 @@ struct SimJob {
   int64_t active_until_ms = 0;  // notebooks: worked on until then, then forgotten
   double mem_ratio = 0.9;       // share of device memory held
   double mfu_when_busy = 0;     // training: model FLOPs per busy second, over peak
+  bool quiet = false;           // serving: no bursts of traffic
+  int64_t gone_after_ms = 0;    // batch: its process exits then, the GPUs stay held
 };
 
 struct Tenancy {
@@ -105,6 +107,7 @@ struct DemoFleet::Impl {
     ScheduleServing();
     ScheduleTraining();
     ScheduleDev();
+    ScheduleAdviceCases();
     for (auto& t : tenancies) {
       std::sort(t.begin(), t.end(), [](const Tenancy& a, const Tenancy& b) { return a.from_ms < b.from_ms; });
     }
@@ -169,6 +172,12 @@ struct DemoFleet::Impl {
               CapacityType::kReserved, false);
     }
     AddNode("dev-06", "dev", "NVIDIA H200", 143771, CapacityType::kReserved, true);
+    // The advice cases' training nodes (ScheduleAdviceCases), after the others so that
+    // every other node and its GPUs keep their names.
+    for (int i = 21; i <= 31; ++i) {
+      AddNode(fmt::format("trn-{:02}", i), "training", "NVIDIA H100 80GB HBM3", 81559,
+              CapacityType::kReserved, false);
+    }
   }
 
   Job MakeJob(std::string id, const TeamInfo& t, JobKind kind, std::string pool, int gpus) {
@@ -365,6 +374,104 @@ struct DemoFleet::Impl {
     }
   }
 
+  // The five cases the advice is for (docs/recommendations.md), each where a newcomer
+  // finds it: a sweep on 64 GPUs that needs 8, an input-bound fine-tune, a
+  // checkpoint-heavy pretraining job, an over-replicated serving deployment and a batch
+  // job holding GPUs with nothing running. Fixed figures, no draws from the generator: the
+  // rest of the fleet is the same with or without them.
+  void ScheduleAdviceCases() {
+    auto gpus_of = [&](size_t first_node, size_t nodes_count, size_t from_gpu = 0, size_t count = 8) {
+      std::vector<size_t> devs;
+      for (size_t n = first_node; n < first_node + nodes_count; ++n) {
+        for (size_t g = from_gpu; g < from_gpu + count; ++g) devs.push_back(nodes[n].devices[g]);
+      }
+      return devs;
+    };
+    auto case_job = [&](std::string id, const char* team, const char* project, const char* experiment,
+                        const char* user, JobKind kind, const char* pool, int gpus, Pattern pattern) {
+      SimJob j;
+      j.d.job.id = std::move(id);
+      j.d.job.team = team;
+      j.d.job.project = project;
+      j.d.job.experiment = experiment;
+      j.d.job.user = user;
+      j.d.job.kind = kind;
+      j.d.job.pool = pool;
+      j.d.job.requested_gpus = gpus;
+      j.pattern = pattern;
+      j.d.from_ms = opt.start_ms;
+      j.d.to_ms = kOpen;
+      return j;
+    };
+    auto training = [&](std::string id, size_t team, const char* project, const char* experiment, int gpus,
+                        double params, int64_t layers, int64_t hidden) {
+      SimJob j = case_job(std::move(id), Teams()[team].team, project, experiment, Teams()[team].users[0],
+                          JobKind::kTraining, "training", gpus, Pattern::kTraining);
+      j.d.job.model_parameters = params;
+      j.d.job.model_layers = layers;
+      j.d.job.model_hidden = hidden;
+      j.d.job.model_sequence = 4096;
+      j.d.job.model_dtype = "bf16";
+      j.mfu_when_busy = 0.5;
+      j.mem_ratio = 0.6;
+      return j;
+    };
+    const int64_t day = kMsPerDay;
+    const size_t lab = 32;  // trn-21, the first of the cases' nodes
+    // A learning-rate sweep: a pilot trial on 8 GPUs for a day, then trials that each hold
+    // 64 GPUs at 9% activity for three days, training no faster than the pilot: the
+    // scaling is measured, and 8 GPUs a trial would do.
+    for (int trial = 0; trial < 3; ++trial) {
+      const bool pilot = trial == 0;
+      SimJob j = training(fmt::format("lr-sweep-{}", trial + 1), 0, "seg-foundation", "lr-sweep", pilot ? 8 : 64,
+                          1.3e9, 24, 2048);
+      j.base = pilot ? 0.7344 : 0.0918;
+      j.stall = 0.02;
+      j.d.from_ms = opt.start_ms + (pilot ? 0 : day + (trial - 1) * 3 * day);
+      j.d.to_ms = trial < 2 ? opt.start_ms + (pilot ? day : 4 * day) : kOpen;
+      Place(std::move(j), gpus_of(lab, pilot ? 1 : 8));
+    }
+    // A fine-tune whose data loader starves its 4 GPUs: 45% of their time waiting.
+    {
+      SimJob j = training("chat-ft-7b", 1, "rlhf", "chat-ft", 4, 7e9, 32, 4096);
+      j.base = 0.92;
+      j.stall = 0.45;
+      Place(std::move(j), gpus_of(lab + 8, 1, 0, 4));
+    }
+    // Pretraining on 16 GPUs that stops for a 5-minute checkpoint every 30 minutes.
+    {
+      SimJob j = training("pretrain-13b", 1, "llm-pretrain", "pretrain-13b", 16, 13e9, 40, 5120);
+      j.base = 0.9;
+      j.stall = 0.03;
+      j.ckpt_period_ms = 30 * kMsPerMinute;
+      j.ckpt_len_ms = 5 * kMsPerMinute;
+      j.mem_ratio = 0.92;
+      Place(std::move(j), gpus_of(lab + 9, 2));
+    }
+    // A batch job whose process exits after two hours on its 4 GPUs; they stay held.
+    {
+      SimJob j = case_job("preproc-shards", "platform", "evals", "preproc", "rui", JobKind::kBatch, "training", 4,
+                          Pattern::kBatch);
+      j.base = 0.85;
+      j.mem_ratio = 0.5;
+      j.d.from_ms = opt.start_ms + day;
+      j.gone_after_ms = j.d.from_ms + 2 * kMsPerHour;
+      Place(std::move(j), gpus_of(lab + 8, 1, 4, 4));
+    }
+    // An embedding service on 6 replicas whose steady, light traffic 3 would carry: its
+    // queue never fills and its KV cache stays under a third.
+    {
+      SimJob j = case_job("embed-lite-1", "recsys", "retrieval", "", "sofia", JobKind::kServing, "serving", 6,
+                          Pattern::kServing);
+      j.quiet = true;
+      j.base = 0.25;
+      j.mem_ratio = 0.4;
+      // srv-06's last 6 GPUs: the serving deployments leave them free.
+      std::vector<size_t> devs(nodes[25].devices.begin() + 2, nodes[25].devices.end());
+      Place(std::move(j), devs);
+    }
+  }
+
   const Tenancy* TenancyAt(size_t device, int64_t t) const {
     for (const Tenancy& x : tenancies[device]) {
       if (x.from_ms <= t && t < x.to_ms) return &x;
@@ -389,13 +496,16 @@ struct DemoFleet::Impl {
       case Pattern::kServing: {
         double hour = static_cast<double>((t / kMsPerMinute) % (24 * 60)) / 60.0;
         double diurnal = 0.5 + 0.5 * std::sin((hour - 9.0) / 24.0 * 2.0 * M_PI);
-        double burst = Noise(opt.seed + 7, device, static_cast<uint64_t>(t / (20 * kMsPerMinute))) < 0.15 ? 0.35 : 0.0;
+        double burst = !j.quiet && Noise(opt.seed + 7, device, static_cast<uint64_t>(t / (20 * kMsPerMinute))) < 0.15
+                           ? 0.35
+                           : 0.0;
         return std::clamp(0.05 + j.base * diurnal * 0.8 + burst + (n - 0.5) * 0.1, 0.0, 1.0);
       }
       case Pattern::kNotebook:
         if (t > j.active_until_ms) return 0.0;
         return n < 0.4 ? 0.0 : j.base * n;
       case Pattern::kBatch:
+        if (j.gone_after_ms && t > j.gone_after_ms) return 0.0;
         return std::clamp(j.base + (n - 0.5) * 0.08, 0.0, 1.0);
     }
     return 0.0;
@@ -421,8 +531,9 @@ struct DemoFleet::Impl {
     s.gpu_util = a > 0.005 ? std::min(1.0, std::round((a * 1.3 + 0.05) * 100.0) / 100.0) : 0.0;
     // What the agent's process list and gap profile would say: training and batch jobs
     // idle in short gaps between bursts when their input pipeline stalls.
-    s.process_count = held ? 1 : 0;
-    if (held && (held->pattern == Pattern::kTraining || held->pattern == Pattern::kBatch)) {
+    bool gone = held && held->gone_after_ms && t > held->gone_after_ms;
+    s.process_count = held && !gone ? 1 : 0;
+    if (held && !gone && (held->pattern == Pattern::kTraining || held->pattern == Pattern::kBatch)) {
       auto interval = opt.sample_interval_ms;
       auto idle = static_cast<int64_t>(std::llround((1.0 - a) * static_cast<double>(interval)));
       double stall = held->pattern == Pattern::kTraining ? held->stall * held->base : 0.05;

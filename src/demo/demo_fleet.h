@@ -1,8 +1,11 @@
-// A simulated fleet for `gpuledger demo`: 32 nodes of 8 GPUs in training, serving and
+// A simulated fleet for `gpuledger demo`: 43 nodes of 8 GPUs in training, serving and
 // dev pools (one dev node split into MIG slices), and a week of realistic work: gang
 // training jobs with input stalls and checkpoint gaps, diurnal and bursty serving,
 // notebooks that get forgotten, batch jobs, a GPU that fails and an agent that goes
-// down. Deterministic for a seed and a start time.
+// down; and on 11 more training nodes the cases the advice is for (a 64-GPU sweep that
+// needs 8, an input-bound fine-tune, checkpoint-heavy pretraining, an over-replicated
+// serving deployment, a batch job holding GPUs with nothing running). Deterministic for a
+// seed and a start time.
 #pragma once
 
 #include <cstdint>

@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "ledger/ledger.h"
+#include "ledger/rightsizing.h"
 #include "store/store.h"
 #include "wire/batch.h"
 
@@ -49,7 +51,7 @@ TEST(DemoFleetTest, HasThePromisedShape) {
   DemoFleet f(Small());
   int gpus = 0, slices = 0;
   for (const auto& d : f.devices()) (d.is_mig() ? slices : gpus)++;
-  EXPECT_EQ(gpus, 256);
+  EXPECT_EQ(gpus, 344);  // 32 nodes, and the advice cases' 11 (ScheduleAdviceCases)
   EXPECT_EQ(slices, 32);
   std::map<JobKind, int> kinds;
   for (const auto& j : f.jobs()) kinds[j.job.kind]++;
@@ -77,7 +79,7 @@ TEST(DemoFleetTest, FeedsTheLedgerAndShowsEveryKindOfWaste) {
     auto r = ledger.Usage(window, {ledger::Dimension::kPool});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     const auto& t = r->total;
-    EXPECT_NEAR(t.total_gpu_hours(), 256.0 * 24 * 5, 1e-6);
+    EXPECT_NEAR(t.total_gpu_hours(), 344.0 * 24 * 5, 1e-6);
     for (Bucket b : kAllBuckets) EXPECT_GT(t.gpu_hours(b), 0) << BucketName(b);
     EXPECT_GT(t.effective_utilization(), 0.25);
     EXPECT_LT(t.effective_utilization(), 0.8);
@@ -86,6 +88,23 @@ TEST(DemoFleetTest, FeedsTheLedgerAndShowsEveryKindOfWaste) {
     auto waste = ledger.TopWaste(window, 5);
     ASSERT_TRUE(waste.ok());
     EXPECT_EQ(waste->size(), 5u);
+    // The advice finds each of the five cases, and a newcomer sees training advice first.
+    auto recs = ledger::Recommend(ledger, window);
+    ASSERT_TRUE(recs.ok()) << recs.status().ToString();
+    std::map<std::string, const ledger::Recommendation*> found;
+    for (const auto& rec : *recs) found[std::string(ledger::RecommendationKindName(rec.kind)) + ":" + rec.job_id] = &rec;
+    for (const char* want : {"fewer-gpus:lr-sweep-2", "input-bound:chat-ft-7b", "checkpoint-bound:pretrain-13b",
+                             "serving-headroom:embed-lite-1", "release-held:preproc-shards"}) {
+      EXPECT_TRUE(found.contains(want)) << want;
+    }
+    if (found.contains("fewer-gpus:lr-sweep-2")) {
+      EXPECT_EQ(found["fewer-gpus:lr-sweep-2"]->action, "use 8 GPUs instead of 64 per trial of lr-sweep");
+    }
+    EXPECT_FALSE(found.contains("fewer-gpus:lr-sweep-1"));  // the pilot is busy
+    auto groups = ledger::GroupAdvice(*recs);
+    ASSERT_FALSE(groups.empty());
+    EXPECT_EQ(groups.front().kind, ledger::RecommendationKind::kFewerGpus);
+    EXPECT_EQ(groups.front().items.front()->job_kind, JobKind::kTraining);
   }
   std::filesystem::remove(path);
   std::filesystem::remove(path.string() + "-wal");
@@ -153,7 +172,7 @@ TEST(DemoFleetTest, LiveBatchesKeepTheFleetMonitored) {
   // 95 minutes in, with what was sent by then (5-minute samples: a 15-minute limit).
   const int64_t now = kStart + 95 * kMsPerMinute;
   EXPECT_EQ(unmonitored_at(5 * kMsPerMinute, now, now), 0);
-  EXPECT_EQ(unmonitored_at(kMsPerHour, now, now), 288);
+  EXPECT_EQ(unmonitored_at(kMsPerHour, now, now), 376);
 }
 
 }  // namespace

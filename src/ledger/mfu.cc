@@ -116,6 +116,46 @@ Result<FlopsPerToken> TrainingFlopsPerToken(const ModelShape& m) {
   return f;
 }
 
+Result<Recompute> ParseRecompute(std::string_view text) {
+  std::string t = Lower(text);
+  if (t == "none" || t.empty()) return Recompute::kNone;
+  if (t == "selective") return Recompute::kSelective;
+  if (t == "full") return Recompute::kFull;
+  return InvalidArgument(fmt::format("recompute \"{}\": want none, selective or full", text));
+}
+
+std::string_view RecomputeName(Recompute r) {
+  switch (r) {
+    case Recompute::kNone: return "none";
+    case Recompute::kSelective: return "selective";
+    case Recompute::kFull: return "full";
+  }
+  return "?";
+}
+
+namespace {
+
+// The hardware FLOPs per token from the model's, under `recompute`.
+FlopsPerToken WithRecompute(const FlopsPerToken& model, Recompute recompute) {
+  FlopsPerToken f = model;
+  switch (recompute) {
+    case Recompute::kNone: break;
+    case Recompute::kSelective: f.attention += model.attention / 3.0; break;  // + 4 L H S
+    case Recompute::kFull:  // one more forward: 2 N + 4 L H S
+      f.dense += model.dense / 3.0;
+      f.attention += model.attention / 3.0;
+      break;
+  }
+  return f;
+}
+
+}  // namespace
+
+Result<FlopsPerToken> HardwareFlopsPerToken(const ModelShape& m, Recompute recompute) {
+  GPULEDGER_ASSIGN_OR_RETURN(FlopsPerToken model, TrainingFlopsPerToken(m));
+  return WithRecompute(model, recompute);
+}
+
 Result<MfuResult> ComputeMfu(const MfuInput& in) {
   MfuResult r;
   GPULEDGER_ASSIGN_OR_RETURN(r.flops_per_token, TrainingFlopsPerToken(in.model));
@@ -140,6 +180,11 @@ Result<MfuResult> ComputeMfu(const MfuInput& in) {
   r.achieved_flops_per_gpu =
       r.tokens_per_second * r.flops_per_token.total() / static_cast<double>(in.gpus);
   r.mfu = r.achieved_flops_per_gpu / r.peak_flops_per_gpu;
+  if (in.recompute != Recompute::kNone) {
+    r.hardware_flops_per_token = WithRecompute(r.flops_per_token, in.recompute);
+    r.hfu = r.tokens_per_second * r.hardware_flops_per_token->total() / static_cast<double>(in.gpus) /
+            r.peak_flops_per_gpu;
+  }
   return r;
 }
 
@@ -147,7 +192,39 @@ double HardwareFlopsEstimate(double tensor_active_ratio, double peak_flops) {
   return std::clamp(tensor_active_ratio, 0.0, 1.0) * peak_flops;
 }
 
-Result<JobEfficiency> JobMfu(Ledger& ledger, const std::string& job_id, const TimeRange& window) {
+Result<ReportedWork> WorkReported(const Job& job, const std::vector<Progress>& progress,
+                                  const TimeRange& window) {
+  ReportedWork w;
+  std::optional<FlopsPerToken> per_token;
+  for (const Progress& p : progress) {
+    TimeRange interval{p.t_ms - p.interval_ms, p.t_ms};
+    int64_t inside = interval.Intersect(window).length_ms();
+    if (inside <= 0 || p.interval_ms <= 0) continue;
+    double part = static_cast<double>(inside) / static_cast<double>(p.interval_ms);
+    w.seconds += static_cast<double>(inside) / 1000.0;
+    if (p.model_flops) {
+      w.model_flops += *p.model_flops * part;
+      w.basis = w.basis.empty() || w.basis == "model_flops" ? "model_flops" : "tokens and model_flops";
+      continue;
+    }
+    if (!per_token) {
+      ModelShape shape{job.model_parameters, job.model_layers, job.model_hidden, 0, job.model_sequence};
+      auto f = TrainingFlopsPerToken(shape);
+      if (!f.ok()) {
+        return FailedPrecondition(fmt::format(
+            "job {} reports tokens but not its model (parameters, or layers and hidden): {}", job.id,
+            f.status().message()));
+      }
+      per_token = *f;
+    }
+    w.model_flops += p.tokens.value_or(0.0) * per_token->total() * part;
+    w.basis = w.basis.empty() || w.basis == "tokens" ? "tokens" : "tokens and model_flops";
+  }
+  return w;
+}
+
+Result<JobEfficiency> JobMfu(Ledger& ledger, const std::string& job_id, const TimeRange& window,
+                             Recompute recompute) {
   GPULEDGER_ASSIGN_OR_RETURN(auto snap, internal_StoreOf(ledger).Snapshot());
   store::StoreSnapshot& store = *snap;
   GPULEDGER_ASSIGN_OR_RETURN(auto jobs, store.ListJobs());
@@ -188,33 +265,20 @@ Result<JobEfficiency> JobMfu(Ledger& ledger, const std::string& job_id, const Ti
   }
   GPULEDGER_ASSIGN_OR_RETURN(auto progress, store.ProgressOf(job->id, window));
   if (!progress.empty()) {
-    std::optional<FlopsPerToken> per_token;
-    double flops = 0;
-    for (const Progress& p : progress) {
-      TimeRange interval{p.t_ms - p.interval_ms, p.t_ms};
-      double part = static_cast<double>(interval.Intersect(window).length_ms()) /
-                    static_cast<double>(p.interval_ms);
-      if (p.model_flops) {
-        flops += *p.model_flops * part;
-        e.basis = e.basis.empty() || e.basis == "model_flops" ? "model_flops" : "tokens and model_flops";
-        continue;
-      }
-      if (!per_token) {
-        ModelShape shape{job->job.model_parameters, job->job.model_layers, job->job.model_hidden, 0,
-                         job->job.model_sequence};
-        auto f = TrainingFlopsPerToken(shape);
-        if (!f.ok()) {
-          return FailedPrecondition(fmt::format(
-              "job {} reports tokens but not its model (parameters, or layers and hidden): {}",
-              job_id, f.status().message()));
-        }
-        per_token = *f;
-      }
-      flops += *p.tokens * per_token->total() * part;
-      e.basis = e.basis.empty() || e.basis == "tokens" ? "tokens" : "tokens and model_flops";
+    GPULEDGER_ASSIGN_OR_RETURN(ReportedWork work, WorkReported(job->job, progress, window));
+    e.basis = work.basis;
+    e.achieved_flops = work.model_flops;
+    if (e.peak_flops_capacity > 0) e.mfu = work.model_flops / e.peak_flops_capacity;
+    e.recompute = recompute;
+    if (recompute != Recompute::kNone && e.mfu) {
+      // The recomputation's share of the job's model: its shape's when it has one (the
+      // attention term), else the dense part alone.
+      ModelShape shape{job->job.model_parameters, job->job.model_layers, job->job.model_hidden, 0,
+                       job->job.model_sequence};
+      auto model = TrainingFlopsPerToken(shape);
+      FlopsPerToken per_token = model.ok() ? *model : FlopsPerToken{6.0, 0.0};
+      e.hfu = *e.mfu * WithRecompute(per_token, recompute).total() / per_token.total();
     }
-    e.achieved_flops = flops;
-    if (e.peak_flops_capacity > 0) e.mfu = flops / e.peak_flops_capacity;
   }
   if (tensor_weight > 0) e.hardware_estimate = tensor_weighted / tensor_weight;
   return e;

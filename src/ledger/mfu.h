@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/model.h"
 #include "core/status.h"
 #include "core/time.h"
 
@@ -55,6 +56,19 @@ struct FlopsPerToken {
 };
 Result<FlopsPerToken> TrainingFlopsPerToken(const ModelShape& m);
 
+// Activation recomputation: what the GPUs compute on top of the model's FLOPs. Full
+// recomputation runs every layer's forward pass again in the backward pass (2 N + 4 L H S
+// more per token: the hardware FLOPs are 4/3 of the model FLOPs); selective
+// recomputation (Korthikanti et al. 2022) runs again only the attention score and value
+// matmuls' forward (4 L H S more per token).
+enum class Recompute { kNone, kSelective, kFull };
+Result<Recompute> ParseRecompute(std::string_view text);  // "none", "selective", "full"
+std::string_view RecomputeName(Recompute r);
+
+// Hardware FLOPs per trained token under `recompute`: the model FLOPs plus what is
+// computed again. Equal to TrainingFlopsPerToken with kNone.
+Result<FlopsPerToken> HardwareFlopsPerToken(const ModelShape& m, Recompute recompute);
+
 struct MfuInput {
   ModelShape model;
   std::optional<double> tokens_per_second;  // or step time and batch:
@@ -63,6 +77,7 @@ struct MfuInput {
   int64_t gpus = 0;
   std::string gpu_model;
   Dtype dtype = Dtype::kBf16;
+  Recompute recompute = Recompute::kNone;  // for HFU beside MFU
 };
 
 struct MfuResult {
@@ -72,6 +87,11 @@ struct MfuResult {
   double achieved_flops_per_gpu = 0;
   double peak_flops_per_gpu = 0;
   double mfu = 0;  // 0..1 (can exceed 1 only if the inputs are wrong; reported as is)
+  // With recomputation: hardware FLOPs utilization, the FLOPs the GPUs computed
+  // (recomputation counted, as Megatron-LM's "percentage of peak" counts it) over peak.
+  // Never MFU: the two are labelled apart everywhere.
+  std::optional<FlopsPerToken> hardware_flops_per_token;
+  std::optional<double> hfu;
 };
 
 // The planning calculator behind `gpuledger mfu`. Fails with a message naming the
@@ -85,6 +105,20 @@ double HardwareFlopsEstimate(double tensor_active_ratio, double peak_flops);
 
 class Ledger;
 
+// The work a job's progress reports say it did within a window: model FLOPs (tokens x
+// TrainingFlopsPerToken of the job's model, or model FLOPs as reported; an interval cut
+// by the window counts in proportion) and the seconds the reports cover.
+struct ReportedWork {
+  double model_flops = 0;
+  double seconds = 0;
+  std::string basis;  // "tokens", "model_flops", "tokens and model_flops"; "" when none
+  // Model FLOP/s while reported; 0 when nothing was.
+  double flops_per_second() const { return seconds > 0 ? model_flops / seconds : 0; }
+};
+// FailedPrecondition when tokens are reported but the job's model is not.
+Result<ReportedWork> WorkReported(const Job& job, const std::vector<Progress>& progress,
+                                  const TimeRange& window);
+
 // A training job's efficiency over a window, from the ledger.
 struct JobEfficiency {
   std::string job_id;
@@ -93,6 +127,10 @@ struct JobEfficiency {
   std::optional<double> achieved_flops;  // from the job's own progress reports
   std::optional<double> mfu;             // achieved / capacity, when reported
   std::string basis;                     // "tokens", "model_flops", or "" when none
+  // With recomputation: hardware FLOPs (model FLOPs plus what was computed again) over
+  // the same capacity. Never MFU.
+  std::optional<double> hfu;
+  Recompute recompute = Recompute::kNone;
   // Without progress reports: mean tensor-pipe activity of the held samples x peak, as a
   // share of capacity. An estimate, never MFU.
   std::optional<double> hardware_estimate;
@@ -103,6 +141,10 @@ struct JobEfficiency {
 // window counts in proportion), over the peak of the GPUs it held for the time it held
 // them (each device's model and the job's dtype, bf16 by default). NotFound for an
 // unknown job; FailedPrecondition when tokens are reported but the job's model is not.
-Result<JobEfficiency> JobMfu(Ledger& ledger, const std::string& job_id, const TimeRange& window);
+// With `recompute` other than kNone, HFU beside MFU: the hardware FLOPs the job's model
+// computes per token under that recomputation (reports in model FLOPs count the full
+// recomputation's 4/3; the selective one needs the job's shape and adds nothing without it).
+Result<JobEfficiency> JobMfu(Ledger& ledger, const std::string& job_id, const TimeRange& window,
+                             Recompute recompute = Recompute::kNone);
 
 }  // namespace gpuledger::ledger

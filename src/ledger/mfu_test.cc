@@ -62,6 +62,36 @@ TEST(MfuTest, AgreesWithMegatron1TWithoutRecomputation) {
   EXPECT_NEAR(r.parameters, 1.008e12, 0.01e12);  // "1T" in their table: 1008B
 }
 
+// The same run with its full activation recomputation counted: hardware FLOPs
+// utilization (HFU), the figure Megatron-LM publishes as "percentage of peak", comes out
+// at their 52% for the 1T model (163 of 312 TFLOP/s), beside the MFU of 39.2%.
+TEST(MfuTest, HfuWithFullRecomputationIsMegatronsPublished52Percent) {
+  const double b = 3072, s = 2048, l = 128, h = 25600, v = 51200, gpus = 3072;
+  double hw_flops = 96 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h));
+  MfuInput in;
+  in.model = {.layers = 128, .hidden = 25600, .vocabulary = 51200, .sequence = 2048};
+  in.step_seconds = hw_flops / (163e12 * gpus);
+  in.batch_sequences = b;
+  in.gpus = 3072;
+  in.gpu_model = "NVIDIA A100-SXM4-80GB";
+  EXPECT_FALSE(ComputeMfu(in)->hfu.has_value());  // no recomputation: MFU alone
+  in.recompute = Recompute::kFull;
+  auto r = *ComputeMfu(in);
+  ASSERT_TRUE(r.hfu.has_value());
+  EXPECT_NEAR(*r.hfu, 0.52, 0.005);
+  EXPECT_NEAR(r.mfu, 0.392, 0.005);  // unchanged: model FLOPs never count recomputation
+  EXPECT_NEAR(*r.hfu / r.mfu, 4.0 / 3.0, 1e-9);
+  // Selective recomputation computes again only attention's score and value matmuls:
+  // 4 L H S more per token, between MFU and full recomputation's HFU.
+  in.recompute = Recompute::kSelective;
+  auto sel = *ComputeMfu(in);
+  EXPECT_DOUBLE_EQ(sel.hardware_flops_per_token->total() - sel.flops_per_token.total(), 4 * l * h * s);
+  EXPECT_GT(*sel.hfu, sel.mfu);
+  EXPECT_LT(*sel.hfu, *r.hfu);
+  EXPECT_EQ(*ParseRecompute("full"), Recompute::kFull);
+  EXPECT_THAT(ParseRecompute("partial").status().message(), HasSubstr("want none, selective or full"));
+}
+
 TEST(MfuTest, BadInputNamesWhatIsMissing) {
   MfuInput in;
   in.gpus = 8;
@@ -154,6 +184,21 @@ TEST_F(JobMfuTest, FromTokensAndTheModelShape) {
   // A window cutting an interval in half counts half its tokens.
   auto cut = *JobMfu(t_.ledger(), "llm", {kBaseMs + 5 * kMsPerMinute, kBaseMs + 35 * kMsPerMinute});
   EXPECT_NEAR(*cut.mfu, expected, 1e-9);
+}
+
+// A job from its reports with its recomputation named: HFU beside an unchanged MFU.
+TEST_F(JobMfuTest, HfuBesideMfuWhenTheJobRecomputes) {
+  Ingest(true, true);
+  const TimeRange hour{kBaseMs, kBaseMs + kMsPerHour};
+  auto plain = *JobMfu(t_.ledger(), "llm", hour);
+  EXPECT_FALSE(plain.hfu.has_value());
+  auto full = *JobMfu(t_.ledger(), "llm", hour, Recompute::kFull);
+  EXPECT_NEAR(*full.mfu, *plain.mfu, 1e-12);
+  EXPECT_NEAR(*full.hfu, *plain.mfu * 4 / 3, 1e-9);
+  EXPECT_EQ(full.recompute, Recompute::kFull);
+  auto selective = *JobMfu(t_.ledger(), "llm", hour, Recompute::kSelective);
+  double model = 6 * 7e9 + 12.0 * 32 * 4096 * 4096, again = 4.0 * 32 * 4096 * 4096;
+  EXPECT_NEAR(*selective.hfu, *plain.mfu * (model + again) / model, 1e-9);
 }
 
 TEST_F(JobMfuTest, WithoutReportsOnlyTheLabelledEstimate) {

@@ -1,4 +1,7 @@
 #include "ledger/rightsizing.h"
+
+#include "ledger/advice_internal.h"
+#include "ledger/mfu.h"
 #include "ledger/store_access.h"
 
 #include <fmt/format.h>
@@ -10,28 +13,8 @@
 namespace gpuledger::ledger {
 namespace {
 
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size()))) ;
-  return v[std::min(v.size() - 1, i == 0 ? 0 : i - 1)];
-}
-
 bool Contains(std::string_view hay, std::string_view needle) {
   return hay.find(needle) != std::string_view::npos;
-}
-
-Money Scale(Money m, int64_t num, int64_t den) {
-  if (den <= 0) return Money();
-  __extension__ using Wide = __int128;
-  return Money::FromMicros(static_cast<int64_t>(static_cast<Wide>(m.micros()) * num / den));
-}
-
-// The saving of `r` alone: num / den of its job's cost.
-void SetSaving(Recommendation& r, int64_t num, int64_t den) {
-  r.saving_share_num = num;
-  r.saving_share_den = den;
-  r.saving = Scale(r.cost, num, den);
 }
 
 }  // namespace
@@ -72,6 +55,10 @@ std::optional<MigProfile> SmallestFittingProfile(const std::vector<MigProfile>& 
 
 std::string_view RecommendationKindName(RecommendationKind k) {
   switch (k) {
+    case RecommendationKind::kInputBound: return "input-bound";
+    case RecommendationKind::kCheckpointBound: return "checkpoint-bound";
+    case RecommendationKind::kServingHeadroom: return "serving-headroom";
+    case RecommendationKind::kHeldNothingRunning: return "release-held";
     case RecommendationKind::kMigProfile: return "mig-profile";
     case RecommendationKind::kFewerGpus: return "fewer-gpus";
     case RecommendationKind::kIdleShutdown: return "idle-shutdown";
@@ -79,12 +66,199 @@ std::string_view RecommendationKindName(RecommendationKind k) {
   return "?";
 }
 
-Result<std::vector<Recommendation>> Recommend(Ledger& ledger, const TimeRange& window,
+namespace advice {
+
+double JobEvidence::CauseShare(IdleCause c) const {
+  if (held_ticks <= 0) return 0;
+  return static_cast<double>(row->idle_cause_ticks_ms[static_cast<size_t>(c)]) /
+         static_cast<double>(held_ticks);
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
+  return v[std::min(v.size() - 1, i == 0 ? 0 : i - 1)];
+}
+
+double Median(std::vector<int64_t> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 == 1 ? static_cast<double>(v[n / 2])
+                    : (static_cast<double>(v[n / 2 - 1]) + static_cast<double>(v[n / 2])) / 2.0;
+}
+
+Money Scale(Money m, int64_t num, int64_t den) {
+  if (den <= 0) return Money();
+  __extension__ using Wide = __int128;
+  return Money::FromMicros(static_cast<int64_t>(static_cast<Wide>(m.micros()) * num / den));
+}
+
+void SetSavingPpm(Recommendation& r, double share) {
+  constexpr int64_t kPpm = 1'000'000;
+  auto num = static_cast<int64_t>(std::llround(std::clamp(share, 0.0, 1.0) * kPpm));
+  r.saving_share_num = num;
+  r.saving_share_den = kPpm;
+  r.saving = Scale(r.cost, num, kPpm);
+}
+
+void SetLost(Recommendation& r, const JobEvidence& e, IdleCause cause) {
+  r.lost = e.row->idle_cause_cost[static_cast<size_t>(cause)];
+  r.lost_gpu_hours = e.row->idle_cause_gpu_hours(cause);
+  r.lost_per_week = Scale(r.lost, 7 * kMsPerDay, std::max<int64_t>(1, r.window.length_ms()));
+}
+
+Recommendation Base(const JobEvidence& e, RecommendationKind kind, const TimeRange& window) {
+  Recommendation r;
+  const Job& job = e.job();
+  r.kind = kind;
+  r.job_id = job.id;
+  r.team = job.team;
+  r.project = job.project;
+  r.experiment = job.experiment;
+  r.pool = !job.pool.empty() ? job.pool : e.first_device != nullptr ? e.first_device->device.pool : "";
+  r.job_kind = job.kind;
+  r.window = window;
+  r.evidence = e.activity_evidence;
+  r.confidence = e.confidence;
+  r.gpu_hours = e.row->gpu_hours(Bucket::kActive) + e.row->gpu_hours(Bucket::kAllocatedIdle);
+  r.cost = e.cost;
+  return r;
+}
+
+FleetEvidence GatherFleet(const std::vector<JobEvidence>& jobs) {
+  FleetEvidence f;
+  std::vector<double> input_shares;
+  for (const JobEvidence& e : jobs) {
+    if (e.job().kind != JobKind::kTraining || e.held_ticks <= 0) continue;
+    // Only jobs whose agent profiled gaps can show their input-stall level.
+    if (e.gap_interval_ms > 0) input_shares.push_back(e.CauseShare(IdleCause::kInputStall));
+    if (!e.flops_per_second || *e.flops_per_second <= 0) continue;
+    if (!e.job().experiment.empty()) f.by_experiment[e.job().experiment].push_back(&e);
+    if (!e.job().project.empty()) f.by_project[e.job().project].push_back(&e);
+  }
+  // The best tenth of the fleet's training jobs: a level others reach, not one outlier.
+  f.best_input_stall_share = Percentile(input_shares, 0.1);
+  return f;
+}
+
+namespace {
+
+// One GPU's samples over the job's time on it, into `e`.
+void ReadDeviceSamples(const std::vector<Sample>& samples, const RightSizingOptions& options,
+                       JobEvidence& e) {
+  constexpr double kNoWork = 0.01;  // the idle-cause rules' "did no work"
+  std::vector<double> activity;
+  int64_t prev_t = -1;
+  int64_t idle_from = -1;    // notebooks' idle stretch (no activity at all)
+  int64_t pause_from = -1;   // a stretch without work
+  int64_t unused_from = -1;  // no process or no kernel
+  int64_t last_pause_start = -1;
+  auto end_pause = [&](int64_t until) {
+    int64_t len = until - pause_from;
+    if (len >= kMsPerMinute && len <= 15 * kMsPerMinute) {
+      e.pause_lengths_ms.push_back(len);
+      if (last_pause_start >= 0) e.pause_intervals_ms.push_back(pause_from - last_pause_start);
+      last_pause_start = pause_from;
+    }
+    pause_from = -1;
+  };
+  auto end_unused = [&](int64_t until) {
+    int64_t len = until - unused_from;
+    if (len >= options.held_stretch_ms) {
+      e.unused_ms += len;
+      if (len > e.longest_unused_ms) {
+        e.longest_unused_ms = len;
+        e.longest_unused_from_ms = unused_from;
+      }
+    }
+    unused_from = -1;
+  };
+  for (const Sample& s : samples) {
+    double r = s.ActivityRatio().value_or(0.0);
+    int64_t before = prev_t >= 0 ? prev_t : s.t_ms;
+    activity.push_back(r);
+    e.activity.push_back(r);
+    e.peak_memory_mib = std::max(e.peak_memory_mib, s.fb_used_mib.value_or(0.0));
+    if (prev_t >= 0) e.sampled_ms += s.t_ms - prev_t;
+    if (s.gaps) {
+      e.gap_interval_ms += s.gaps->interval_ms;
+      e.gap_idle_ms += s.gaps->idle_ms;
+      e.gap_short_idle_ms += s.gaps->short_idle_ms;
+    }
+    if (r <= 0.001) {
+      if (idle_from < 0) idle_from = before;
+    } else if (idle_from >= 0) {
+      int64_t len = before - idle_from;
+      if (len >= options.idle_stretch_ms) e.idle_stretch_beyond_ms += len - options.idle_stretch_ms;
+      idle_from = -1;
+    }
+    if (r <= kNoWork) {
+      if (pause_from < 0) pause_from = before;
+    } else if (pause_from >= 0) {
+      end_pause(before);
+    }
+    bool unused = r <= kNoWork || (s.process_count && *s.process_count == 0);
+    if (unused) {
+      if (unused_from < 0) unused_from = before;
+    } else if (unused_from >= 0) {
+      end_unused(before);
+    }
+    prev_t = s.t_ms;
+  }
+  if (idle_from >= 0 && prev_t - idle_from >= options.idle_stretch_ms) {
+    e.idle_stretch_beyond_ms += prev_t - idle_from - options.idle_stretch_ms;
+  }
+  if (pause_from >= 0) end_pause(prev_t);
+  if (unused_from >= 0) end_unused(prev_t);
+  if (!activity.empty()) e.gpu_p95.push_back(Percentile(activity, 0.95));
+}
+
+// The MIG slice and the idle shutdown: advice for one GPU's worth of notebook (serving
+// jobs get theirs from AdviseServing, behind its latency guards).
+void AdviseNotebook(const JobEvidence& e, const TimeRange& window, const RightSizingOptions& options,
+                    std::vector<Recommendation>& out) {
+  if (!e.on_mig && e.gpu_p95.size() == 1) {
+    auto profiles = MigProfilesFor(e.first_device->device.model, e.first_device->device.memory_mib);
+    if (auto p = SmallestFittingProfile(profiles, Percentile(e.activity, 0.95), e.peak_memory_mib)) {
+      out.push_back(MigAdvice(e, *p, window));
+    }
+  }
+  if (e.idle_stretch_beyond_ms > 0 && e.sampled_ms > 0) {
+    Recommendation r = Base(e, RecommendationKind::kIdleShutdown, window);
+    r.action = fmt::format("stop after {} min without activity (idle for {:.1f} h beyond that)",
+                           options.idle_stretch_ms / kMsPerMinute,
+                           static_cast<double>(e.idle_stretch_beyond_ms) / kMsPerHour);
+    r.saving_share_num = e.idle_stretch_beyond_ms;
+    r.saving_share_den = std::max(e.sampled_ms, e.idle_stretch_beyond_ms);
+    r.saving = Scale(r.cost, r.saving_share_num, r.saving_share_den);
+    out.push_back(std::move(r));
+  }
+}
+
+}  // namespace
+
+Recommendation MigAdvice(const JobEvidence& e, const MigProfile& p, const TimeRange& window) {
+  Recommendation r = Base(e, RecommendationKind::kMigProfile, window);
+  r.mig_profile = std::string(p.name);
+  r.action = fmt::format("run on a {} MIG slice ({}/{} of the GPU)", p.name, p.compute.num, p.compute.den);
+  r.saving_share_num = p.compute.den - p.compute.num;
+  r.saving_share_den = p.compute.den;
+  r.saving = Scale(r.cost, r.saving_share_num, r.saving_share_den);
+  return r;
+}
+
+}  // namespace advice
+
+Result<std::vector<Recommendation>> Recommend(Ledger& ledger, const TimeRange& asked,
                                               const std::string& team,
                                               const RightSizingOptions& options) {
+  using advice::JobEvidence;
   GPULEDGER_ASSIGN_OR_RETURN(auto snap, internal_StoreOf(ledger).Snapshot());
   store::StoreSnapshot& store = *snap;
-  GPULEDGER_ASSIGN_OR_RETURN(UsageReport usage, internal_UsageOn(ledger, store, window, {Dimension::kJob}));
+  GPULEDGER_ASSIGN_OR_RETURN(UsageReport usage, internal_UsageOn(ledger, store, asked, {Dimension::kJob}));
+  const TimeRange window = usage.window.length_ms() > 0 ? usage.window : asked;
   std::map<std::string, const UsageRow*> usage_of;
   for (const auto& row : usage.rows) {
     if (!row.no_job) usage_of[row.key[0]] = &row;
@@ -94,122 +268,148 @@ Result<std::vector<Recommendation>> Recommend(Ledger& ledger, const TimeRange& w
   GPULEDGER_ASSIGN_OR_RETURN(auto allocations, store.AllocationsOverlapping(window));
   std::map<int64_t, const store::DeviceRecord*> device_of;
   for (const auto& d : devices) device_of[d.id] = &d;
-  std::map<int64_t, const Job*> job_of;
-  for (const auto& j : jobs) job_of[j.id] = &j.job;
+  std::map<int64_t, const store::JobRecord*> job_of;
+  for (const auto& j : jobs) job_of[j.id] = &j;
   std::map<int64_t, std::vector<const store::AllocationRecord*>> by_job;
   for (const auto& a : allocations) by_job[a.job_id].push_back(&a);
 
-  std::vector<Recommendation> out;
+  // Every job's evidence first (the fleet's best input-stall level and the runs of an
+  // experiment are read across teams), then the advice for the jobs asked for.
+  std::vector<JobEvidence> evidence;
+  evidence.reserve(by_job.size());
   for (const auto& [job_id, allocs] : by_job) {
-    const Job* job = job_of[job_id];
-    if (job == nullptr || (!team.empty() && job->team != team)) continue;
-    auto u = usage_of.find(job->id);
+    auto j = job_of.find(job_id);
+    if (j == job_of.end()) continue;
+    auto u = usage_of.find(j->second->job.id);
     if (u == usage_of.end()) continue;
-    const UsageRow& row = *u->second;
-    Money cost = row.total_cost();
-    // Per GPU: p95 activity and peak memory over the job's time on it; idle stretches.
-    std::vector<double> activity_all, gpu_p95;
-    double peak_memory = 0;
-    int64_t sampled_ms = 0, idle_stretch_total = 0;
-    const store::DeviceRecord* first_device = nullptr;
-    bool on_mig = false;
+    JobEvidence e;
+    e.record = j->second;
+    e.row = u->second;
+    e.cost = e.row->total_cost();
+    e.held_ticks = e.row->gpu_ticks_ms[static_cast<size_t>(Bucket::kActive)] +
+                   e.row->gpu_ticks_ms[static_cast<size_t>(Bucket::kAllocatedIdle)];
+    std::map<int64_t, bool> held_devices;
     for (const store::AllocationRecord* a : allocs) {
       const store::DeviceRecord* dev = device_of[a->device_id];
       if (dev == nullptr) continue;
-      if (first_device == nullptr) first_device = dev;
-      on_mig |= dev->device.is_mig();
+      if (e.first_device == nullptr) e.first_device = dev;
+      e.on_mig |= dev->device.is_mig();
+      held_devices[dev->id] = true;
       TimeRange held = window.Intersect({a->from_ms, a->to_ms.value_or(kForever)});
       GPULEDGER_ASSIGN_OR_RETURN(auto samples, store.Samples(dev->id, {held.begin_ms, held.end_ms}));
-      std::vector<double> activity;
-      int64_t stretch_start = -1, prev_t = -1;
-      for (const Sample& s : samples) {
-        double r = s.ActivityRatio().value_or(0.0);
-        activity.push_back(r);
-        activity_all.push_back(r);
-        peak_memory = std::max(peak_memory, s.fb_used_mib.value_or(0.0));
-        if (prev_t >= 0) sampled_ms += s.t_ms - prev_t;
-        if (r <= 0.001) {
-          if (stretch_start < 0) stretch_start = prev_t >= 0 ? prev_t : s.t_ms;
-        } else if (stretch_start >= 0) {
-          int64_t len = (prev_t >= 0 ? prev_t : s.t_ms) - stretch_start;
-          if (len >= options.idle_stretch_ms) idle_stretch_total += len - options.idle_stretch_ms;
-          stretch_start = -1;
-        }
-        prev_t = s.t_ms;
-      }
-      if (stretch_start >= 0 && prev_t - stretch_start >= options.idle_stretch_ms) {
-        idle_stretch_total += prev_t - stretch_start - options.idle_stretch_ms;
-      }
-      if (!activity.empty()) gpu_p95.push_back(Percentile(activity, 0.95));
+      advice::ReadDeviceSamples(samples, options, e);
     }
-    if (activity_all.empty() || first_device == nullptr) continue;
-    double p50 = Percentile(activity_all, 0.5), p95 = Percentile(activity_all, 0.95);
-    std::string confidence = sampled_ms >= 24 * kMsPerHour  ? "high"
-                             : sampled_ms >= 4 * kMsPerHour ? "medium"
-                                                            : "low";
-    std::string evidence = fmt::format(
+    e.gpus = static_cast<int>(held_devices.size());
+    if (e.activity.empty() || e.first_device == nullptr) continue;
+    if (e.job().kind == JobKind::kTraining) {
+      GPULEDGER_ASSIGN_OR_RETURN(auto progress, store.ProgressOf(e.record->id, window));
+      if (!progress.empty()) {
+        auto work = WorkReported(e.job(), progress, window);
+        // A job whose reports cannot be read has no measured throughput; its advice
+        // falls back to the linear assumption rather than failing the whole list.
+        if (work.ok() && work->seconds > 0) e.flops_per_second = work->flops_per_second();
+      }
+    }
+    double p50 = advice::Percentile(e.activity, 0.5), p95 = advice::Percentile(e.activity, 0.95);
+    e.confidence = e.sampled_ms >= 24 * kMsPerHour  ? "high"
+                   : e.sampled_ms >= 4 * kMsPerHour ? "medium"
+                                                    : "low";
+    e.activity_evidence = fmt::format(
         "activity p50 {:.0f}%, p95 {:.0f}%; peak memory {:.1f} GiB; {:.1f} h sampled on {} GPU(s)",
-        p50 * 100, p95 * 100, peak_memory / 1024.0, static_cast<double>(sampled_ms) / kMsPerHour,
-        gpu_p95.size());
-    auto base = [&](RecommendationKind kind) {
-      Recommendation r;
-      r.kind = kind;
-      r.job_id = job->id;
-      r.team = job->team;
-      r.project = job->project;
-      r.job_kind = job->kind;
-      r.evidence = evidence;
-      r.confidence = confidence;
-      r.gpu_hours = row.gpu_hours(Bucket::kActive) + row.gpu_hours(Bucket::kAllocatedIdle);
-      r.cost = cost;
-      return r;
-    };
-    bool small_kind = job->kind == JobKind::kServing || job->kind == JobKind::kNotebook;
-    if (small_kind && !on_mig && gpu_p95.size() == 1) {
-      auto profiles = MigProfilesFor(first_device->device.model, first_device->device.memory_mib);
-      if (auto p = SmallestFittingProfile(profiles, p95, peak_memory)) {
-        Recommendation r = base(RecommendationKind::kMigProfile);
-        r.mig_profile = std::string(p->name);
-        r.action = fmt::format("run on a {} MIG slice ({}/{} of the GPU)", p->name, p->compute.num,
-                               p->compute.den);
-        SetSaving(r, p->compute.den - p->compute.num, p->compute.den);
-        out.push_back(std::move(r));
-      }
-    }
-    if (job->kind == JobKind::kTraining && gpu_p95.size() > 1) {
-      double worst = *std::max_element(gpu_p95.begin(), gpu_p95.end());
-      if (worst < options.training_target_activity / 2) {
-        auto n = static_cast<int64_t>(gpu_p95.size());
-        double mean = 0;
-        for (double v : gpu_p95) mean += v;
-        mean /= static_cast<double>(n);
-        auto m = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(
-                                          static_cast<double>(n) * mean / options.training_target_activity)));
-        if (m < n) {
-          Recommendation r = base(RecommendationKind::kFewerGpus);
-          r.action = fmt::format("use {} GPUs instead of {}", m, n);
-          SetSaving(r, n - m, n);
-          out.push_back(std::move(r));
-        }
-      }
-    }
-    if (job->kind == JobKind::kNotebook && idle_stretch_total > 0 && sampled_ms > 0) {
-      Recommendation r = base(RecommendationKind::kIdleShutdown);
-      r.action = fmt::format("stop after {} min without activity (idle for {:.1f} h beyond that)",
-                             options.idle_stretch_ms / kMsPerMinute,
-                             static_cast<double>(idle_stretch_total) / kMsPerHour);
-      SetSaving(r, idle_stretch_total, std::max(sampled_ms, idle_stretch_total));
-      out.push_back(std::move(r));
+        p50 * 100, p95 * 100, e.peak_memory_mib / 1024.0, static_cast<double>(e.sampled_ms) / kMsPerHour,
+        e.gpu_p95.size());
+    evidence.push_back(std::move(e));
+  }
+  advice::FleetEvidence fleet = advice::GatherFleet(evidence);
+
+  std::vector<Recommendation> out;
+  for (const JobEvidence& e : evidence) {
+    if (!team.empty() && e.job().team != team) continue;
+    switch (e.job().kind) {
+      case JobKind::kServing:
+        GPULEDGER_RETURN_IF_ERROR(advice::AdviseServing(store, e, window, options, out));
+        break;
+      case JobKind::kNotebook:
+        advice::AdviseNotebook(e, window, options, out);
+        break;
+      case JobKind::kTraining:
+      case JobKind::kBatch:
+      case JobKind::kUnknown:
+        advice::AdviseTraining(e, fleet, window, options, out);
+        break;
     }
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const Recommendation& a, const Recommendation& b) { return a.saving > b.saving; });
-  // Each job's advice compounds, largest saving first (the order `out` is in now).
+  // One rule for every kind (the "one front door" rule): a job's advice compounds,
+  // largest saving first (the order `out` is in now), each applying to what the earlier
+  // ones leave, so a job's net savings never add up to more than its cost.
   std::map<std::string, Money> remaining;
   for (Recommendation& r : out) {
     auto [it, first] = remaining.try_emplace(r.job_id, r.cost);
-    r.net_saving = Scale(it->second, r.saving_share_num, r.saving_share_den);
+    r.net_saving = advice::Scale(it->second, r.saving_share_num, r.saving_share_den);
     it->second -= r.net_saving;
+  }
+  return out;
+}
+
+std::vector<AdviceGroup> GroupAdvice(const std::vector<Recommendation>& recs) {
+  std::map<std::pair<RecommendationKind, std::string>, AdviceGroup> groups;
+  for (const Recommendation& r : recs) {
+    AdviceGroup& g = groups[{r.kind, r.team}];
+    g.kind = r.kind;
+    g.team = r.team;
+    g.net_saving += r.net_saving;
+    g.items.push_back(&r);
+  }
+  std::vector<AdviceGroup> out;
+  for (auto& [key, g] : groups) {
+    std::stable_sort(g.items.begin(), g.items.end(), [](const Recommendation* a, const Recommendation* b) {
+      return a->net_saving > b->net_saving;
+    });
+    out.push_back(std::move(g));
+  }
+  // Ties keep the kinds' order: training advice before serving, notebooks last.
+  std::stable_sort(out.begin(), out.end(),
+                   [](const AdviceGroup& a, const AdviceGroup& b) { return a.net_saving > b.net_saving; });
+  return out;
+}
+
+AdviceTotals TotalAdvice(const std::vector<Recommendation>& recs) {
+  std::map<std::string, AdviceTotal> kind, team, pool;
+  AdviceTotals t;
+  auto add = [](std::map<std::string, AdviceTotal>& m, const std::string& key, Money net) {
+    AdviceTotal& x = m[key];
+    x.key = key;
+    ++x.count;
+    x.net_saving += net;
+  };
+  for (const Recommendation& r : recs) {
+    add(kind, std::string(RecommendationKindName(r.kind)), r.net_saving);
+    add(team, r.team, r.net_saving);
+    add(pool, r.pool, r.net_saving);
+    t.net_saving += r.net_saving;
+  }
+  auto sorted = [](std::map<std::string, AdviceTotal>& m) {
+    std::vector<AdviceTotal> v;
+    for (auto& [k, x] : m) v.push_back(std::move(x));
+    std::stable_sort(v.begin(), v.end(),
+                     [](const AdviceTotal& a, const AdviceTotal& b) { return a.net_saving > b.net_saving; });
+    return v;
+  };
+  t.by_kind = sorted(kind);
+  t.by_team = sorted(team);
+  t.by_pool = sorted(pool);
+  return t;
+}
+
+std::vector<Recommendation> TopAdvice(const std::vector<Recommendation>& recs, size_t n) {
+  std::vector<Recommendation> out;
+  for (const AdviceGroup& g : GroupAdvice(recs)) {
+    for (const Recommendation* r : g.items) {
+      if (n != 0 && out.size() >= n) return out;
+      out.push_back(*r);
+    }
   }
   return out;
 }

@@ -324,25 +324,76 @@ std::string RenderFleetSummary(const ledger::UsageReport& by_pool,
 std::string RecommendationsJson(const std::vector<ledger::Recommendation>& recs,
                                 const TimeRange& window) {
   nlohmann::json list = nlohmann::json::array();
-  for (const auto& r : recs) {
+  // In the order every surface lists them: group by group, the largest money first.
+  for (const auto& r : ledger::TopAdvice(recs)) {
     list.push_back({{"kind", ledger::RecommendationKindName(r.kind)},
                     {"job", r.job_id},
                     {"team", r.team},
                     {"project", r.project},
+                    {"experiment", r.experiment},
+                    {"pool", r.pool},
                     {"job_kind", JobKindName(r.job_kind)},
                     {"action", r.action},
                     {"evidence", r.evidence},
+                    {"remedies", r.remedies},
                     {"confidence", r.confidence},
                     {"gpu_hours", r.gpu_hours},
                     {"cost", r.cost.ToString()},
+                    {"lost", r.lost.ToString()},
+                    {"lost_per_week", r.lost_per_week.ToString()},
                     {"saving", r.saving.ToString()},
                     {"net_saving", r.net_saving.ToString()}});
   }
+  nlohmann::json groups = nlohmann::json::array();
+  for (const auto& g : ledger::GroupAdvice(recs)) {
+    groups.push_back({{"kind", ledger::RecommendationKindName(g.kind)},
+                      {"team", g.team},
+                      {"count", g.items.size()},
+                      {"net_saving", g.net_saving.ToString()}});
+  }
+  ledger::AdviceTotals totals = ledger::TotalAdvice(recs);
+  auto totals_json = [](const std::vector<ledger::AdviceTotal>& v, const char* key) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& t : v) out.push_back({{key, t.key}, {"count", t.count}, {"net_saving", t.net_saving.ToString()}});
+    return out;
+  };
   nlohmann::json out = {{"window", {{"from", FormatTime(window.begin_ms)}, {"to", FormatTime(window.end_ms)}}},
                         {"recommendations", list},
+                        {"groups", groups},
+                        {"totals",
+                         {{"by_kind", totals_json(totals.by_kind, "kind")},
+                          {"by_team", totals_json(totals.by_team, "team")},
+                          {"by_pool", totals_json(totals.by_pool, "pool")}}},
                         {"total_net_saving", ledger::TotalNetSaving(recs).ToString()},
                         {"combined", "each job's advice compounds, largest saving first; the total adds net savings, at most each job's cost"}};
   return out.dump(2) + "\n";
+}
+
+std::string RecommendationsText(const std::vector<ledger::Recommendation>& recs, const TimeRange& window) {
+  std::string out = fmt::format("Advice {} .. {}: {} piece{}, saving {} net\n\n", FormatTime(window.begin_ms),
+                                FormatTime(window.end_ms), recs.size(), recs.size() == 1 ? "" : "s",
+                                ledger::TotalNetSaving(recs).ToDisplay());
+  ledger::AdviceTotals totals = ledger::TotalAdvice(recs);
+  for (const auto& [title, v] : {std::pair{"kind", &totals.by_kind}, {"team", &totals.by_team}, {"pool", &totals.by_pool}}) {
+    std::vector<std::vector<std::string>> rows = {{title, "advice", "net saving"}};
+    for (const auto& t : *v) rows.push_back({t.key.empty() ? "(none)" : t.key, std::to_string(t.count), t.net_saving.ToDisplay()});
+    out += Table(rows, 1, /*total_row=*/false) + "\n";
+  }
+  for (const auto& g : ledger::GroupAdvice(recs)) {
+    out += fmt::format("== {} / {}: {} piece{}, {} net\n", ledger::RecommendationKindName(g.kind), g.team,
+                       g.items.size(), g.items.size() == 1 ? "" : "s", g.net_saving.ToDisplay());
+    for (const ledger::Recommendation* r : g.items) {
+      out += fmt::format("  job {} ({} / {}{}, {}, pool {})\n    {}\n    evidence: {}\n", r->job_id, r->team,
+                         r->project, r->experiment.empty() ? "" : " / " + r->experiment, JobKindName(r->job_kind),
+                         r->pool, r->action, r->evidence);
+      if (!r->remedies.empty()) out += fmt::format("    usual remedies: {}\n", r->remedies);
+      out += fmt::format("    saving {} alone, {} net, of {}; {} confidence\n", r->saving.ToDisplay(),
+                         r->net_saving.ToDisplay(), r->cost.ToDisplay(), r->confidence);
+    }
+    out += "\n";
+  }
+  out += "A job's advice compounds (each piece applies to what the larger ones leave), so no job saves more than it cost.\n";
+  return out;
 }
 
 std::string ServingJson(const std::string& job_id,

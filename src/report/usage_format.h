@@ -24,10 +24,13 @@ Result<Format> ParseFormat(std::string_view text);
 std::string RenderUsage(const ledger::UsageReport& r, Format f, const Goals* goals = nullptr);
 std::string RenderChargeback(const ledger::ChargebackReport& r, Format f);
 
-// {"window": {...}, "recommendations": [...]}: the CLI's and the API's JSON of
-// right-sizing advice.
+// {"window": {...}, "recommendations": [...], "groups": [...], "totals": {...}}: the
+// CLI's and the API's JSON of the advice, listed group by group (kind and team, the
+// largest net saving first), with the totals per kind, team and pool.
 std::string RecommendationsJson(const std::vector<ledger::Recommendation>& recs,
                                 const TimeRange& window);
+// The same as text for `gpuledger recommend`: the totals, then each group and its advice.
+std::string RecommendationsText(const std::vector<ledger::Recommendation>& recs, const TimeRange& window);
 // {"job": ..., "engines": [...]}: a serving job's pressure, figures not reported null.
 std::string ServingJson(const std::string& job_id,
                         const std::vector<ledger::JobServingReport>& reports);

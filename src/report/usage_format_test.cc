@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "ledger/rightsizing.h"
+
 namespace gpuledger::report {
 namespace {
 
@@ -68,6 +70,47 @@ TEST(UsageFormatTest, ChargebackCorrectionsAndClosedMonthsAreNamed) {
   r.closed = ledger::ClosedPeriod{"2026-11", r.period, kMsPerDay, "finance"};
   EXPECT_EQ(nlohmann::json::parse(RenderChargeback(r, Format::kJson))["closed"]["closed_by"], "finance");
   EXPECT_THAT(RenderChargeback(r, Format::kTable), HasSubstr("by finance: as frozen"));
+}
+
+// Advice as every surface lists it: group by group (kind and team), the largest money
+// first, with the totals per kind, team and pool adding up to the whole.
+TEST(UsageFormatTest, AdviceIsListedByGroupTheLargestMoneyFirst) {
+  auto piece = [](ledger::RecommendationKind kind, const char* job, const char* team, const char* pool, int64_t net) {
+    ledger::Recommendation r;
+    r.kind = kind;
+    r.job_id = job;
+    r.team = team;
+    r.pool = pool;
+    r.cost = Money::FromUnits(100);
+    r.saving = r.net_saving = Money::FromUnits(net);
+    return r;
+  };
+  using K = ledger::RecommendationKind;
+  std::vector<ledger::Recommendation> recs = {
+      piece(K::kIdleShutdown, "nb-1", "nlp", "dev", 30), piece(K::kIdleShutdown, "nb-2", "nlp", "dev", 25),
+      piece(K::kInputBound, "ft", "nlp", "training", 40), piece(K::kFewerGpus, "sweep", "vision", "training", 90)};
+  auto j = nlohmann::json::parse(RecommendationsJson(recs, {0, kMsPerDay}));
+  // The groups: fewer-gpus/vision 90, idle-shutdown/nlp 55, input-bound/nlp 40.
+  ASSERT_EQ(j["groups"].size(), 3u);
+  EXPECT_EQ(j["groups"][0]["kind"], "fewer-gpus");
+  EXPECT_EQ(j["groups"][1]["kind"], "idle-shutdown");
+  EXPECT_EQ(j["groups"][1]["net_saving"], "55.000000");
+  EXPECT_EQ(j["groups"][1]["count"], 2);
+  std::vector<std::string> order;
+  for (const auto& r : j["recommendations"]) order.push_back(r["job"]);
+  EXPECT_EQ(order, (std::vector<std::string>{"sweep", "nb-1", "nb-2", "ft"}));
+  EXPECT_EQ(j["totals"]["by_team"][0]["team"], "nlp");
+  EXPECT_EQ(j["totals"]["by_team"][0]["net_saving"], "95.000000");
+  EXPECT_EQ(j["totals"]["by_pool"][0]["pool"], "training");
+  EXPECT_EQ(j["totals"]["by_pool"][0]["net_saving"], "130.000000");
+  EXPECT_EQ(j["total_net_saving"], "185.000000");
+  std::string text = RecommendationsText(recs, {0, kMsPerDay});
+  EXPECT_THAT(text, HasSubstr("4 pieces, saving 185.00 net"));
+  size_t sweep = text.find("== fewer-gpus / vision: 1 piece, 90.00 net");
+  size_t idle = text.find("== idle-shutdown / nlp: 2 pieces, 55.00 net");
+  ASSERT_NE(sweep, std::string::npos);
+  ASSERT_NE(idle, std::string::npos);
+  EXPECT_LT(sweep, idle);
 }
 
 TEST(UsageFormatTest, ParsesFormats) {

@@ -280,6 +280,30 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
               fmt::format("{} experiments", experiments));
   html += "</div>";
 
+  // The report leads with where the money is: the top advice, as `gpuledger recommend`
+  // lists it (group by group, kind and team, the largest money first).
+  {
+    std::vector<ledger::Recommendation> top = ledger::TopAdvice(recs, options.recommendations);
+    html += fmt::format(
+        "<h2>Where the money is</h2><p>The top {} of {} pieces of advice from the week's samples "
+        "(<code>gpuledger recommend</code>), saving an estimated {} in all over a week like this one, net: a "
+        "job's pieces of advice compound (each applies to what the larger ones leave), so no job saves more "
+        "than it cost.</p>",
+        top.size(), recs.size(), Esc(ledger::TotalNetSaving(recs).ToDisplay()));
+    html += "<table><thead><tr><th class=\"l\">advice</th><th class=\"l\">job</th><th class=\"l\">team</th>"
+            "<th class=\"l\">action</th><th class=\"l\">evidence</th><th class=\"l\">confidence</th>"
+            "<th>saving alone</th><th>net saving</th></tr></thead>";
+    for (const auto& r : top) {
+      html += fmt::format(
+          "<tr data-recommendation=\"{}\"><td class=\"l\">{}</td><td class=\"id\">{}</td><td class=\"l\">{}</td>"
+          "<td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td></tr>",
+          Esc(r.job_id), Esc(std::string(ledger::RecommendationKindName(r.kind))), Esc(r.job_id), Esc(r.team),
+          Esc(r.action), Esc(r.evidence), Esc(r.confidence), Esc(r.saving.ToDisplay()),
+          Esc(r.net_saving.ToDisplay()));
+    }
+    html += "</table>";
+  }
+
   html += "<h2>Where the capacity went</h2><div class=\"legend\">";
   for (size_t b = 0; b < kBucketCount; ++b) {
     html += fmt::format("<span><i style=\"background:{}\"></i>{}</span>", kBucketColors[b],
@@ -390,23 +414,6 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
   }
   html += "</table>";
 
-  html += fmt::format(
-      "<h2>Recommendations</h2><p>Right-sizing advice from the week's samples "
-      "(<code>gpuledger recommend</code>): {} in all, saving an estimated {} over a week like "
-      "this one, net: a job's pieces of advice compound (each applies to what the larger ones "
-      "leave), so no job saves more than it cost.</p>",
-      recs.size(), Esc(ledger::TotalNetSaving(recs).ToDisplay()));
-  html += "<table><thead><tr><th class=\"l\">job</th><th class=\"l\">team</th><th class=\"l\">advice</th>"
-          "<th class=\"l\">evidence</th><th class=\"l\">confidence</th><th>saving alone</th><th>net saving</th></tr></thead>";
-  for (size_t i = 0; i < recs.size() && i < options.recommendations; ++i) {
-    const auto& r = recs[i];
-    html += fmt::format(
-        "<tr data-recommendation=\"{}\"><td class=\"id\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>"
-        "<td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td></tr>",
-        Esc(r.job_id), Esc(r.job_id), Esc(r.team), Esc(r.action), Esc(r.evidence), Esc(r.confidence),
-        Esc(r.saving.ToDisplay()), Esc(r.net_saving.ToDisplay()));
-  }
-  html += "</table>";
   html += fmt::format(
       "<footer>gpuledger · costs are exact to the micro-unit and add up across every table · "
       "activity from {} · generated from the ledger for {} .. {}</footer></body></html>\n",

@@ -20,8 +20,8 @@ struct WeeklyOptions {
   // what ledger::JudgeTargets and ledger::JudgeWeeklyBudgets make of them, and which
   // targets apply and where each was set (Goals::Describe) under the pools' table.
   Goals goals;
-  // How many right-sizing recommendations to list, largest saving first.
-  size_t recommendations = 8;
+  // How many pieces of advice the report leads with (ledger::TopAdvice's order).
+  size_t recommendations = 5;
   std::string title = "GPU utilization";
 };
 

@@ -106,6 +106,28 @@ TEST_F(WeeklyTest, EachPoolHasItsOwnTarget) {
 
 TEST_F(WeeklyTest, SloStatusWasteCausesAndRecommendations) {
   TimeRange week = *ParseIsoWeek("2026-W48");
+  // Work the advice is for in week 48: four notebooks, each worked on for an hour and then
+  // left open on a GPU of its own (an idle shutdown and a MIG slice each).
+  {
+    Batch b;
+    b.batch_id = "advice";
+    for (int g = 4; g < 8; ++g) {
+      std::string uuid = "GPU-" + std::to_string(g), job = "nb-" + std::to_string(g);
+      b.devices.push_back(Device{.uuid = uuid, .model = "NVIDIA H100 80GB HBM3", .memory_mib = 81559,
+                                 .pool = "dev", .sample_interval_ms = 120'000});
+      b.jobs.push_back(Job{.id = job, .team = "nlp", .kind = JobKind::kNotebook});
+      b.allocations.push_back({uuid, job, kWeek48, kWeek48 + g * kMsPerDay / 4});
+      for (int64_t t = kWeek48; t <= kWeek48 + g * kMsPerDay / 4; t += 120'000) {
+        Sample s;
+        s.device_uuid = uuid;
+        s.t_ms = t;
+        s.sm_active = t < kWeek48 + kMsPerHour ? 0.2 : 0.0;
+        s.fb_used_mib = 8 * 1024;
+        b.samples.push_back(s);
+      }
+    }
+    ASSERT_TRUE(ledger_->Ingest(b).ok());
+  }
   WeeklyOptions o{.goals = {.fleet_target = 0.99, .pool_targets = {{"serving", 0.01}}}};
   // November has 30 days: a week's share of 3,000.00 is 700.00; of 30.00, 7.00.
   o.goals.monthly_budgets = {{"vision", *Money::Parse("3000.00")}, {"<script>alert(1)</script>", *Money::Parse("30.00")}};
@@ -134,12 +156,23 @@ TEST_F(WeeklyTest, SloStatusWasteCausesAndRecommendations) {
     EXPECT_EQ(causes, w.cost) << w.what;
   }
   EXPECT_THAT(html, HasSubstr("<th class=\"l\">causes</th>"));
-  // Recommendations, as `gpuledger recommend` gives them for the week.
+  // It leads with the top five pieces of advice, as `gpuledger recommend` lists them for
+  // the week: before the capacity chart, in the order of ledger::TopAdvice.
   auto recs = *ledger::Recommend(*ledger_, week);
-  EXPECT_THAT(html, HasSubstr(fmt::format("{} in all", recs.size())));
-  for (size_t i = 0; i < recs.size() && i < o.recommendations; ++i) {
-    EXPECT_THAT(html, HasSubstr(fmt::format("<tr data-recommendation=\"{}\">", recs[i].job_id)));
+  ASSERT_GE(recs.size(), 5u);
+  ASSERT_FALSE(recs.empty());
+  EXPECT_THAT(html, HasSubstr(fmt::format("of {} pieces of advice", recs.size())));
+  auto top = ledger::TopAdvice(recs, 5);
+  size_t lead = html.find("<h2>Where the money is</h2>");
+  ASSERT_NE(lead, std::string::npos);
+  EXPECT_LT(lead, html.find("<h2>Where the capacity went</h2>"));
+  size_t at = lead;
+  for (const auto& r : top) {
+    size_t row = html.find(fmt::format("<tr data-recommendation=\"{}\">", r.job_id), at);
+    ASSERT_NE(row, std::string::npos) << r.job_id;
+    at = row;
   }
+  EXPECT_EQ(o.recommendations, 5u);
 }
 
 TEST_F(WeeklyTest, IsSelfContainedAndEscapesLabels) {

@@ -1,0 +1,75 @@
+// Serving advice: fewer replicas where the load leaves headroom at p95, a MIG slice for
+// a one-GPU deployment; never when requests queue at p99 or the KV cache nears full:
+// latency comes first (docs/recommendations.md).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "ledger/advice_internal.h"
+
+namespace gpuledger::ledger::advice {
+
+Status AdviseServing(store::StoreReads& store, const JobEvidence& e, const TimeRange& window,
+                     const RightSizingOptions& options, std::vector<Recommendation>& out) {
+  GPULEDGER_ASSIGN_OR_RETURN(auto snapshots, store.ServingOf(e.record->id, window));
+  std::vector<double> queue, kv;
+  for (const ServingSnapshot& s : snapshots) {
+    if (s.requests_waiting) queue.push_back(*s.requests_waiting);
+    if (s.kv_cache_usage_ratio) kv.push_back(*s.kv_cache_usage_ratio);
+  }
+  const int n = e.gpus;
+  // Without the engine's queue there is no telling whether latency has room to give: no
+  // fewer replicas; a one-GPU deployment's MIG slice rests on its GPU's figures alone,
+  // at low confidence, and says so.
+  if (queue.empty()) {
+    if (n != 1 || e.on_mig) return Status::Ok();
+    auto profiles = MigProfilesFor(e.first_device->device.model, e.first_device->device.memory_mib);
+    if (auto p = SmallestFittingProfile(profiles, Percentile(e.activity, 0.95), e.peak_memory_mib)) {
+      Recommendation r = MigAdvice(e, *p, window);
+      r.evidence += "; no engine metrics: queue and KV cache not checked";
+      r.confidence = "low";
+      out.push_back(std::move(r));
+    }
+    return Status::Ok();
+  }
+  double queue_p99 = Percentile(queue, 0.99);
+  double kv_p95 = Percentile(kv, 0.95);
+  double kv_max = kv.empty() ? 0 : *std::max_element(kv.begin(), kv.end());
+  if (queue_p99 > 0 || kv_max >= options.kv_cache_near_full) return Status::Ok();
+  double activity_p95 = 0;
+  for (double v : e.gpu_p95) activity_p95 += v;
+  activity_p95 /= static_cast<double>(std::max<size_t>(1, e.gpu_p95.size()));
+  std::string evidence = fmt::format(
+      "queue empty at p99 ({} scrapes); KV cache p95 {:.0f}%, max {:.0f}%{}; GPU activity p95 {:.0f}% "
+      "(mean over {} GPU(s)); peak memory {:.1f} GiB; window {} .. {}",
+      queue.size(), kv_p95 * 100, kv_max * 100, kv.empty() ? " (not reported)" : "", activity_p95 * 100,
+      e.gpu_p95.size(), e.peak_memory_mib / 1024.0, FormatTime(window.begin_ms), FormatTime(window.end_ms));
+  if (n == 1 && !e.on_mig) {
+    auto profiles = MigProfilesFor(e.first_device->device.model, e.first_device->device.memory_mib);
+    if (auto p = SmallestFittingProfile(profiles, Percentile(e.activity, 0.95), e.peak_memory_mib)) {
+      Recommendation r = MigAdvice(e, *p, window);
+      r.evidence = evidence;
+      out.push_back(std::move(r));
+    }
+    return Status::Ok();
+  }
+  if (n < 2) return Status::Ok();
+  // The load each of m replicas carries at p95 once the traffic of n is spread over them.
+  double load = std::max(activity_p95, kv_p95);
+  auto m = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(static_cast<double>(n) * load /
+                                                                 options.serving_target_load)));
+  if (m >= n) return Status::Ok();
+  Recommendation r = Base(e, RecommendationKind::kServingHeadroom, window);
+  r.action = fmt::format("serve on {} GPUs instead of {} (fewer replicas): each then carries {:.0f}% at p95",
+                         m, n, load * static_cast<double>(n) / static_cast<double>(m) * 100);
+  r.evidence = evidence;
+  r.remedies = "scale the deployment's replicas down, or let an autoscaler on queue depth do it";
+  r.saving_share_num = n - m;
+  r.saving_share_den = n;
+  r.saving = Scale(r.cost, n - m, n);
+  out.push_back(std::move(r));
+  return Status::Ok();
+}
+
+}  // namespace gpuledger::ledger::advice
