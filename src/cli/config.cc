@@ -38,7 +38,9 @@ Result<std::unique_ptr<ledger::Ledger>> OpenLedger(const CommonOptions& common, 
   auto parent = std::filesystem::path(db_path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
   GPULEDGER_ASSIGN_OR_RETURN(auto store, store::OpenSqliteStore(db_path, store_options));
-  auto ledger = std::make_unique<ledger::Ledger>(std::move(store), clock, LedgerOptionsFrom(config.ledger));
+  ledger::LedgerOptions options = LedgerOptionsFrom(config.ledger);
+  options.currency = config.currency.value_or(Currency());
+  auto ledger = std::make_unique<ledger::Ledger>(std::move(store), clock, std::move(options));
   if (config.prices) {
     GPULEDGER_ASSIGN_OR_RETURN(PriceBook book, PriceBook::Create(*config.prices));
     GPULEDGER_RETURN_IF_ERROR(ledger->SetPrices(book));

@@ -191,6 +191,7 @@ HttpReply FleetReply(const QueryContext& q) {
   }
   out["devices"] = std::move(list);
   out["totals"] = {{"gpus", gpus}, {"mig_slices", slices}, {"by_state", by_state}};
+  report::AddCurrencyJson(out, q.ledger.options().currency);  // of each idle cost
   return JsonReply(out);
 }
 
@@ -275,7 +276,8 @@ HttpReply JobReply(const QueryContext& q, const std::string& job_id) {
     begin = std::min(begin, a.from_ms);
     end = std::max(end, a.to_ms.value_or(q.now_ms));
   }
-  json out = {{"job", JobJson(*found)}, {"allocations", timeline}, {"currency_unit", "1e-6"}};
+  json out = {{"job", JobJson(*found)}, {"allocations", timeline}};
+  report::AddCurrencyJson(out, q.ledger.options().currency);
   if (begin < end) {
     auto r = q.ledger.Usage({begin, end}, {ledger::Dimension::kJob, ledger::Dimension::kDevice});
     if (!r.ok()) return ErrorReply(r.status());
@@ -312,6 +314,9 @@ HttpReply JobReply(const QueryContext& q, const std::string& job_id) {
     auto series = JobSeriesJson(q, job_id, {begin, end});
     if (!series.ok()) return ErrorReply(series.status());
     out["series"] = std::move(*series);
+    auto activity = JobActivityJson(q, job_id, {begin, end});
+    if (!activity.ok()) return ErrorReply(activity.status());
+    out["activity"] = std::move(*activity);
   }
   return JsonReply(out);
 }
@@ -337,8 +342,10 @@ HttpReply WasteReply(const QueryContext& q, const QueryParams& params) {
     }
     list.push_back(std::move(o));
   }
-  return JsonReply({{"window", {{"from", FormatTime(window->begin_ms)}, {"to", FormatTime(window->end_ms)}}},
-                    {"waste", list}});
+  json out = {{"window", {{"from", FormatTime(window->begin_ms)}, {"to", FormatTime(window->end_ms)}}},
+              {"waste", list}};
+  report::AddCurrencyJson(out, q.ledger.options().currency);
+  return JsonReply(out);
 }
 
 HttpReply RecommendationsReply(const QueryContext& q, const QueryParams& params) {

@@ -104,13 +104,13 @@ struct Harness {
   // survives power loss); false: NORMAL (survives a crash of the process, not of the
   // machine), for comparisons with servers that acknowledge before they sync.
   explicit Harness(const std::string& db_path, const Clock& clock, ServerOptions options = {},
-                   bool durable = true) {
+                   bool durable = true, ledger::LedgerOptions ledger_options = {}) {
     auto store = store::OpenSqliteStore(db_path, {.synchronous_full = durable});
     if (!store.ok()) {
       error = store.status().ToString();
       return;
     }
-    ledger = std::make_unique<ledger::Ledger>(std::move(*store), clock);
+    ledger = std::make_unique<ledger::Ledger>(std::move(*store), clock, std::move(ledger_options));
     options.listen = "127.0.0.1:0";
     options.access_log = false;
     auto s = Server::Create(*ledger, clock, std::move(options));
