@@ -219,6 +219,27 @@ TEST_F(SeriesApiTest, TheHeatmapHasEveryDeviceHourAsUsageHasIt) {
   EXPECT_EQ(v.dump().find("bravo"), std::string::npos);
 }
 
+// A GPU no job held: its cells are 0% held and mostly unallocated, which the dashboard
+// draws apart from a held GPU idling at 0%.
+TEST_F(SeriesApiTest, TheHeatmapTellsUnallocatedFromHeldIdle) {
+  Batch idle = MakeBatch("c-1", "cnode", 1, kStart, 240, "nobody");
+  idle.allocations.clear();
+  idle.jobs.clear();
+  ASSERT_TRUE(h_->ledger->Ingest(idle).ok());
+  json m = GetJson("/api/v1/heatmap?" + kWindow, admin_);
+  bool seen = false;
+  for (const json& d : m["devices"]) {
+    if (d["node"] != "cnode") {
+      EXPECT_EQ(d["mostly"], json({nullptr, nullptr, nullptr, nullptr})) << d["uuid"];
+      continue;
+    }
+    seen = true;
+    EXPECT_EQ(d["allocated"], json({0, 0, 0, 0}));
+    EXPECT_EQ(d["mostly"], json({"unallocated", "unallocated", "unallocated", "unallocated"}));
+  }
+  EXPECT_TRUE(seen) << m.dump();
+}
+
 TEST_F(SeriesApiTest, BudgetsBurnAndProjectAtTheMonthsPace) {
   // 2026-11-23T12:00Z is 22.5 of November's 30 days; the data ends a minute earlier, at
   // 11:59, and the pace is the pace up to there.
