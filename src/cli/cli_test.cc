@@ -70,6 +70,30 @@ TEST_F(CliTest, ImportsAndReportsUsage) {
   EXPECT_THAT(table.output, HasSubstr("60.0%"));
 }
 
+// Tried as a new user would: a batch imported with no price book costs 0, and every
+// table says so, naming what had no price; the currency is the config's [prices].
+TEST_F(CliTest, UnpricedCapacityAndTheCurrencyAreSaid) {
+  ASSERT_EQ(Gpuledger("import --db " + db_ + " " + File("b.ndjson", Batches())).exit_code, 0);
+  const std::string window = " --from 2026-11-23T00:00:00Z --to 2026-11-23T02:00:00Z";
+  Outcome usage = Gpuledger("usage --db " + db_ + window);
+  ASSERT_EQ(usage.exit_code, 0) << usage.output;
+  EXPECT_THAT(usage.output, HasSubstr("UNPRICED: 2.0 GPU-hours had no price and cost 0 in these figures"));
+  EXPECT_THAT(usage.output, HasSubstr("amounts in an unnamed unit (no currency set"));
+  Outcome cb = Gpuledger("chargeback --db " + db_ + " --period 2026-11");  // CSV on stdout
+  ASSERT_EQ(cb.exit_code, 0) << cb.output;
+  EXPECT_THAT(cb.output, HasSubstr("UNPRICED: 2.0 GPU-hours had no price"));
+
+  auto config = File("g.toml", "db = \"" + db_ + "\"\n[prices]\ncurrency = \"EUR\"\n[[price]]\nper_gpu_hour = \"3.60\"\n");
+  Outcome priced = Gpuledger("chargeback --config " + config + " --period 2026-11 --format table");
+  ASSERT_EQ(priced.exit_code, 0) << priced.output;
+  EXPECT_THAT(priced.output, HasSubstr("(amounts in EUR)"));
+  EXPECT_THAT(priced.output, HasSubstr("total EUR"));
+  EXPECT_THAT(priced.output, ::testing::Not(HasSubstr("UNPRICED")));
+  Outcome json = Gpuledger("usage --config " + config + window + " --format json");
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  EXPECT_EQ(nlohmann::json::parse(json.output)["currency"], "EUR");
+}
+
 TEST_F(CliTest, UsageAndChargebackFromAServerEqualTheLocalStore) {
   auto prices = File("prices.toml", "[[price]]\nper_gpu_hour = \"3.60\"\n");
   ASSERT_EQ(Gpuledger("prices --db " + db_ + " --set " + prices).exit_code, 0);

@@ -5,10 +5,15 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "cli/config.h"
 #include "ledger/ledger.h"
+
+namespace gpuledger::server {
+class WhatIfService;  // server/whatif_api.h
+}  // namespace gpuledger::server
 
 namespace gpuledger::cli {
 
@@ -38,6 +43,9 @@ void AddRecommendCommand(CLI::App& app, CommonOptions& common, Commands& out);
 void AddServingCommand(CLI::App& app, CommonOptions& common, Commands& out);
 // `simulate` runs in its CLI11 callback (src/sim); --from-ledger reads `common`'s store.
 void AddSimulateCommand(CLI::App& app, CommonOptions& common);
+// The server's /api/v1/whatif replay: the simulator's what-if with `gpuledger whatif`'s
+// defaults (every question, fifo against fair-share and backfill, 95% within 10m).
+std::shared_ptr<server::WhatIfService> WhatIfForServer();
 
 // The window a command reports on: --window D (trailing), or --from T [--to T].
 struct WindowOptions {

@@ -37,10 +37,12 @@ Result<std::unique_ptr<ledger::Ledger>> OpenLedger(const CommonOptions& common, 
   std::error_code ec;
   auto parent = std::filesystem::path(db_path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  store::SqliteOptions options = store_options;
-  if (config.ledger.store_max_bytes) options.max_size_bytes = static_cast<int64_t>(*config.ledger.store_max_bytes);
-  GPULEDGER_ASSIGN_OR_RETURN(auto store, store::OpenSqliteStore(db_path, options));
-  auto ledger = std::make_unique<ledger::Ledger>(std::move(store), clock, LedgerOptionsFrom(config.ledger));
+  store::SqliteOptions store_opts = store_options;
+  if (config.ledger.store_max_bytes) store_opts.max_size_bytes = static_cast<int64_t>(*config.ledger.store_max_bytes);
+  GPULEDGER_ASSIGN_OR_RETURN(auto store, store::OpenSqliteStore(db_path, store_opts));
+  ledger::LedgerOptions options = LedgerOptionsFrom(config.ledger);
+  options.currency = config.currency.value_or(Currency());
+  auto ledger = std::make_unique<ledger::Ledger>(std::move(store), clock, std::move(options));
   if (config.prices) {
     GPULEDGER_ASSIGN_OR_RETURN(PriceBook book, PriceBook::Create(*config.prices));
     GPULEDGER_RETURN_IF_ERROR(ledger->SetPrices(book));

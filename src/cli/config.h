@@ -34,7 +34,7 @@ ledger::LedgerOptions LedgerOptionsFrom(const config::LedgerSection& section);
 std::string DefaultDbPath();
 
 // Loads the config (if any), lets `--db` override it, opens the store (creating its
-// folder) and applies the config's price book. The clock is the system's.
+// folder) and applies the config's price book and its currency ([prices]). The clock is the system's.
 // `store_options` chooses the store's durability (the server asks for FULL).
 Result<std::unique_ptr<ledger::Ledger>> OpenLedger(const CommonOptions& common, const Clock& clock,
                                                    Config* config_out = nullptr,

@@ -51,9 +51,12 @@ double MaxLiveSpeed(int64_t sample_interval_ms) {
 // targets (docs/configuration.md, "Targets and budgets").
 Status WriteDemoConfig(const demo::DemoFleet& fleet, const CommonOptions& mine) {
   std::ofstream f(mine.config_path, std::ios::binary | std::ios::trunc);
+  // The demo's prices are list prices of cloud GPUs in US dollars, and its config says so
+  // ([prices] currency): a ledger with no [prices] has an unnamed unit, never USD.
   f << kDemoConfigHeader << ": its fleet's prices, targets and budgets.\n"
     << config::WriteGoalsAndPrices(fleet.FleetGoals(), fleet.Prices().entries(),
-                                   std::filesystem::absolute(mine.db_path).lexically_normal().string());
+                                   std::filesystem::absolute(mine.db_path).lexically_normal().string(),
+                                   Currency::Iso4217("USD").value());
   if (!f.flush()) return Unavailable(fmt::format("cannot write {}", mine.config_path));
   return Status::Ok();
 }
@@ -83,6 +86,7 @@ int RunLive(const demo::DemoOptions& d, const CommonOptions& mine, const std::st
   options.access_log = false;
   options.goals = config.goals;
   PrintTargets(options.goals);
+  options.what_if = WhatIfForServer();
   options.dashboard_refresh_ms = 10'000;
   // The fleet's data are as old as the simulated history; nothing is refused for age.
   options.limits.max_sample_age_ms = d.duration_ms + kMsPerDay;

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "report/usage_format.h"
 
 namespace gpuledger::cli {
 
@@ -24,6 +25,7 @@ void AddPricesCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    }
                    auto book = (*ledger)->Prices();
                    if (!book.ok()) return Fail(book.status());
+                   std::printf("Prices per GPU-hour, %s\n", report::CurrencyNote(book->currency()).c_str());
                    std::printf("%-28s %-12s %-10s %14s  %-22s %s\n", "model", "pool", "type",
                                "per GPU-hour", "from", "to");
                    for (const PriceEntry& e : book->entries()) {

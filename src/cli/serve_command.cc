@@ -68,6 +68,7 @@ void AddServeCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    if (o->insecure) options.insecure = true;
                    options.goals = config.goals;
                    PrintTargets(options.goals);
+                   options.what_if = WhatIfForServer();
                    auto srv = server::Server::Create(**ledger, clock, options);
                    if (!srv.ok()) return Fail(srv.status());
                    Status st = (*srv)->Start();

@@ -2,7 +2,9 @@
 // workload (ledger/workload.h) handed to the simulator. Wiring only.
 #include "cli/commands.h"
 #include "ledger/workload.h"
+#include "server/whatif_api.h"
 #include "sim/simulate_command.h"
+#include "sim/whatif.h"
 
 namespace gpuledger::cli {
 namespace {
@@ -16,6 +18,13 @@ Result<Workload> Recorded(const CommonOptions& common, int64_t window_ms) {
 }
 
 }  // namespace
+
+std::shared_ptr<server::WhatIfService> WhatIfForServer() {
+  return std::make_shared<server::WhatIfService>([](const Workload& w) -> Result<std::string> {
+    GPULEDGER_ASSIGN_OR_RETURN(sim::WhatIfReport report, sim::WhatIf(w, sim::WhatIfOptions()));
+    return sim::RenderWhatIfJson(report);
+  });
+}
 
 void AddSimulateCommand(CLI::App& app, CommonOptions& common) {
   auto loader = [&common](int64_t window_ms) { return Recorded(common, window_ms); };

@@ -34,6 +34,12 @@ int PrintFromServer(const RemoteOptions& r, const std::string& path) {
   return 0;
 }
 
+// A table ends with the note of what had no price; CSV and JSON carry it as fields, so a
+// person reading them hears it on stderr too.
+void WarnUnpriced(report::Format f, const std::vector<ledger::UnpricedCapacity>& unpriced) {
+  if (f != report::Format::kTable) std::fputs(report::UnpricedNote(unpriced).c_str(), stderr);
+}
+
 }  // namespace
 
 void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out) {
@@ -85,6 +91,7 @@ void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out) {
                    // Grouped by pool, each row shows the target it is held to.
                    bool by_pool = std::find(by->begin(), by->end(), ledger::Dimension::kPool) != by->end();
                    std::fputs(report::RenderUsage(*r, *format, by_pool ? &config.goals : nullptr).c_str(), stdout);
+                   WarnUnpriced(*format, r->unpriced);
                    return 0;
                  }});
 
@@ -135,6 +142,7 @@ void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out) {
                    auto r = local->Chargeback(*period, c->share_idle);
                    if (!r.ok()) return Fail(r.status());
                    std::fputs(report::RenderChargeback(*r, *format).c_str(), stdout);
+                   WarnUnpriced(*format, r->unpriced);
                    return 0;
                  }});
 }

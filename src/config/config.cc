@@ -245,6 +245,11 @@ Result<std::vector<PriceEntry>> ReadPrices(const std::string& file, const Reader
     Where where(file, line, "price");
     where.MarkArray();
     Reader r(file, t, where);
+    if (const toml::node* currency = t.get("currency")) {
+      return r.Fail(*currency, "currency",
+                    "unknown key here: the currency is the whole price book's, set once as [prices] "
+                    "currency = \"EUR\" (ISO 4217) or [prices] unit = \"GPU credits\"");
+    }
     GPULEDGER_RETURN_IF_ERROR(r.Known({"model", "pool", "type", "per_gpu_hour", "from", "to"}));
     PriceEntry e{.model = "*", .pool = "*"};
     GPULEDGER_RETURN_IF_ERROR(r.String("model", e.model));
@@ -281,6 +286,33 @@ Result<std::vector<PriceEntry>> ReadPrices(const std::string& file, const Reader
     if (!book.ok()) return book.status().WithContext(wheres[i].Table());
   }
   return out;
+}
+
+// [prices] currency = "EUR" (ISO 4217) or unit = "GPU credits": exactly one of them.
+Status ReadPricesSection(const std::string& file, const toml::table& t, int64_t line, Config& c) {
+  Where where(file, line, "prices");
+  Reader r(file, t, where);
+  GPULEDGER_RETURN_IF_ERROR(r.Known({"currency", "unit"}));
+  const toml::node* code = t.get("currency");
+  const toml::node* unit = t.get("unit");
+  if (code != nullptr && unit != nullptr) {
+    const toml::node& later = LineOf(*code) > LineOf(*unit) ? *code : *unit;
+    return r.Fail(later, &later == code ? "currency" : "unit",
+                  "set currency (an ISO 4217 code) or unit (an internal unit's name), not both");
+  }
+  if (code == nullptr && unit == nullptr) {
+    return InvalidArgument(fmt::format("{}: want currency = \"EUR\" (ISO 4217) or unit = \"GPU credits\"",
+                                       where.Table()));
+  }
+  const char* key = code != nullptr ? "currency" : "unit";
+  std::optional<Currency> currency;
+  GPULEDGER_RETURN_IF_ERROR(r.Value(key, currency, [&](const toml::node& n) -> Result<Currency> {
+    GPULEDGER_ASSIGN_OR_RETURN(std::string text, Exact<std::string>(n, "want a string"));
+    return code != nullptr ? Currency::Iso4217(text) : Currency::Unit(text);
+  }));
+  c.currency = std::move(currency);
+  c.currency_source = where.Source(key);
+  return Status::Ok();
 }
 
 // [targets] fleet = 0.6, pools = { serving = 0.4 }
@@ -360,10 +392,12 @@ Status ReadServer(const std::string& file, const toml::table& t, int64_t line, S
     Where where(file, LineOf(*t.get("query_limits")), "server.query_limits");
     Reader q(file, *limits, where);
     GPULEDGER_RETURN_IF_ERROR(
-        q.Known({"max_device_hours", "max_rows", "max_series_cells", "max_heatmap_cells", "max_rows_in_flight"}));
+        q.Known({"max_device_hours", "max_rows", "max_series_cells", "max_heatmap_cells", "max_rows_in_flight",
+                 "max_job_sample_device_hours"}));
     for (auto [key, field] : {std::pair{"max_device_hours", &s.max_device_hours}, {"max_rows", &s.max_rows},
                               {"max_series_cells", &s.max_series_cells}, {"max_heatmap_cells", &s.max_heatmap_cells},
-                              {"max_rows_in_flight", &s.max_rows_in_flight}}) {
+                              {"max_rows_in_flight", &s.max_rows_in_flight},
+                              {"max_job_sample_device_hours", &s.max_job_sample_device_hours}}) {
       GPULEDGER_RETURN_IF_ERROR(q.PositiveInteger(key, *field));
     }
   }
@@ -495,7 +529,8 @@ Result<Config> Load(const std::string& path) {
   c.file = path;
   c.where = Where(path, 0, "");
   Reader r(path, root, c.where);
-  GPULEDGER_RETURN_IF_ERROR(r.Known({"db", "ledger", "price", "targets", "budgets", "server", "agent"}));
+  GPULEDGER_RETURN_IF_ERROR(
+      r.Known({"db", "ledger", "price", "prices", "targets", "budgets", "server", "agent"}));
   GPULEDGER_RETURN_IF_ERROR(r.String("db", c.db_path));
   struct Section {
     const char* name;
@@ -503,6 +538,7 @@ Result<Config> Load(const std::string& path) {
   };
   for (const Section& s : {
            Section{"ledger", [&](const toml::table& t, int64_t l) { return ReadLedger(path, t, l, c.ledger); }},
+           Section{"prices", [&](const toml::table& t, int64_t l) { return ReadPricesSection(path, t, l, c); }},
            Section{"targets", [&](const toml::table& t, int64_t l) { return ReadTargets(path, t, l, c.goals); }},
            Section{"budgets", [&](const toml::table& t, int64_t l) { return ReadBudgets(path, t, l, c.goals); }},
            Section{"server", [&](const toml::table& t, int64_t l) { return ReadServer(path, t, l, c.server); }},
@@ -521,6 +557,11 @@ Result<std::vector<PriceEntry>> LoadPriceFile(const std::string& path) {
   GPULEDGER_ASSIGN_OR_RETURN(toml::table root, ParseFile(path));
   Where where(path, 0, "");
   Reader r(path, root, where);
+  if (const toml::node* section = root.get("prices")) {
+    return r.Fail(*section, "prices",
+                  "a price file holds [[price]] tables only: the currency is set in gpuledger.toml's "
+                  "[prices] (docs/configuration.md)");
+  }
   GPULEDGER_RETURN_IF_ERROR(r.Known({"price"}));
   if (root.get("price") == nullptr) return InvalidArgument(fmt::format("{}: no [[price]] tables", path));
   return ReadPrices(path, r);
@@ -591,9 +632,13 @@ std::string Ratio(double v) { return fmt::format("{}", v); }
 }  // namespace
 
 std::string WriteGoalsAndPrices(const Goals& goals, const std::vector<PriceEntry>& prices,
-                                const std::string& db_path) {
+                                const std::string& db_path, const Currency& currency) {
   std::string out;
   if (!db_path.empty()) out += fmt::format("db = {}\n\n", Quote(db_path));
+  if (currency.is_set()) {
+    out += fmt::format("[prices]\n{} = {}\n\n", currency.kind() == Currency::Kind::kIso4217 ? "currency" : "unit",
+                       Quote(currency.name()));
+  }
   for (const PriceEntry& e : prices) {
     out += fmt::format("[[price]]\nmodel = {}\npool = {}\ntype = {}\nper_gpu_hour = {}\n", Quote(e.model),
                        Quote(e.pool), Quote(CapacityTypeName(e.capacity_type)), Quote(e.per_gpu_hour.ToString()));

@@ -137,6 +137,7 @@ struct ServerSection {
   std::optional<int64_t> max_series_cells;
   std::optional<int64_t> max_heatmap_cells;
   std::optional<int64_t> max_rows_in_flight;
+  std::optional<int64_t> max_job_sample_device_hours;
   std::optional<std::string> remote_write_pool;
   std::optional<CapacityType> remote_write_capacity_type;
   std::optional<int64_t> remote_write_hold_timeout_ms;
@@ -200,6 +201,10 @@ struct Config {
   LedgerSection ledger;
   // [[price]]: checked as a price book (PriceBook::Create); absent: the store's book stays.
   std::optional<std::vector<PriceEntry>> prices;
+  // [prices] currency = "EUR" (ISO 4217) or unit = "GPU credits": the whole book's
+  // currency (core/currency.h); absent: an unnamed unit, said so on every figure.
+  std::optional<Currency> currency;
+  std::string currency_source;  // FILE:LINE of the key; empty when absent
   // [targets] and [budgets], each target with its source (Goals::TargetSourceFor).
   Goals goals;
   ServerSection server;
@@ -220,9 +225,10 @@ Result<std::vector<PriceEntry>> LoadPriceFile(const std::string& path);
 Result<uint64_t> ParseByteSize(std::string_view text);
 
 // Writes a config that Load reads back to the same values: `db` (when not empty), the
-// [[price]], [targets] and [budgets] tables. The demo writes its fleet's this way, so
-// that every command judging its targets can be given the same file.
+// [prices] (when `currency` is set), the [[price]], [targets] and [budgets] tables. The
+// demo writes its fleet's this way, so that every command judging its targets can be
+// given the same file.
 std::string WriteGoalsAndPrices(const Goals& goals, const std::vector<PriceEntry>& prices,
-                                const std::string& db_path = "");
+                                const std::string& db_path = "", const Currency& currency = {});
 
 }  // namespace gpuledger::config

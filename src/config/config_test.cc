@@ -220,8 +220,9 @@ TEST(ConfigTest, UnknownKeysAreErrorsInEveryTable) {
       {"db = \"x\"\nbogus = 1\n", 2, "bogus"},
       {"[ledger]\nraw_retention = \"1d\"\nbogus = 1\n", 3, "ledger.bogus"},
       {"[[price]]\nper_gpu_hour = \"1.00\"\nbogus = 1\n", 3, "price.bogus"},
-      // Currency is not a key yet: amounts are in the price book's one currency.
+      // The currency is the whole book's ([prices]), never one entry's.
       {"[[price]]\nper_gpu_hour = \"1.00\"\ncurrency = \"USD\"\n", 3, "price.currency"},
+      {"[prices]\ncurrency = \"EUR\"\nbogus = 1\n", 3, "prices.bogus"},
       {"[[price]]\nper_gpu_hour = \"1.00\"\n[[price]]\nper_gpu_hour = \"2.00\"\npool = \"a\"\nbogus = 1\n", 6,
        "price.bogus"},
       {"[targets]\nfleet = 0.5\nbogus = 1\n", 3, "targets.bogus"},
@@ -407,8 +408,63 @@ TEST(ConfigTest, PriceFilesHoldOnlyPrices) {
   EXPECT_EQ(ok->at(0).per_gpu_hour.micros(), 3'600'000);
   std::string path = dir.Write("q.toml", "[[price]]\nper_gpu_hour = \"3.60\"\ncurrency = \"EUR\"\n");
   EXPECT_THAT(LoadPriceFile(path).status().message(), StartsWith(path + ":3: price.currency: unknown key"));
+  // The currency is the config's, not a price file's: the store keeps the entries only.
+  path = dir.Write("s.toml", "[prices]\ncurrency = \"EUR\"\n[[price]]\nper_gpu_hour = \"3.60\"\n");
+  EXPECT_THAT(LoadPriceFile(path).status().message(),
+              StartsWith(path + ":1: prices: a price file holds [[price]] tables only"));
   path = dir.Write("r.toml", "[targets]\nfleet = 0.5\n");
   EXPECT_THAT(LoadPriceFile(path).status().message(), StartsWith(path + ":1: targets: unknown key"));
+}
+
+TEST(ConfigTest, ThePriceBookHasOneCurrencyOrOneNamedUnit) {
+  TempDir dir;
+  std::string a = dir.Write("a.toml", "db = \"x.db\"\n[prices]\ncurrency = \"EUR\"\n");
+  auto eur = Load(a);
+  ASSERT_TRUE(eur.ok()) << eur.status().ToString();
+  ASSERT_TRUE(eur->currency.has_value());
+  EXPECT_EQ(eur->currency->kind(), Currency::Kind::kIso4217);
+  EXPECT_EQ(eur->currency->name(), "EUR");
+  EXPECT_EQ(eur->currency_source, a + ":3");
+
+  auto credits = Load(dir.Write("b.toml", "[prices]\nunit = \"GPU credits\"\n"));
+  ASSERT_TRUE(credits.ok()) << credits.status().ToString();
+  EXPECT_EQ(credits->currency->kind(), Currency::Kind::kUnit);
+  EXPECT_EQ(credits->currency->Label(), "GPU credits");
+
+  auto none = Load(dir.Write("c.toml", "db = \"x.db\"\n"));
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->currency.has_value()) << "unset: an unnamed unit, never a default currency";
+
+  struct Bad {
+    std::string text;
+    std::string message;  // after "FILE:"
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {"[prices]\ncurrency = \"EUX\"\n", "2: prices.currency: currency \"EUX\": not an ISO 4217 code"},
+           {"[prices]\ncurrency = \"eur\"\n", "2: prices.currency: currency \"eur\": ISO 4217 codes are upper case"},
+           {"[prices]\ncurrency = \"GPU credits\"\n",
+            "2: prices.currency: currency \"GPU credits\": not an ISO 4217 code (e.g. \"EUR\", \"USD\"); for an "
+            "internal unit set [prices] unit = \"GPU credits\" instead"},
+           {"[prices]\nunit = \"usd\"\n", "2: prices.unit: unit \"usd\": that is the ISO 4217 code USD"},
+           {"[prices]\ncurrency = 978\n", "2: prices.currency: want a string"},
+           {"[prices]\ncurrency = \"EUR\"\nunit = \"GPU credits\"\n",
+            "3: prices.unit: set currency (an ISO 4217 code) or unit (an internal unit's name), not both"},
+           {"[prices]\n", "1: [prices]: want currency = \"EUR\" (ISO 4217) or unit = \"GPU credits\""},
+       }) {
+    std::string path = dir.Write("bad.toml", b.text);
+    auto r = Load(path);
+    ASSERT_FALSE(r.ok()) << b.text;
+    EXPECT_THAT(r.status().message(), StartsWith(path + ":" + b.message)) << b.text;
+  }
+}
+
+TEST(ConfigTest, TheCurrencyIsWrittenAndReadBack) {
+  TempDir dir;
+  for (const Currency& currency : {*Currency::Iso4217("CHF"), *Currency::Unit("GPU \"credits\""), Currency()}) {
+    auto c = Load(dir.Write("w.toml", WriteGoalsAndPrices(Goals{}, {}, "", currency)));
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_EQ(c->currency.value_or(Currency()), currency) << currency.Label();
+  }
 }
 
 // The examples the docs and deploy/ give are read as they stand.

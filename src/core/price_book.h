@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/currency.h"
 #include "core/model.h"
 #include "core/money.h"
 #include "core/time.h"
@@ -41,8 +42,14 @@ class PriceBook {
   const std::vector<PriceEntry>& entries() const { return entries_; }
   bool empty() const { return entries_.empty(); }
 
+  // The currency of every entry's price, and so of every figure priced by this book
+  // (core/currency.h). Set from the config's [prices] table; unset: an unnamed unit.
+  const Currency& currency() const { return currency_; }
+  void set_currency(Currency currency) { currency_ = std::move(currency); }
+
  private:
   std::vector<PriceEntry> entries_;
+  Currency currency_;
 };
 
 }  // namespace gpuledger

@@ -729,7 +729,11 @@ Result<std::vector<DeviceNow>> Ledger::FleetNow(int64_t now_ms) {
   return out;
 }
 
-Result<PriceBook> Ledger::Prices() { return store_->LoadPriceBook(); }
+Result<PriceBook> Ledger::Prices() {
+  GPULEDGER_ASSIGN_OR_RETURN(PriceBook book, store_->LoadPriceBook());
+  book.set_currency(options_.currency);
+  return book;
+}
 Status Ledger::SetPrices(const PriceBook& book) { return store_->SavePriceBook(book); }
 Result<int64_t> Ledger::PruneSamples(int64_t before_ms) { return store_->PruneSamples(before_ms); }
 Result<store::StoreCheck> Ledger::CheckStore(bool full) { return store_->Check(full); }
@@ -881,6 +885,7 @@ Result<UsageReport> Ledger::UsageOn(store::StoreReads& reads, const TimeRange& a
   if (window.empty()) {
     UsageReport empty = acc.Finish(window);
     empty.requested = asked;
+    empty.currency = options_.currency;
     return empty;
   }
 
@@ -987,6 +992,7 @@ Result<UsageReport> Ledger::UsageOn(store::StoreReads& reads, const TimeRange& a
   }
   UsageReport report = acc.Finish(window);
   report.requested = asked;
+  report.currency = options_.currency;
   return report;
 }
 
@@ -1005,6 +1011,7 @@ Result<UsageReport> Ledger::ScopedUsage(const TimeRange& window, const std::vect
   out.total = full.total;
   out.total.key.assign(by.size(), "(total)");
   out.unpriced = full.unpriced;
+  out.currency = full.currency;
   std::map<std::vector<std::string>, UsageRow> rows;
   for (const UsageRow& row : full.rows) {
     if (row.no_job || !scope.MaySee(row.key[0])) continue;
@@ -1029,6 +1036,7 @@ Result<ChargebackReport> Ledger::LiveChargeback(const TimeRange& period) {
   report.period = usage.window;  // ends where the data ends
   report.total = usage.total.total_cost();
   report.unpriced = usage.unpriced;
+  report.currency = usage.currency;
   std::array<Money, kBucketCount> unused{};
   std::array<double, kBucketCount> unused_hours{};
   for (const UsageRow& row : usage.rows) {

@@ -29,6 +29,9 @@ struct LedgerOptions {
   // its time after the hour of its last sample is no capacity (neither unmonitored nor
   // anything else). A shorter silence is unmonitored time, an outage to see.
   int64_t retire_after_ms = 7 * kMsPerDay;
+  // The price book's one currency ([prices] in the config; core/currency.h): carried by
+  // Prices() and by every report priced with the book. The store keeps the entries only.
+  Currency currency;
 };
 
 // What a usage table is grouped by.
@@ -97,6 +100,7 @@ struct UsageReport {
   std::vector<UsageRow> rows;  // by descending total cost, then key
   UsageRow total;              // the fleet: the sum of the rows, to the micro-unit
   std::vector<UnpricedCapacity> unpriced;  // by model, pool and capacity type; empty if all priced
+  Currency currency;                       // of every cost above (LedgerOptions::currency)
   // Per-device conservation: every device's buckets sum to its time in service in the
   // window. Checked on every report; a failure is a bug and is reported as kInternal.
 };
@@ -134,6 +138,7 @@ struct ChargebackReport {
   std::vector<ChargebackLine> lines;  // teams' lines, then capacity lines, then corrections
   Money total;                        // the sum of the lines: the fleet's cost, and corrections
   std::vector<UnpricedCapacity> unpriced;  // what had no price (and so cost 0)
+  Currency currency;                       // of every cost above (LedgerOptions::currency)
   // Set when `period` is a closed month: the lines are as frozen then.
   std::optional<ClosedPeriod> closed;
   // Closed months the period overlaps without being one of them: its figures are live,
@@ -327,6 +332,7 @@ class Ledger {
   // ingestor to continue from.
   Result<std::vector<std::pair<JobAllocation, std::string>>> OpenAllocations(int64_t at_ms);
 
+  // The store's price book, in the ledger's currency (LedgerOptions::currency).
   Result<PriceBook> Prices();
   // Replaces the price book. Prices are read at query time, so no rollup changes.
   Status SetPrices(const PriceBook& book);

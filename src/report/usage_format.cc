@@ -91,7 +91,25 @@ std::vector<std::string> UsageCells(const UsageRow& r) {
 
 namespace {
 
-// "" when everything had a price; else a line that says what had none.
+// The heading of a table's money column: "cost EUR", "cost GPU credits", or
+// "cost (unnamed unit)" when no currency was set.
+std::string CostHeading(std::string_view what, const Currency& c) {
+  return c.is_set() ? fmt::format("{} {}", what, c.name()) : fmt::format("{} ({})", what, c.Label());
+}
+
+}  // namespace
+
+void AddCurrencyJson(nlohmann::json& j, const Currency& c) {
+  j["currency_unit"] = "1e-6";
+  j["currency"] = c.is_set() ? nlohmann::json(c.name()) : nlohmann::json(nullptr);
+  j["currency_kind"] = CurrencyKindName(c.kind());
+}
+
+std::string CurrencyNote(const Currency& c) {
+  if (c.is_set()) return fmt::format("amounts in {}", c.name());
+  return "amounts in an unnamed unit (no currency set: [prices] currency or unit in gpuledger.toml)";
+}
+
 std::string UnpricedNote(const std::vector<ledger::UnpricedCapacity>& unpriced) {
   if (unpriced.empty()) return "";
   double hours = 0;
@@ -107,6 +125,8 @@ std::string UnpricedNote(const std::vector<ledger::UnpricedCapacity>& unpriced) 
       "`gpuledger prices --set FILE`.\n",
       hours, what);
 }
+
+namespace {
 
 nlohmann::json UnpricedJson(const std::vector<ledger::UnpricedCapacity>& unpriced) {
   nlohmann::json list = nlohmann::json::array();
@@ -151,7 +171,7 @@ std::string RenderUsage(const ledger::UsageReport& r, Format f, const Goals* goa
     nlohmann::json by = nlohmann::json::array();
     for (auto d : r.by) by.push_back(ledger::DimensionName(d));
     j["by"] = by;
-    j["currency_unit"] = "1e-6";
+    AddCurrencyJson(j, r.currency);
     j["rows"] = nlohmann::json::array();
     for (const auto& row : r.rows) {
       j["rows"].push_back(RowJson(row, r.by));
@@ -172,7 +192,7 @@ std::string RenderUsage(const ledger::UsageReport& r, Format f, const Goals* goa
     for (Bucket b : kAllBuckets) out += fmt::format(",{}_gpu_hours", BucketName(b));
     for (Bucket b : kAllBuckets) out += fmt::format(",{}_cost", BucketName(b));
     for (IdleCause c : kAllIdleCauses) out += fmt::format(",{}_gpu_hours,{}_cost", IdleCauseName(c), IdleCauseName(c));
-    out += ",cost,effective_utilization,allocated_efficiency,activity_source,unpriced_gpu_hours\n";
+    out += ",cost,effective_utilization,allocated_efficiency,activity_source,unpriced_gpu_hours,currency\n";
     auto line = [&](const UsageRow& row) {
       for (const auto& k : row.key) out += CsvField(k) + ",";
       out += fmt::format("{:.6f}", row.total_gpu_hours());
@@ -182,11 +202,12 @@ std::string RenderUsage(const ledger::UsageReport& r, Format f, const Goals* goa
         out += fmt::format(",{:.6f},{}", row.idle_cause_gpu_hours(c),
                            row.idle_cause_cost[static_cast<size_t>(c)].ToString());
       }
-      out += fmt::format(",{},{:.6f},{:.6f},{},{:.6f}\n", row.total_cost().ToString(),
+      out += fmt::format(",{},{:.6f},{:.6f},{},{:.6f},{}\n", row.total_cost().ToString(),
                          row.effective_utilization(), row.allocated_efficiency(),
                          row.activity_source(),
                          static_cast<double>(row.unpriced_ticks_ms) /
-                             static_cast<double>(kShareScale * kMsPerHour));
+                             static_cast<double>(kShareScale * kMsPerHour),
+                         CsvField(r.currency.name()));
     };
     for (const auto& row : r.rows) line(row);
     line(r.total);
@@ -196,9 +217,11 @@ std::string RenderUsage(const ledger::UsageReport& r, Format f, const Goals* goa
   std::vector<std::string> header;
   for (auto d : r.by) header.emplace_back(ledger::DimensionName(d));
   for (const char* h : {"GPU-h", "active", "alloc-idle", "unalloc", "unavail", "unmon",
-                        "eff.util", "alloc.eff", "cost", "activity"}) {
+                        "eff.util", "alloc.eff"}) {
     header.emplace_back(h);
   }
+  header.push_back(CostHeading("cost", r.currency));
+  header.emplace_back("activity");
   if (goals) header.emplace_back("target");
   rows.push_back(header);
   auto cells = [&](const UsageRow& row) {
@@ -208,8 +231,8 @@ std::string RenderUsage(const ledger::UsageReport& r, Format f, const Goals* goa
   };
   for (const auto& row : r.rows) rows.push_back(cells(row));
   rows.push_back(cells(r.total));
-  return fmt::format("Usage {} .. {}{} (GPU-hours; cost)\n", FormatTime(r.window.begin_ms),
-                     FormatTime(r.window.end_ms), WindowNote(r.window, r.requested)) +
+  return fmt::format("Usage {} .. {}{} (GPU-hours; {})\n", FormatTime(r.window.begin_ms),
+                     FormatTime(r.window.end_ms), WindowNote(r.window, r.requested), CurrencyNote(r.currency)) +
          Table(rows, r.by.size()) + UnpricedNote(r.unpriced) + (goals ? goals->Describe() + "\n" : "");
 }
 
@@ -219,6 +242,7 @@ std::string RenderChargeback(const ledger::ChargebackReport& r, Format f) {
     nlohmann::json j;
     j["period"] = {{"from", from}, {"to", to}};
     j["share_idle"] = r.share_idle;
+    AddCurrencyJson(j, r.currency);
     j["lines"] = nlohmann::json::array();
     for (const auto& l : r.lines) {
       j["lines"].push_back({{"team", l.team},
@@ -250,19 +274,20 @@ std::string RenderChargeback(const ledger::ChargebackReport& r, Format f) {
     std::string out =
         "period_start,period_end,team,project,gpu_hours,active_gpu_hours,idle_gpu_hours,"
         "direct_cost,shared_idle_cost,total_cost,input_stall_cost,checkpoint_stall_cost,"
-        "held_idle_cost,other_idle_cost,unpriced_gpu_hours,correction_for\n";
+        "held_idle_cost,other_idle_cost,unpriced_gpu_hours,correction_for,currency\n";
     for (const auto& l : r.lines) {
-      out += fmt::format("{},{},{},{},{:.6f},{:.6f},{:.6f},{},{},{},{},{},{},{},{:.6f},{}\n", from, to,
+      out += fmt::format("{},{},{},{},{:.6f},{:.6f},{:.6f},{},{},{},{},{},{},{},{:.6f},{},{}\n", from, to,
                          CsvField(l.team), CsvField(l.project), l.gpu_hours, l.active_gpu_hours,
                          l.idle_gpu_hours, l.direct_cost.ToString(), l.shared_idle_cost.ToString(),
                          l.total_cost().ToString(), l.idle_cost_by_cause[0].ToString(),
                          l.idle_cost_by_cause[1].ToString(), l.idle_cost_by_cause[2].ToString(),
-                         l.idle_cost_by_cause[3].ToString(), l.unpriced_gpu_hours, l.correction_for);
+                         l.idle_cost_by_cause[3].ToString(), l.unpriced_gpu_hours, l.correction_for,
+                         CsvField(r.currency.name()));
     }
     return out;
   }
   std::vector<std::vector<std::string>> rows = {
-      {"team", "project", "GPU-h", "active", "idle", "direct", "shared idle", "total"}};
+      {"team", "project", "GPU-h", "active", "idle", "direct", "shared idle", CostHeading("total", r.currency)}};
   for (const auto& l : r.lines) {
     std::string project = l.correction_for.empty() ? l.project
                           : l.project.empty()      ? fmt::format("(correction for {})", l.correction_for)
@@ -281,8 +306,8 @@ std::string RenderChargeback(const ledger::ChargebackReport& r, Format f) {
     for (const auto& m : r.overlaps_closed) months += (months.empty() ? "" : ", ") + m;
     note = fmt::format("Live figures over closed months ({}): their own chargebacks are as frozen.\n", months);
   }
-  return fmt::format("Chargeback {} .. {}{}\n", from, to,
-                     r.share_idle ? " (unused capacity shared in proportion to use)" : "") +
+  return fmt::format("Chargeback {} .. {}{} ({})\n", from, to,
+                     r.share_idle ? " (unused capacity shared in proportion to use)" : "", CurrencyNote(r.currency)) +
          Table(rows, 2) + note + UnpricedNote(r.unpriced);
 }
 
@@ -290,16 +315,16 @@ std::string RenderFleetSummary(const ledger::UsageReport& by_pool,
                                const ledger::UsageReport& by_team,
                                const std::vector<ledger::WasteItem>& waste) {
   const UsageRow& t = by_pool.total;
-  std::string out = fmt::format("Fleet {} .. {}\n\n", FormatTime(by_pool.window.begin_ms),
-                                FormatTime(by_pool.window.end_ms));
+  std::string out = fmt::format("Fleet {} .. {} ({})\n\n", FormatTime(by_pool.window.begin_ms),
+                                FormatTime(by_pool.window.end_ms), CurrencyNote(by_pool.currency));
   out += fmt::format("  effective utilization  {}   (active / all capacity)\n",
                      Percent(t.effective_utilization()));
   out += fmt::format("  allocated efficiency   {}   (active / held by jobs)\n",
                      Percent(t.allocated_efficiency()));
-  out += fmt::format("  capacity               {} GPU-hours, {}\n\n", Hours(t.total_gpu_hours()),
-                     t.total_cost().ToDisplay());
+  out += fmt::format("  capacity               {} GPU-hours, {}{}\n\n", Hours(t.total_gpu_hours()),
+                     t.total_cost().ToDisplay(), by_pool.currency.Suffix());
   out += UnpricedNote(by_pool.unpriced);
-  std::vector<std::vector<std::string>> buckets = {{"bucket", "GPU-h", "share", "cost"}};
+  std::vector<std::vector<std::string>> buckets = {{"bucket", "GPU-h", "share", CostHeading("cost", by_pool.currency)}};
   for (Bucket b : kAllBuckets) {
     double share = t.total_ticks_ms() ? static_cast<double>(t.gpu_ticks_ms[static_cast<size_t>(b)]) /
                                             static_cast<double>(t.total_ticks_ms())
@@ -312,7 +337,7 @@ std::string RenderFleetSummary(const ledger::UsageReport& by_pool,
   out += RenderUsage(by_pool, Format::kTable) + "\n";
   out += RenderUsage(by_team, Format::kTable) + "\n";
   out += "Largest sources of waste\n";
-  std::vector<std::vector<std::string>> w = {{"#", "what", "bucket", "GPU-h", "cost"}};
+  std::vector<std::vector<std::string>> w = {{"#", "what", "bucket", "GPU-h", CostHeading("cost", by_pool.currency)}};
   for (size_t i = 0; i < waste.size(); ++i) {
     w.push_back({std::to_string(i + 1), waste[i].what, std::string(BucketName(waste[i].bucket)),
                  Hours(waste[i].gpu_hours), waste[i].cost.ToDisplay()});

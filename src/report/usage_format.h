@@ -2,6 +2,8 @@
 // and FinOps tools (CSV).
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +25,19 @@ Result<Format> ParseFormat(std::string_view text);
 // where each target was set).
 std::string RenderUsage(const ledger::UsageReport& r, Format f, const Goals* goals = nullptr);
 std::string RenderChargeback(const ledger::ChargebackReport& r, Format f);
+
+// Every rendering names its money's currency (core/currency.h): JSON as "currency" (the
+// ISO code or the unit's name; null when unset) and "currency_kind" beside
+// "currency_unit", CSV as a last column, tables in the money column's heading and the
+// title's note, which is this: "amounts in EUR", or one that says no currency was set.
+std::string CurrencyNote(const Currency& c);
+// Sets j's "currency_unit" ("1e-6"), "currency" and "currency_kind" (as above): for every
+// JSON document with money in it, the server's too.
+void AddCurrencyJson(nlohmann::json& j, const Currency& c);
+// "" when everything had a price; else a line that says how many GPU-hours had none, of
+// which model, pool and capacity type, and how to set prices. Tables end with it; the
+// CLI writes it to stderr beside CSV and JSON.
+std::string UnpricedNote(const std::vector<ledger::UnpricedCapacity>& unpriced);
 
 // {"window": {...}, "recommendations": [...], "groups": [...], "totals": {...}}: the
 // CLI's and the API's JSON of the advice, listed group by group (kind and team, the

@@ -62,7 +62,7 @@ TEST(UsageFormatTest, ChargebackCorrectionsAndClosedMonthsAreNamed) {
   r.total = own.direct_cost + fix.direct_cost;
   EXPECT_THAT(RenderChargeback(r, Format::kTable), HasSubstr("llm (correction for 2026-11)"));
   EXPECT_THAT(RenderChargeback(r, Format::kCsv), HasSubstr(",-1.250000,0.000000,-1.250000,"));
-  EXPECT_THAT(RenderChargeback(r, Format::kCsv), HasSubstr(",2026-11\n"));
+  EXPECT_THAT(RenderChargeback(r, Format::kCsv), HasSubstr(",2026-11,(unnamed unit)\n"));
   auto j = nlohmann::json::parse(RenderChargeback(r, Format::kJson));
   EXPECT_FALSE(j["lines"][0].contains("correction_for"));
   EXPECT_EQ(j["lines"][1]["correction_for"], "2026-11");
@@ -111,6 +111,50 @@ TEST(UsageFormatTest, AdviceIsListedByGroupTheLargestMoneyFirst) {
   ASSERT_NE(sweep, std::string::npos);
   ASSERT_NE(idle, std::string::npos);
   EXPECT_LT(sweep, idle);
+}
+
+TEST(UsageFormatTest, EveryFormatNamesTheCurrency) {
+  ledger::UsageReport r = Sample();
+  r.currency = *Currency::Iso4217("EUR");
+  auto j = nlohmann::json::parse(RenderUsage(r, Format::kJson));
+  EXPECT_EQ(j["currency"], "EUR");
+  EXPECT_EQ(j["currency_kind"], "iso4217");
+  EXPECT_EQ(j["currency_unit"], "1e-6");
+  std::string csv = RenderUsage(r, Format::kCsv);
+  EXPECT_THAT(csv, HasSubstr(",unpriced_gpu_hours,currency\n"));
+  EXPECT_THAT(csv, HasSubstr("sm_active,0.000000,EUR\n"));
+  std::string t = RenderUsage(r, Format::kTable);
+  EXPECT_THAT(t, HasSubstr("(GPU-hours; amounts in EUR)"));
+  EXPECT_THAT(t, HasSubstr("cost EUR"));
+
+  ledger::ChargebackReport cb;
+  cb.period = r.window;
+  cb.currency = *Currency::Unit("GPU credits");
+  cb.lines.push_back({.team = "vision", .project = "core", .gpu_hours = 1, .direct_cost = Money::FromUnits(2)});
+  cb.total = Money::FromUnits(2);
+  EXPECT_EQ(nlohmann::json::parse(RenderChargeback(cb, Format::kJson))["currency"], "GPU credits");
+  EXPECT_THAT(RenderChargeback(cb, Format::kCsv), HasSubstr(",0.000000,GPU credits\n"));
+  EXPECT_THAT(RenderChargeback(cb, Format::kTable), HasSubstr("total GPU credits"));
+}
+
+TEST(UsageFormatTest, NoCurrencySetIsSaidPlainly) {
+  ledger::UsageReport r = Sample();  // currency unset
+  auto j = nlohmann::json::parse(RenderUsage(r, Format::kJson));
+  EXPECT_TRUE(j["currency"].is_null());
+  EXPECT_EQ(j["currency_kind"], "unset");
+  std::string t = RenderUsage(r, Format::kTable);
+  EXPECT_THAT(t, HasSubstr("amounts in an unnamed unit (no currency set"));
+  EXPECT_THAT(t, HasSubstr("cost (unnamed unit)"));
+  EXPECT_THAT(t, ::testing::Not(HasSubstr("USD")));
+}
+
+TEST(UsageFormatTest, UnpricedCapacityIsNamedUnderTheTable) {
+  ledger::UsageReport r = Sample();
+  r.unpriced.push_back({.model = "NVIDIA H200", .pool = "lab", .gpu_ticks_ms = 2 * kMsPerHour * kShareScale});
+  EXPECT_THAT(RenderUsage(r, Format::kTable),
+              HasSubstr("UNPRICED: 2.0 GPU-hours had no price and cost 0 in these figures: NVIDIA H200 in pool lab "
+                        "(on-demand) 2.0 h."));
+  EXPECT_EQ(UnpricedNote({}), "");
 }
 
 TEST(UsageFormatTest, ParsesFormats) {

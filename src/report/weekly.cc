@@ -7,6 +7,7 @@
 
 #include "ledger/rightsizing.h"
 #include "ledger/targets.h"
+#include "report/usage_format.h"
 
 namespace gpuledger::report {
 namespace {
@@ -238,9 +239,15 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
   std::string html = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">";
   html += fmt::format("<title>{} — {}</title><style>{}</style></head><body>", Esc(options.title),
                       IsoWeekOf(week.begin_ms), kStyle);
-  html += fmt::format("<h1>{} — week {}</h1><div class=\"sub\">{} to {} (UTC) · {:.0f} GPU-hours of capacity</div>",
+  // Every amount below is in the price book's one currency, named here and on each
+  // money heading ("unnamed unit" when none was set).
+  const std::string currency_label = by_team.currency.Label();
+  const std::string currency = Esc(currency_label);
+  html += fmt::format("<h1>{} — week {}</h1><div class=\"sub\">{} to {} (UTC) · {:.0f} GPU-hours of capacity · "
+                      "<span data-currency=\"{}\">{}</span></div>",
                       Esc(options.title), IsoWeekOf(week.begin_ms), FormatTime(week.begin_ms).substr(0, 10),
-                      FormatTime(week.end_ms - 1).substr(0, 10), t.total_gpu_hours());
+                      FormatTime(week.end_ms - 1).substr(0, 10), t.total_gpu_hours(), currency,
+                      Esc(CurrencyNote(by_team.currency)));
 
   if (by_team.window.end_ms < week.end_ms) {
     html += fmt::format("<p class=\"note\" data-note=\"data-end\">The data ends at {}: the figures cover the "
@@ -267,10 +274,10 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
               fmt::format("target {}{}", Pct(fleet_target.target),
                           has_previous ? " · " + DeltaPoints(t.effective_utilization(), p.effective_utilization()) + " w/w" : ""),
               on_target ? "good" : "bad");
-  html += Kpi("Spend", Esc(t.total_cost().ToDisplay()),
+  html += Kpi("Spend (" + currency_label + ")", Esc(t.total_cost().ToDisplay()),
               has_previous ? DeltaMoney(t.total_cost(), p.total_cost()) + " w/w" : "no previous week");
   html += Kpi("Allocated efficiency", Pct(t.allocated_efficiency()), "active / held by jobs");
-  html += Kpi("Idle spend", Esc(idle_cost.ToDisplay()),
+  html += Kpi("Idle spend (" + currency_label + ")", Esc(idle_cost.ToDisplay()),
               fmt::format("{} of spend: held idle or unallocated",
                           Pct(t.total_cost().micros() ? static_cast<double>(idle_cost.micros()) /
                                                             static_cast<double>(t.total_cost().micros())
@@ -333,7 +340,7 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
   html += "</table>";
 
   html += "<h2>Teams</h2><table><thead><tr><th class=\"l\">team</th><th>GPU-hours</th><th>effective util.</th>"
-          "<th>allocated eff.</th><th>idle cost</th><th>cost</th><th>w/w</th></tr></thead>";
+          "<th>allocated eff.</th><th>idle cost</th><th>cost (" + currency + ")</th><th>w/w</th></tr></thead>";
   std::string causes_table =
       "<h2>Why held GPUs idled</h2><p>An estimate from the agents' evidence "
       "(docs/idle-causes.md).</p><table><thead><tr><th class=\"l\">team</th><th>input stall</th>"
@@ -365,7 +372,7 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
 
   html += causes_table + "</table>";
   html += "<h2>Chargeback</h2><table><thead><tr><th class=\"l\">team</th><th class=\"l\">project</th>"
-          "<th>GPU-hours</th><th>active</th><th>idle</th><th>cost</th></tr></thead>";
+          "<th>GPU-hours</th><th>active</th><th>idle</th><th>cost (" + currency + ")</th></tr></thead>";
   for (const auto& l : chargeback.lines) {
     html += fmt::format(
         "<tr data-chargeback=\"{}/{}\"><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td>"
@@ -381,7 +388,7 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
       "capacity is waste. Each pool is held to its own target ({} where none is set).</p>",
       Pct(goals.fleet_target));
   html += "<table><thead><tr><th class=\"l\">pool</th><th>GPU-hours</th><th>effective util.</th>"
-          "<th>allocated eff.</th><th>unallocated</th><th>cost</th><th>target</th></tr></thead>";
+          "<th>allocated eff.</th><th>unallocated</th><th>cost (" + currency + ")</th><th>target</th></tr></thead>";
   for (size_t i = 0; i < by_pool.rows.size(); ++i) {
     const UsageRow& row = by_pool.rows[i];
     double target = targets[i + 1].target;  // JudgeTargets keeps by_pool's order
@@ -394,7 +401,7 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
         Esc(row.total_cost().ToDisplay()), met ? "met" : "missed", Pct(target), met ? "met" : "missed");
   }
   html += fmt::format("</table><p>{}</p><table>", Esc(options.goals.Describe()));
-  html += "</table><table><thead><tr><th class=\"l\">kind</th><th>GPU-hours held</th><th>allocated eff.</th><th>idle cost</th><th>cost</th></tr></thead>";
+  html += "</table><table><thead><tr><th class=\"l\">kind</th><th>GPU-hours held</th><th>allocated eff.</th><th>idle cost</th><th>cost (" + currency + ")</th></tr></thead>";
   for (const auto& row : by_kind.rows) {
     if (row.no_job) continue;
     html += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -404,7 +411,7 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
   html += "</table>";
 
   html += "<h2>Largest sources of waste</h2><table><thead><tr><th class=\"l\">#</th><th class=\"l\">what</th>"
-          "<th class=\"l\">bucket</th><th>GPU-hours</th><th>cost</th><th class=\"l\">causes</th></tr></thead>";
+          "<th class=\"l\">bucket</th><th>GPU-hours</th><th>cost (" + currency + ")</th><th class=\"l\">causes</th></tr></thead>";
   for (size_t i = 0; i < waste.size(); ++i) {
     html += fmt::format(
         "<tr data-waste=\"{}\"><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td>"
@@ -415,9 +422,9 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
   html += "</table>";
 
   html += fmt::format(
-      "<footer>gpuledger · costs are exact to the micro-unit and add up across every table · "
+      "<footer>gpuledger · costs in {} are exact to the micro-unit and add up across every table · "
       "activity from {} · generated from the ledger for {} .. {}</footer></body></html>\n",
-      t.activity_source(), FormatTime(week.begin_ms), FormatTime(week.end_ms));
+      currency, t.activity_source(), FormatTime(week.begin_ms), FormatTime(week.end_ms));
   return html;
 }
 

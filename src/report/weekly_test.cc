@@ -175,6 +175,26 @@ TEST_F(WeeklyTest, SloStatusWasteCausesAndRecommendations) {
   EXPECT_EQ(o.recommendations, 5u);
 }
 
+// The currency is named once at the top, on the money KPIs and on every money column.
+TEST_F(WeeklyTest, NamesTheCurrencyOfItsMoney) {
+  const TimeRange week = *ParseIsoWeek("2026-W48");
+  std::string unnamed = *RenderWeeklyReport(*ledger_, week);
+  EXPECT_THAT(unnamed, HasSubstr("amounts in an unnamed unit"));
+  EXPECT_THAT(unnamed, HasSubstr("<th>cost (unnamed unit)</th>"));
+  EXPECT_THAT(unnamed, Not(HasSubstr("USD")));
+  // The same store through a ledger whose price book is in Swiss francs.
+  ledger_.reset();
+  auto store = store::OpenSqliteStore(path_.string());
+  ASSERT_TRUE(store.ok());
+  ledger_ = std::make_unique<ledger::Ledger>(std::move(*store), clock_,
+                                             ledger::LedgerOptions{.currency = *Currency::Iso4217("CHF")});
+  std::string chf = *RenderWeeklyReport(*ledger_, week);
+  EXPECT_THAT(chf, HasSubstr("<span data-currency=\"CHF\">amounts in CHF</span>"));
+  EXPECT_THAT(chf, HasSubstr("<div class=\"label\">Spend (CHF)</div>"));
+  EXPECT_THAT(chf, Not(HasSubstr("<th>cost</th>")));
+  EXPECT_THAT(chf, HasSubstr("<th>cost (CHF)</th>"));
+}
+
 TEST_F(WeeklyTest, IsSelfContainedAndEscapesLabels) {
   auto html = *RenderWeeklyReport(*ledger_, *ParseIsoWeek("2026-W48"));
   EXPECT_THAT(html, Not(HasSubstr("<script>")));

@@ -194,6 +194,7 @@ HttpReply FleetReply(const QueryContext& q) {
   }
   out["devices"] = std::move(list);
   out["totals"] = {{"gpus", gpus}, {"mig_slices", slices}, {"by_state", by_state}};
+  report::AddCurrencyJson(out, q.ledger.options().currency);  // of each idle cost
   return JsonReply(out);
 }
 
@@ -324,7 +325,8 @@ HttpReply JobReply(const QueryContext& q, const std::string& job_id) {
     changes.push_back({{"at", FormatTime(c.at_ms)}, {"batch_id", c.batch_id}, {"sender", c.sender},
                        {"field", c.field}, {"from", c.old_value}, {"to", c.new_value}});
   }
-  json out = {{"job", JobJson(*found)}, {"allocations", timeline}, {"changes", changes}, {"currency_unit", "1e-6"}};
+  json out = {{"job", JobJson(*found)}, {"allocations", timeline}, {"changes", changes}};
+  report::AddCurrencyJson(out, q.ledger.options().currency);
   if (begin < end) {
     auto r = q.ledger.Usage({begin, end}, {ledger::Dimension::kJob, ledger::Dimension::kDevice});
     if (!r.ok()) return ErrorReply(r.status());
@@ -361,6 +363,9 @@ HttpReply JobReply(const QueryContext& q, const std::string& job_id) {
     auto series = JobSeriesJson(q, job_id, {begin, end});
     if (!series.ok()) return ErrorReply(series.status());
     out["series"] = std::move(*series);
+    auto activity = JobActivityJson(q, job_id, {begin, end});
+    if (!activity.ok()) return ErrorReply(activity.status());
+    out["activity"] = std::move(*activity);
   }
   return JsonReply(out);
 }
@@ -386,8 +391,10 @@ HttpReply WasteReply(const QueryContext& q, const QueryParams& params) {
     }
     list.push_back(std::move(o));
   }
-  return JsonReply({{"window", {{"from", FormatTime(window->begin_ms)}, {"to", FormatTime(window->end_ms)}}},
-                    {"waste", list}});
+  json out = {{"window", {{"from", FormatTime(window->begin_ms)}, {"to", FormatTime(window->end_ms)}}},
+              {"waste", list}};
+  report::AddCurrencyJson(out, q.ledger.options().currency);
+  return JsonReply(out);
 }
 
 HttpReply RecommendationsReply(const QueryContext& q, const QueryParams& params) {

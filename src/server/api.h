@@ -101,6 +101,13 @@ HttpReply BudgetsReply(const QueryContext& q, const QueryParams& params);
 // latest hours that fit the query budget on a fleet too large for 30 days):
 // {"from","to","step_seconds","times","gpu_hours","cost","effective_utilization",...}.
 Result<nlohmann::json> JobSeriesJson(const QueryContext& q, const std::string& job_id, const TimeRange& span);
+// A job's activity finer than the hour over `life` up to the data end: steps of 1, 2, 5,
+// 10, 15 or 30 minutes, the finest that draws it in 360 steps (a longer life: its latest 360),
+// from the raw samples of the job's own GPUs (ledger::JobActivityOf), at most
+// QueryLimits::max_job_sample_device_hours of them (its latest steps that fit):
+// {"from","to","requested","step_seconds","times","gpu_hours":{"active","allocated_idle"},
+//  "allocated_efficiency","device_hours_read"}.
+Result<nlohmann::json> JobActivityJson(const QueryContext& q, const std::string& job_id, const TimeRange& life);
 // GET /api/v1/waste?window=7d&limit=10 (admin): the largest sources of waste.
 HttpReply WasteReply(const QueryContext& q, const QueryParams& params);
 

@@ -443,7 +443,7 @@ TEST_F(HardeningTest, WithTheDiskFullReadsGoOnAndHealthSaysDegraded) {
   h_.reset();
   ServerOptions o;
   o.tokens = {TokenEntryFor(admin_, "admin", Role::kAdmin, {}), TokenEntryFor(agent_, "agent", Role::kAgent, {})};
-  h_ = std::make_unique<Harness>(db, clock_, o, true,
+  h_ = std::make_unique<Harness>(db, clock_, o, true, ledger::LedgerOptions{},
                                  static_cast<int64_t>(std::filesystem::file_size(db)) + 256 * 1024);
   ASSERT_EQ(h_->error, "");
   ASSERT_EQ(Get("/healthz", "").body, "ok\n");

@@ -28,6 +28,9 @@ struct QueryLimits {
   int64_t max_series_cells = 200'000;
   // Devices x steps of one /heatmap answer.
   int64_t max_heatmap_cells = 1'000'000;
+  // Device-hours of raw samples a job's finer-than-hourly activity may read (its latest
+  // steps that fit): 32 GPUs for two and a half days.
+  int64_t max_job_sample_device_hours = 2'000;
   // Ledger rows held at once while a query grouped by hour runs (the chunk size).
   int64_t max_rows_in_flight = 100'000;
 };

@@ -5,11 +5,14 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 #include <unordered_map>
 
+#include "ledger/job_activity.h"
 #include "ledger/targets.h"
+#include "report/usage_format.h"
 #include "server/api.h"
 #include "store/store.h"
 
@@ -179,19 +182,22 @@ HttpReply InfoReply(const QueryContext& q) {
       if (q.who.MaySeeTeam(team)) budgets[team] = amount.ToString();
     }
   }
-  return Json({{"now", FormatTime(q.now_ms)},
-               {"role", RoleName(q.who.role)},
-               {"name", q.who.name},
-               {"teams", teams},
-               {"data", {{"from", from ? json(FormatTime(from)) : json(nullptr)},
-                         {"to", to ? json(FormatTime(to)) : json(nullptr)}}},
-               // Where each target was set (FILE:LINE of the server's config, or the default).
-               {"targets", {{"fleet", fleet_target}, {"pools", pools},
-                            {"sources", {{"fleet", fleet_source}, {"pools", sources}}}}},
-               {"budgets", budgets},
-               // Prices carry no currency: amounts are in the price book's.
-               {"currency", nullptr},
-               {"refresh_seconds", q.refresh_ms / kMsPerSecond}});
+  json out = {{"now", FormatTime(q.now_ms)},
+              {"role", RoleName(q.who.role)},
+              {"name", q.who.name},
+              {"teams", teams},
+              {"data", {{"from", from ? json(FormatTime(from)) : json(nullptr)},
+                        {"to", to ? json(FormatTime(to)) : json(nullptr)}}},
+              // Where each target was set (FILE:LINE of the server's config, or the default).
+              {"targets", {{"fleet", fleet_target}, {"pools", pools},
+                           {"sources", {{"fleet", fleet_source}, {"pools", sources}}}}},
+              {"budgets", budgets},
+              {"refresh_seconds", q.refresh_ms / kMsPerSecond}};
+  // The price book's currency, for every money figure the dashboard shows: "EUR", a
+  // unit's name, or null (an unnamed unit, which the dashboard says).
+  report::AddCurrencyJson(out, q.ledger.options().currency);
+  out["currency_label"] = q.ledger.options().currency.Label();
+  return Json(out);
 }
 
 HttpReply SeriesReply(const QueryContext& q, const QueryParams& params) {
@@ -266,7 +272,7 @@ HttpReply SeriesReply(const QueryContext& q, const QueryParams& params) {
   out["step_seconds"] = axis.step_ms / kMsPerSecond;
   out["by"] = names;
   out["times"] = axis.Times();
-  out["currency_unit"] = "1e-6";
+  report::AddCurrencyJson(out, q.ledger.options().currency);
   out["total"] = std::move(t);
   out["groups"] = std::move(list);
   return Json(out);
@@ -294,10 +300,11 @@ HttpReply HeatmapReply(const QueryContext& q, const QueryParams& params) {
   if (Status st = CheckCost(q, *cost, false); !st.ok()) return ErrorReply(st);
 
   // Per device and step: active time, and the time it is measured against (an admin:
-  // all time in service; a viewer: its jobs' time on the device), and what of it was
-  // monitored at all.
+  // all time in service; a viewer: its jobs' time on the device), what of it was
+  // monitored at all, and (an admin's) its time in each bucket: held-idle from unallocated.
   struct Cell {
     int64_t active = 0, base = 0, monitored = 0;
+    std::array<int64_t, kBucketCount> buckets{};
   };
   size_t n = static_cast<size_t>(axis.n);
   std::unordered_map<std::string, std::vector<Cell>> cells;
@@ -315,6 +322,7 @@ HttpReply HeatmapReply(const QueryContext& q, const QueryParams& params) {
     if (admin) {
       int64_t all = 0;
       for (int64_t x : t) all += x;
+      for (size_t b = 0; b < kBucketCount; ++b) c.buckets[b] += t[b];
       c.base += all;
       c.monitored += all - t[static_cast<size_t>(Bucket::kUnmonitored)];
     } else {
@@ -343,13 +351,35 @@ HttpReply HeatmapReply(const QueryContext& q, const QueryParams& params) {
     auto it = cells.find(d->device.uuid);
     if (!admin && it == cells.end()) continue;  // a viewer sees the devices its teams held
     json values = json::array();
+    json allocated = json::array();
+    json mostly = json::array();
+    auto percent = [](int64_t part, int64_t whole) { return (200 * part + whole) / (2 * whole); };  // half up
     for (size_t i = 0; i < n; ++i) {
       const Cell* c = it == cells.end() ? nullptr : &it->second[i];
       if (c == nullptr || c->monitored == 0 || c->base == 0) {
         values.push_back(nullptr);
       } else {
-        values.push_back((200 * c->active + c->base) / (2 * c->base));  // percent, half up
+        values.push_back(percent(c->active, c->base));
       }
+      if (!admin) continue;
+      // The share of the time in service held by jobs, and the bucket that held at least
+      // half of it when that was no job's (unallocated, unavailable, unmonitored).
+      if (c == nullptr || c->base == 0) {
+        allocated.push_back(nullptr);
+        mostly.push_back(nullptr);
+        continue;
+      }
+      allocated.push_back(percent(c->buckets[static_cast<size_t>(Bucket::kActive)] +
+                                      c->buckets[static_cast<size_t>(Bucket::kAllocatedIdle)],
+                                  c->base));
+      json most = nullptr;
+      for (Bucket b : {Bucket::kUnallocated, Bucket::kUnavailable, Bucket::kUnmonitored}) {
+        if (2 * c->buckets[static_cast<size_t>(b)] >= c->base) {
+          most = BucketName(b);
+          break;
+        }
+      }
+      mostly.push_back(std::move(most));
     }
     json held = json::array();
     int64_t others = 0;
@@ -365,6 +395,10 @@ HttpReply HeatmapReply(const QueryContext& q, const QueryParams& params) {
               {"pool", d->device.pool}, {"values", std::move(values)}, {"holders", std::move(held)}};
     o["mig_profile"] = d->device.is_mig() ? json(d->device.mig_profile) : json(nullptr);
     o["parent"] = d->device.is_mig() ? json(d->device.parent_uuid) : json(nullptr);
+    if (admin) {
+      o["allocated"] = std::move(allocated);
+      o["mostly"] = std::move(mostly);
+    }
     if (others) o["held_by_other_teams"] = others;
     list.push_back(std::move(o));
   }
@@ -392,11 +426,13 @@ HttpReply BudgetsReply(const QueryContext& q, const QueryParams& params) {
                      {"burn", s.burn},
                      {"projected", s.projected ? json(s.projected->ToString()) : json(nullptr)}});
   }
-  return Json({{"period", period_text},
-               {"from", FormatTime(r->to_date.begin_ms)},
-               {"to", FormatTime(r->to_date.end_ms)},
-               {"elapsed", r->elapsed},
-               {"teams", std::move(teams)}});
+  json out = {{"period", period_text},
+              {"from", FormatTime(r->to_date.begin_ms)},
+              {"to", FormatTime(r->to_date.end_ms)},
+              {"elapsed", r->elapsed},
+              {"teams", std::move(teams)}};
+  report::AddCurrencyJson(out, q.ledger.options().currency);
+  return Json(out);
 }
 
 Result<json> JobSeriesJson(const QueryContext& q, const std::string& job_id, const TimeRange& span) {
@@ -427,6 +463,39 @@ Result<json> JobSeriesJson(const QueryContext& q, const std::string& job_id, con
   o["step_seconds"] = 3600;
   o["times"] = axis.Times();
   return o;
+}
+
+Result<json> JobActivityJson(const QueryContext& q, const std::string& job_id, const TimeRange& life) {
+  // The finest step that draws the span in at most kMaxActivitySteps; a longer span shows
+  // its latest steps at the coarsest (and, past the sample budget, fewer of them).
+  constexpr int64_t kMaxActivitySteps = 360;
+  // Nothing was measured after the data end: a running job's steps stop there.
+  const TimeRange span{life.begin_ms, std::max(life.begin_ms, std::min(life.end_ms, q.data_end_ms > 0 ? q.data_end_ms : life.end_ms))};
+  int64_t step = 0;
+  for (int64_t minutes : {1, 2, 5, 10, 15, 30}) {
+    step = minutes * kMsPerMinute;
+    if ((span.length_ms() + step - 1) / step <= kMaxActivitySteps) break;
+  }
+  TimeRange window{FloorTo(span.begin_ms, step), FloorTo(span.end_ms + step - 1, step)};
+  window.begin_ms = std::max(window.begin_ms, window.end_ms - kMaxActivitySteps * step);
+  GPULEDGER_ASSIGN_OR_RETURN(
+      ledger::JobActivity a, ledger::JobActivityOf(q.ledger, job_id, window, step, LimitsOf(q).max_job_sample_device_hours));
+  json times = json::array(), active = json::array(), idle = json::array(), eff = json::array();
+  for (size_t i = 0; i < a.times_ms.size(); ++i) {
+    times.push_back(a.times_ms[i] / kMsPerSecond);
+    active.push_back(Hours(a.active_ticks_ms[i]));
+    idle.push_back(Hours(a.idle_ticks_ms[i]));
+    int64_t held = a.active_ticks_ms[i] + a.idle_ticks_ms[i];
+    eff.push_back(held ? json(static_cast<double>(a.active_ticks_ms[i]) / static_cast<double>(held)) : json(nullptr));
+  }
+  return json{{"from", FormatTime(a.window.begin_ms)},
+              {"to", FormatTime(a.window.end_ms)},
+              {"requested", WindowJson(a.requested)},
+              {"step_seconds", step / kMsPerSecond},
+              {"times", std::move(times)},
+              {"gpu_hours", {{"active", std::move(active)}, {"allocated_idle", std::move(idle)}}},
+              {"allocated_efficiency", std::move(eff)},
+              {"device_hours_read", a.device_hours}};
 }
 
 }  // namespace gpuledger::server

@@ -12,6 +12,7 @@
 #include "server/client.h"
 #include "server/server.h"
 #include "server/test_support.h"
+#include "server/whatif_api.h"
 #include "wire/batch.h"
 
 namespace gpuledger::server {
@@ -38,7 +39,14 @@ class SeriesApiTest : public ::testing::Test {
     o.goals.fleet_target = 0.6;
     o.goals.pool_targets = {{"training", 0.7}};
     o.goals.monthly_budgets = {{"alpha", *Money::Parse("100.00")}, {"bravo", *Money::Parse("5.00")}};
-    h_ = std::make_unique<Harness>(dir_.File("ledger.db"), clock_, o);
+    // The what-if replay stands in for the simulator (the CLI injects the real one): it
+    // counts its calls and answers with what it was given.
+    o.what_if = std::make_shared<WhatIfService>([this](const Workload& w) -> Result<std::string> {
+      ++replays_;
+      return json{{"jobs", w.jobs.size()}, {"window", {{"begin", FormatTime(w.window.begin_ms)}}}}.dump();
+    });
+    h_ = std::make_unique<Harness>(dir_.File("ledger.db"), clock_, o, true,
+                                   ledger::LedgerOptions{.currency = *Currency::Iso4217("EUR")});
     ASSERT_EQ(h_->error, "");
     auto book = PriceBook::Create({{"*", "*", CapacityType::kOnDemand, *Money::Parse("2.00"), {0, kForever}}});
     ASSERT_TRUE(h_->ledger->SetPrices(*book).ok());
@@ -69,6 +77,7 @@ class SeriesApiTest : public ::testing::Test {
   ManualClock clock_{kNow};
   std::string admin_ = NewToken(), viewer_ = NewToken();
   std::unique_ptr<Harness> h_;
+  int replays_ = 0;
 };
 
 Money Sum(const json& costs) {
@@ -195,11 +204,40 @@ TEST_F(SeriesApiTest, TheHeatmapHasEveryDeviceHourAsUsageHasIt) {
       }
     }
   }
+  // Each cell's share held by jobs: every device is held by its job for the whole window
+  // (its allocation began a minute before its samples), so every cell is 100% held and
+  // none is mostly unallocated, unavailable or unmonitored.
+  for (const json& d : m["devices"]) {
+    EXPECT_EQ(d["allocated"], json({100, 100, 100, 100})) << d["uuid"];
+    EXPECT_EQ(d["mostly"], json({nullptr, nullptr, nullptr, nullptr})) << d["uuid"];
+  }
   // A viewer sees the devices its team held, and none of the other team's.
   json v = GetJson("/api/v1/heatmap?" + kWindow, viewer_);
   ASSERT_EQ(v["devices"].size(), 2u);
+  EXPECT_FALSE(v["devices"][0].contains("mostly")) << "a viewer's cells are its jobs' time only";
   EXPECT_EQ(v.dump().find("bnode"), std::string::npos);
   EXPECT_EQ(v.dump().find("bravo"), std::string::npos);
+}
+
+// A GPU no job held: its cells are 0% held and mostly unallocated, which the dashboard
+// draws apart from a held GPU idling at 0%.
+TEST_F(SeriesApiTest, TheHeatmapTellsUnallocatedFromHeldIdle) {
+  Batch idle = MakeBatch("c-1", "cnode", 1, kStart, 240, "nobody");
+  idle.allocations.clear();
+  idle.jobs.clear();
+  ASSERT_TRUE(h_->ledger->Ingest(idle).ok());
+  json m = GetJson("/api/v1/heatmap?" + kWindow, admin_);
+  bool seen = false;
+  for (const json& d : m["devices"]) {
+    if (d["node"] != "cnode") {
+      EXPECT_EQ(d["mostly"], json({nullptr, nullptr, nullptr, nullptr})) << d["uuid"];
+      continue;
+    }
+    seen = true;
+    EXPECT_EQ(d["allocated"], json({0, 0, 0, 0}));
+    EXPECT_EQ(d["mostly"], json({"unallocated", "unallocated", "unallocated", "unallocated"}));
+  }
+  EXPECT_TRUE(seen) << m.dump();
 }
 
 TEST_F(SeriesApiTest, BudgetsBurnAndProjectAtTheMonthsPace) {
@@ -244,6 +282,14 @@ TEST_F(SeriesApiTest, InfoTellsRoleTeamsDataSpanTargetsAndBudgets) {
   EXPECT_EQ(a["data"]["to"], FormatTime(kStart + 239 * kMsPerMinute));
   EXPECT_DOUBLE_EQ(a["targets"]["pools"]["training"].get<double>(), 0.7);
   EXPECT_EQ(a["budgets"]["bravo"], "5.000000");
+  // The price book's currency, for every money figure the dashboard shows.
+  EXPECT_EQ(a["currency"], "EUR");
+  EXPECT_EQ(a["currency_kind"], "iso4217");
+  EXPECT_EQ(a["currency_label"], "EUR");
+  EXPECT_EQ(GetJson("/api/v1/usage?" + kWindow, admin_)["currency"], "EUR");
+  EXPECT_EQ(GetJson("/api/v1/series?" + kWindow, admin_)["currency"], "EUR");
+  EXPECT_EQ(GetJson("/api/v1/chargeback?period=2026-11", admin_)["currency"], "EUR");
+  EXPECT_EQ(GetJson("/api/v1/budgets", admin_)["currency"], "EUR");
   json v = GetJson("/api/v1/info", viewer_);
   EXPECT_EQ(v["role"], "viewer");
   EXPECT_EQ(v["teams"], json({"alpha"}));
@@ -260,6 +306,52 @@ TEST_F(SeriesApiTest, AJobCarriesItsHourlySeriesAndIdleCauses) {
   double causes = 0;
   for (const auto& [cause, v] : j["idle_causes"].items()) causes += v["gpu_hours"].get<double>();
   EXPECT_NEAR(causes, j["gpu_hours"]["allocated_idle"].get<double>(), 1e-9);
+}
+
+// Finer than hourly: the job's own GPUs minute by minute from their samples; each whole
+// hour's steps add up to the hourly series' hour.
+TEST_F(SeriesApiTest, AJobCarriesItsActivityFinerThanHourly) {
+  json j = GetJson("/api/v1/jobs/anode-job", viewer_);
+  ASSERT_TRUE(j.contains("activity")) << j.dump();
+  const json& a = j["activity"];
+  // Its life from 07:59, up to the data end at 11:59 (it still runs): 240 steps of a minute.
+  EXPECT_EQ(a["step_seconds"], 60);
+  EXPECT_EQ(a["from"], "2026-11-23T07:59:00Z");
+  EXPECT_EQ(a["to"], "2026-11-23T11:59:00Z");
+  EXPECT_EQ(a["times"].size(), 240u);
+  const json& hourly = j["series"];
+  for (size_t h = 0; h < hourly["times"].size(); ++h) {
+    double active = 0, idle = 0;
+    for (size_t i = 0; i < a["times"].size(); ++i) {
+      if (a["times"][i].get<int64_t>() / 3600 != hourly["times"][h].get<int64_t>() / 3600) continue;
+      active += a["gpu_hours"]["active"][i].get<double>();
+      idle += a["gpu_hours"]["allocated_idle"][i].get<double>();
+    }
+    EXPECT_NEAR(active, hourly["gpu_hours"]["active"][h].get<double>(), 1e-9) << "hour " << h;
+    EXPECT_NEAR(idle, hourly["gpu_hours"]["allocated_idle"][h].get<double>(), 1e-9) << "hour " << h;
+  }
+  // What it read: two GPUs' samples from 07:59 to the last one at 11:59.
+  EXPECT_EQ(a["device_hours_read"], 2 * 4);
+}
+
+// /api/v1/whatif: the last N days' workload handed to the replay, bounded, one answer per
+// window kept until the data move on, admins only.
+TEST_F(SeriesApiTest, WhatIfReplaysTheRecordedDaysOnceAndIsBounded) {
+  json a = GetJson("/api/v1/whatif?days=2", admin_);
+  EXPECT_EQ(a["jobs"], 2);  // the two teams' jobs started in the window
+  EXPECT_EQ(replays_, 1);
+  json again = GetJson("/api/v1/whatif?days=2", admin_);
+  EXPECT_EQ(again, a);
+  EXPECT_EQ(replays_, 1) << "the same window, the same data: the kept answer";
+  GetJson("/api/v1/whatif?days=3", admin_);
+  EXPECT_EQ(replays_, 2);
+  for (const char* bad : {"0", "31", "2d", "-1"}) {
+    HttpResponse r = GetRaw(std::string("/api/v1/whatif?days=") + bad, admin_);
+    EXPECT_EQ(r.status, 400) << bad;
+    EXPECT_NE(r.body.find("days"), std::string::npos) << r.body;
+  }
+  EXPECT_EQ(GetRaw("/api/v1/whatif", viewer_).status, 403);
+  EXPECT_EQ(replays_, 2);
 }
 
 TEST_F(SeriesApiTest, TheDashboardIsServedWithoutATokenAndCachedByValidator) {

@@ -20,6 +20,7 @@
 #include "dashboard/dashboard.h"
 #include "server/api.h"
 #include "server/connections.h"
+#include "server/whatif_api.h"
 #include "wire/batch.h"
 #include "wire/prometheus/remote_write.h"
 
@@ -623,6 +624,9 @@ struct Server::Impl {
              }));
     Get("/api/v1/waste", route("waste", [this](const auto& req, auto& res) {
                Query(req, res, kAdmins, [&](const QueryContext& q) { return WasteReply(q, Params(req)); });
+             }));
+    Get("/api/v1/whatif", route("whatif", [this](const auto& req, auto& res) {
+               Query(req, res, kAdmins, [&](const QueryContext& q) { return WhatIfReply(q, Params(req), options.what_if.get()); });
              }));
     http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty()) return;

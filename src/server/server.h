@@ -28,6 +28,8 @@
 
 namespace gpuledger::server {
 
+class WhatIfService;  // server/whatif_api.h
+
 struct ServerOptions {
   // "host:port"; port 0 takes a free port (Port() tells which).
   std::string listen = "127.0.0.1:8080";
@@ -71,6 +73,9 @@ struct ServerOptions {
   Goals goals;
   // How often the dashboard refreshes itself.
   int64_t dashboard_refresh_ms = 30'000;
+  // /api/v1/whatif's replay (server/whatif_api.h), injected by the CLI, which links the
+  // simulator; null: the route answers 501.
+  std::shared_ptr<WhatIfService> what_if;
 };
 
 // "127.0.0.1:8080" -> {"127.0.0.1", 8080}; "[::1]:0" -> {"::1", 0}.

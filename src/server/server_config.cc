@@ -100,6 +100,7 @@ Status ApplyServerConfig(const config::ServerSection& s, ServerOptions& o) {
   config::Overlay(s.max_series_cells, o.query_limits.max_series_cells);
   config::Overlay(s.max_heatmap_cells, o.query_limits.max_heatmap_cells);
   config::Overlay(s.max_rows_in_flight, o.query_limits.max_rows_in_flight);
+  config::Overlay(s.max_job_sample_device_hours, o.query_limits.max_job_sample_device_hours);
   if (o.max_threads < o.threads) {
     return InvalidArgument(fmt::format("{}: max_threads ({}) is below threads ({})", s.where.Table(), o.max_threads,
                                        o.threads));

@@ -46,6 +46,7 @@ max_rows = 500
 max_series_cells = 600
 max_heatmap_cells = 700
 max_rows_in_flight = 80
+max_job_sample_device_hours = 90
 [server.remote_write]
 pool = "k8s"
 capacity_type = "reserved"
@@ -96,6 +97,7 @@ timeout = "750ms"
   EXPECT_EQ(o.query_limits.max_series_cells, 600);
   EXPECT_EQ(o.query_limits.max_heatmap_cells, 700);
   EXPECT_EQ(o.query_limits.max_rows_in_flight, 80);
+  EXPECT_EQ(o.query_limits.max_job_sample_device_hours, 90);
   EXPECT_EQ(o.prometheus.pool, "k8s");
   EXPECT_EQ(o.prometheus.capacity_type, CapacityType::kReserved);
   EXPECT_EQ(o.prometheus.hold_timeout_ms, 90 * kMsPerSecond);

@@ -105,13 +105,13 @@ struct Harness {
   // machine), for comparisons with servers that acknowledge before they sync.
   // `max_size_bytes`: the store's size cap (store::SqliteOptions), 0 for none.
   explicit Harness(const std::string& db_path, const Clock& clock, ServerOptions options = {},
-                   bool durable = true, int64_t max_size_bytes = 0) {
+                   bool durable = true, ledger::LedgerOptions ledger_options = {}, int64_t max_size_bytes = 0) {
     auto store = store::OpenSqliteStore(db_path, {.synchronous_full = durable, .max_size_bytes = max_size_bytes});
     if (!store.ok()) {
       error = store.status().ToString();
       return;
     }
-    ledger = std::make_unique<ledger::Ledger>(std::move(*store), clock);
+    ledger = std::make_unique<ledger::Ledger>(std::move(*store), clock, std::move(ledger_options));
     options.listen = "127.0.0.1:0";
     options.access_log = false;
     auto s = Server::Create(*ledger, clock, std::move(options));

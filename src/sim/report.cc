@@ -58,6 +58,18 @@ std::string HumanDuration(int64_t ms) {
   return fmt::format("{}d {}h", s / 86400, (s % 86400) / 3600);
 }
 
+std::string SloLabel(int64_t wait_ms) {
+  // "10m" rather than "10m 00s": the wait limit is a setting, usually whole minutes.
+  std::string wait = wait_ms > 0 && wait_ms % kMsPerMinute == 0 && wait_ms < kMsPerHour
+                         ? fmt::format("{}m", wait_ms / kMsPerMinute)
+                         : HumanDuration(wait_ms);
+  return fmt::format("SLO (GPUs started within {})", wait);
+}
+
+std::string SloText(double granted_ratio, double target_ratio, bool met) {
+  return fmt::format("{}, target {:g}%: {}", Percent(granted_ratio), target_ratio * 100.0, met ? "met" : "MISSED");
+}
+
 std::vector<std::string> DescribeDifferences(const std::vector<SimResult>& runs) {
   std::vector<std::string> out;
   if (runs.size() < 2) return out;
@@ -140,7 +152,9 @@ std::string RenderTable(const std::vector<SimResult>& runs) {
         return it == r.queues.end() ? std::string("-") : cell(*it);
       });
     };
-    queue_row("SLO", [](const QueueSummary& x) { return fmt::format("{} {}", Percent(x.slo_granted_ratio), x.slo_met ? "met" : "MISSED"); });
+    queue_row(SloLabel(queues[q].slo_wait_ms), [](const QueueSummary& x) {
+      return SloText(x.slo_granted_ratio, x.slo_target_ratio, x.slo_met);
+    });
     queue_row("wait mean/p95", [](const QueueSummary& x) {
       return HumanDuration(static_cast<int64_t>(x.wait.mean_ms)) + " / " + HumanDuration(x.wait.p95_ms);
     });

@@ -17,6 +17,12 @@ Result<OutputFormat> ParseOutputFormat(std::string_view text);  // "table", "jso
 // "3d 4h", "2h 05m", "4m 10s", "850ms": a duration for people.
 std::string HumanDuration(int64_t ms);
 
+// An availability SLO's row: its name with the wait limit, "SLO (GPUs started within
+// 10m)", and each run's cell with the target it was held to, "66.7%, target 95%: MISSED"
+// (of the GPUs requested, the share started within the wait limit).
+std::string SloLabel(int64_t wait_ms);
+std::string SloText(double granted_ratio, double target_ratio, bool met);
+
 // One column per run: the summary metrics, then each queue's SLO, then the differences.
 std::string RenderTable(const std::vector<SimResult>& runs);
 // Everything but per-job outcomes, as one JSON document {"runs": [...]}.

@@ -38,6 +38,16 @@ std::vector<SimResult> TwoRuns(const std::vector<SimJob>& jobs = FourJobs()) {
   return runs;
 }
 
+// The table with each run of spaces as one: cells are padded to their column's widest.
+std::string Squeezed(const std::string& table) {
+  std::string out;
+  for (char c : table) {
+    if (c == ' ' && !out.empty() && out.back() == ' ') continue;
+    out += c;
+  }
+  return out;
+}
+
 TEST(ReportTest, HumanDurations) {
   EXPECT_EQ(HumanDuration(850), "850ms");
   EXPECT_EQ(HumanDuration(12'500), "12.5s");
@@ -59,11 +69,24 @@ TEST(ReportTest, TableHasOneColumnPerRunAndStatesDifferences) {
   // Each queue: its SLO, and its wait, completion and slowdown (mean / p95).
   EXPECT_NE(table.find("q1 SLO"), std::string::npos);
   // FIFO completions 100, 140, 140, 320 (mean 175 s); slowdowns 1, 2.8, 14, 1.6.
-  EXPECT_NE(table.find("q1 completion mean/p95  2m 55s / 5m 20s"), std::string::npos) << table;
+  EXPECT_NE(Squeezed(table).find("q1 completion mean/p95 2m 55s / 5m 20s"), std::string::npos) << table;
   EXPECT_NE(table.find("q1 slowdown mean/p95"), std::string::npos);
   EXPECT_NE(table.find("4.85 / 14.00"), std::string::npos) << table;
   // FIFO waits 0, 90, 130, 120 (mean 85 s); backfill 0, 90, 0, 120 (mean 52.5 s).
   EXPECT_NE(table.find("backfill against fifo: mean wait 1m 25s -> 52.5s (-38.2%)"), std::string::npos) << table;
+}
+
+// An SLO row says what it was held to, not only "MISSED".
+TEST(ReportTest, SloRowsStateTheirTarget) {
+  EXPECT_EQ(SloLabel(10 * 60'000), "SLO (GPUs started within 10m)");
+  EXPECT_EQ(SloLabel(90'000), "SLO (GPUs started within 1m 30s)");
+  EXPECT_EQ(SloText(2.0 / 3.0, 0.95, false), "66.7%, target 95%: MISSED");
+  EXPECT_EQ(SloText(1.0, 0.9, true), "100.0%, target 90%: met");
+  // FIFO grants a, c and d within 10 min and b at 90 s: every GPU in time (the default SLO).
+  const std::string table = RenderTable(TwoRuns());
+  EXPECT_NE(Squeezed(table).find("q1 SLO (GPUs started within 10m) 100.0%, target 95%: met 100.0%, target 95%: met\n"),
+            std::string::npos)
+      << table;
 }
 
 TEST(ReportTest, JsonCarriesEveryRun) {

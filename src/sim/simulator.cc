@@ -681,6 +681,8 @@ SimResult Engine::Summarize() {
     qs.cost = queue_money[q];
     qs.slo_granted_ratio = queue_req[q] == 0 ? 1.0 : static_cast<double>(queue_granted[q]) / static_cast<double>(queue_req[q]);
     qs.slo_met = qs.slo_granted_ratio >= sched.slo_target_ratio;
+    qs.slo_wait_ms = sched.slo_wait_ms;
+    qs.slo_target_ratio = sched.slo_target_ratio;
     r.queues.push_back(std::move(qs));
   }
   std::sort(r.queues.begin(), r.queues.end(), [](const QueueSummary& a, const QueueSummary& b) { return a.name < b.name; });

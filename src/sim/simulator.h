@@ -95,6 +95,9 @@ struct QueueSummary {
   // Of the GPUs this queue requested (in ticks), the share granted within slo_wait.
   double slo_granted_ratio = 0;
   bool slo_met = false;
+  // The SLO it was held to (SchedulerSpec's slo_wait and slo_target).
+  int64_t slo_wait_ms = 0;
+  double slo_target_ratio = 0;
 };
 
 struct PoolSummary {

@@ -139,6 +139,8 @@ ScenarioFigures Figures(std::string label, const std::string& policy, const Clus
   f.wait_p95_s = Seconds(static_cast<double>(r.wait.p95_ms));
   f.slo_granted_ratio = GrantedRatio(work.jobs, r, o.slo_wait_ms);
   f.slo_met = f.slo_granted_ratio >= o.slo_target_ratio;
+  f.slo_wait_ms = o.slo_wait_ms;
+  f.slo_target_ratio = o.slo_target_ratio;
   f.completed = r.completed;
   f.jobs = r.jobs;
   for (const QueueSummary& q : r.queues) {
@@ -574,8 +576,8 @@ std::string RenderWhatIfText(const WhatIfReport& r) {
     row("wait p95", [](const ScenarioFigures& s) {
       return HumanDuration(static_cast<int64_t>(s.wait_p95_s * 1000));
     });
-    row("SLO", [](const ScenarioFigures& s) {
-      return fmt::format("{:.1f}% {}", s.slo_granted_ratio * 100, s.slo_met ? "met" : "MISSED");
+    row(SloLabel(a.scenarios.empty() ? 0 : a.scenarios.front().slo_wait_ms), [](const ScenarioFigures& s) {
+      return SloText(s.slo_granted_ratio, s.slo_target_ratio, s.slo_met);
     });
     row("jobs completed",
         [](const ScenarioFigures& s) { return fmt::format("{}/{}", s.completed, s.jobs); });
@@ -626,6 +628,8 @@ std::string RenderWhatIfJson(const WhatIfReport& r) {
                         {"wait_p95_seconds", s.wait_p95_s},
                         {"slo_granted_ratio", s.slo_granted_ratio},
                         {"slo_met", s.slo_met},
+                        {"slo_wait_seconds", static_cast<double>(s.slo_wait_ms) / 1000.0},
+                        {"slo_target_ratio", s.slo_target_ratio},
                         {"completed", s.completed},
                         {"jobs", s.jobs}};
       js["teams"] = nlohmann::json::array();

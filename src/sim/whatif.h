@@ -74,6 +74,8 @@ struct ScenarioFigures {
   double wait_mean_s = 0, wait_p95_s = 0;
   double slo_granted_ratio = 0;  // of requested GPUs, the share started within slo_wait
   bool slo_met = false;
+  int64_t slo_wait_ms = 0;       // the SLO held to (WhatIfOptions)
+  double slo_target_ratio = 0;
   size_t completed = 0, jobs = 0;
   std::vector<TeamFigures> teams;
 };

@@ -98,6 +98,8 @@ TEST(WhatIfTest, MoneyMatchesAHandComputedCase) {
   EXPECT_DOUBLE_EQ(base.wait_mean_s, 500.0);
   EXPECT_DOUBLE_EQ(base.slo_granted_ratio, 0.6);
   EXPECT_FALSE(base.slo_met);
+  EXPECT_NE(RenderWhatIfText(*r).find("SLO (GPUs started within 10m)"), std::string::npos) << RenderWhatIfText(*r);
+  EXPECT_NE(RenderWhatIfText(*r).find("60.0%, target 95%: MISSED"), std::string::npos) << RenderWhatIfText(*r);
 
   const WhatIfAnswer& mig = AnswerOf(*r, WhatIfQuestion::kMig);
   ASSERT_EQ(mig.scenarios.size(), 2U);

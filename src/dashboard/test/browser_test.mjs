@@ -43,6 +43,10 @@ const {formatMoney, formatRatio, formatHours, formatCount, addMoney, parseMicros
 const {windowFor} = await import(path.join(WEB, 'api.js'));
 
 const DEADLINE_MS = 280 * 1000;
+// The price book's unit in this test's config: every money figure must name it.
+const CURRENCY = 'GPU credits';
+// The binary and the store, for comparing pages with the CLI's answers (set in main).
+const CLI = {bin: null, db: null};
 const BUCKETS = ['active', 'allocated_idle', 'unallocated', 'unavailable', 'unmonitored'];
 
 // ---------------------------------------------------------------- arguments
@@ -233,7 +237,8 @@ async function openPage(browser, base, token, outDir) {
   const context = await browser.newContext({viewport: {width: 1440, height: 900}, deviceScaleFactor: 1, acceptDownloads: true});
   if (token) await context.addInitScript((t) => sessionStorage.setItem('gpuledger.token', t), token);
   const page = await context.newPage();
-  const state = {problems: [], expected: []};
+  const state = {problems: [], expected: [], requests: []};
+  page.on('request', (r) => state.requests.push(r.url()));
   const allowed = (url, status) => state.expected.some((e) => url.includes(e.url) && (e.status === undefined || e.status === status));
   page.on('console', (m) => {
     if (m.type() !== 'error') return;
@@ -255,6 +260,10 @@ async function openPage(browser, base, token, outDir) {
     page,
     context,
     state,
+    // Every URL the page asked for since it opened.
+    get requests() {
+      return state.requests;
+    },
     expect(url, status) {
       state.expected.push({url, status});
     },
@@ -455,8 +464,22 @@ async function adminChecks(browser, base, token, call, outDir, viewerTeam) {
   const nLive = await page.evaluate(() => Number(document.body.dataset.refreshes));
   await page.click('#refresh');
   await page.waitForFunction((k) => Number(document.body.dataset.refreshes) > k && document.body.dataset.state === 'ready', nLive);
+  // The currency ([prices] unit in this test's config): /info says it, each amount
+  // carries it, money columns and the money chart's axis name it.
+  check(info.currency === CURRENCY && info.currency_kind === 'unit' && info.currency_label === CURRENCY, where,
+    `/api/v1/info currency ${JSON.stringify([info.currency, info.currency_kind, info.currency_label])}`);
+  const shown = await page.evaluate(() => ({
+    spend: document.querySelector('[data-testid="kpi-spend-tile"] .kpi-value').textContent,
+    heading: document.querySelector('[data-testid^="sort-"][data-testid$="-cost"]').textContent,
+  }));
+  check(shown.spend.endsWith(` ${CURRENCY}`), where, `the spend reads "${shown.spend}", without its currency`);
+  check(shown.heading.includes(`(${CURRENCY})`), where, `a money column is headed "${shown.heading}"`);
   await page.click('[data-testid="bucket-unit-money"]');
   check(await page.locator('[data-testid="chart-buckets"] canvas').count() > 0, where, 'the bucket chart in money has no canvas');
+  // uPlot draws the axis label on its canvas; the chart keeps it on its holder.
+  const axis = await page.evaluate(() => document.querySelector('[data-testid="chart-buckets"]').dataset.yLabel);
+  check(axis === `cost (${CURRENCY})`, where, `the money chart's axis is labelled ${JSON.stringify(axis)}`);
+  await p.shot('fleet-money');
   await page.click('[data-testid="bucket-unit-hours"]');
   p.drain(where);
 
@@ -528,7 +551,8 @@ async function adminChecks(browser, base, token, call, outDir, viewerTeam) {
   await expectFigure(page, where, 'teams-cost-total', addMoney(usageTeam.rows.map((r) => r.cost)), formatMoney);
   const teamsCsv = await downloadCsv(page, 'teams');
   check(teamsCsv.length === usageTeam.rows.length + 1, where, `the CSV has ${teamsCsv.length} lines for ${usageTeam.rows.length} teams`);
-  const costCol = teamsCsv[0].indexOf('cost');
+  // A money column's header names the currency.
+  const costCol = teamsCsv[0].indexOf(`cost (${CURRENCY})`);
   check(costCol >= 0 && addMoney(teamsCsv.slice(1).map((r) => r[costCol])) === addMoney(usageTeam.rows.map((r) => r.cost)), where,
     'the CSV\'s costs do not add up to the API\'s');
   check(await page.locator('[data-testid="teams-eff-note"]').count() === 1, where, 'no note on eff. util vs alloc. eff');
@@ -602,7 +626,7 @@ async function adminChecks(browser, base, token, call, outDir, viewerTeam) {
   await expectFigure(page, where, 'jobs-cost-total', filteredCost, formatMoney);
   const jobsCsv = await downloadCsv(page, 'jobs');
   check(jobsCsv.length === filtered.length + 1, where, `the filtered CSV has ${jobsCsv.length - 1} rows, the table ${filtered.length}`);
-  check(jobsCsv[0].includes('experiment') && jobsCsv[0].includes('idle cost'), where, `CSV header ${jobsCsv[0].join(',')}`);
+  check(jobsCsv[0].includes('experiment') && jobsCsv[0].includes(`idle cost (${CURRENCY})`), where, `CSV header ${jobsCsv[0].join(',')}`);
   await page.fill('[data-testid="jobs-filter-text"]', '');
   await page.click('[data-testid="sort-jobs-id"]');
   const ids = await page.locator('[data-testid="table-jobs"] tbody a.job-link').evaluateAll((as) => as.map((a) => a.dataset.job));
@@ -647,11 +671,32 @@ async function adminChecks(browser, base, token, call, outDir, viewerTeam) {
   await expectFigure(page, where, 'fleet-gpus', fleet.totals.gpus, formatCount);
   await expectFigure(page, where, 'fleet-mig-slices', fleet.totals.mig_slices, formatCount);
   await nowTableChecks(page, fleet, where);
-  // The heatmap draws unallocated hours in their own colour (the demo has idle dev GPUs).
-  const byDevice = (await call('/api/v1/series', {from: w.from, to: w.to, by: 'device'})).json;
-  const unallocatedHours = byDevice.groups.reduce((a, g) => a + g.gpu_hours.unallocated.reduce((x, y) => x + y, 0), 0);
+  // The heatmap draws unallocated hours in their own colour (the demo has idle dev GPUs),
+  // from its own answer: no second fetch of every device's buckets.
+  const mostlyUnallocated = heat.devices.reduce((a, d) => a + (d.mostly || []).filter((k) => k === 'unallocated').length, 0);
   const runs = await page.evaluate(() => Number(document.querySelector('[data-testid="heatmap"]').dataset.unallocatedRuns));
-  check(unallocatedHours === 0 || runs > 0, where, `${unallocatedHours} unallocated GPU-hours, none drawn as unallocated`);
+  check(mostlyUnallocated > 0, where, 'the demo has no hour mostly unallocated');
+  check(runs > 0, where, `${mostlyUnallocated} cells mostly unallocated in the API, none drawn as unallocated`);
+  // Each cell's share held by jobs agrees with the buckets of /series by device (a sample).
+  const byDevice = (await call('/api/v1/series', {from: w.from, to: w.to, by: 'device'})).json;
+  const col = new Map(byDevice.times.map((t, i) => [t, i]));
+  let compared = 0;
+  for (const d of heat.devices.slice(0, 24)) {
+    const g = byDevice.groups.find((x) => x.key[0] === d.uuid);
+    if (!g) continue;
+    heat.times.forEach((t, i) => {
+      const j = col.get(t);
+      if (j === undefined || d.allocated[i] === null) return;
+      const held = g.gpu_hours.active[j] + g.gpu_hours.allocated_idle[j];
+      const all = BUCKETS.reduce((a, b) => a + g.gpu_hours[b][j], 0);
+      compared++;
+      check(all > 0 && Math.abs(100 * held / all - d.allocated[i]) <= 0.5 + 1e-9, where,
+        `${d.uuid} at ${t}: heatmap ${d.allocated[i]}% held, series ${(100 * held / all).toFixed(2)}%`);
+    });
+  }
+  check(compared > 0, where, 'no heatmap cell compared with the series');
+  check(!p.requests.some((u) => u.includes('/api/v1/series') && u.includes('by=device')), where,
+    'the GPUs page still fetches /api/v1/series?by=device');
   // Hover a cell in the middle of the screen (below the sticky header).
   await page.evaluate(() => {
     const r = document.querySelector('[data-testid="heatmap"]').getBoundingClientRect();
@@ -665,6 +710,8 @@ async function adminChecks(browser, base, token, call, outDir, viewerTeam) {
   await p.shotOf('gpus-now-table', '.panel:has([data-testid="table-now"])');
   p.drain(where);
   await scaleCheck(p, base, heat);
+
+  await whatIfChecks(p, base, call, w);
 
   // Recommendations.
   where = 'recommendations';
@@ -757,6 +804,43 @@ function syntheticHeatmap(like, gpus = 1000, hours = 168) {
     step_seconds: 3600, times, devices};
 }
 
+// The what-if page: its figures are the API's, and the API's answer is the CLI's
+// (`gpuledger whatif --window Nd --report-format json` on the same store).
+async function whatIfChecks(p, base, call, w) {
+  const where = 'whatif';
+  const page = p.page;
+  await page.click('[data-testid="nav-whatif"]');
+  await waitReady(page, '#/whatif');
+  const days = Math.max(1, Math.min(30, Math.ceil((Date.parse(w.to) - Date.parse(w.from)) / 86400000)));
+  const reply = (await call('/api/v1/whatif', {days})).json;
+  const cli = JSON.parse(run(CLI.bin, ['whatif', '--db', CLI.db, '--window', `${days}d`, '--report-format', 'json'], 'whatif'));
+  check(JSON.stringify(cli) === JSON.stringify(reply), where,
+    `the API's what-if differs from the CLI's: ${JSON.stringify(reply).slice(0, 200)} vs ${JSON.stringify(cli).slice(0, 200)}`);
+  check(reply.answers.length === 4, where, `${reply.answers.length} answers, want pools, mig, policy and fleet`);
+  await expectFigure(page, where, 'whatif-jobs', reply.jobs, formatCount);
+  for (const a of reply.answers) {
+    check(await page.locator(`[data-testid="whatif-${a.question}"]`).count() === 1, where, `no panel for ${a.question}`);
+    for (const [i, s] of a.scenarios.entries()) {
+      await expectFigure(page, where, tid(`whatif-${a.question}-${i}`, 'fleet_cost'), s.fleet_cost, formatMoney);
+      await expectFigure(page, where, tid(`whatif-${a.question}-${i}`, 'allocated_cost'), s.allocated_cost, formatMoney);
+      await expectFigure(page, where, tid(`whatif-${a.question}-${i}`, 'allocated_ratio'), s.allocated_ratio, formatRatio);
+      await expectFigure(page, where, tid(`whatif-${a.question}-${i}`, 'gpus'), s.gpus, formatCount);
+      const slo = await page.textContent(`[data-testid="${tid(`whatif-${a.question}-${i}`, 'slo')}"]`);
+      check(slo.includes(`target ${formatRatio(s.slo_target_ratio, 0)}`) && slo.endsWith(s.slo_met ? 'met' : 'MISSED'), where,
+        `${a.question} scenario ${i}: SLO shown as "${slo}"`);
+    }
+    const findings = await page.locator(`[data-testid="whatif-${a.question}-findings"] li`).count();
+    check(findings === a.findings.length, where, `${a.question}: ${findings} findings shown, the API has ${a.findings.length}`);
+  }
+  const assumptions = await page.locator('[data-testid="whatif-assumptions"] li').count();
+  check(assumptions === reply.assumptions.length && assumptions > 0, where, `${assumptions} assumptions shown, the API has ${reply.assumptions.length}`);
+  // Bounded: more than 30 days is refused, naming the parameter.
+  const tooLong = await call('/api/v1/whatif', {days: 31}, {allow: [400]});
+  check(tooLong.status === 400 && /days/.test(JSON.stringify(tooLong.json)), where, `days=31 answered ${tooLong.status}`);
+  await p.shot('whatif');
+  p.drain(where);
+}
+
 async function scaleCheck(p, base, like) {
   const where = 'gpus (1,000 GPUs)';
   const page = p.page;
@@ -826,7 +910,7 @@ async function nowTableChecks(page, fleet, where) {
     await expectFigure(page, where, 'now-idle-cost-total', addMoney(want.map((d) => d.idle_cost)), formatMoney);
     const csv = await downloadCsv(page, 'now');
     check(csv.length === want.length + 1, where, `${state}: the CSV has ${csv.length - 1} rows, API ${want.length}`);
-    const col = csv[0].indexOf('idle cost so far');
+    const col = csv[0].indexOf(`idle cost so far (${CURRENCY})`);
     check(col >= 0 && addMoney(csv.slice(1).map((r) => r[col])) === addMoney(want.map((d) => d.idle_cost)), where, `${state}: CSV idle costs differ`);
   }
   await page.selectOption('[data-testid="now-filter-state"]', '');
@@ -892,6 +976,35 @@ async function jobFigures(page, call, id, where) {
     for (const d of reply.devices) {
       await expectFigure(page, where, tid('job-device-cost', d.device), addMoney(BUCKETS.map((b) => d.cost[b])), formatMoney);
     }
+  }
+  // Finer than hourly: the chart draws the API's steps, and each whole hour's steps add
+  // up to that hour of the hourly series (both from the same attribution).
+  const a = reply.activity;
+  if (check(a && a.times && a.times.length > 0, where, 'no finer-than-hourly activity in the job reply')) {
+    check(a.step_seconds < 3600, where, `activity step ${a.step_seconds} s is not finer than the hour`);
+    const steps = await page.evaluate(() => Number(document.querySelector('[data-testid="chart-job-activity"]').dataset.steps));
+    check(steps === a.times.length, where, `the activity chart draws ${steps} steps, the API has ${a.times.length}`);
+    await expectFigure(page, where, 'job-activity-step', a.step_seconds * 1000, formatDuration);
+    const hourly = new Map(reply.series.times.map((t, i) => [t, i]));
+    const perHour = new Map();
+    a.times.forEach((t, i) => {
+      const hour = t - (t % 3600);
+      const x = perHour.get(hour) || {active: 0, idle: 0, steps: 0};
+      x.active += a.gpu_hours.active[i];
+      x.idle += a.gpu_hours.allocated_idle[i];
+      x.steps++;
+      perHour.set(hour, x);
+    });
+    let hoursCompared = 0;
+    for (const [hour, x] of perHour) {
+      const i = hourly.get(hour);
+      if (i === undefined || x.steps * a.step_seconds !== 3600) continue;  // a partial hour at the edges
+      hoursCompared++;
+      const h = reply.series.gpu_hours;
+      check(Math.abs(x.active - h.active[i]) < 1e-6 && Math.abs(x.idle - h.allocated_idle[i]) < 1e-6, where,
+        `hour ${new Date(hour * 1000).toISOString()}: steps ${x.active.toFixed(6)} active / ${x.idle.toFixed(6)} idle, hourly ${h.active[i].toFixed(6)} / ${h.allocated_idle[i].toFixed(6)}`);
+    }
+    check(hoursCompared > 0 || a.times.length * a.step_seconds < 7200, where, 'no whole hour of activity compared with the hourly series');
   }
   // Allocations: one bar per distinct span; devices named by node and index.
   const spans = new Set((reply.allocations || []).map((a) => `${a.from}|${a.to || ''}`));
@@ -1056,7 +1169,10 @@ async function main() {
   const admin = makeToken(args.gpuledger, 'browser-test-admin', 'admin');
   const viewer = makeToken(args.gpuledger, 'browser-test-viewer', 'viewer', [viewerTeam]);
   const config = path.join(tmp, 'gpuledger.toml');
+  CLI.bin = args.gpuledger;
+  CLI.db = db;
   fs.writeFileSync(config, [
+    '[prices]', `unit = ${JSON.stringify(CURRENCY)}`, '',
     admin.entry.trim(), '', viewer.entry.trim(), '',
     '[targets]', 'fleet = 0.6', 'pools = { serving = 0.4 }', '',
     '[budgets]', `${JSON.stringify(viewerTeam)} = "20000.00"`, `${JSON.stringify(otherTeam)} = "15000.00"`, '',

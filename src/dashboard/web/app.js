@@ -6,7 +6,7 @@
 // its DOM in place). Refreshing calls both on the same page object, so sort order,
 // filters, toggles and scroll position survive.
 import {ApiError, getToken, setToken, loadInfo, windowFor, RANGES} from './api.js';
-import {h, notice} from './dom.js';
+import {h, notice, setCurrency, currencyLabel} from './dom.js';
 import {formatTime} from './format.js';
 import {FleetPage} from './page_fleet.js';
 import {TeamsPage, TeamPage} from './page_teams.js';
@@ -14,6 +14,7 @@ import {JobsPage, JobPage} from './page_jobs.js';
 import {GpusPage} from './page_gpus.js';
 import {RecommendationsPage} from './page_recommendations.js';
 import {WastePage, ChargebackPage} from './page_money.js';
+import {WhatIfPage} from './page_whatif.js';
 
 const SPAN_KEY = 'gpuledger.span';
 // Set once this server has asked for a token: a fresh tab without one then shows the
@@ -30,6 +31,7 @@ const ROUTES = [
   {re: /^#\/recommendations$/, nav: 'recommendations', make: () => new RecommendationsPage()},
   {re: /^#\/waste$/, nav: 'waste', make: () => new WastePage()},
   {re: /^#\/chargeback$/, nav: 'chargeback', make: () => new ChargebackPage()},
+  {re: /^#\/whatif$/, nav: 'whatif', make: () => new WhatIfPage()},
 ];
 
 const NAV = [
@@ -40,6 +42,7 @@ const NAV = [
   ['waste', 'Waste'],
   ['chargeback', 'Chargeback'],
   ['recommendations', 'Recommendations'],
+  ['whatif', 'What-if'],
 ];
 
 class App {
@@ -152,8 +155,9 @@ class App {
       if (seq !== this.sequence) return;
       this.info = info;
       const win = windowFor(info, this.span, this.custom);
+      setCurrency(info);
       this.showWho(info, win);
-      const ctx = {info, win, currency: info.currency || ''};
+      const ctx = {info, win, currency: currencyLabel()};
       const data = await page.load(ctx);
       if (seq !== this.sequence) return;
       // In the document before it draws: charts and the heatmap take its width.

@@ -72,7 +72,7 @@ const pct = (v) => (v === null || v === undefined ? '—' : `${(v * 100).toFixed
 //   times: [unix seconds],
 //   series: [{label, values: [number|null], color, dash: bool, raw?: [display values]}],
 //   yFormat: 'ratio' | 'hours' | 'money', currency: 'USD' (money: the axis label's unit),
-//   height: px, yMax: number (ratio charts: at least 1)
+//   height: px, yMax: number (ratio charts: at least 1), yLabel: the value axis's label (default: by yFormat)
 // }
 //   overlay: {label, color, values: [0..1 | null]}   (stack only: a ratio line on a right axis)
 // A 'stack' chart draws series[0] at the bottom; values are stacked in the order given.
@@ -88,6 +88,7 @@ export function drawChart(holder, spec) {
   if (holder._uplot) holder._uplot.destroy();
   holder._spec = spec;
   holder._signature = signature;
+  holder.dataset.yLabel = yLabelOf(spec) || '';
   holder.replaceChildren();
   const u = new uPlot(chartOptions(holder, spec), data, holder);
   holder._uplot = u;
@@ -103,6 +104,16 @@ export function drawChart(holder, spec) {
   return u;
 }
 
+
+// The unit of the value axis: GPU-hours, money (in the currency, or "unnamed unit") or
+// none (a ratio); spec.yLabel when given.
+function yLabelOf(spec) {
+  const fmt = spec.yFormat || 'ratio';
+  if (spec.yLabel) return spec.yLabel;
+  if (fmt === 'hours') return 'GPU-hours';
+  if (fmt === 'money') return `cost (${spec.currency || 'unnamed unit'})`;
+  return undefined;
+}
 
 function chartData(spec) {
   const data = [spec.times];
@@ -193,7 +204,7 @@ function chartOptions(holder, spec) {
         ticks: {stroke: '#dee2e6'},
         size: 64,
         // The unit of the axis: GPU-hours, money (in the currency when known) or none (a ratio).
-        label: fmt === 'hours' ? 'GPU-hours' : fmt === 'money' ? `cost${spec.currency ? ` (${spec.currency})` : ' (price book)'}` : undefined,
+        label: yLabelOf(spec),
         labelSize: fmt === 'ratio' ? 0 : 18,
         values: (u, splits) => splits.map((v) => (fmt === 'ratio'
           ? `${Math.round(v * 100)}%`

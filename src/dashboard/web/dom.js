@@ -42,10 +42,35 @@ export function tid(prefix, name) {
   return `${prefix}-${String(name).replace(/[^A-Za-z0-9._-]/g, (c) => `~${c.charCodeAt(0).toString(16)}`)}`;
 }
 
-// Money as given by the API (a decimal string), shown rounded to cents; the exact
-// amount is the title and the data-value.
-export function money(text, testid) {
-  return fig(formatMoney(text), text, testid, {title: text});
+// The price book's currency, from /api/v1/info (setCurrency on every refresh): an ISO
+// 4217 code, an internal unit's name, or none (an unnamed unit, shown as the generic
+// currency sign ¤ and said so in the header).
+let currency = {name: null, label: 'unnamed unit'};
+
+export function setCurrency(info) {
+  currency = {name: info && info.currency ? info.currency : null,
+    label: (info && info.currency_label) || 'unnamed unit'};
+}
+
+// "EUR", "GPU credits" or "unnamed unit": for headings and axis labels.
+export function currencyLabel() {
+  return currency.label;
+}
+
+// What follows an amount: "EUR", "GPU credits", or "¤" when no currency is set.
+export function currencySymbol() {
+  return currency.name || '¤';
+}
+
+// Money as given by the API (a decimal string), shown rounded to cents with its currency
+// after it (unit: false leaves it to a column's heading); the exact amount is the title
+// and the data-value of the figure.
+export function money(text, testid, {unit = true} = {}) {
+  const figure = fig(formatMoney(text), text, testid, {title: text});
+  if (!unit) return figure;
+  return h('span', {class: 'money'}, figure,
+    h('span', {class: 'currency', title: currency.name ? undefined : 'unnamed unit: no currency is set ([prices] in gpuledger.toml)'},
+      ` ${currencySymbol()}`));
 }
 
 export function ratio(r, testid) {

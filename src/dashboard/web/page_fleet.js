@@ -138,7 +138,7 @@ export class FleetPage {
           ? h('span', {class: delta >= 0 ? 'good' : 'bad'}, `target ${formatRatio(target, 0)} (${delta >= 0 ? '+' : ''}${(delta * 100).toFixed(1)} pts)`)
           : 'no target configured', 'kpi-effective-utilization'),
       nowTile(now, series, data.fleet, info),
-      kpi(`Spend${ctx.currency ? ` (${ctx.currency})` : ''}`, money(total.cost, 'kpi-spend'),
+      kpi('Spend', money(total.cost, 'kpi-spend'),
         idle ? h('span', {}, 'held idle: ', money(idle.cost, 'kpi-idle-cost')) : null, 'kpi-spend'),
       kpi('GPU-hours', hours(total.gpu_hours, 'kpi-gpu-hours'),
         total.unpriced_gpu_hours ? `${formatHours(total.unpriced_gpu_hours)} unpriced` : 'capacity in the window', 'kpi-gpu-hours'),

@@ -109,24 +109,14 @@ export class GpusPage {
     this.resize.observe(this.canvasWrap);
   }
 
-  async load({win, info}) {
-    const admin = info.role === 'admin';
-    // The buckets per device and hour tell a held-idle cell from an unallocated one (an
-    // admin's heatmap: a viewer's cells are only its own jobs' time). That answer is
-    // large (every bucket of every device and hour), so it is asked for once per window,
-    // not on every refresh: a trailing window moves on the hour, and the cells with it.
-    const key = `${win.from}|${win.to}`;
-    const wantSeries = admin && this.byDeviceKey !== key;
-    const [heatmap, fleet, byDevice] = await Promise.all([
+  async load({win}) {
+    // The heatmap's cells carry what tells a held-idle cell from an unallocated one (an
+    // admin's: the bucket that took most of each hour), so one answer draws them.
+    const [heatmap, fleet] = await Promise.all([
       getOptional('/api/v1/heatmap', {from: win.from, to: win.to}),
       getJson('/api/v1/fleet'),
-      wantSeries ? getOptional('/api/v1/series', {from: win.from, to: win.to, by: 'device'}) : null,
     ]);
-    if (wantSeries) {
-      this.byDevice = byDevice;
-      this.byDeviceKey = key;
-    }
-    return {heatmap, fleet, byDevice: admin ? this.byDevice : null};
+    return {heatmap, fleet};
   }
 
   render(data) {
@@ -160,7 +150,7 @@ export class GpusPage {
       this.heatNote.replaceChildren(notice('This server has no /api/v1/heatmap.', 'warn'));
       this.canvas.hidden = true;
     } else {
-      attachCellKinds(data.heatmap, data.byDevice);
+      const kinds = attachCellKinds(data.heatmap);
       // Within a node, by GPU index, each GPU followed by its slices (the rows' labels).
       const place = (d) => {
         const n = this.byUuid.get(d.uuid);
@@ -174,7 +164,7 @@ export class GpusPage {
       this.heatNote.replaceChildren(h('p', {class: 'muted'},
         `${data.heatmap.devices.length} GPUs and slices × ${data.heatmap.times.length} hours, ${formatTime(data.heatmap.from)} – ${formatTime(data.heatmap.to)}. `,
         data.heatmap.value ? `Cells: ${data.heatmap.value}` : '',
-        data.byDevice ? '; an hour mostly unallocated, unavailable or unmonitored is drawn in that colour instead. ' : '. ',
+        kinds ? '; an hour mostly unallocated, unavailable or unmonitored is drawn in that colour instead. ' : '. ',
         'Rows: node and GPU index. The right-hand column is the team holding the GPU now.',
         others ? ' Time held by other teams is not shown.' : ''));
       this.canvas.hidden = false;
@@ -183,11 +173,11 @@ export class GpusPage {
     this.legend.replaceChildren(
       h('span', {class: 'swatch', style: {background: HELD_IDLE_COLOR}}), h('span', {}, '0% (held, idle)'),
       legendCanvas(160), h('span', {}, '100% active'),
-      ...(data.byDevice ? [
+      ...(data.heatmap && data.heatmap.devices.some((d) => d.mostly) ? [
         h('span', {class: 'swatch', style: {background: BUCKET_COLORS.unallocated}}), h('span', {}, 'unallocated'),
         h('span', {class: 'swatch', style: {background: BUCKET_COLORS.unavailable}}), h('span', {}, 'unavailable')] : []),
       h('span', {class: 'swatch', style: {background: NULL_COLOR, border: '1px solid #ced4da'}}),
-      h('span', {}, data.byDevice ? 'unmonitored / no data' : 'no data / not held'),
+      h('span', {}, data.heatmap && data.heatmap.devices.some((d) => d.mostly) ? 'unmonitored / no data' : 'no data / not held'),
       h('span', {class: 'legend-sep'}, 'holder now:'),
       ...[...this.teamColor.entries()].map(([t, c]) => [h('span', {class: 'swatch', style: {background: c}}), h('span', {}, t)]).flat(),
       h('span', {class: 'swatch', style: {background: HIDDEN_COLOR}}), h('span', {}, 'another team'));
@@ -248,7 +238,8 @@ export class GpusPage {
       h('div', {class: 'muted'}, d.uuid),
       cell.step !== null && cell.step !== undefined
         ? h('div', {}, `${formatTime(cell.time * 1000)}: `, h('strong', {},
-          kind ? `mostly ${BUCKET_LABELS[kind]}` : cell.value === null ? 'no data / not held' : `${cell.value}%${cell.value === 0 ? ' (held, idle)' : ''}`))
+          kind ? `mostly ${BUCKET_LABELS[kind]}` : cell.value === null ? 'no data / not held' : `${cell.value}%${cell.value === 0 ? ' (held, idle)' : ''}`),
+          d.allocated && d.allocated[cell.step] !== null ? ` · ${d.allocated[cell.step]}% held by jobs` : '')
         : null,
       h('div', {}, `now: ${holders.length ? holders.join(', ') : 'not held'}${now ? ` · ${now.state.replace('_', ' ')}` : ''}`),
     ];
@@ -282,26 +273,17 @@ function holderCell(holders, fn) {
   return holders.length === 1 ? fn(holders[0]) : h('span', {class: 'stack'}, holders.map((x) => h('div', {}, fn(x))));
 }
 
-// Marks each heatmap cell mostly unallocated, unavailable or unmonitored (by the series
-// of buckets per device), so the heatmap draws those in their colours; other cells keep
-// their utilization. Without the series the cells stay as they are.
-export function attachCellKinds(heatmap, byDevice) {
-  if (!byDevice) return;
-  const col = new Map(byDevice.times.map((t, i) => [t, i]));
-  const groups = new Map(byDevice.groups.map((g) => [g.key[0], g]));
+// Marks each heatmap cell mostly unallocated, unavailable or unmonitored (the API's
+// `mostly`, an admin's heatmap), so the heatmap draws those in their colours; other cells
+// keep their utilization. Returns whether any device had them.
+export function attachCellKinds(heatmap) {
+  let any = false;
   for (const d of heatmap.devices) {
-    const g = groups.get(d.uuid);
-    if (!g) continue;
-    d.kinds = heatmap.times.map((t) => {
-      const i = col.get(t);
-      if (i === undefined) return null;
-      const x = (b) => (g.gpu_hours[b] && g.gpu_hours[b][i]) || 0;
-      const total = STATES.reduce((a, b) => a + x(b), 0);
-      if (total <= 0) return null;
-      for (const b of ['unallocated', 'unavailable', 'unmonitored']) if (x(b) * 2 >= total) return b;
-      return null;
-    });
+    if (!d.mostly) continue;
+    d.kinds = d.mostly;
+    any = true;
   }
+  return any;
 }
 
 // One row per job holding GPUs now (and one for all of other teams' holds).

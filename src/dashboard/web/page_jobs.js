@@ -1,7 +1,7 @@
 // Jobs: every job the token may see, joined with its usage over the window (GPU-hours,
 // cost, effective utilization), sortable and filterable; and one job's page.
 import {getJson, getOptional, jobPath, getAllJobs} from './api.js';
-import {h, kpi, section, notice, money, ratio, hours, fig, tid} from './dom.js';
+import {h, kpi, section, notice, money, ratio, hours, fig, tid, currencyLabel} from './dom.js';
 import {formatTime, formatDuration, formatRatio, addMoney} from './format.js';
 import {SortableTable, moneyColumn, hoursColumn} from './table.js';
 import {drawChart, BUCKETS, BUCKET_LABELS, BUCKET_COLORS, UTIL_COLOR} from './charts.js';
@@ -146,6 +146,8 @@ export class JobPage {
     this.kpis = h('div', {class: 'kpis'});
     this.chart = h('div', {class: 'chart', testid: 'chart-job'});
     this.chartNote = h('div');
+    this.fineChart = h('div', {class: 'chart', testid: 'chart-job-activity'});
+    this.fineNote = h('div');
     this.timeline = h('div', {class: 'timeline', testid: 'job-timeline'});
     this.buckets = h('div');
     this.causes = h('div');
@@ -155,7 +157,7 @@ export class JobPage {
     this.el = h('div', {class: 'page page-job'},
       h('p', {class: 'crumbs'}, h('a', {href: '#/jobs'}, 'Jobs'), ' / ', h('span', {testid: 'job-id'}, id)),
       this.head, this.kpis,
-      section('Activity over time', this.chartNote, this.chart),
+      section('Activity over time', this.chartNote, this.chart, this.fineNote, this.fineChart),
       section('Allocations (timeline)', this.timeline),
       h('div', {class: 'two'}, section('Buckets', this.buckets), section('Idle causes', this.causes)),
       this.servingSection,
@@ -220,6 +222,7 @@ export class JobPage {
     } else {
       this.chartNote.replaceChildren(notice('No hourly series for this job from this server.', 'info'));
     }
+    this.renderActivity(reply.activity);
     this.timeline.replaceChildren(timeline(reply, data.where));
     this.buckets.replaceChildren(bucketsTable(reply));
     this.causes.replaceChildren(causesTable(usageRow));
@@ -228,6 +231,38 @@ export class JobPage {
     this.devices.replaceChildren(devicesTable(reply, data.where));
   }
 }
+
+// The job's own GPUs finer than the hour (the API's `activity`): GPUs held per step,
+// active and idle, with allocated efficiency; its latest steps when its life is long.
+JobPage.prototype.renderActivity = function renderActivity(a) {
+  const steps = a && a.times ? a.times.length : 0;
+  this.fineChart.hidden = steps === 0;
+  if (!steps) {
+    this.fineNote.replaceChildren();
+    return;
+  }
+  const stepHours = a.step_seconds / 3600;
+  const gpus = (v) => v / stepHours;
+  const clipped = a.requested && a.requested.from !== a.from;
+  this.fineNote.replaceChildren(h('p', {class: 'muted'},
+    'Every ', fig(formatDuration(a.step_seconds * 1000), a.step_seconds * 1000, 'job-activity-step'),
+    ` from the raw samples of the job's own GPUs (${formatTime(a.from)} – ${formatTime(a.to)}`,
+    clipped ? ', its latest part: the whole life would read more samples than one page may' : '',
+    '): GPUs held, active and idle; the line is allocated efficiency (right axis). Each hour\'s steps add up to the hourly chart.'));
+  this.fineChart.dataset.steps = String(steps);
+  drawChart(this.fineChart, {
+    kind: 'stack',
+    times: a.times,
+    series: [
+      {label: BUCKET_LABELS.active, color: BUCKET_COLORS.active, values: a.gpu_hours.active.map(gpus)},
+      {label: BUCKET_LABELS.allocated_idle, color: BUCKET_COLORS.allocated_idle, values: a.gpu_hours.allocated_idle.map(gpus)},
+    ],
+    yFormat: 'hours',
+    yLabel: 'GPUs held',
+    height: 200,
+    overlay: {label: 'allocated efficiency', color: UTIL_COLOR, values: a.allocated_efficiency || []},
+  });
+};
 
 function mfuKpi(mfu, kind) {
   if (kind === 'serving') return null;
@@ -305,12 +340,12 @@ export function shortUuid(uuid) {
 function bucketsTable(reply) {
   const total = BUCKETS.reduce((a, b) => a + ((reply.gpu_hours && reply.gpu_hours[b]) || 0), 0);
   return h('table', {class: 'data compact'},
-    h('thead', {}, h('tr', {}, h('th', {}, 'bucket'), h('th', {class: 'num'}, 'GPU-hours'), h('th', {class: 'num'}, 'share'), h('th', {class: 'num'}, 'cost'))),
+    h('thead', {}, h('tr', {}, h('th', {}, 'bucket'), h('th', {class: 'num'}, 'GPU-hours'), h('th', {class: 'num'}, 'share'), h('th', {class: 'num'}, `cost (${currencyLabel()})`))),
     h('tbody', {}, BUCKETS.filter((b) => reply.gpu_hours && (reply.gpu_hours[b] > 0 || b === 'active' || b === 'allocated_idle')).map((b) => h('tr', {},
       h('td', {}, h('span', {class: 'swatch', style: {background: BUCKET_COLORS[b]}}), BUCKET_LABELS[b]),
       h('td', {class: 'num'}, hours(reply.gpu_hours[b], `job-bucket-hours-${b}`)),
       h('td', {class: 'num'}, formatRatio(total > 0 ? reply.gpu_hours[b] / total : null)),
-      h('td', {class: 'num'}, money(reply.cost[b], `job-bucket-cost-${b}`))))));
+      h('td', {class: 'num'}, money(reply.cost[b], `job-bucket-cost-${b}`, {unit: false}))))));
 }
 
 export const CAUSE_LABELS = {
@@ -326,11 +361,11 @@ function causesTable(row) {
   if (!causes || !Object.keys(causes).length) return notice('No idle time attributed to a cause.', 'info');
   const entries = Object.entries(causes).sort((a, b) => b[1].gpu_hours - a[1].gpu_hours);
   return h('div', {}, h('p', {class: 'muted'}, 'Idle time the job held, by cause, over its span.'), h('table', {class: 'data compact', testid: 'job-causes'},
-    h('thead', {}, h('tr', {}, h('th', {}, 'cause'), h('th', {class: 'num'}, 'GPU-hours'), h('th', {class: 'num'}, 'cost'))),
+    h('thead', {}, h('tr', {}, h('th', {}, 'cause'), h('th', {class: 'num'}, 'GPU-hours'), h('th', {class: 'num'}, `cost (${currencyLabel()})`))),
     h('tbody', {}, entries.map(([cause, x]) => h('tr', {},
       h('td', {}, CAUSE_LABELS[cause] || cause.replace(/_/g, ' ')),
       h('td', {class: 'num'}, hours(x.gpu_hours, `job-cause-hours-${cause}`)),
-      h('td', {class: 'num'}, money(x.cost, `job-cause-cost-${cause}`)))))));
+      h('td', {class: 'num'}, money(x.cost, `job-cause-cost-${cause}`, {unit: false})))))));
 }
 
 function devicesTable(reply, where) {
@@ -347,7 +382,7 @@ function devicesTable(reply, where) {
   });
   if (!devices.length) return notice('No device time recorded.', 'info');
   return h('table', {class: 'data compact'},
-    h('thead', {}, h('tr', {}, ['device', 'uuid', 'GPU-hours', 'active', 'idle', 'cost'].map((t, i) => h('th', {class: i > 1 ? 'num' : ''}, t)))),
+    h('thead', {}, h('tr', {}, ['device', 'uuid', 'GPU-hours', 'active', 'idle', `cost (${currencyLabel()})`].map((t, i) => h('th', {class: i > 1 ? 'num' : ''}, t)))),
     h('tbody', {}, devices.map((d) => {
       const tot = BUCKETS.reduce((a, b) => a + (d.gpu_hours[b] || 0), 0);
       const cost = addMoney(BUCKETS.map((b) => d.cost[b]));
@@ -357,7 +392,7 @@ function devicesTable(reply, where) {
         h('td', {class: 'num'}, hours(tot, tid('job-device-hours', d.device))),
         h('td', {class: 'num'}, hours(d.gpu_hours.active, tid('job-device-active-hours', d.device))),
         h('td', {class: 'num'}, hours(d.gpu_hours.allocated_idle, tid('job-device-idle-hours', d.device))),
-        h('td', {class: 'num'}, money(cost, tid('job-device-cost', d.device))));
+        h('td', {class: 'num'}, money(cost, tid('job-device-cost', d.device), {unit: false})));
     })));
 }
 
@@ -367,7 +402,7 @@ function servingTable(reply) {
   const q = (o, k) => (o && o[k] !== null && o[k] !== undefined ? o[k] : null);
   const num = (v, d = 1) => (v === null || v === undefined ? '—' : v.toLocaleString('en-US', {maximumFractionDigits: d}));
   return h('table', {class: 'data compact', testid: 'job-serving'},
-    h('thead', {}, h('tr', {}, ['engine', 'model', 'tokens/s', 'queue p95', 'KV cache p95', 'batch', 'cost / M tokens'].map((t, i) => h('th', {class: i > 1 ? 'num' : ''}, t)))),
+    h('thead', {}, h('tr', {}, ['engine', 'model', 'tokens/s', 'queue p95', 'KV cache p95', 'batch', `cost / M tokens (${currencyLabel()})`].map((t, i) => h('th', {class: i > 1 ? 'num' : ''}, t)))),
     h('tbody', {}, engines.map((e) => h('tr', {},
       h('td', {}, e.engine), h('td', {}, e.model),
       h('td', {class: 'num'}, fig(num(e.tokens_per_second, 0), e.tokens_per_second, tid('job-serving-tokens-per-second', e.model))),
@@ -375,5 +410,5 @@ function servingTable(reply) {
       h('td', {class: 'num'}, fig(formatRatio(q(e.kv_cache_usage, 'p95'), 0), q(e.kv_cache_usage, 'p95'), tid('job-serving-kv-p95', e.model))),
       h('td', {class: 'num'}, fig(num(e.mean_batch_size ?? e.mean_tokens_per_step), e.mean_batch_size ?? e.mean_tokens_per_step,
         tid('job-serving-batch', e.model))),
-      h('td', {class: 'num'}, e.cost_per_million_tokens ? money(e.cost_per_million_tokens, tid('job-serving-cost-per-million-tokens', e.model)) : '—')))));
+      h('td', {class: 'num'}, e.cost_per_million_tokens ? money(e.cost_per_million_tokens, tid('job-serving-cost-per-million-tokens', e.model), {unit: false}) : '—')))));
 }

@@ -56,7 +56,7 @@ export class WastePage {
     const rows = (reply.waste || []).map((w, i) => ({...w, rank: i + 1}));
     const total = addMoney(rows.map((r) => r.cost));
     this.kpis.replaceChildren(
-      kpi(`Waste listed${ctx.currency ? ` (${ctx.currency})` : ''}`, money(total, 'waste-total'),
+      kpi('Waste listed', money(total, 'waste-total'),
         `the ${rows.length} largest sources, ${formatTime(reply.window.from)} – ${formatTime(reply.window.to)}`, 'waste-total'),
       kpi('Sources', fig(formatCount(rows.length), rows.length, 'waste-count'), 'by money, largest first', 'waste-count'));
     this.note.replaceChildren(h('p', {class: 'muted'},
@@ -116,7 +116,7 @@ export class ChargebackPage {
     const lines = reply.lines || [];
     const viewer = ctx.info.role !== 'admin';
     this.kpis.replaceChildren(
-      kpi(`Fleet cost, ${period}${ctx.currency ? ` (${ctx.currency})` : ''}`, money(reply.total, 'cb-fleet-total'),
+      kpi(`Fleet cost, ${period}`, money(reply.total, 'cb-fleet-total'),
         `${formatTime(reply.period.from)} – ${formatTime(reply.period.to)}`, 'cb-fleet-total'),
       kpi('Lines', fig(formatCount(lines.length), lines.length, 'cb-count'), reply.share_idle ? 'idle capacity shared out' : 'idle capacity on its own lines', 'cb-count'));
     const unpriced = (reply.unpriced || []).map((u) => `${u.model} in ${u.pool}`).join(', ');

@@ -11,12 +11,12 @@ import {bucketLayers, utilizationSpec, bucketTable} from './page_fleet.js';
 function budgetCells(b, team) {
   if (!b) return {budget: '—', burn: h('span', {class: 'muted'}, 'no budget'), projected: '—'};
   return {
-    budget: money(b.budget, tid('team-budget', team)),
+    budget: money(b.budget, tid('team-budget', team), {unit: false}),
     burn: h('span', {class: 'burn'},
       bar(b.burn, {over: 1}),
       ' ', fig(formatRatio(b.burn, 0), b.burn, tid('team-burn', team)),
-      ' of ', money(b.spent, tid('team-spent', team))),
-    projected: money(b.projected, tid('team-projected', team)),
+      ' of ', money(b.spent, tid('team-spent', team), {unit: false})),
+    projected: money(b.projected, tid('team-projected', team), {unit: false}),
   };
 }
 
@@ -32,10 +32,11 @@ export class TeamsPage {
       {key: 'alloc', label: 'alloc. eff', num: true, sort: (r) => r.row.allocated_efficiency, cell: (r) => ratio(r.row.allocated_efficiency, tid('team-alloc-eff', r.team))},
       moneyColumn('idle', 'idle cost', (r) => r.row.buckets.allocated_idle.cost, (r) => tid('team-idle-cost', r.team), {totalTestId: 'teams-idle-cost-total'}),
       moneyColumn('cost', 'cost', (r) => r.row.cost, (r) => tid('team-cost', r.team), {totalTestId: 'teams-cost-total'}),
-      {key: 'budget', label: 'monthly budget', num: true, sort: (r) => (r.budget ? parseMicros(r.budget.budget) : null),
+      // Money columns (money: true): the currency is in the heading, not in each cell.
+      {key: 'budget', label: 'monthly budget', num: true, money: true, sort: (r) => (r.budget ? parseMicros(r.budget.budget) : null),
         csv: (r) => (r.budget ? r.budget.budget : ''), cell: (r) => budgetCells(r.budget, r.team).budget},
-      {key: 'burn', label: 'month to date', sort: (r) => (r.budget ? r.budget.burn : null), csv: (r) => (r.budget ? r.budget.spent : ''), cell: (r) => budgetCells(r.budget, r.team).burn},
-      {key: 'projected', label: 'projected', num: true, sort: (r) => (r.budget ? parseMicros(r.budget.projected) : null),
+      {key: 'burn', label: 'month to date', money: true, sort: (r) => (r.budget ? r.budget.burn : null), csv: (r) => (r.budget ? r.budget.spent : ''), cell: (r) => budgetCells(r.budget, r.team).burn},
+      {key: 'projected', label: 'projected', num: true, money: true, sort: (r) => (r.budget ? parseMicros(r.budget.projected) : null),
         csv: (r) => (r.budget ? r.budget.projected : ''), cell: (r) => budgetCells(r.budget, r.team).projected},
     ], {
       defaultSort: {key: 'cost', dir: -1},

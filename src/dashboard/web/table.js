@@ -5,7 +5,7 @@
 //   {key, label, num: bool, sort: row => comparable, cell: row => Node|string, testid: row => id,
 //    csv: row => string|number (default: sort's value; false: not in the CSV),
 //    total: rows => Node|string (the column's figure in the total row)}
-import {h, money, hours} from './dom.js';
+import {h, money, hours, currencyLabel} from './dom.js';
 import {addMoney, parseMicros} from './format.js';
 
 const sortState = new Map();
@@ -47,7 +47,9 @@ export class SortableTable {
         scope: 'col',
         'aria-sort': active ? (s.dir > 0 ? 'ascending' : 'descending') : undefined,
         testid: `sort-${this.name}-${c.key}`,
-      }, c.label, active ? h('span', {class: 'sort-mark'}, s.dir > 0 ? ' ▲' : ' ▼') : null);
+      }, c.label, active ? h('span', {class: 'sort-mark'}, s.dir > 0 ? ' ▲' : ' ▼') : null,
+      // A money column's currency, on a line of its own under the label.
+      c.money ? h('span', {class: 'th-unit'}, ` (${currencyLabel()})`) : null);
       if (c.sort) {
         th.addEventListener('click', () => {
           const cur = this.sort;
@@ -63,6 +65,7 @@ export class SortableTable {
 
   setRows(rows) {
     this.rows = rows;
+    this.renderHead();  // a money column's heading names the currency of this refresh
     this.renderBody();
   }
 
@@ -136,7 +139,7 @@ SortableTable.prototype.renderTotal = function renderTotal(rows) {
 // string, ratios 0..1), quoted where needed (RFC 4180).
 SortableTable.prototype.csv = function csv() {
   const cols = this.columns.filter((c) => c.csv !== false && (c.csv || c.sort));
-  const lines = [cols.map((c) => csvField(c.label)).join(',')];
+  const lines = [cols.map((c) => csvField(headingOf(c))).join(',')];
   for (const r of this.sorted()) lines.push(cols.map((c) => csvField((c.csv || c.sort)(r))).join(','));
   return lines.join('\r\n') + '\r\n';
 };
@@ -156,15 +159,22 @@ function downloadCsv(filename, text) {
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
+// A column's heading (and CSV header): a money column's (money: true, as moneyColumn's)
+// names the currency, "cost (EUR)".
+function headingOf(c) {
+  return c.money ? `${c.label} (${currencyLabel()})` : c.label;
+}
+
 // A money column: sorted exactly, the API's decimal string in the CSV, summed exactly in
-// the total row. get(row) -> decimal string or null; testid(row) -> the figure's id.
+// the total row, the currency in its heading. get(row) -> decimal string or null;
+// testid(row) -> the figure's id.
 export function moneyColumn(key, label, get, testid, {totalTestId} = {}) {
   return {
-    key, label, num: true,
+    key, label, num: true, money: true,
     sort: (r) => (get(r) === null || get(r) === undefined ? null : parseMicros(get(r))),
-    cell: (r) => (get(r) === null || get(r) === undefined ? '—' : money(get(r), testid ? testid(r) : undefined)),
+    cell: (r) => (get(r) === null || get(r) === undefined ? '—' : money(get(r), testid ? testid(r) : undefined, {unit: false})),
     csv: (r) => get(r),
-    total: (rows) => money(addMoney(rows.map(get).filter((v) => v !== null && v !== undefined)), totalTestId),
+    total: (rows) => money(addMoney(rows.map(get).filter((v) => v !== null && v !== undefined)), totalTestId, {unit: false}),
   };
 }
 
