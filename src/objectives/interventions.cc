@@ -72,12 +72,6 @@ void DecideHeld(const InterventionRule& rule, const DecisionInputs& in, Interven
     Decision d = Base(rule, in.at_ms, held.job);
     d.devices = held.devices;
     d.gpus = held.gpus;
-    if (std::string e = ExemptionOf(rule.exempt, held.job); !e.empty()) {
-      d.outcome = Outcome::kSkipped;
-      d.reason = fmt::format("exempt ({})", e);
-      out.push_back(std::move(d));
-      continue;
-    }
     if (held.evidence_until_ms == 0 || in.at_ms - held.evidence_until_ms > rule.staleness_limit_ms) {
       d.outcome = Outcome::kSkipped;
       d.reason = held.evidence_until_ms == 0
@@ -96,10 +90,19 @@ void DecideHeld(const InterventionRule& rule, const DecisionInputs& in, Interven
     d.evidence = fmt::format("{} idle for {}: every sample of its {:g} GPUs under {:g}% activity (highest {:.1f}%, {} samples)",
                              JobKindName(held.job.kind), Span(rule.idle_for_ms), held.gpus, rule.idle_below * 100,
                              held.max_activity * 100, held.samples);
-    if (rule.action == InterventionAction::kStop || rule.action == InterventionAction::kRequeue) {
+    if (std::string e = ExemptionOf(rule.exempt, held.job); !e.empty()) {
+      d.outcome = Outcome::kSkipped;
+      d.reason = fmt::format("exempt ({})", e);
+      out.push_back(std::move(d));
+      continue;
+    }
+    if (!Conclude(rule, in.at_ms, d, h)) continue;
+    // Only a stop that goes ahead frees anything: a warning or a skip leaves the GPUs held.
+    bool stops = rule.action == InterventionAction::kStop || rule.action == InterventionAction::kRequeue;
+    if (stops && (d.outcome == Outcome::kTaken || d.outcome == Outcome::kProposed)) {
       d.per_hour_freed = held.price_per_hour;
     }
-    if (Conclude(rule, in.at_ms, d, h)) out.push_back(std::move(d));
+    out.push_back(std::move(d));
   }
 }
 
@@ -119,23 +122,25 @@ void DecidePending(const InterventionRule& rule, const DecisionInputs& in, Inter
   for (const Job* job : selected) {
     Decision d = Base(rule, in.at_ms, *job);
     d.gpus = std::max(1, job->requested_gpus);
-    if (std::string e = ExemptionOf(rule.exempt, *job); !e.empty()) {
-      d.outcome = Outcome::kSkipped;
-      d.reason = fmt::format("exempt ({})", e);
-      out.push_back(std::move(d));
-      continue;
-    }
+    double* free = nullptr;
     if (rule.action == InterventionAction::kReprioritize) {
-      double& free = idle[job->pool];
-      if (job->priority >= rule.raise_to || d.gpus > free) continue;
+      free = &idle[job->pool];
+      if (job->priority >= rule.raise_to || d.gpus > *free) continue;
       d.new_priority = rule.raise_to;
       d.evidence = fmt::format("pending {}, wants {:g} GPUs; {:g} idle in pool {} now",
-                               Span(in.at_ms - job->submit_ms.value_or(in.at_ms)), d.gpus, free, job->pool);
-      free -= d.gpus;
+                               Span(in.at_ms - job->submit_ms.value_or(in.at_ms)), d.gpus, *free, job->pool);
     } else {
       d.evidence = rule.objective.empty() ? std::string("selected by the rule")
                                           : fmt::format("objective {} is firing", rule.objective);
     }
+    if (std::string e = ExemptionOf(rule.exempt, *job); !e.empty()) {
+      d.outcome = Outcome::kSkipped;
+      d.new_priority = 0;
+      d.reason = fmt::format("exempt ({})", e);
+      out.push_back(std::move(d));
+      continue;
+    }
+    if (free != nullptr) *free -= d.gpus;  // these GPUs are spoken for
     if (Conclude(rule, in.at_ms, d, h)) out.push_back(std::move(d));
   }
 }

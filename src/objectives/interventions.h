@@ -4,10 +4,13 @@
 // one, and the backtest replays them over history.
 //
 // Safety, in the order it is checked for each job a rule selects:
-//  1. exemptions (a rule's `exempt` entries);
-//  2. staleness: the job's newest sample older than the rule's limit: no action;
-//  3. evidence: held at least `idle_for`, every sample in it under `idle_below` (a sample
-//     with no process counts as idle); a job that is not idle clears its warning;
+//  1. staleness: the job's newest sample older than the rule's limit: no action;
+//  2. evidence: held at least `idle_for`, every sample in it under `idle_below` (a sample
+//     with no process counts as idle); a job that is not idle clears its warning (pending
+//     jobs: a hold's evidence is its objective firing; a re-prioritization's, that the job
+//     fits the GPUs idle in its pool now, smallest jobs first);
+//  3. exemptions (a rule's `exempt` entries): reported as skips, for jobs the rule would
+//     have acted on;
 //  4. cooldown: at most one action per job per rule per `cooldown`;
 //  5. grace: a stop (hold, stop, requeue) is first a warning to the owner; the action
 //     follows once `grace` has passed and the evidence still holds;
