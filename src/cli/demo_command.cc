@@ -45,15 +45,70 @@ double MaxLiveSpeed(int64_t sample_interval_ms) {
   return 2.0 * static_cast<double>(sample_interval_ms) / static_cast<double>(kLiveTickMs);
 }
 
+// The objectives and rules the demo runs, rules in dry-run: `gpuledger slo status` and the
+// backtest show a newcomer alerts and proposed actions on the demo's week (docs/objectives.md).
+constexpr std::string_view kDemoObjectives = R"toml(
+[[objective]]
+name = "training-utilization"
+kind = "utilization"
+scope = "pool:training"
+target = "65%"
+window = "7d"
+
+[[objective]]
+name = "serving-utilization"         # serving keeps headroom on purpose: a lower target
+kind = "utilization"
+scope = "pool:serving"
+target = "40%"
+window = "7d"
+
+[[objective]]
+name = "dev-allocated-efficiency"
+kind = "utilization"
+scope = "pool:dev"
+measure = "allocated_efficiency"
+target = "30%"
+window = "1d"
+
+[[objective]]
+name = "gpus-within-10m"
+kind = "availability"
+scope = "fleet"
+target = "95%"
+start_within = "10m"
+window = "7d"
+
+[[objective]]
+name = "nlp-budget"
+kind = "budget"
+scope = "team:nlp"
+window = "7d"
+
+[[intervention]]
+name = "idle-notebooks"              # dry-run: proposes, never acts (mode = "enforce" acts)
+action = "stop"
+kind = "notebook"
+idle_below = "5%"
+idle_for = "2h"
+grace = "30m"
+
+[[intervention]]
+name = "fill-idle-training-gpus"
+action = "reprioritize"
+pool = "training"
+raise_to = 1000
+)toml";
+
 // The demo's config beside its store: the store's path, the fleet's prices, targets and
-// budgets. The demo's server reads it like `serve --config`, and the commands it suggests
+// budgets, and the objectives and rules above. The demo's server reads it like `serve --config`, and the commands it suggests
 // take it, so that the report, `usage --by pool` and the dashboard judge by the same
 // targets (docs/configuration.md, "Targets and budgets").
 Status WriteDemoConfig(const demo::DemoFleet& fleet, const CommonOptions& mine) {
   std::ofstream f(mine.config_path, std::ios::binary | std::ios::trunc);
   f << kDemoConfigHeader << ": its fleet's prices, targets and budgets.\n"
     << config::WriteGoalsAndPrices(fleet.FleetGoals(), fleet.Prices().entries(),
-                                   std::filesystem::absolute(mine.db_path).lexically_normal().string());
+                                   std::filesystem::absolute(mine.db_path).lexically_normal().string())
+    << kDemoObjectives;
   if (!f.flush()) return Unavailable(fmt::format("cannot write {}", mine.config_path));
   return Status::Ok();
 }

@@ -22,6 +22,11 @@ Result<BacktestReport> Backtest(ledger::Ledger& ledger, const std::vector<Object
   for (const ObjectiveSpec& o : objectives) history_ms = std::max(history_ms, o.window_ms);
   std::unique_ptr<ObjectiveSource> source = HourlySource(ledger, {window.begin_ms - history_ms, window.end_ms});
   for (const ObjectiveSpec& o : objectives) report.objectives.push_back({.name = o.name});
+  for (const InterventionRule& r : rules) report.rules.push_back({.name = r.name});
+  auto rule_summary = [&](const std::string& name) -> RuleSummary& {
+    return *std::find_if(report.rules.begin(), report.rules.end(), [&](const RuleSummary& s) { return s.name == name; });
+  };
+  std::map<std::string, std::set<std::string>> acted_on;  // rule -> jobs
 
   std::vector<Job> jobs;
   if (!rules.empty()) {
@@ -69,11 +74,19 @@ Result<BacktestReport> Backtest(ledger::Ledger& ledger, const std::vector<Object
     std::erase_if(in.held, [&](const ledger::HeldJob& h) { return stopped.count(h.job.id) > 0; });
     std::erase_if(in.pending, [&](const Job& j) { return stopped.count(j.id) > 0; });
     for (Decision& d : Decide(enforced, in, history)) {
+      RuleSummary& rs = rule_summary(d.rule);
       if (d.outcome == Outcome::kSkipped) {
         ++report.skipped;
+        ++rs.skipped;
         continue;
       }
       d.outcome = d.outcome == Outcome::kTaken ? Outcome::kProposed : d.outcome;
+      if (d.outcome == Outcome::kWarned) {
+        ++rs.warned;
+      } else {
+        ++rs.proposed;
+        acted_on[d.rule].insert(d.job.id);
+      }
       bool frees = d.outcome == Outcome::kProposed &&
                    (d.action == InterventionAction::kStop || d.action == InterventionAction::kRequeue);
       if (frees) {
@@ -88,9 +101,24 @@ Result<BacktestReport> Backtest(ledger::Ledger& ledger, const std::vector<Object
         f.money = Money::FromMicros(static_cast<int64_t>((2 * n + kMsPerHour) / (2 * kMsPerHour)));
         report.gpu_hours_freed += f.gpu_hours;
         report.money_freed += f.money;
+        rs.gpu_hours_freed += f.gpu_hours;
+        rs.money_freed += f.money;
         report.freed.push_back(std::move(f));
       }
       report.decisions.push_back(std::move(d));
+    }
+  }
+  for (RuleSummary& rs : report.rules) rs.jobs = static_cast<int64_t>(acted_on[rs.name].size());
+  for (const ObjectiveSpec& o : objectives) {
+    for (const BurnWindow& w : kBurnWindows) {
+      AlertSummary sum{.objective = o.name, .window = w};
+      for (const AlertEpisode& e : report.alerts) {
+        if (e.objective != o.name || e.window.long_ms != w.long_ms) continue;
+        ++sum.episodes;
+        sum.firing_ms += e.resolved_ms.value_or(window.end_ms) - e.fired_ms;
+        sum.peak_burn = std::max(sum.peak_burn, e.peak_burn);
+      }
+      if (sum.episodes > 0) report.alert_summary.push_back(sum);
     }
   }
   return report;

@@ -46,11 +46,33 @@ struct FreedCapacity {
   Money money;
 };
 
+// One rule's part of a backtest.
+struct RuleSummary {
+  std::string name;
+  int64_t proposed = 0;  // actions the rule would have taken
+  int64_t warned = 0;    // owners warned before a stop
+  int64_t skipped = 0;   // held back by a safety rule
+  int64_t jobs = 0;      // distinct jobs acted on
+  double gpu_hours_freed = 0;
+  Money money_freed;
+};
+
+// One objective and alert window's part of a backtest.
+struct AlertSummary {
+  std::string objective;
+  BurnWindow window;
+  int64_t episodes = 0;
+  int64_t firing_ms = 0;  // in all, up to the window's end for one still firing
+  double peak_burn = 0;
+};
+
 struct BacktestReport {
   TimeRange window;
   int64_t step_ms = 0;
   std::vector<ObjectiveSummary> objectives;  // in config order
   std::vector<AlertEpisode> alerts;          // by fire time
+  std::vector<AlertSummary> alert_summary;   // by objective (config order), then window
+  std::vector<RuleSummary> rules;            // in config order
   std::vector<Decision> decisions;           // proposed and warned (not skips), by time
   int64_t skipped = 0;                       // decisions a safety rule held back
   std::vector<FreedCapacity> freed;          // the stops, with what each freed

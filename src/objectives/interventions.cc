@@ -87,7 +87,7 @@ void DecideHeld(const InterventionRule& rule, const DecisionInputs& in, Interven
       h.warned_ms.erase({rule.name, held.job.id});  // the evidence changed: a new warning next time
       continue;
     }
-    d.evidence = fmt::format("{} idle for {}: every sample of its {:g} GPUs under {:g}% activity (highest {:.1f}%, {} samples)",
+    d.evidence = fmt::format("{} idle for {}: every sample of its {:.3g} GPUs under {:g}% activity (highest {:.1f}%, {} samples)",
                              JobKindName(held.job.kind), Span(rule.idle_for_ms), held.gpus, rule.idle_below * 100,
                              held.max_activity * 100, held.samples);
     if (std::string e = ExemptionOf(rule.exempt, held.job); !e.empty()) {
