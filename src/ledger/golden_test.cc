@@ -249,8 +249,8 @@ TEST_P(GoldenTest, MatchesHandComputedBuckets) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, GoldenTest,
-                         ::testing::ValuesIn(gpuledger::testing::GoldenFiles("src/ledger/testdata/golden")),
-                         gpuledger::testing::GoldenTestName);
+                         ::testing::ValuesIn(gpuledger::test_env::GoldenFiles("src/ledger/testdata/golden")),
+                         gpuledger::test_env::GoldenTestName);
 
 }  // namespace
 }  // namespace gpuledger::ledger

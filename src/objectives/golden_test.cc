@@ -295,8 +295,8 @@ TEST_P(ObjectivesGoldenTest, MatchesHandComputedAnswers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, ObjectivesGoldenTest,
-                         ::testing::ValuesIn(gpuledger::testing::GoldenFiles("src/objectives/testdata/golden")),
-                         gpuledger::testing::GoldenTestName);
+                         ::testing::ValuesIn(gpuledger::test_env::GoldenFiles("src/objectives/testdata/golden")),
+                         gpuledger::test_env::GoldenTestName);
 
 }  // namespace
 }  // namespace gpuledger::objectives

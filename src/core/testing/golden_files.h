@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace gpuledger::testing {
+namespace gpuledger::test_env {
 
 // The `*.test` files of `folder` (relative to the source tree), sorted.
 inline std::vector<std::filesystem::path> GoldenFiles(const std::string& folder) {
@@ -32,4 +32,4 @@ inline std::string GoldenTestName(const ::testing::TestParamInfo<std::filesystem
   return n;
 }
 
-}  // namespace gpuledger::testing
+}  // namespace gpuledger::test_env
