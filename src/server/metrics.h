@@ -30,6 +30,14 @@ enum class MetricId {
   kStoreDevices,
   kFleetUtilization,
   kFleetGpuSeconds,
+  // The objectives loop (server/objectives_loop.h).
+  kObjectiveEvaluations,
+  kObjectiveBurnRate,
+  kObjectiveBudgetLeft,
+  kAlertsFiring,
+  kAlertDeliveries,
+  kAlertQueue,
+  kInterventionDecisions,
 };
 
 struct CatalogEntry {
