@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "alerting/delivery.h"
+#include "core/testing/http_server.h"
 
 namespace gpuledger::alerting {
 namespace {
@@ -24,25 +25,8 @@ using Steady = std::chrono::steady_clock;
 class Receiver {
  public:
   explicit Receiver(std::vector<int> statuses = {}, std::string retry_after = "")
-      : statuses_(std::move(statuses)), retry_after_(std::move(retry_after)) {
-    server_.Post(".*", [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard lock(mu_);
-      bodies_.push_back(req.body);
-      times_.push_back(Steady::now());
-      int status = calls_ < statuses_.size() ? statuses_[calls_] : 200;
-      ++calls_;
-      res.status = status;
-      if (status == 429 && !retry_after_.empty()) res.set_header("Retry-After", retry_after_);
-      res.set_content(status == 200 ? "ok" : "rate_limited", "text/plain");
-    });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-  }
-  ~Receiver() {
-    server_.stop();
-    thread_.join();
-  }
-  std::string url(const std::string& path = "/hook") const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
+      : statuses_(std::move(statuses)), retry_after_(std::move(retry_after)) {}
+  std::string url(const std::string& path = "/hook") const { return server_.url(path); }
   std::vector<std::string> bodies() const {
     std::lock_guard lock(mu_);
     return bodies_;
@@ -53,15 +37,27 @@ class Receiver {
   }
 
  private:
-  httplib::Server server_;
-  int port_ = 0;
-  std::thread thread_;
+  void Answer(const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard lock(mu_);
+    bodies_.push_back(req.body);
+    times_.push_back(Steady::now());
+    int status = calls_ < statuses_.size() ? statuses_[calls_] : 200;
+    ++calls_;
+    res.status = status;
+    if (status == 429 && !retry_after_.empty()) res.set_header("Retry-After", retry_after_);
+    res.set_content(status == 200 ? "ok" : "rate_limited", "text/plain");
+  }
+
   mutable std::mutex mu_;
   std::vector<int> statuses_;
   std::string retry_after_;
   size_t calls_ = 0;
   std::vector<std::string> bodies_;
   std::vector<Steady::time_point> times_;
+  // Last: destroyed (its thread stopped) before the state its handler uses.
+  test_env::LoopbackHttpServer server_{[this](httplib::Server& http) {
+    http.Post(".*", [this](const httplib::Request& req, httplib::Response& res) { Answer(req, res); });
+  }};
 };
 
 Alert MakeAlert(int i, std::string description = "utilization 50% against 65%") {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/testing/http_server.h"
 #include "ledger/test_fixture.h"
 
 namespace gpuledger::server {
@@ -20,31 +21,22 @@ using ledger::testing::kBaseMs;
 
 class Recorder {
  public:
-  Recorder() {
-    http_.Post("/hook", [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard lock(mu_);
-      bodies_.push_back(req.body);
-      res.set_content("ok", "text/plain");
-    });
-    port_ = http_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { http_.listen_after_bind(); });
-  }
-  ~Recorder() {
-    http_.stop();
-    thread_.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/hook"; }
+  std::string url() const { return server_.url("/hook"); }
   std::vector<std::string> bodies() {
     std::lock_guard lock(mu_);
     return bodies_;
   }
 
  private:
-  httplib::Server http_;
-  int port_ = 0;
-  std::thread thread_;
   std::mutex mu_;
   std::vector<std::string> bodies_;
+  test_env::LoopbackHttpServer server_{[this](httplib::Server& http) {
+    http.Post("/hook", [this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard lock(mu_);
+      bodies_.push_back(req.body);
+      res.set_content("ok", "text/plain");
+    });
+  }};
 };
 
 TEST(ObjectivesLoopTest, SendsWhatFiresAndCountsItInMetrics) {
