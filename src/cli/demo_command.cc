@@ -11,6 +11,7 @@
 #include "report/usage_format.h"
 #include "server/auth.h"
 #include "server/client.h"
+#include "server/objectives_loop.h"
 #include "server/server.h"
 #include "store/store.h"
 #include "wire/batch.h"
@@ -178,10 +179,15 @@ int RunLive(const demo::DemoOptions& d, const CommonOptions& mine, const std::st
               "  try: curl -H 'Authorization: Bearer %s' '%s/api/v1/usage?window=1d&by=team'\n"
               "       gpuledger usage --server %s --token %s --window 1d\n"
               "       gpuledger report weekly --config %s (the same targets as the dashboard)\n"
+              "       gpuledger slo status --config %s (objectives; the dry-run rules' proposals are logged here)\n"
               "  simulated time runs %gx real time; Ctrl-C stops\n",
               url.c_str(), mine.db_path.c_str(), mine.config_path.c_str(), token.c_str(), url.c_str(), token.c_str(),
-              url.c_str(), url.c_str(), token.c_str(), mine.config_path.c_str(), speed);
+              url.c_str(), url.c_str(), token.c_str(), mine.config_path.c_str(), mine.config_path.c_str(), speed);
   std::fflush(stdout);
+  // The demo's objectives and dry-run rules, judged as serve judges them (docs/objectives.md).
+  auto objectives = server::ObjectivesLoop::Create(**ledger, sim_clock, (*srv)->metrics(), config);
+  if (!objectives.ok()) return Fail(objectives.status());
+  if (*objectives) (*objectives)->Start();
   auto t0 = std::chrono::steady_clock::now();
   int64_t sim0 = d.start_ms + history_ms;
   timespec tick{0, kLiveTickMs * 1'000'000};
@@ -192,10 +198,12 @@ int RunLive(const demo::DemoOptions& d, const CommonOptions& mine, const std::st
     sim_clock.Set(sim_now);
     st = send(sim_now, d.sample_interval_ms);
     if (!st.ok()) {
+      if (*objectives) (*objectives)->Stop();
       (*srv)->Stop();
       return Fail(st);
     }
   }
+  if (*objectives) (*objectives)->Stop();
   std::fprintf(stderr, "\ndemo: stopping (%lld batches sent; simulated time %s)\n", static_cast<long long>(batches),
                FormatTime(sim_clock.NowMs()).c_str());
   (*srv)->Stop();
