@@ -421,26 +421,28 @@ TEST(ConfigTest, PriceFilesHoldOnlyPrices) {
 TEST(ConfigTest, TheShippedExamplesLoad) {
   auto agent = Load(std::string(GPULEDGER_SOURCE_DIR) + "/deploy/agent.toml");
   EXPECT_TRUE(agent.ok()) << agent.status().ToString();
-  std::ifstream doc(std::string(GPULEDGER_SOURCE_DIR) + "/docs/configuration.md");
-  ASSERT_TRUE(doc) << "docs/configuration.md";
   TempDir dir;
-  std::string line, block;
   int blocks = 0;
-  bool in_block = false;
-  while (std::getline(doc, line)) {
-    if (line == "```toml") {
-      in_block = true;
-      block.clear();
-    } else if (in_block && line == "```") {
-      in_block = false;
-      ++blocks;
-      auto c = Load(dir.Write("example.toml", block));
-      EXPECT_TRUE(c.ok()) << "docs/configuration.md example " << blocks << ": " << c.status().ToString();
-    } else if (in_block) {
-      block += line + "\n";
+  for (const char* name : {"configuration.md", "objectives.md"}) {
+    std::ifstream doc(std::string(GPULEDGER_SOURCE_DIR) + "/docs/" + name);
+    ASSERT_TRUE(doc) << name;
+    std::string line, block;
+    bool in_block = false;
+    while (std::getline(doc, line)) {
+      if (line == "```toml") {
+        in_block = true;
+        block.clear();
+      } else if (in_block && line == "```") {
+        in_block = false;
+        ++blocks;
+        auto c = Load(dir.Write("example.toml", block));
+        EXPECT_TRUE(c.ok()) << "docs/" << name << " example " << blocks << ": " << c.status().ToString();
+      } else if (in_block) {
+        block += line + "\n";
+      }
     }
   }
-  EXPECT_GE(blocks, 2);
+  EXPECT_GE(blocks, 5);
 }
 
 // [[objective]], [[intervention]] and [alerting], every key set (docs/objectives.md).
