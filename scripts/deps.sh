@@ -18,8 +18,9 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc
   # tests and benchmarks; clang and its runtime for the libFuzzer targets
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev
-  # real components the tests and benchmarks start (promtool, Prometheus, VictoriaMetrics)
-  prometheus victoria-metrics
+  # real components the tests and benchmarks start (promtool, Prometheus, VictoriaMetrics,
+  # the Alertmanager the alert sink's test sends to)
+  prometheus victoria-metrics prometheus-alertmanager
   # a local Slurm cluster for the agent's Slurm test (src/agent/testdata/slurm)
   slurmctld slurmd slurm-client munge
   # headless Chromium: the dashboard's browser test and `report weekly --pdf`

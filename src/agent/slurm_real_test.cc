@@ -3,9 +3,6 @@
 // `sbatch --gres=gpu:2 -A nlp`, the fake NVML reporting that job's process on two GPUs,
 // the agent, and a real ledger behind the test server. Needs root and the Debian
 // packages slurmctld, slurmd, slurm-client and munge; skipped with a message elsewhere.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <gmock/gmock.h>
@@ -19,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "agent/agent.h"
+#include "agent/local_slurm.h"
 #include "agent/test_server.h"
 #include "agent/test_util.h"
 #include "core/testing/missing_component.h"
@@ -34,61 +32,22 @@ using testing::TempDir;
 using testing::TestLedgerServer;
 using testing::WriteFile;
 
-const std::string kHarness = std::string(GPULEDGER_AGENT_TESTDATA_DIR) + "/slurm/slurm_harness.sh";
-
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
-
-std::string Missing() {
-  if (::geteuid() != 0) return "not root (slurmd and munged need it)";
-  for (const char* bin : {"/usr/sbin/slurmctld", "/usr/sbin/slurmd", "/usr/sbin/munged", "/usr/bin/sbatch",
-                          "/usr/bin/scontrol", "/usr/bin/sinfo"}) {
-    if (!std::filesystem::exists(bin)) {
-      return fmt::format("{} missing (Debian: slurmctld slurmd slurm-client munge)", bin);
-    }
-  }
-  return "";
-}
-
 // Starts the cluster; stops it (and cancels the job) at the end of the test.
 struct Cluster {
   TempDir dir;
-  std::string error;
   std::string job_id;
-  explicit Cluster() {
-    auto out = RunCommand({kHarness, "start", dir / "slurm", std::to_string(FreePort()), std::to_string(FreePort())},
-                          60'000);
-    if (!out.ok()) {
-      error = out.status().message();
-      return;
-    }
-    ::setenv("SLURM_CONF", (dir / "slurm/slurm.conf").c_str(), 1);
-  }
+  local_slurm::Cluster slurm{dir / "slurm"};
   ~Cluster() {
     if (!job_id.empty()) (void)RunCommand({"scancel", job_id}, 10'000);
-    (void)RunCommand({kHarness, "stop", dir / "slurm"}, 30'000);
-    ::unsetenv("SLURM_CONF");
   }
 };
 
 TEST(SlurmRealTest, SbatchJobIsAttributedAndEnrichedFromSlurm) {
-  if (std::string why = Missing(); !why.empty()) GPULEDGER_SKIP_OR_FAIL_IN_CI() << why;
+  if (std::string why = local_slurm::Missing(); !why.empty()) GPULEDGER_SKIP_OR_FAIL_IN_CI() << why;
   Cluster cluster;
-  if (!cluster.error.empty()) {
+  if (!cluster.slurm.error().empty()) {
     GPULEDGER_SKIP_OR_FAIL_IN_CI() << "the local Slurm cluster did not start here: "
-                                   << cluster.error;
+                                   << cluster.slurm.error();
   }
 
   std::string pid_file = cluster.dir / "job.pid";

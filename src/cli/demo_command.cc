@@ -11,6 +11,7 @@
 #include "report/usage_format.h"
 #include "server/auth.h"
 #include "server/client.h"
+#include "server/objectives_loop.h"
 #include "server/server.h"
 #include "store/store.h"
 #include "wire/batch.h"
@@ -45,8 +46,62 @@ double MaxLiveSpeed(int64_t sample_interval_ms) {
   return 2.0 * static_cast<double>(sample_interval_ms) / static_cast<double>(kLiveTickMs);
 }
 
+// The objectives and rules the demo runs, rules in dry-run: `gpuledger slo status` and the
+// backtest show a newcomer alerts and proposed actions on the demo's week (docs/objectives.md).
+constexpr std::string_view kDemoObjectives = R"toml(
+[[objective]]
+name = "training-utilization"
+kind = "utilization"
+scope = "pool:training"
+target = "65%"
+window = "7d"
+
+[[objective]]
+name = "serving-utilization"         # serving keeps headroom on purpose: a lower target
+kind = "utilization"
+scope = "pool:serving"
+target = "40%"
+window = "7d"
+
+[[objective]]
+name = "dev-allocated-efficiency"
+kind = "utilization"
+scope = "pool:dev"
+measure = "allocated_efficiency"
+target = "30%"
+window = "1d"
+
+[[objective]]
+name = "gpus-within-10m"
+kind = "availability"
+scope = "fleet"
+target = "95%"
+start_within = "10m"
+window = "7d"
+
+[[objective]]
+name = "nlp-budget"
+kind = "budget"
+scope = "team:nlp"
+window = "7d"
+
+[[intervention]]
+name = "idle-notebooks"              # dry-run: proposes, never acts (mode = "enforce" acts)
+action = "stop"
+kind = "notebook"
+idle_below = "5%"
+idle_for = "2h"
+grace = "30m"
+
+[[intervention]]
+name = "fill-idle-training-gpus"
+action = "reprioritize"
+pool = "training"
+raise_to = 1000
+)toml";
+
 // The demo's config beside its store: the store's path, the fleet's prices, targets and
-// budgets. The demo's server reads it like `serve --config`, and the commands it suggests
+// budgets, and the objectives and rules above. The demo's server reads it like `serve --config`, and the commands it suggests
 // take it, so that the report, `usage --by pool` and the dashboard judge by the same
 // targets (docs/configuration.md, "Targets and budgets").
 Status WriteDemoConfig(const demo::DemoFleet& fleet, const CommonOptions& mine) {
@@ -56,7 +111,8 @@ Status WriteDemoConfig(const demo::DemoFleet& fleet, const CommonOptions& mine) 
   f << kDemoConfigHeader << ": its fleet's prices, targets and budgets.\n"
     << config::WriteGoalsAndPrices(fleet.FleetGoals(), fleet.Prices().entries(),
                                    std::filesystem::absolute(mine.db_path).lexically_normal().string(),
-                                   Currency::Iso4217("USD").value());
+                                   Currency::Iso4217("USD").value())
+    << kDemoObjectives;
   if (!f.flush()) return Unavailable(fmt::format("cannot write {}", mine.config_path));
   return Status::Ok();
 }
@@ -127,10 +183,15 @@ int RunLive(const demo::DemoOptions& d, const CommonOptions& mine, const std::st
               "  try: curl -H 'Authorization: Bearer %s' '%s/api/v1/usage?window=1d&by=team'\n"
               "       gpuledger usage --server %s --token %s --window 1d\n"
               "       gpuledger report weekly --config %s (the same targets as the dashboard)\n"
+              "       gpuledger slo status --config %s (objectives; the dry-run rules' proposals are logged here)\n"
               "  simulated time runs %gx real time; Ctrl-C stops\n",
               url.c_str(), mine.db_path.c_str(), mine.config_path.c_str(), token.c_str(), url.c_str(), token.c_str(),
-              url.c_str(), url.c_str(), token.c_str(), mine.config_path.c_str(), speed);
+              url.c_str(), url.c_str(), token.c_str(), mine.config_path.c_str(), mine.config_path.c_str(), speed);
   std::fflush(stdout);
+  // The demo's objectives and dry-run rules, judged as serve judges them (docs/objectives.md).
+  auto objectives = server::ObjectivesLoop::Create(**ledger, sim_clock, (*srv)->metrics(), config);
+  if (!objectives.ok()) return Fail(objectives.status());
+  if (*objectives) (*objectives)->Start();
   auto t0 = std::chrono::steady_clock::now();
   int64_t sim0 = d.start_ms + history_ms;
   timespec tick{0, kLiveTickMs * 1'000'000};
@@ -141,10 +202,12 @@ int RunLive(const demo::DemoOptions& d, const CommonOptions& mine, const std::st
     sim_clock.Set(sim_now);
     st = send(sim_now, d.sample_interval_ms);
     if (!st.ok()) {
+      if (*objectives) (*objectives)->Stop();
       (*srv)->Stop();
       return Fail(st);
     }
   }
+  if (*objectives) (*objectives)->Stop();
   std::fprintf(stderr, "\ndemo: stopping (%lld batches sent; simulated time %s)\n", static_cast<long long>(batches),
                FormatTime(sim_clock.NowMs()).c_str());
   (*srv)->Stop();

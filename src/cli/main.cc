@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   AddReportCommand(app, common, commands);
   AddRecommendCommand(app, common, commands);
   AddServingCommand(app, common, commands);
+  AddSloCommand(app, common, commands);
   AddSimulateCommand(app, common);
   CLI11_PARSE(app, argc, argv);
   for (const Command& c : commands) {

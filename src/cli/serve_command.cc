@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "server/auth.h"
 #include "server/server.h"
+#include "server/objectives_loop.h"
 #include "server/server_config.h"
 #include "store/store.h"
 
@@ -71,14 +72,19 @@ void AddServeCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    options.what_if = WhatIfForServer();
                    auto srv = server::Server::Create(**ledger, clock, options);
                    if (!srv.ok()) return Fail(srv.status());
+                   // The config's objectives, alerts and rules (docs/objectives.md); none: null.
+                   auto objectives = server::ObjectivesLoop::Create(**ledger, clock, (*srv)->metrics(), config);
+                   if (!objectives.ok()) return Fail(objectives.status());
                    Status st = (*srv)->Start();
                    if (!st.ok()) return Fail(st);
+                   if (*objectives) (*objectives)->Start();
                    std::fprintf(stderr, "gpuledger: serving on %s (Ctrl-C or SIGTERM stops)\n",
                                 (*srv)->Url().c_str());
                    int sig = 0;
                    sigwait(&stop, &sig);
                    std::fprintf(stderr, "gpuledger: %s: finishing requests in flight\n",
                                 sig == SIGINT ? "SIGINT" : "SIGTERM");
+                   if (*objectives) (*objectives)->Stop();
                    (*srv)->Stop();
                    return 0;
                  }});

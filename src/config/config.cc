@@ -159,6 +159,31 @@ class Reader {
     return Status::Ok();
   }
 
+  // A share: a percentage string ("65%") or a ratio in 0..1.
+  Status Percent(std::string_view key, std::optional<double>& out) const {
+    return Value(key, out, [](const toml::node& n) -> Result<double> {
+      if (auto text = n.value_exact<std::string>()) return ParsePercent(*text);
+      auto v = n.value<double>();
+      if (!v || !(*v >= 0 && *v <= 1)) return InvalidArgument("want a percentage such as \"65%\" or a ratio in 0..1");
+      return *v;
+    });
+  }
+
+  // A string that `parse` turns into a T (an enum's name).
+  template <typename T, typename Parse>
+  Status Named(std::string_view key, std::optional<T>& out, Parse parse) const {
+    return Value(key, out, [&](const toml::node& n) -> Result<T> {
+      GPULEDGER_ASSIGN_OR_RETURN(std::string text, Exact<std::string>(n, "want a string"));
+      return parse(text);
+    });
+  }
+
+  // Whether the table has `key`.
+  bool Has(std::string_view key) const { return table_.get(key) != nullptr; }
+
+  // "FILE:LINE: TABLE.KEY: what" for a key the table has. REQUIRES: Has(key).
+  Status FailKey(std::string_view key, std::string_view what) const { return Fail(*table_.get(key), key, what); }
+
   // An amount of money: a decimal string, never a float.
   Status Amount(const toml::node& n, std::string_view key, Money& out) const {
     Note(key, n);
@@ -521,6 +546,190 @@ Status ReadAgent(const std::string& file, const toml::table& t, int64_t line, Ag
   return ReadKubernetes(file, *kt, LineOf(*t.get("kubernetes")), s.kubernetes);
 }
 
+
+// [[objective]] tables (docs/objectives.md).
+Status ReadObjectives(const std::string& file, const Reader& root, const Goals& goals, std::vector<ObjectiveSpec>& out) {
+  return root.EachTable("objective", [&](const toml::table& t, int64_t line) -> Status {
+    Where where(file, line, "objective");
+    where.MarkArray();
+    Reader r(file, t, where);
+    GPULEDGER_RETURN_IF_ERROR(r.Known({"name", "kind", "scope", "measure", "target", "window", "interval",
+                                       "start_within", "budget"}));
+    ObjectiveSpec o;
+    o.source = fmt::format("{}:{}", file, line);
+    GPULEDGER_RETURN_IF_ERROR(r.String("name", o.name));
+    std::optional<ObjectiveKind> kind;
+    GPULEDGER_RETURN_IF_ERROR(r.Named("kind", kind, ParseObjectiveKind));
+    if (o.name.empty() || !kind) {
+      return InvalidArgument(fmt::format("{}: needs name and kind (utilization, availability or budget)", where.Table()));
+    }
+    o.kind = *kind;
+    for (const ObjectiveSpec& other : out) {
+      if (other.name == o.name) {
+        return r.FailKey("name", fmt::format("\"{}\" names the objective at {} too", o.name, other.source));
+      }
+    }
+    std::optional<ObjectiveScope> scope;
+    GPULEDGER_RETURN_IF_ERROR(r.Named("scope", scope, ParseObjectiveScope));
+    Overlay(scope, o.scope);
+    std::optional<UtilizationMeasure> measure;
+    GPULEDGER_RETURN_IF_ERROR(r.Named("measure", measure, ParseUtilizationMeasure));
+    Overlay(measure, o.measure);
+    std::optional<double> target;
+    GPULEDGER_RETURN_IF_ERROR(r.Percent("target", target));
+    std::optional<int64_t> window, interval, within;
+    GPULEDGER_RETURN_IF_ERROR(r.Duration("window", window));
+    GPULEDGER_RETURN_IF_ERROR(r.Duration("interval", interval));
+    GPULEDGER_RETURN_IF_ERROR(r.Duration("start_within", within));
+    Overlay(window, o.window_ms);
+    Overlay(interval, o.interval_ms);
+    Overlay(within, o.start_within_ms);
+    // Keys that mean something for one kind only.
+    auto only = [&](const char* key, ObjectiveKind k) -> Status {
+      if (r.Has(key) && o.kind != k) {
+        return r.FailKey(key, fmt::format("only objectives of kind {} have {}", ObjectiveKindName(k), key));
+      }
+      return Status::Ok();
+    };
+    GPULEDGER_RETURN_IF_ERROR(only("measure", ObjectiveKind::kUtilization));
+    GPULEDGER_RETURN_IF_ERROR(only("start_within", ObjectiveKind::kAvailability));
+    GPULEDGER_RETURN_IF_ERROR(only("budget", ObjectiveKind::kBudget));
+    if (o.kind == ObjectiveKind::kBudget) {
+      if (o.scope.of != ObjectiveScope::Of::kTeam) {
+        return InvalidArgument(fmt::format("{}: a budget objective's scope is team:NAME", where.Table()));
+      }
+      o.target = target.value_or(1.0);
+      if (r.Has("budget")) {
+        Money budget;
+        GPULEDGER_RETURN_IF_ERROR(r.Amount(*t.get("budget"), "budget", budget));
+        if (budget.micros() <= 0) return r.FailKey("budget", "a budget must be a positive amount");
+        o.monthly_budget = budget;
+      } else if (auto it = goals.monthly_budgets.find(o.scope.name); it != goals.monthly_budgets.end()) {
+        o.monthly_budget = it->second;
+      } else {
+        return InvalidArgument(fmt::format("{}: team {} has no budget: set budget here or in [budgets]",
+                                           where.Table(), o.scope.name));
+      }
+      if (o.target <= 0) return r.FailKey("target", "a budget objective's target is the share of the budget the team may spend, above 0%");
+    } else {
+      if (!target) return InvalidArgument(fmt::format("{}: target is required, e.g. \"65%\"", where.Table()));
+      o.target = *target;
+      if (o.target <= 0 || o.target >= 1) {
+        return r.FailKey("target", "must be above 0% and below 100% (100% leaves no error budget)");
+      }
+    }
+    if (o.interval_ms > o.window_ms) return r.FailKey("interval", "is longer than the objective's window");
+    out.push_back(std::move(o));
+    return Status::Ok();
+  });
+}
+
+// [[intervention]] tables (docs/objectives.md); `objectives` are those already read.
+Status ReadInterventions(const std::string& file, const Reader& root, const std::vector<ObjectiveSpec>& objectives,
+                         std::vector<InterventionRule>& out) {
+  return root.EachTable("intervention", [&](const toml::table& t, int64_t line) -> Status {
+    Where where(file, line, "intervention");
+    where.MarkArray();
+    Reader r(file, t, where);
+    GPULEDGER_RETURN_IF_ERROR(r.Known({"name", "action", "mode", "objective", "kind", "pool", "team", "idle_below",
+                                       "idle_for", "raise_to", "grace", "exempt", "max_actions_per_hour",
+                                       "staleness_limit", "cooldown"}));
+    InterventionRule rule;
+    rule.source = fmt::format("{}:{}", file, line);
+    GPULEDGER_RETURN_IF_ERROR(r.String("name", rule.name));
+    std::optional<InterventionAction> action;
+    GPULEDGER_RETURN_IF_ERROR(r.Named("action", action, ParseInterventionAction));
+    if (rule.name.empty() || !action) {
+      return InvalidArgument(
+          fmt::format("{}: needs name and action (notify, hold, reprioritize, stop or requeue)", where.Table()));
+    }
+    rule.action = *action;
+    for (const InterventionRule& other : out) {
+      if (other.name == rule.name) {
+        return r.FailKey("name", fmt::format("\"{}\" names the intervention at {} too", rule.name, other.source));
+      }
+    }
+    std::optional<bool> enforce;
+    GPULEDGER_RETURN_IF_ERROR(r.Named("mode", enforce, [](const std::string& m) -> Result<bool> {
+      if (m == "dry-run") return false;
+      if (m == "enforce") return true;
+      return InvalidArgument(fmt::format("mode \"{}\": want dry-run (the default) or enforce", m));
+    }));
+    Overlay(enforce, rule.enforce);
+    GPULEDGER_RETURN_IF_ERROR(r.String("objective", rule.objective));
+    if (!rule.objective.empty() &&
+        std::none_of(objectives.begin(), objectives.end(),
+                     [&](const ObjectiveSpec& o) { return o.name == rule.objective; })) {
+      return r.FailKey("objective", fmt::format("no [[objective]] is named \"{}\"", rule.objective));
+    }
+    std::optional<JobKind> kind;
+    GPULEDGER_RETURN_IF_ERROR(r.Named("kind", kind, ParseJobKind));
+    rule.kind = kind;
+    GPULEDGER_RETURN_IF_ERROR(r.String("pool", rule.pool));
+    GPULEDGER_RETURN_IF_ERROR(r.String("team", rule.team));
+    std::optional<double> idle_below;
+    GPULEDGER_RETURN_IF_ERROR(r.Percent("idle_below", idle_below));
+    Overlay(idle_below, rule.idle_below);
+    std::optional<int64_t> raise_to, max_actions;
+    GPULEDGER_RETURN_IF_ERROR(r.PositiveInteger("raise_to", raise_to));
+    GPULEDGER_RETURN_IF_ERROR(r.PositiveInteger("max_actions_per_hour", max_actions));
+    for (auto [key, v] : {std::pair{"raise_to", &raise_to}, {"max_actions_per_hour", &max_actions}}) {
+      if (*v && **v > INT32_MAX) return r.FailKey(key, "too large");
+    }
+    Overlay(raise_to, rule.raise_to);
+    Overlay(max_actions, rule.max_actions_per_hour);
+    for (auto [key, field] : {std::pair{"idle_for", &rule.idle_for_ms}, {"grace", &rule.grace_ms},
+                              {"staleness_limit", &rule.staleness_limit_ms}, {"cooldown", &rule.cooldown_ms}}) {
+      std::optional<int64_t> v;
+      GPULEDGER_RETURN_IF_ERROR(r.Duration(key, v));
+      Overlay(v, *field);
+    }
+    GPULEDGER_RETURN_IF_ERROR(r.StringList("exempt", rule.exempt));
+    for (const std::string& e : rule.exempt) {
+      auto colon = e.find(':');
+      std::string field = colon == std::string::npos ? "" : e.substr(0, colon);
+      if (colon == e.size() - 1 || (field != "team" && field != "project" && field != "user" && field != "job")) {
+        return r.FailKey("exempt", fmt::format("\"{}\": want team:NAME, project:NAME, user:NAME or job:ID", e));
+      }
+    }
+    out.push_back(std::move(rule));
+    return Status::Ok();
+  });
+}
+
+// [alerting] and its sinks.
+Status ReadAlerting(const std::string& file, const toml::table& t, int64_t line, AlertingSection& s) {
+  s.where = Where(file, line, "alerting");
+  Reader r(file, t, s.where);
+  GPULEDGER_RETURN_IF_ERROR(r.Known({"resend_interval", "alertmanager", "slack", "webhook"}));
+  GPULEDGER_RETURN_IF_ERROR(r.Duration("resend_interval", s.resend_interval_ms));
+  struct Sink {
+    const char* name;
+    const char* url_key;
+    std::vector<AlertSinkTable>* out;
+  };
+  for (const Sink& sink : {Sink{"alertmanager", "url", &s.alertmanagers}, Sink{"slack", "webhook_url", &s.slack},
+                           Sink{"webhook", "url", &s.webhooks}}) {
+    GPULEDGER_RETURN_IF_ERROR(r.EachTable(sink.name, [&](const toml::table& tt, int64_t at) -> Status {
+      AlertSinkTable table{.where = Where(file, at, fmt::format("alerting.{}", sink.name))};
+      table.where.MarkArray();
+      Reader e(file, tt, table.where);
+      GPULEDGER_RETURN_IF_ERROR(e.Known({sink.url_key, "name"}));
+      GPULEDGER_RETURN_IF_ERROR(e.String(sink.url_key, table.url));
+      GPULEDGER_RETURN_IF_ERROR(e.String("name", table.name));
+      if (!table.url.starts_with("http://") && !table.url.starts_with("https://")) {
+        if (!e.Has(sink.url_key)) {
+          return InvalidArgument(fmt::format("{}: {} is required", table.where.Table(), sink.url_key));
+        }
+        return e.FailKey(sink.url_key, fmt::format("\"{}\": want an http:// or https:// URL", table.url));
+      }
+      sink.out->push_back(std::move(table));
+      return Status::Ok();
+    }));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<Config> Load(const std::string& path) {
@@ -529,8 +738,8 @@ Result<Config> Load(const std::string& path) {
   c.file = path;
   c.where = Where(path, 0, "");
   Reader r(path, root, c.where);
-  GPULEDGER_RETURN_IF_ERROR(
-      r.Known({"db", "ledger", "price", "prices", "targets", "budgets", "server", "agent"}));
+  GPULEDGER_RETURN_IF_ERROR(r.Known({"db", "ledger", "price", "prices", "targets", "budgets", "server", "agent",
+                                     "objective", "intervention", "alerting"}));
   GPULEDGER_RETURN_IF_ERROR(r.String("db", c.db_path));
   struct Section {
     const char* name;
@@ -543,6 +752,7 @@ Result<Config> Load(const std::string& path) {
            Section{"budgets", [&](const toml::table& t, int64_t l) { return ReadBudgets(path, t, l, c.goals); }},
            Section{"server", [&](const toml::table& t, int64_t l) { return ReadServer(path, t, l, c.server); }},
            Section{"agent", [&](const toml::table& t, int64_t l) { return ReadAgent(path, t, l, c.agent); }},
+           Section{"alerting", [&](const toml::table& t, int64_t l) { return ReadAlerting(path, t, l, c.alerting); }},
        }) {
     GPULEDGER_ASSIGN_OR_RETURN(const toml::table* t, r.SubTable(s.name));
     if (t != nullptr) GPULEDGER_RETURN_IF_ERROR(s.read(*t, LineOf(*root.get(s.name))));
@@ -550,6 +760,8 @@ Result<Config> Load(const std::string& path) {
   if (root.get("price") != nullptr) {
     GPULEDGER_ASSIGN_OR_RETURN(c.prices, ReadPrices(path, r));
   }
+  GPULEDGER_RETURN_IF_ERROR(ReadObjectives(path, r, c.goals, c.objectives));
+  GPULEDGER_RETURN_IF_ERROR(ReadInterventions(path, r, c.objectives, c.interventions));
   return c;
 }
 

@@ -26,6 +26,7 @@
 
 #include "core/goals.h"
 #include "core/model.h"
+#include "core/objective.h"
 #include "core/price_book.h"
 #include "core/status.h"
 
@@ -195,6 +196,23 @@ struct AgentSection {
   Where where{"", 0, "agent"};
 };
 
+// [[alerting.alertmanager]] url, [[alerting.slack]] webhook_url, [[alerting.webhook]] url:
+// where alerts go (docs/objectives.md). The URL is checked by the sink (src/alerting).
+struct AlertSinkTable {
+  std::string url;
+  std::optional<std::string> name;  // how counters and logs call it; default: the URL's host
+  Where where;
+};
+
+// [alerting]
+struct AlertingSection {
+  std::optional<int64_t> resend_interval_ms;  // how often a firing alert is sent again
+  std::vector<AlertSinkTable> alertmanagers;
+  std::vector<AlertSinkTable> slack;
+  std::vector<AlertSinkTable> webhooks;
+  Where where{"", 0, "alerting"};
+};
+
 struct Config {
   std::string file;  // the file read; empty when there was none (every value its default)
   std::optional<std::string> db_path;
@@ -209,6 +227,12 @@ struct Config {
   Goals goals;
   ServerSection server;
   AgentSection agent;
+  // [[objective]] and [[intervention]] (docs/objectives.md), in file order, checked: names
+  // unique, each kind's keys only where they mean something, an intervention's objective
+  // one of the objectives. A budget objective without its own budget takes [budgets]'.
+  std::vector<ObjectiveSpec> objectives;
+  std::vector<InterventionRule> interventions;
+  AlertingSection alerting;
   Where where;  // the root table (db)
 };
 

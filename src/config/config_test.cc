@@ -232,6 +232,12 @@ TEST(ConfigTest, UnknownKeysAreErrorsInEveryTable) {
       {"[[server.token]]\nname = \"t\"\nbogus = 1\n", 3, "server.token.bogus"},
       {"[[server.scrape]]\nurl = \"http://h:1/\"\nbogus = 1\n", 3, "server.scrape.bogus"},
       {"[agent]\nnode = \"n\"\nbogus = 1\n", 3, "agent.bogus"},
+      {"[[objective]]\nname = \"o\"\ntarge = \"65%\"\n", 3, "objective.targe"},
+      {"[[intervention]]\nname = \"r\"\nbogus = 1\n", 3, "intervention.bogus"},
+      {"[alerting]\nbogus = 1\n", 2, "alerting.bogus"},
+      {"[[alerting.alertmanager]]\nurl = \"http://a:9093\"\nbogus = 1\n", 3, "alerting.alertmanager.bogus"},
+      {"[[alerting.slack]]\nurl = \"http://a/\"\n", 2, "alerting.slack.url"},
+      {"[[alerting.webhook]]\nurl = \"http://a/\"\nbogus = 1\n", 3, "alerting.webhook.bogus"},
   };
   TempDir dir;
   for (const Case& c : cases) {
@@ -471,26 +477,204 @@ TEST(ConfigTest, TheCurrencyIsWrittenAndReadBack) {
 TEST(ConfigTest, TheShippedExamplesLoad) {
   auto agent = Load(std::string(GPULEDGER_SOURCE_DIR) + "/deploy/agent.toml");
   EXPECT_TRUE(agent.ok()) << agent.status().ToString();
-  std::ifstream doc(std::string(GPULEDGER_SOURCE_DIR) + "/docs/configuration.md");
-  ASSERT_TRUE(doc) << "docs/configuration.md";
   TempDir dir;
-  std::string line, block;
   int blocks = 0;
-  bool in_block = false;
-  while (std::getline(doc, line)) {
-    if (line == "```toml") {
-      in_block = true;
-      block.clear();
-    } else if (in_block && line == "```") {
-      in_block = false;
-      ++blocks;
-      auto c = Load(dir.Write("example.toml", block));
-      EXPECT_TRUE(c.ok()) << "docs/configuration.md example " << blocks << ": " << c.status().ToString();
-    } else if (in_block) {
-      block += line + "\n";
+  for (const char* name : {"configuration.md", "objectives.md"}) {
+    std::ifstream doc(std::string(GPULEDGER_SOURCE_DIR) + "/docs/" + name);
+    ASSERT_TRUE(doc) << name;
+    std::string line, block;
+    bool in_block = false;
+    while (std::getline(doc, line)) {
+      if (line == "```toml") {
+        in_block = true;
+        block.clear();
+      } else if (in_block && line == "```") {
+        in_block = false;
+        ++blocks;
+        auto c = Load(dir.Write("example.toml", block));
+        EXPECT_TRUE(c.ok()) << "docs/" << name << " example " << blocks << ": " << c.status().ToString();
+      } else if (in_block) {
+        block += line + "\n";
+      }
     }
   }
-  EXPECT_GE(blocks, 2);
+  EXPECT_GE(blocks, 5);
+}
+
+// [[objective]], [[intervention]] and [alerting], every key set (docs/objectives.md).
+TEST(ConfigTest, ReadsObjectivesInterventionsAndAlerting) {
+  TempDir dir;
+  std::string path = dir.Write("o.toml", R"toml([budgets]
+nlp = "40000.00"
+[[objective]]
+name = "training-utilization"
+kind = "utilization"
+scope = "pool:training"
+measure = "allocated_efficiency"
+target = "65%"
+window = "7d"
+interval = "5m"
+[[objective]]
+name = "start-within-10m"
+kind = "availability"
+scope = "fleet"
+target = 0.95
+start_within = "10m"
+[[objective]]
+name = "nlp-budget"
+kind = "budget"
+scope = "team:nlp"
+target = "90%"
+[[objective]]
+name = "vision-budget"
+kind = "budget"
+scope = "team:vision"
+budget = "1200.50"
+[[intervention]]
+name = "idle-notebooks"
+action = "stop"
+mode = "enforce"
+objective = "training-utilization"
+kind = "notebook"
+pool = "dev"
+team = "nlp"
+idle_below = "5%"
+idle_for = "2h"
+raise_to = 500
+grace = "15m"
+exempt = ["user:alice", "job:nb-7"]
+max_actions_per_hour = 3
+staleness_limit = "5m"
+cooldown = "1d"
+[alerting]
+resend_interval = "2m"
+[[alerting.alertmanager]]
+url = "http://127.0.0.1:9093"
+[[alerting.slack]]
+webhook_url = "https://hooks.example.com/T0/B0/x"
+name = "platform"
+[[alerting.webhook]]
+url = "http://127.0.0.1:8080/hook"
+)toml");
+  auto c = Load(path);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->objectives.size(), 4u);
+  const ObjectiveSpec& u = c->objectives[0];
+  EXPECT_EQ(u.name, "training-utilization");
+  EXPECT_EQ(u.kind, ObjectiveKind::kUtilization);
+  EXPECT_EQ(u.scope, (ObjectiveScope{ObjectiveScope::Of::kPool, "training"}));
+  EXPECT_EQ(u.measure, UtilizationMeasure::kAllocatedEfficiency);
+  EXPECT_DOUBLE_EQ(u.target, 0.65);
+  EXPECT_EQ(u.window_ms, 7 * kMsPerDay);
+  EXPECT_EQ(u.interval_ms, 5 * kMsPerMinute);
+  EXPECT_EQ(u.source, path + ":3");
+  const ObjectiveSpec& a = c->objectives[1];
+  EXPECT_EQ(a.kind, ObjectiveKind::kAvailability);
+  EXPECT_EQ(a.scope.of, ObjectiveScope::Of::kFleet);
+  EXPECT_DOUBLE_EQ(a.target, 0.95);
+  EXPECT_EQ(a.start_within_ms, 10 * kMsPerMinute);
+  // A budget objective takes [budgets]' amount unless it names its own; target: 100%.
+  EXPECT_EQ(c->objectives[2].monthly_budget, Money::FromUnits(40000));
+  EXPECT_DOUBLE_EQ(c->objectives[2].target, 0.9);
+  EXPECT_EQ(c->objectives[3].monthly_budget, Money::Parse("1200.50").value());
+  EXPECT_DOUBLE_EQ(c->objectives[3].target, 1.0);
+
+  ASSERT_EQ(c->interventions.size(), 1u);
+  const InterventionRule& rule = c->interventions[0];
+  EXPECT_EQ(rule.action, InterventionAction::kStop);
+  EXPECT_TRUE(rule.enforce);
+  EXPECT_EQ(rule.objective, "training-utilization");
+  EXPECT_EQ(rule.kind, JobKind::kNotebook);
+  EXPECT_EQ(rule.pool, "dev");
+  EXPECT_EQ(rule.team, "nlp");
+  EXPECT_DOUBLE_EQ(rule.idle_below, 0.05);
+  EXPECT_EQ(rule.idle_for_ms, 2 * kMsPerHour);
+  EXPECT_EQ(rule.raise_to, 500);
+  EXPECT_EQ(rule.grace_ms, 15 * kMsPerMinute);
+  EXPECT_EQ(rule.exempt, (std::vector<std::string>{"user:alice", "job:nb-7"}));
+  EXPECT_EQ(rule.max_actions_per_hour, 3);
+  EXPECT_EQ(rule.staleness_limit_ms, 5 * kMsPerMinute);
+  EXPECT_EQ(rule.cooldown_ms, kMsPerDay);
+
+  EXPECT_EQ(c->alerting.resend_interval_ms, 2 * kMsPerMinute);
+  ASSERT_EQ(c->alerting.alertmanagers.size(), 1u);
+  EXPECT_EQ(c->alerting.alertmanagers[0].url, "http://127.0.0.1:9093");
+  ASSERT_EQ(c->alerting.slack.size(), 1u);
+  EXPECT_EQ(c->alerting.slack[0].url, "https://hooks.example.com/T0/B0/x");
+  EXPECT_EQ(c->alerting.slack[0].name, "platform");
+  ASSERT_EQ(c->alerting.webhooks.size(), 1u);
+}
+
+// A rule is dry-run unless it says enforce; the safety limits have their defaults.
+TEST(ConfigTest, AnInterventionIsDryRunByDefault) {
+  TempDir dir;
+  auto c = Load(dir.Write("d.toml", "[[intervention]]\nname = \"n\"\naction = \"notify\"\n"));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->interventions.size(), 1u);
+  EXPECT_FALSE(c->interventions[0].enforce);
+  EXPECT_EQ(c->interventions[0].grace_ms, 30 * kMsPerMinute);
+  EXPECT_EQ(c->interventions[0].cooldown_ms, 6 * kMsPerHour);
+  EXPECT_EQ(c->interventions[0].max_actions_per_hour, 10);
+}
+
+TEST(ConfigTest, ObjectiveAndInterventionErrorsNameTheLine) {
+  struct Case {
+    std::string text;
+    std::string want;  // after "FILE"
+  };
+  const std::string u = "[[objective]]\nname = \"u\"\nkind = \"utilization\"\n";
+  const std::vector<Case> cases = {
+      {"[[objective]]\nname = \"u\"\n", ":1: [[objective]]: needs name and kind"},
+      {"[[objective]]\nname = \"u\"\nkind = \"speed\"\n", ":3: objective.kind: kind \"speed\": want one of"},
+      {u, ":1: [[objective]]: target is required"},
+      {u + "target = \"65\"\n", ":4: objective.target: \"65\": want a percentage"},
+      {u + "target = \"165%\"\n", ":4: objective.target: \"165%\": a percentage is within 0..100%"},
+      {u + "target = 1.5\n", ":4: objective.target: want a percentage"},
+      {u + "target = \"100%\"\n", ":4: objective.target: must be above 0% and below 100%"},
+      {u + "target = \"65%\"\nscope = \"rack:7\"\n", ":5: objective.scope: scope \"rack:7\": want fleet"},
+      {u + "target = \"65%\"\nscope = \"pool:\"\n", ":5: objective.scope: scope \"pool:\": names nothing"},
+      {u + "target = \"65%\"\nscope = \"kind:gaming\"\n", ":5: objective.scope: scope \"kind:gaming\": kind"},
+      {u + "target = \"65%\"\nmeasure = \"mfu\"\n", ":5: objective.measure: measure \"mfu\": want one of"},
+      {u + "target = \"65%\"\nwindow = \"a week\"\n", ":5: objective.window: duration \"a week\""},
+      {u + "target = \"65%\"\nwindow = \"1h\"\ninterval = \"2h\"\n", ":6: objective.interval: is longer"},
+      {u + "target = \"65%\"\nstart_within = \"10m\"\n", ":5: objective.start_within: only objectives of kind availability"},
+      {u + "target = \"65%\"\n" + u + "target = \"60%\"\n",
+       ":6: objective.name: \"u\" names the objective at "},
+      {"[[objective]]\nname = \"b\"\nkind = \"budget\"\nscope = \"pool:x\"\n",
+       ":1: [[objective]]: a budget objective's scope is team:NAME"},
+      {"[[objective]]\nname = \"b\"\nkind = \"budget\"\nscope = \"team:x\"\n",
+       ":1: [[objective]]: team x has no budget"},
+      {"[[objective]]\nname = \"b\"\nkind = \"budget\"\nscope = \"team:x\"\nbudget = 5\n",
+       ":5: objective.budget: want a decimal string"},
+      {"[[objective]]\nname = \"b\"\nkind = \"budget\"\nscope = \"team:x\"\nbudget = \"0\"\n",
+       ":5: objective.budget: a budget must be a positive amount"},
+      {"[[intervention]]\nname = \"r\"\n", ":1: [[intervention]]: needs name and action"},
+      {"[[intervention]]\nname = \"r\"\naction = \"delete\"\n", ":3: intervention.action: action \"delete\""},
+      {"[[intervention]]\nname = \"r\"\naction = \"hold\"\nmode = \"yes\"\n",
+       ":4: intervention.mode: mode \"yes\": want dry-run"},
+      {"[[intervention]]\nname = \"r\"\naction = \"hold\"\nobjective = \"none\"\n",
+       ":4: intervention.objective: no [[objective]] is named \"none\""},
+      {"[[intervention]]\nname = \"r\"\naction = \"hold\"\nkind = \"toy\"\n", ":4: intervention.kind: kind \"toy\""},
+      {"[[intervention]]\nname = \"r\"\naction = \"hold\"\nidle_below = \"5\"\n", ":4: intervention.idle_below:"},
+      {"[[intervention]]\nname = \"r\"\naction = \"hold\"\ngrace = 30\n", ":4: intervention.grace: want a duration"},
+      {"[[intervention]]\nname = \"r\"\naction = \"hold\"\nmax_actions_per_hour = 0\n",
+       ":4: intervention.max_actions_per_hour: want a positive integer"},
+      {"[[intervention]]\nname = \"r\"\naction = \"hold\"\nexempt = [\"label:x\"]\n",
+       ":4: intervention.exempt: \"label:x\": want team:NAME"},
+      {"[[intervention]]\nname = \"r\"\naction = \"hold\"\n[[intervention]]\nname = \"r\"\naction = \"notify\"\n",
+       ":5: intervention.name: \"r\" names the intervention at "},
+      {"[[alerting.alertmanager]]\nname = \"am\"\n", ":1: [[alerting.alertmanager]]: url is required"},
+      {"[[alerting.slack]]\nwebhook_url = \"hooks.slack.com/x\"\n",
+       ":2: alerting.slack.webhook_url: \"hooks.slack.com/x\": want an http:// or https:// URL"},
+      {"[alerting]\nresend_interval = \"often\"\n", ":2: alerting.resend_interval: duration \"often\""},
+  };
+  TempDir dir;
+  for (const Case& c : cases) {
+    std::string path = dir.Write("e.toml", c.text);
+    auto r = Load(path);
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_THAT(r.status().message(), StartsWith(path + c.want)) << c.text;
+  }
 }
 
 }  // namespace

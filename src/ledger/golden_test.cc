@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/testing/golden_files.h"
 #include "ledger/test_fixture.h"
 
 namespace gpuledger::ledger {
@@ -247,24 +248,9 @@ TEST_P(GoldenTest, MatchesHandComputedBuckets) {
   }
 }
 
-std::vector<fs::path> GoldenFiles() {
-  std::vector<fs::path> out;
-  for (const auto& e : fs::directory_iterator(fs::path(GPULEDGER_SOURCE_DIR) /
-                                              "src/ledger/testdata/golden")) {
-    if (e.path().extension() == ".test") out.push_back(e.path());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-INSTANTIATE_TEST_SUITE_P(Scenarios, GoldenTest, ::testing::ValuesIn(GoldenFiles()),
-                         [](const ::testing::TestParamInfo<fs::path>& param_info) {
-                           std::string n = param_info.param.stem().string();
-                           for (char& c : n) {
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           }
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Scenarios, GoldenTest,
+                         ::testing::ValuesIn(gpuledger::test_env::GoldenFiles("src/ledger/testdata/golden")),
+                         gpuledger::test_env::GoldenTestName);
 
 }  // namespace
 }  // namespace gpuledger::ledger

@@ -31,6 +31,14 @@ enum class MetricId {
   kStoreWritesFailing,
   kFleetUtilization,
   kFleetGpuSeconds,
+  // The objectives loop (server/objectives_loop.h).
+  kObjectiveEvaluations,
+  kObjectiveBurnRate,
+  kObjectiveBudgetLeft,
+  kAlertsFiring,
+  kAlertDeliveries,
+  kAlertQueue,
+  kInterventionDecisions,
 };
 
 struct CatalogEntry {

@@ -17,6 +17,7 @@
 #include <zlib.h>
 
 #include "core/batch.h"
+#include "core/testing/free_port.h"
 #include "core/time.h"
 #include "ledger/ledger.h"
 #include "server/auth.h"
@@ -56,20 +57,7 @@ inline std::string ReadFileOrEmpty(const std::string& path) {
 
 // A loopback port free now (for a child process that must be told its port up front,
 // such as Prometheus or VictoriaMetrics); 0 on failure.
-inline int FreeLoopbackPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  close(fd);
-  return port;
-}
+using test_env::FreeLoopbackPort;
 
 // `raw` gzip-compressed (for bodies sent with or without Content-Encoding: gzip).
 inline std::string Gzip(std::string_view raw) {

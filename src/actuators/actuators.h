@@ -1,0 +1,60 @@
+// Actuators: intervention decisions carried out on a scheduler (docs/objectives.md). The
+// decisions are the objectives library's; an actuator only turns one into the scheduler's
+// commands and reports what happened. Two: Slurm through its command-line tools (a command
+// runner injected, as the agent's Slurm resolver has), and Kubernetes through the API
+// server's Eviction API (cpp-httplib stays inside kubernetes.cc).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "objectives/interventions.h"
+
+namespace gpuledger::actuators {
+
+class Actuator {
+ public:
+  virtual ~Actuator() = default;
+  // Carries out `d` (its action on d.job); on success what was done ("held",
+  // "priority 1000", ...). Errors name the job and the command or request. A Kubernetes
+  // eviction a PodDisruptionBudget refuses is kUnavailable ("retry later").
+  virtual Result<std::string> Apply(const objectives::Decision& d) = 0;
+};
+
+// Runs argv[0] with the rest as its arguments; its standard output, or an error naming
+// the command and its standard error. (The agent's RunCommand, src/agent/slurm.h.)
+using CommandRunner = std::function<Result<std::string>(const std::vector<std::string>& argv)>;
+
+struct SlurmOptions {
+  std::string scontrol = "scontrol";
+  std::string scancel = "scancel";
+  // stop: SIGTERM first, then the cancel this long after (the job's chance to checkpoint).
+  int64_t term_grace_ms = 30'000;
+};
+
+// The job's Slurm id is its ledger id. hold: `scontrol hold ID`; reprioritize:
+// `scontrol update JobId=ID Priority=N`; stop: `scancel --signal=TERM ID`, then after the
+// grace `scancel ID` (a job already gone counts as stopped); requeue: `scontrol requeue ID`;
+// notify runs nothing (the alert sinks notify).
+std::unique_ptr<Actuator> SlurmActuator(CommandRunner run, SlurmOptions options = {});
+
+struct KubernetesOptions {
+  std::string api_server;  // "https://10.0.0.1:6443" or "http://127.0.0.1:8001" (kubectl proxy)
+  std::string token;       // bearer token; empty: none
+  int64_t timeout_ms = 10'000;
+};
+
+// The job's ledger id is "NAMESPACE/POD". stop and requeue evict the pod (POST
+// /api/v1/namespaces/NS/pods/NAME/eviction, a policy/v1 Eviction): its controller makes a
+// new one. hold and reprioritize are refused (FailedPrecondition): the API server has no
+// such verb for a running pod. Fails on a URL that is not http(s).
+Result<std::unique_ptr<Actuator>> KubernetesActuator(KubernetesOptions options);
+
+// The names of the pods of `ns` (GET /api/v1/namespaces/NS/pods), by name.
+Result<std::vector<std::string>> ListPods(const KubernetesOptions& options, const std::string& ns);
+
+}  // namespace gpuledger::actuators

@@ -1,0 +1,142 @@
+// The Kubernetes actuator's real HTTP client against a stand-in API server: Debian ships
+// no kube-apiserver, so the stand-in implements only the documented contract the actuator
+// uses: the pod list of a namespace and the pod's eviction subresource (policy/v1
+// Eviction), answering 201 when evicted, 429 when a PodDisruptionBudget refuses, 404 for an
+// unknown pod and 500 on a server error.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "actuators/actuators.h"
+#include "core/testing/http_server.h"
+
+namespace gpuledger::actuators {
+namespace {
+
+using nlohmann::json;
+
+class StandInApiServer {
+ public:
+  StandInApiServer() = default;
+  void Routes(httplib::Server& http) {
+    http.Get(R"(/api/v1/namespaces/([^/]+)/pods)", [this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard lock(mu_);
+      json items = json::array();
+      for (const auto& [key, status] : pods_) {
+        if (key.first == req.matches[1].str()) items.push_back({{"metadata", {{"name", key.second}}}});
+      }
+      res.set_content(json{{"apiVersion", "v1"}, {"kind", "PodList"}, {"items", items}}.dump(), "application/json");
+    });
+    http.Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/eviction)",
+               [this](const httplib::Request& req, httplib::Response& res) {
+                 std::lock_guard lock(mu_);
+                 auth_ = req.get_header_value("Authorization");
+                 json body = json::parse(req.body, nullptr, false);
+                 bool valid = !body.is_discarded() && body.value("apiVersion", "") == "policy/v1" &&
+                              body.value("kind", "") == "Eviction" &&
+                              body["metadata"].value("name", "") == req.matches[2].str() &&
+                              body["metadata"].value("namespace", "") == req.matches[1].str();
+                 if (!valid) {
+                   res.status = 400;
+                   return;
+                 }
+                 auto it = pods_.find({req.matches[1].str(), req.matches[2].str()});
+                 if (it == pods_.end()) {
+                   res.status = 404;
+                   res.set_content(R"({"kind":"Status","reason":"NotFound"})", "application/json");
+                   return;
+                 }
+                 res.status = it->second;
+                 if (it->second == 201) {
+                   evicted_.insert(it->first.first + "/" + it->first.second);
+                   pods_.erase(it);
+                 } else if (it->second == 429) {
+                   res.set_content(R"({"kind":"Status","reason":"TooManyRequests","message":"Cannot evict pod as it )"
+                                   R"(would violate the pod's disruption budget."})",
+                                   "application/json");
+                 }
+               });
+  }
+  // A pod whose eviction is answered with `status`.
+  void AddPod(const std::string& ns, const std::string& name, int status) {
+    std::lock_guard lock(mu_);
+    pods_[{ns, name}] = status;
+  }
+  std::string url() const { return server_.url(); }
+  std::set<std::string> evicted() {
+    std::lock_guard lock(mu_);
+    return evicted_;
+  }
+  std::string auth() {
+    std::lock_guard lock(mu_);
+    return auth_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::pair<std::string, std::string>, int> pods_;
+  std::set<std::string> evicted_;
+  std::string auth_;
+  test_env::LoopbackHttpServer server_{[this](httplib::Server& http) { Routes(http); }};
+};
+
+objectives::Decision Stop(const std::string& job) {
+  objectives::Decision d;
+  d.rule = "idle-notebooks";
+  d.action = InterventionAction::kStop;
+  d.job.id = job;
+  return d;
+}
+
+TEST(KubernetesActuatorTest, EvictsThePodOfAStopAndTellsARefusalFromAnError) {
+  StandInApiServer api;
+  api.AddPod("ml-dev", "nb-priya-0", 201);
+  api.AddPod("ml-dev", "nb-guarded", 429);
+  api.AddPod("ml-dev", "nb-broken", 500);
+  KubernetesOptions options{.api_server = api.url(), .token = "s3cret"};
+  auto pods = ListPods(options, "ml-dev");
+  ASSERT_TRUE(pods.ok()) << pods.status().ToString();
+  EXPECT_EQ(*pods, (std::vector<std::string>{"nb-broken", "nb-guarded", "nb-priya-0"}));
+
+  auto k8s = KubernetesActuator(options);
+  ASSERT_TRUE(k8s.ok()) << k8s.status().ToString();
+  auto done = (*k8s)->Apply(Stop("ml-dev/nb-priya-0"));
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_EQ(*done, "evicted");
+  EXPECT_EQ(api.evicted(), (std::set<std::string>{"ml-dev/nb-priya-0"}));
+  EXPECT_EQ(api.auth(), "Bearer s3cret");
+  EXPECT_EQ(*ListPods(options, "ml-dev"), (std::vector<std::string>{"nb-broken", "nb-guarded"}));
+
+  // 429 from a PodDisruptionBudget: retry later (Unavailable), nothing evicted.
+  auto guarded = (*k8s)->Apply(Stop("ml-dev/nb-guarded"));
+  ASSERT_FALSE(guarded.ok());
+  EXPECT_EQ(guarded.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(guarded.status().message().find("retry later"), std::string::npos) << guarded.status().message();
+  // 500: an error, not a refusal.
+  auto broken = (*k8s)->Apply(Stop("ml-dev/nb-broken"));
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(broken.status().code(), StatusCode::kInternal);
+  EXPECT_NE(broken.status().message().find("HTTP 500"), std::string::npos);
+  // An unknown pod, and a job id that names no pod.
+  EXPECT_EQ((*k8s)->Apply(Stop("ml-dev/gone")).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ((*k8s)->Apply(Stop("104233")).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(api.evicted().size(), 1u);
+}
+
+TEST(KubernetesActuatorTest, HoldAndReprioritizeAreNotKubernetesVerbs) {
+  StandInApiServer api;
+  auto k8s = KubernetesActuator({.api_server = api.url()});
+  ASSERT_TRUE(k8s.ok());
+  objectives::Decision d = Stop("ml-dev/nb");
+  d.action = InterventionAction::kHold;
+  EXPECT_EQ((*k8s)->Apply(d).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(KubernetesActuator({.api_server = "10.0.0.1:6443"}).ok());
+}
+
+}  // namespace
+}  // namespace gpuledger::actuators

@@ -1,0 +1,116 @@
+#include "alerting/alerts.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+namespace gpuledger::alerting {
+
+namespace {
+
+std::string Percent(double ratio) { return fmt::format("{:.1f}%", ratio * 100); }
+
+}  // namespace
+
+std::string Alert::Identity() const {
+  std::string out;
+  for (const auto& [k, v] : labels) out += fmt::format("{}={};", k, v);
+  return out;
+}
+
+Alert AlertOf(const objectives::ObjectiveStatus& status, const objectives::AlertStatus& window, int64_t now_ms) {
+  const ObjectiveSpec& spec = status.spec;
+  Alert a;
+  a.labels = {{"alertname", "GpuledgerObjectiveBurn"},
+              {"slo", spec.name},
+              {"kind", std::string(ObjectiveKindName(spec.kind))},
+              {"window", std::string(objectives::BurnWindowName(window.window))},
+              {"severity", std::string(objectives::SeverityName(window.window.severity))}};
+  if (spec.scope.of == ObjectiveScope::Of::kPool) a.labels["pool"] = spec.scope.name;
+  if (spec.scope.of == ObjectiveScope::Of::kTeam) a.labels["team"] = spec.scope.name;
+  if (spec.scope.of == ObjectiveScope::Of::kKind) a.labels["job_kind"] = spec.scope.name;
+  std::string value = status.tally.has_data ? (spec.kind == ObjectiveKind::kBudget
+                                                   ? fmt::format("{:.2f}x the budget's pace", status.tally.sli)
+                                                   : Percent(status.tally.sli))
+                                            : std::string("no data");
+  int64_t window_days = spec.window_ms / kMsPerDay;
+  std::string window_text =
+      window_days * kMsPerDay == spec.window_ms ? fmt::format("{}d", window_days)
+                                                : fmt::format("{}h", spec.window_ms / kMsPerHour);
+  a.annotations = {
+      {"summary", fmt::format("{} ({}) burns its error budget {:.1f}x over {} (alert at {:g}x)", spec.name,
+                              spec.scope.ToString(), window.long_burn, objectives::BurnWindowName(window.window),
+                              window.window.factor)},
+      {"description",
+       fmt::format("{}: {} over {} against a target of {:g}%; error budget left {}; at stake {}", spec.name, value,
+                   window_text, spec.target * 100, Percent(status.budget_left), status.at_stake.ToDisplay())},
+      {"value", value},
+      {"target", fmt::format("{:g}%", spec.target * 100)},
+      {"objective_window", window_text},
+      {"budget_left", Percent(status.budget_left)},
+      {"at_stake", status.at_stake.ToString()},
+      {"burn_long", fmt::format("{:.3f}", window.long_burn)},
+      {"burn_short", fmt::format("{:.3f}", window.short_burn)},
+      {"source", spec.source},
+  };
+  a.starts_at_ms = now_ms;
+  return a;
+}
+
+std::vector<Alert> AlertTracker::Update(const std::vector<objectives::ObjectiveStatus>& statuses, int64_t now_ms) {
+  std::vector<Alert> out;
+  std::set<std::string> firing_now;
+  for (const objectives::ObjectiveStatus& st : statuses) {
+    for (const objectives::AlertStatus& w : st.alerts) {
+      if (!w.firing) continue;
+      Alert a = AlertOf(st, w, now_ms);
+      std::string id = a.Identity();
+      firing_now.insert(id);
+      auto it = tracked_.find(id);
+      bool fresh = it == tracked_.end() || it->second.resolved_at_ms != 0;
+      if (fresh) {
+        it = tracked_.insert_or_assign(id, Tracked{.alert = a}).first;
+      } else {
+        a.starts_at_ms = it->second.alert.starts_at_ms;  // the same alert, its values updated
+        it->second.alert = a;
+      }
+      Tracked& t = it->second;
+      if (fresh || now_ms - t.last_sent_ms >= options_.resend_interval_ms) {
+        t.alert.ends_at_ms = now_ms + options_.ends_at_intervals * options_.resend_interval_ms;
+        t.last_sent_ms = now_ms;
+        out.push_back(t.alert);
+      }
+    }
+  }
+  for (auto it = tracked_.begin(); it != tracked_.end();) {
+    Tracked& t = it->second;
+    if (firing_now.count(it->first) > 0) {
+      ++it;
+      continue;
+    }
+    bool just_resolved = t.resolved_at_ms == 0;
+    if (just_resolved) {
+      t.resolved_at_ms = now_ms;
+      t.alert.resolved = true;
+      t.alert.ends_at_ms = now_ms;
+    }
+    if (now_ms - t.resolved_at_ms > options_.resolved_resend_ms) {
+      it = tracked_.erase(it);
+      continue;
+    }
+    if (just_resolved || now_ms - t.last_sent_ms >= options_.resend_interval_ms) {
+      t.last_sent_ms = now_ms;
+      out.push_back(t.alert);
+    }
+    ++it;
+  }
+  return out;
+}
+
+size_t AlertTracker::firing() const {
+  size_t n = 0;
+  for (const auto& [id, t] : tracked_) n += t.resolved_at_ms == 0 ? 1 : 0;
+  return n;
+}
+
+}  // namespace gpuledger::alerting

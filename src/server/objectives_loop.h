@@ -1,0 +1,49 @@
+// The server's evaluation of the config's objectives (docs/objectives.md): on its own
+// thread, every `interval` (the shortest of the objectives'), it judges each objective
+// over the ledger (objectives::Evaluate), hands the alerts to send to each sink's
+// delivery queue (alerting::AlertTracker, alerting::DeliveryQueue: a failing sink never
+// blocks it, nor ingest), decides the intervention rules (objectives::Decide) and logs
+// each decision, and keeps its counters in the server's /metrics.
+//
+// Rules run in dry-run here whatever their mode: no actuator is wired into serve yet, so
+// an enforce rule is reported at start and its decisions are logged as proposals.
+//
+// Thread-safety: Start, Stop and EvaluateOnce from one thread (serve's main); the loop's
+// thread is the only other caller of the tracker and the history.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "core/time.h"
+#include "ledger/ledger.h"
+#include "server/metrics.h"
+
+namespace gpuledger::server {
+
+class ObjectivesLoop {
+ public:
+  // Builds the sinks of `config`'s [alerting] (fails naming a bad URL's FILE:LINE). Null
+  // when the config has no objectives and no rules: nothing to run.
+  static Result<std::unique_ptr<ObjectivesLoop>> Create(ledger::Ledger& ledger, const Clock& clock,
+                                                        MetricsRegistry& metrics, const config::Config& config);
+  ~ObjectivesLoop();  // Stop()s
+
+  void Start();
+  void Stop();  // idempotent; joins the thread
+
+  // One evaluation at the clock's now (where the data ends, if earlier): the loop's body.
+  Status EvaluateOnce();
+  // Waits until every sink's queue is empty (tests); true when it was in time.
+  bool WaitDelivered(int64_t timeout_ms);
+
+  struct Impl;
+
+ private:
+  explicit ObjectivesLoop(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpuledger::server

@@ -1,0 +1,102 @@
+// The server's objectives loop on a real ledger: an objective that burns its budget sends
+// its alert to a webhook (a local receiver recording what it got) and counts it in the
+// server's metrics, while a sink that cannot be reached holds nothing up.
+#include "server/objectives_loop.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/testing/http_server.h"
+#include "ledger/test_fixture.h"
+
+namespace gpuledger::server {
+namespace {
+
+using ledger::testing::kBaseMs;
+
+class Recorder {
+ public:
+  std::string url() const { return server_.url("/hook"); }
+  std::vector<std::string> bodies() {
+    std::lock_guard lock(mu_);
+    return bodies_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> bodies_;
+  test_env::LoopbackHttpServer server_{[this](httplib::Server& http) {
+    http.Post("/hook", [this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard lock(mu_);
+      bodies_.push_back(req.body);
+      res.set_content("ok", "text/plain");
+    });
+  }};
+};
+
+TEST(ObjectivesLoopTest, SendsWhatFiresAndCountsItInMetrics) {
+  ledger::testing::TempLedger t;
+  // One GPU standing idle for six hours: 0% against a 50% target burns 2x its budget.
+  Batch b;
+  b.batch_id = "idle";
+  b.devices.push_back(Device{.uuid = "GPU-1", .node = "n1", .model = "GPU", .pool = "training",
+                             .sample_interval_ms = kMsPerMinute});
+  for (int64_t at = kBaseMs; at <= kBaseMs + 6 * kMsPerHour; at += kMsPerMinute) {
+    b.samples.push_back(Sample{.device_uuid = "GPU-1", .t_ms = at, .sm_active = 0.0});
+  }
+  ASSERT_TRUE(t.ledger().Ingest(b).ok());
+
+  Recorder hook;
+  config::Config config;
+  config.objectives.push_back(ObjectiveSpec{.name = "training-utilization", .kind = ObjectiveKind::kUtilization,
+                                            .scope = {ObjectiveScope::Of::kPool, "training"}, .target = 0.5,
+                                            .window_ms = kMsPerDay});
+  config.alerting.webhooks.push_back({.url = hook.url(), .name = "recorder"});
+  config.alerting.webhooks.push_back({.url = "http://127.0.0.1:1/nobody-listens", .name = "dead"});
+  MetricsRegistry metrics;
+  auto loop = ObjectivesLoop::Create(t.ledger(), t.clock(), metrics, config);
+  ASSERT_TRUE(loop.ok()) << loop.status().ToString();
+  ASSERT_NE(*loop, nullptr);
+
+  auto started = std::chrono::steady_clock::now();
+  ASSERT_TRUE((*loop)->EvaluateOnce().ok());
+  // The dead sink retries on its own thread: the evaluation did not wait for it.
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+  (*loop)->WaitDelivered(3'000);
+
+  ASSERT_EQ(hook.bodies().size(), 1u);
+  auto body = nlohmann::json::parse(hook.bodies()[0]);
+  ASSERT_EQ(body["alerts"].size(), 1u);  // only the 1x alert can fire at 50%
+  EXPECT_EQ(body["alerts"][0]["labels"]["slo"], "training-utilization");
+  EXPECT_EQ(body["alerts"][0]["labels"]["window"], "3d/6h");
+  EXPECT_EQ(body["alerts"][0]["labels"]["pool"], "training");
+  EXPECT_EQ(body["alerts"][0]["status"], "firing");
+
+  EXPECT_EQ(metrics.Value(MetricId::kAlertsFiring, {}), 1);
+  EXPECT_NEAR(metrics.Value(MetricId::kObjectiveBurnRate, {"training-utilization", "3d/6h"}), 2.0, 1e-9);
+  EXPECT_NEAR(metrics.Value(MetricId::kObjectiveBudgetLeft, {"training-utilization"}), -1.0, 1e-9);
+  EXPECT_EQ(metrics.Value(MetricId::kObjectiveEvaluations, {"training-utilization", "ok"}), 1);
+  EXPECT_EQ(metrics.Value(MetricId::kAlertDeliveries, {"webhook:recorder", "sent"}), 1);
+  EXPECT_GE(metrics.Value(MetricId::kAlertDeliveries, {"webhook:dead", "failed_attempt"}), 1);
+  auto text = metrics.Render();
+  ASSERT_TRUE(text.ok());
+  EXPECT_NE(text->find("gpuledger_alert_deliveries_total{sink=\"webhook:dead\",outcome=\"failed_attempt\"}"),
+            std::string::npos)
+      << *text;
+}
+
+TEST(ObjectivesLoopTest, NothingToRunWithoutObjectivesOrRules) {
+  ledger::testing::TempLedger t;
+  MetricsRegistry metrics;
+  auto loop = ObjectivesLoop::Create(t.ledger(), t.clock(), metrics, config::Config{});
+  ASSERT_TRUE(loop.ok());
+  EXPECT_EQ(*loop, nullptr);
+}
+
+}  // namespace
+}  // namespace gpuledger::server
