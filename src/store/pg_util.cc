@@ -1,0 +1,211 @@
+#include "store/pg_util.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+
+#include <bit>
+#include <cstring>
+#include <regex>
+
+namespace gpuledger::store::pg {
+namespace {
+
+uint64_t BigEndian64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
+}  // namespace
+
+Params& Params::Add(int64_t v) {
+  values_.push_back(std::to_string(v));
+  null_.push_back(false);
+  binary_.push_back(false);
+  return *this;
+}
+Params& Params::Add(std::optional<int64_t> v) { return v ? Add(*v) : AddNull(); }
+Params& Params::Add(std::string_view text) {
+  values_.emplace_back(text);
+  null_.push_back(false);
+  binary_.push_back(false);
+  return *this;
+}
+Params& Params::Add(std::optional<double> v) {
+  if (!v) return AddNull();
+  // The shortest text that reads back as the same double: stored exactly.
+  values_.push_back(fmt::format("{}", *v));
+  null_.push_back(false);
+  binary_.push_back(false);
+  return *this;
+}
+Params& Params::AddBytes(std::string_view bytes) {
+  values_.emplace_back(bytes);
+  null_.push_back(false);
+  binary_.push_back(true);
+  return *this;
+}
+Params& Params::AddArray(const std::vector<int64_t>& v) {
+  std::string text = "{";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) text += ',';
+    text += std::to_string(v[i]);
+  }
+  text += '}';
+  return Add(std::string_view(text));
+}
+Params& Params::AddNull() {
+  values_.emplace_back();
+  null_.push_back(true);
+  binary_.push_back(false);
+  return *this;
+}
+
+int64_t Rows::Int(int row, int col) const {
+  const char* p = PQgetvalue(r_.get(), row, col);
+  switch (PQgetlength(r_.get(), row, col)) {
+    case 8:
+      return static_cast<int64_t>(BigEndian64(p));
+    case 4: {
+      uint32_t v = 0;
+      std::memcpy(&v, p, 4);
+      return static_cast<int32_t>(ntohl(v));
+    }
+    case 2: {
+      uint16_t v = 0;
+      std::memcpy(&v, p, 2);
+      return static_cast<int16_t>(ntohs(v));
+    }
+    default:
+      return 0;
+  }
+}
+std::optional<int64_t> Rows::OptInt(int row, int col) const {
+  if (IsNull(row, col)) return std::nullopt;
+  return Int(row, col);
+}
+double Rows::Double(int row, int col) const {
+  if (PQgetlength(r_.get(), row, col) != 8) return 0;
+  return std::bit_cast<double>(BigEndian64(PQgetvalue(r_.get(), row, col)));
+}
+std::optional<double> Rows::OptDouble(int row, int col) const {
+  if (IsNull(row, col)) return std::nullopt;
+  return Double(row, col);
+}
+std::string_view Rows::Bytes(int row, int col) const {
+  return {PQgetvalue(r_.get(), row, col), static_cast<size_t>(PQgetlength(r_.get(), row, col))};
+}
+
+Status ErrorOf(PGconn* conn, const PGresult* r, std::string_view what) {
+  const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+  std::string sqlstate = state ? state : "";
+  std::string words = r && *PQresultErrorMessage(r) ? PQresultErrorMessage(r) : PQerrorMessage(conn);
+  while (!words.empty() && (words.back() == '\n' || words.back() == ' ')) words.pop_back();
+  std::string msg = fmt::format("postgresql: {}: {}", what, words);
+  if (sqlstate == "42501") return Status(StatusCode::kPermissionDenied, msg);
+  if (sqlstate == "57014") return Unavailable(msg + " (the statement was cancelled or timed out; nothing of it was applied)");
+  // A unique key or a partition another replica wrote or dropped meanwhile: a retry
+  // finds what is stored.
+  if (sqlstate == "23505" || sqlstate == "23514") return Unavailable(msg + " (a concurrent writer; retry)");
+  if (sqlstate.empty() || sqlstate.starts_with("08") || sqlstate.starts_with("53") || sqlstate.starts_with("57") ||
+      sqlstate == "40001" || sqlstate == "40P01" || PQstatus(conn) != CONNECTION_OK) {
+    return Unavailable(msg);
+  }
+  return Internal(msg);
+}
+
+std::string Redacted(std::string_view url) {
+  static const std::regex password(R"(://([^:/@]*):[^@/]*@)");
+  static const std::regex keyword(R"(password\s*=\s*\S+)");
+  std::string out = std::regex_replace(std::string(url), password, "://$1:***@");
+  return std::regex_replace(out, keyword, "password=***");
+}
+
+Result<std::unique_ptr<Conn>> Conn::Open(const std::string& url) {
+  PGconn* c = PQconnectdb(url.c_str());
+  if (c == nullptr) return Unavailable("postgresql: out of memory connecting");
+  if (PQstatus(c) != CONNECTION_OK) {
+    std::string why = PQerrorMessage(c);
+    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    PQfinish(c);
+    return Unavailable(fmt::format("postgresql: cannot connect to {}: {}", Redacted(url), why));
+  }
+  return std::unique_ptr<Conn>(new Conn(c, url));
+}
+
+Conn::~Conn() { PQfinish(c_); }
+
+Status Conn::Reset() {
+  PQreset(c_);
+  if (PQstatus(c_) != CONNECTION_OK) {
+    std::string why = PQerrorMessage(c_);
+    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    return Unavailable(fmt::format("postgresql: cannot connect to {}: {}", Redacted(url_), why));
+  }
+  return Status::Ok();
+}
+
+bool Conn::InTransaction() const {
+  PGTransactionStatusType t = PQtransactionStatus(c_);
+  return t == PQTRANS_INTRANS || t == PQTRANS_INERROR || t == PQTRANS_ACTIVE;
+}
+
+Result<Rows> Conn::Query(std::string_view sql, const Params& params, std::string_view what) {
+  const int n = static_cast<int>(params.size());
+  std::vector<const char*> values(params.size());
+  std::vector<int> lengths(params.size()), formats(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    values[i] = params.null_[i] ? nullptr : params.values_[i].data();
+    lengths[i] = static_cast<int>(params.values_[i].size());
+    formats[i] = params.binary_[i] ? 1 : 0;
+  }
+  std::string text(sql);
+  PGresult* r = PQexecParams(c_, text.c_str(), n, nullptr, values.data(), lengths.data(), formats.data(), 1);
+  ExecStatusType st = PQresultStatus(r);
+  if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
+    Status err = ErrorOf(c_, r, what);
+    PQclear(r);
+    return err;
+  }
+  return Rows(r);
+}
+
+Status Conn::Exec(std::string_view sql, std::string_view what) {
+  std::string text(sql);
+  PGresult* r = PQexec(c_, text.c_str());
+  ExecStatusType st = PQresultStatus(r);
+  Status out = (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) ? Status::Ok() : ErrorOf(c_, r, what);
+  PQclear(r);
+  return out;
+}
+
+Status Conn::CopyIn(std::string_view copy_sql, std::string_view data, std::string_view what) {
+  std::string text(copy_sql);
+  PGresult* r = PQexec(c_, text.c_str());
+  if (PQresultStatus(r) != PGRES_COPY_IN) {
+    Status st = ErrorOf(c_, r, what);
+    PQclear(r);
+    return st;
+  }
+  PQclear(r);
+  if (PQputCopyData(c_, data.data(), static_cast<int>(data.size())) != 1 || PQputCopyEnd(c_, nullptr) != 1) {
+    return Unavailable(fmt::format("postgresql: {}: {}", what, PQerrorMessage(c_)));
+  }
+  Status out = Status::Ok();
+  while (PGresult* end = PQgetResult(c_)) {
+    if (PQresultStatus(end) != PGRES_COMMAND_OK && out.ok()) out = ErrorOf(c_, end, what);
+    PQclear(end);
+  }
+  return out;
+}
+
+void AppendCopyBytea(std::string& row, std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  row += "\\\\x";
+  for (unsigned char c : bytes) {
+    row += kHex[c >> 4];
+    row += kHex[c & 15];
+  }
+}
+
+}  // namespace gpuledger::store::pg
