@@ -1,6 +1,7 @@
 #include "store/testing/pg_server.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <fmt/format.h>
 #include <grp.h>
 #include <libpq-fe.h>
@@ -41,11 +42,16 @@ fs::path FindBindir() {
   return kDebianBindir;
 }
 
+}  // namespace
+
 // The unprivileged account the server runs as when this process is root.
 struct Account {
   uid_t uid = 0;
   gid_t gid = 0;
 };
+
+namespace {
+
 Result<Account> ServerAccount() {
   if (::geteuid() != 0) return Account{::geteuid(), ::getegid()};
   const passwd* pw = ::getpwnam("nobody");
@@ -152,9 +158,7 @@ Status PgTestServer::Init() {
     }
     fs::permissions(p, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
   }
-  GPULEDGER_RETURN_IF_ERROR(RunPg("initdb", {"--pgdata=" + data_.string(), std::string("--username=") + kSuperuser,
-                                             "--auth=trust", "--no-sync", "--no-instructions",
-                                             "--encoding=UTF8", "--locale=C"}));
+  GPULEDGER_RETURN_IF_ERROR(InitData(account));
   {
     std::ofstream conf(data_ / "postgresql.conf", std::ios::app);
     conf << "listen_addresses = ''\n"
@@ -164,7 +168,44 @@ Status PgTestServer::Init() {
          << "max_connections = 200\nshared_buffers = 64MB\n";
     if (!conf) return Unavailable("cannot write postgresql.conf");
   }
+  StartWatchdog();
   return Start();
+}
+
+// initdb costs a second or two of CPU, and ctest runs every test in a process of its own:
+// the first server of a user and PostgreSQL version initdb's a template (under a lock
+// file, so that parallel tests make it once), and every server copies it.
+Status PgTestServer::InitData(const Account& account) {
+  const fs::path cache = fs::temp_directory_path() /
+                         fmt::format("gpuledger-pg-template-{}-{}", ::geteuid(), bindir_.parent_path().filename().string());
+  const fs::path templ = cache / "data";
+  fs::create_directories(cache);
+  int lock = ::open((cache / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock < 0 || ::flock(lock, LOCK_EX) != 0) {
+    if (lock >= 0) ::close(lock);
+    return Unavailable(fmt::format("cannot lock the PostgreSQL template in {}", cache.string()));
+  }
+  Status st = Status::Ok();
+  if (!fs::exists(templ / "PG_VERSION")) {
+    // initdb runs as the server's account, into a directory it owns.
+    fs::remove_all(templ);
+    if (::chown(cache.c_str(), account.uid, account.gid) != 0) st = Unavailable("cannot chown the template's folder");
+    if (st.ok()) {
+      st = RunPg("initdb", {"--pgdata=" + templ.string(), std::string("--username=") + kSuperuser, "--auth=trust",
+                            "--no-sync", "--no-instructions", "--encoding=UTF8", "--locale=C"});
+    }
+  }
+  std::error_code ec;
+  if (st.ok()) fs::copy(templ, data_, fs::copy_options::recursive, ec);
+  ::close(lock);
+  GPULEDGER_RETURN_IF_ERROR(st);
+  if (ec) return Unavailable(fmt::format("copying the PostgreSQL template: {}", ec.message()));
+  if (::chown(data_.c_str(), account.uid, account.gid) != 0) return Unavailable("cannot chown the data directory");
+  for (const auto& e : fs::recursive_directory_iterator(data_)) {
+    if (::lchown(e.path().c_str(), account.uid, account.gid) != 0) return Unavailable("cannot chown the data directory");
+  }
+  fs::permissions(data_, fs::perms::owner_all);
+  return Status::Ok();
 }
 
 Status PgTestServer::Start() {
@@ -180,10 +221,42 @@ Status PgTestServer::Stop() {
   return RunPg("pg_ctl", {"stop", "-w", "-m", "fast", "-D", data_.string()});
 }
 
+// A test binary that crashes or is killed (a ctest timeout) must not leave its server
+// running: a watchdog process waits for the end of a pipe this process holds open, and
+// when it ends, however this process ended, stops the server and removes its directory.
+void PgTestServer::StartWatchdog() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return;
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return;
+  }
+  if (pid == 0) {
+    ::close(fds[1]);
+    char c;
+    while (::read(fds[0], &c, 1) != 0) {
+    }
+    if (fs::exists(data_ / "postmaster.pid")) (void)RunPg("pg_ctl", {"stop", "-w", "-m", "immediate", "-D", data_.string()});
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+    _exit(0);
+  }
+  ::close(fds[0]);
+  watchdog_fd_ = fds[1];
+  watchdog_pid_ = pid;
+}
+
 PgTestServer::~PgTestServer() {
   (void)Stop();
   std::error_code ec;
   fs::remove_all(dir_, ec);
+  if (watchdog_fd_ >= 0) {
+    ::close(watchdog_fd_);
+    int status = 0;
+    ::waitpid(watchdog_pid_, &status, 0);
+  }
 }
 
 std::string PgTestServer::Url(std::string_view db, std::string_view user) const {

@@ -16,6 +16,13 @@
 // the database superuser `gpuledger` (trust authentication, local socket only). As any
 // other user the commands run as that user. docs/store-postgresql.md says the same.
 //
+// initdb runs once per user and PostgreSQL version: its result is kept as a template in
+// the temporary directory (gpuledger-pg-template-UID-VERSION, safe to delete) and each
+// server starts on a copy, since ctest runs every test in a process of its own.
+//
+// A binary that crashes or is killed leaves nothing running: a watchdog process stops the
+// server and removes its directory when the binary's end of a pipe closes.
+//
 // The server runs with fsync=off: tests check what a crash of a *client* does, never
 // power loss, and fsync would only make them slower.
 //
@@ -31,6 +38,8 @@
 #include "core/status.h"
 
 namespace gpuledger::store::pgtest {
+
+struct Account;
 
 class PgTestServer {
  public:
@@ -61,10 +70,14 @@ class PgTestServer {
  private:
   PgTestServer() = default;
   Status Init();
+  Status InitData(const Account& account);
+  void StartWatchdog();
   Status RunPg(const std::string& tool, const std::vector<std::string>& args) const;
 
   std::filesystem::path bindir_, dir_, data_, socket_dir_;
   bool running_ = false;
+  int watchdog_fd_ = -1;
+  int watchdog_pid_ = -1;
 };
 
 }  // namespace gpuledger::store::pgtest
