@@ -969,6 +969,19 @@ Result<int64_t> PgStore::PruneSamples(int64_t before_ms) {
 Result<StoreCheck> PgStore::Check(bool full) {
   std::lock_guard lock(mu_);
   GPULEDGER_ASSIGN_OR_RETURN(Conn * c, Writer());
+  StoreCheck out;
+  // The quick check (what `serve` runs at start-up): every table of the schema is there.
+  // PostgreSQL keeps its own pages sound (WAL; data checksums where the cluster has them).
+  for (const char* table : {"meta", "batches", "devices", "jobs", "allocations", "sample_chunks", "process_samples",
+                            "rollup_hour", "rollup_minute", "dirty_hours", "prices", "progress", "serving"}) {
+    GPULEDGER_ASSIGN_OR_RETURN(Rows there, c->Query("SELECT to_regclass($1) IS NOT NULL", Params().Add(table), "checking"));
+    if (there.Bytes(0, 0) != std::string_view("\x01", 1)) {
+      out.problems.push_back(fmt::format("table {} is missing", table));
+      out.tables.push_back(table);
+    }
+  }
+  if (!full || !out.ok()) return out;
+  // The full check: every B-tree index against its table (amcheck).
   GPULEDGER_ASSIGN_OR_RETURN(Rows ext, c->Query("SELECT 1 FROM pg_extension WHERE extname = 'amcheck'", "checking"));
   if (ext.rows() == 0) {
     return FailedPrecondition(
@@ -982,7 +995,6 @@ Result<StoreCheck> PgStore::Check(bool full) {
                              " WHERE a.amname = 'btree' AND ic.relkind = 'i'"
                              " AND ic.relnamespace = current_schema()::regnamespace ORDER BY 2",
                              "listing indexes"));
-  StoreCheck out;
   GPULEDGER_RETURN_IF_ERROR(c->Exec("BEGIN", "checking"));
   for (int i = 0; i < indexes.rows() && out.problems.size() < 100; ++i) {
     GPULEDGER_RETURN_IF_ERROR(c->Exec("SAVEPOINT one", "checking"));

@@ -17,6 +17,7 @@
 #include "store/pg_store.h"
 #include "store/store.h"
 #include "store/testing/pg_server.h"
+#include "store/testing/test_batches.h"
 
 namespace gpuledger::store {
 namespace {
@@ -217,25 +218,7 @@ TEST_P(StoreContractTest, ASampleStoredByAnotherBatchIsADuplicate) {
   EXPECT_THAT(r.status().message(), HasSubstr("batch b2: samples[0]: a sample of device GPU-a"));
 }
 
-// A batch on its own node: device GPU-<node>, job j-<node>, `n` samples a minute apart
-// from `t0`.
-Batch OnNode(const std::string& id, const std::string& node, int64_t t0, int n = 3) {
-  Batch b;
-  b.batch_id = id;
-  b.source = node;
-  b.devices.push_back(
-      Device{.uuid = "GPU-" + node, .node = node, .model = "NVIDIA H100", .pool = "p"});
-  b.jobs.push_back(Job{.id = "j-" + node, .team = "t"});
-  b.allocations.push_back(Allocation{"GPU-" + node, "j-" + node, t0, std::nullopt});
-  for (int i = 0; i < n; ++i) {
-    Sample s;
-    s.device_uuid = "GPU-" + node;
-    s.t_ms = t0 + i * kMsPerMinute;
-    s.sm_active = 0.25;
-    b.samples.push_back(s);
-  }
-  return b;
-}
+using testing_batches::OnNode;
 
 // Group commit: one transaction, a savepoint per batch. The bad batch is refused with
 // its own error and leaves nothing behind; the batches before and after it commit.
