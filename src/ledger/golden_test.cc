@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/testing/missing_component.h"
 #include "ledger/test_fixture.h"
 
 namespace gpuledger::ledger {
@@ -227,11 +228,15 @@ std::vector<std::string> RunQuery(Ledger& ledger, const std::string& query) {
   return out;
 }
 
-class GoldenTest : public ::testing::TestWithParam<fs::path> {};
+// Each scenario on each backend: the same expected text, so the backends agree to the
+// millisecond and the micro-unit.
+class GoldenTest : public ::testing::TestWithParam<std::tuple<fs::path, testing::Backend>> {};
 
 TEST_P(GoldenTest, MatchesHandComputedBuckets) {
-  Scenario sc = Load(GetParam());
-  testing::TempLedger t;
+  const auto& [path, backend] = GetParam();
+  if (std::string why = testing::BackendMissing(backend); !why.empty()) GPULEDGER_SKIP_OR_FAIL_IN_CI() << why;
+  Scenario sc = Load(path);
+  testing::TempLedger t(backend);
   auto book = PriceBook::Create(sc.prices);
   ASSERT_TRUE(book.ok()) << book.status().ToString();
   ASSERT_TRUE(t.ledger().SetPrices(*book).ok());
@@ -242,7 +247,7 @@ TEST_P(GoldenTest, MatchesHandComputedBuckets) {
     std::string want_text, got_text;
     for (const auto& l : q.expected) want_text += l + "\n";
     for (const auto& l : got) got_text += l + "\n";
-    EXPECT_EQ(got_text, want_text) << GetParam().filename().string() << ":" << q.source_line
+    EXPECT_EQ(got_text, want_text) << path.filename().string() << ":" << q.source_line
                                    << ": query " << q.line;
   }
 }
@@ -257,13 +262,15 @@ std::vector<fs::path> GoldenFiles() {
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Scenarios, GoldenTest, ::testing::ValuesIn(GoldenFiles()),
-                         [](const ::testing::TestParamInfo<fs::path>& param_info) {
-                           std::string n = param_info.param.stem().string();
+INSTANTIATE_TEST_SUITE_P(Scenarios, GoldenTest,
+                         ::testing::Combine(::testing::ValuesIn(GoldenFiles()),
+                                            ::testing::Values(testing::Backend::kSqlite, testing::Backend::kPostgres)),
+                         [](const ::testing::TestParamInfo<GoldenTest::ParamType>& param_info) {
+                           std::string n = std::get<0>(param_info.param).stem().string();
                            for (char& c : n) {
                              if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
                            }
-                           return n;
+                           return n + "_" + testing::BackendName(std::get<1>(param_info.param));
                          });
 
 }  // namespace
