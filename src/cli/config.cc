@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "store/pg_store.h"
+
 namespace gpuledger::cli {
 
 Result<Config> LoadCommonConfig(const CommonOptions& common) {
@@ -34,10 +36,12 @@ Result<std::unique_ptr<ledger::Ledger>> OpenLedger(const CommonOptions& common, 
   GPULEDGER_ASSIGN_OR_RETURN(Config config, LoadCommonConfig(common));
   if (!common.db_path.empty()) config.db_path = common.db_path;
   std::string db_path = config.db_path.value_or(DefaultDbPath());
-  std::error_code ec;
-  auto parent = std::filesystem::path(db_path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  GPULEDGER_ASSIGN_OR_RETURN(auto store, store::OpenSqliteStore(db_path, store_options));
+  if (!store::IsPostgresUrl(db_path)) {
+    std::error_code ec;
+    auto parent = std::filesystem::path(db_path).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  }
+  GPULEDGER_ASSIGN_OR_RETURN(auto store, store::Open(db_path, store_options));
   auto ledger = std::make_unique<ledger::Ledger>(std::move(store), clock, LedgerOptionsFrom(config.ledger));
   if (config.prices) {
     GPULEDGER_ASSIGN_OR_RETURN(PriceBook book, PriceBook::Create(*config.prices));
