@@ -562,36 +562,32 @@ Result<ApplyOutcome> PgStore::ApplyInTransaction(Conn& c, const IngestPlan& plan
                                     dev[at], FormatTime(stored.Int(i, 1))));
       }
     }
-    std::string rows, processes;
+    // Written in pipeline mode, one INSERT a chunk with its data as binary: measured
+    // twice as fast as COPY's text format, whose bytea must be hex (docs/store-postgresql.md).
+    std::vector<Params> rows, processes;
     for (size_t k = 0; k < plan.chunks.size(); ++k) {
       const ChunkPlan& ch = plan.chunks[k];
       if (!instants[k].empty()) {
         std::sort(instants[k].begin(), instants[k].end());
         GPULEDGER_RETURN_IF_ERROR(plan.check_stored_instants(ch, instants[k]));
       }
-      rows += fmt::format("{}\t{}\t{}\t{}\t", dev[k], ch.first_ms, ch.last_ms, ch.times.size());
-      pg::AppendCopyBytea(rows, ch.data);
-      rows += '\n';
+      Params& row = rows.emplace_back();
+      row.Add(dev[k]).Add(ch.first_ms).Add(ch.last_ms).Add(static_cast<int64_t>(ch.times.size())).AddBytes(ch.data);
       if (!ch.with_processes) continue;
       for (size_t i : ch.sample_index) {
         const Sample& smp = b.samples[i];
         for (const ProcessSample& p : smp.processes) {
-          std::string key = p.job_id;
-          for (char& ch2 : key) {
-            if (ch2 == '\t' || ch2 == '\n' || ch2 == '\r' || ch2 == '\\') ch2 = ' ';
-          }
-          processes += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\n", dev[k], smp.t_ms, p.pid, key, p.fb_used_mib,
-                                   p.sm_share ? fmt::format("{}", *p.sm_share) : std::string("\\N"));
+          processes.emplace_back().Add(dev[k]).Add(smp.t_ms).Add(p.pid).Add(p.job_id)
+              .Add(std::optional<double>(p.fb_used_mib)).Add(p.sm_share);
         }
       }
     }
-    GPULEDGER_RETURN_IF_ERROR(c.CopyIn("COPY sample_chunks(device_id, first_ms, last_ms, n, data) FROM STDIN", rows,
-                                       "writing samples"));
-    if (!processes.empty()) {
-      GPULEDGER_RETURN_IF_ERROR(c.CopyIn(
-          "COPY process_samples(device_id, t_ms, pid, job_key, fb_used_mib, sm_share) FROM STDIN", processes,
-          "writing process samples"));
-    }
+    GPULEDGER_RETURN_IF_ERROR(c.Pipeline("INSERT INTO sample_chunks(device_id, first_ms, last_ms, n, data)"
+                                         " VALUES($1, $2, $3, $4, $5)",
+                                         rows, "writing samples"));
+    GPULEDGER_RETURN_IF_ERROR(c.Pipeline("INSERT INTO process_samples(device_id, t_ms, pid, job_key, fb_used_mib,"
+                                         " sm_share) VALUES($1, $2, $3, $4, $5, $6)",
+                                         processes, "writing process samples"));
   }
 
   for (size_t i = 0; i < b.allocations.size(); ++i) {
@@ -863,11 +859,7 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
         m_hour.push_back(d.hour_ms);
         m_dev.push_back(d.device_id);
         if (m_blobs.size() > 1) m_blobs += ',';
-        static constexpr char kHex[] = "0123456789abcdef";
-        for (uint8_t byte : blob) {
-          m_blobs += kHex[byte >> 4];
-          m_blobs += kHex[byte & 15];
-        }
+        pg::AppendHex(m_blobs, std::string_view(reinterpret_cast<const char*>(blob.data()), blob.size()));
       }
     }
     m_blobs += '}';

@@ -179,32 +179,55 @@ Status Conn::Exec(std::string_view sql, std::string_view what) {
   return out;
 }
 
-Status Conn::CopyIn(std::string_view copy_sql, std::string_view data, std::string_view what) {
-  std::string text(copy_sql);
-  PGresult* r = PQexec(c_, text.c_str());
-  if (PQresultStatus(r) != PGRES_COPY_IN) {
-    Status st = ErrorOf(c_, r, what);
-    PQclear(r);
-    return st;
-  }
-  PQclear(r);
-  if (PQputCopyData(c_, data.data(), static_cast<int>(data.size())) != 1 || PQputCopyEnd(c_, nullptr) != 1) {
-    return Unavailable(fmt::format("postgresql: {}: {}", what, PQerrorMessage(c_)));
-  }
+Status Conn::Pipeline(std::string_view sql, const std::vector<Params>& rows, std::string_view what) {
+  if (rows.empty()) return Status::Ok();
+  if (PQenterPipelineMode(c_) != 1) return Unavailable(fmt::format("postgresql: {}: {}", what, PQerrorMessage(c_)));
+  const std::string text(sql);
   Status out = Status::Ok();
-  while (PGresult* end = PQgetResult(c_)) {
-    if (PQresultStatus(end) != PGRES_COMMAND_OK && out.ok()) out = ErrorOf(c_, end, what);
-    PQclear(end);
+  for (const Params& p : rows) {
+    std::vector<const char*> values(p.size());
+    std::vector<int> lengths(p.size()), formats(p.size());
+    for (size_t i = 0; i < p.size(); ++i) {
+      values[i] = p.null_[i] ? nullptr : p.values_[i].data();
+      lengths[i] = static_cast<int>(p.values_[i].size());
+      formats[i] = p.binary_[i] ? 1 : 0;
+    }
+    if (PQsendQueryParams(c_, text.c_str(), static_cast<int>(p.size()), nullptr, values.data(), lengths.data(),
+                          formats.data(), 1) != 1) {
+      out = Unavailable(fmt::format("postgresql: {}: {}", what, PQerrorMessage(c_)));
+      break;
+    }
   }
+  if (PQpipelineSync(c_) != 1 && out.ok()) out = Unavailable(fmt::format("postgresql: {}: {}", what, PQerrorMessage(c_)));
+  // Every statement's result (and the NULL after it), then the sync's.
+  for (;;) {
+    PGresult* r = PQgetResult(c_);
+    if (r == nullptr) {
+      if (PQstatus(c_) != CONNECTION_OK) {
+        if (out.ok()) out = Unavailable(fmt::format("postgresql: {}: {}", what, PQerrorMessage(c_)));
+        break;
+      }
+      continue;
+    }
+    ExecStatusType st = PQresultStatus(r);
+    if (st == PGRES_PIPELINE_SYNC) {
+      PQclear(r);
+      break;
+    }
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && st != PGRES_PIPELINE_ABORTED && out.ok()) {
+      out = ErrorOf(c_, r, what);
+    }
+    PQclear(r);
+  }
+  PQexitPipelineMode(c_);
   return out;
 }
 
-void AppendCopyBytea(std::string& row, std::string_view bytes) {
+void AppendHex(std::string& out, std::string_view bytes) {
   static constexpr char kHex[] = "0123456789abcdef";
-  row += "\\\\x";
   for (unsigned char c : bytes) {
-    row += kHex[c >> 4];
-    row += kHex[c & 15];
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
   }
 }
 

@@ -76,8 +76,10 @@ class Conn {
   Result<Rows> Query(std::string_view sql, std::string_view what) { return Query(sql, Params{}, what); }
   // Runs statements without parameters (several, separated by ';').
   Status Exec(std::string_view sql, std::string_view what);
-  // COPY `copy_sql` FROM STDIN with `data` (COPY's text format).
-  Status CopyIn(std::string_view copy_sql, std::string_view data, std::string_view what);
+  // Runs `sql` once for each of `rows` in libpq's pipeline mode: all sent, then all
+  // answered, one round trip. The first error is returned (the statements after it are
+  // skipped by the server); REQUIRES: inside a transaction (an error aborts it).
+  Status Pipeline(std::string_view sql, const std::vector<Params>& rows, std::string_view what);
 
   // True when the connection is gone (the server restarted, the network broke).
   bool Broken() const { return PQstatus(c_) != CONNECTION_OK; }
@@ -96,7 +98,7 @@ class Conn {
 // `url` with any password replaced by "***", for messages.
 std::string Redacted(std::string_view url);
 
-// Appends `bytes` to a COPY text-format row as a bytea field (\\x followed by hex).
-void AppendCopyBytea(std::string& row, std::string_view bytes);
+// Appends `bytes` as lowercase hex (decode(x, 'hex') reads it back).
+void AppendHex(std::string& out, std::string_view bytes);
 
 }  // namespace gpuledger::store::pg
