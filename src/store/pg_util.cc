@@ -150,17 +150,24 @@ bool Conn::InTransaction() const {
   return t == PQTRANS_INTRANS || t == PQTRANS_INERROR || t == PQTRANS_ACTIVE;
 }
 
-Result<Rows> Conn::Query(std::string_view sql, const Params& params, std::string_view what) {
-  const int n = static_cast<int>(params.size());
-  std::vector<const char*> values(params.size());
-  std::vector<int> lengths(params.size()), formats(params.size());
-  for (size_t i = 0; i < params.size(); ++i) {
-    values[i] = params.null_[i] ? nullptr : params.values_[i].data();
-    lengths[i] = static_cast<int>(params.values_[i].size());
-    formats[i] = params.binary_[i] ? 1 : 0;
+// Params as the arrays libpq's calls take; they point into `p`, which must outlive them.
+struct Conn::Bound {
+  explicit Bound(const Params& p) : n(static_cast<int>(p.size())), values(p.size()), lengths(p.size()), formats(p.size()) {
+    for (size_t i = 0; i < p.size(); ++i) {
+      values[i] = p.null_[i] ? nullptr : p.values_[i].data();
+      lengths[i] = static_cast<int>(p.values_[i].size());
+      formats[i] = p.binary_[i] ? 1 : 0;
+    }
   }
+  int n;
+  std::vector<const char*> values;
+  std::vector<int> lengths, formats;
+};
+
+Result<Rows> Conn::Query(std::string_view sql, const Params& params, std::string_view what) {
+  const Bound b(params);
   std::string text(sql);
-  PGresult* r = PQexecParams(c_, text.c_str(), n, nullptr, values.data(), lengths.data(), formats.data(), 1);
+  PGresult* r = PQexecParams(c_, text.c_str(), b.n, nullptr, b.values.data(), b.lengths.data(), b.formats.data(), 1);
   ExecStatusType st = PQresultStatus(r);
   if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
     Status err = ErrorOf(c_, r, what);
@@ -185,15 +192,8 @@ Status Conn::Pipeline(std::string_view sql, const std::vector<Params>& rows, std
   const std::string text(sql);
   Status out = Status::Ok();
   for (const Params& p : rows) {
-    std::vector<const char*> values(p.size());
-    std::vector<int> lengths(p.size()), formats(p.size());
-    for (size_t i = 0; i < p.size(); ++i) {
-      values[i] = p.null_[i] ? nullptr : p.values_[i].data();
-      lengths[i] = static_cast<int>(p.values_[i].size());
-      formats[i] = p.binary_[i] ? 1 : 0;
-    }
-    if (PQsendQueryParams(c_, text.c_str(), static_cast<int>(p.size()), nullptr, values.data(), lengths.data(),
-                          formats.data(), 1) != 1) {
+    const Bound b(p);
+    if (PQsendQueryParams(c_, text.c_str(), b.n, nullptr, b.values.data(), b.lengths.data(), b.formats.data(), 1) != 1) {
       out = Unavailable(fmt::format("postgresql: {}: {}", what, PQerrorMessage(c_)));
       break;
     }

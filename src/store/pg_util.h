@@ -90,6 +90,7 @@ class Conn {
   PGconn* get() { return c_; }
 
  private:
+  struct Bound;
   explicit Conn(PGconn* c, std::string url) : c_(c), url_(std::move(url)) {}
   PGconn* c_;
   std::string url_;
