@@ -7,6 +7,7 @@
 #include <libpq-fe.h>
 #include <pwd.h>
 #include <sys/wait.h>
+#include <csignal>
 #include <unistd.h>
 
 #include <array>
@@ -103,9 +104,13 @@ Result<PgTestServer*> PgTestServer::Shared() {
 // Runs bindir/tool with `args` as the server's account, its output appended to
 // commands.log in the server's directory; an error carries the log's tail.
 Status PgTestServer::RunPg(const std::string& tool, const std::vector<std::string>& args) const {
+  return RunAs((bindir_ / tool).string(), args);
+}
+
+Status PgTestServer::RunAs(const std::string& exe, const std::vector<std::string>& args) const {
   GPULEDGER_ASSIGN_OR_RETURN(Account account, ServerAccount());
   const fs::path log = dir_ / "commands.log";
-  const std::string exe = (bindir_ / tool).string();
+  const std::string tool = fs::path(exe).filename().string();
   std::vector<std::string> argv_s = {exe};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -238,6 +243,7 @@ void PgTestServer::StartWatchdog() {
     char c;
     while (::read(fds[0], &c, 1) != 0) {
     }
+    StopBouncer();
     if (fs::exists(data_ / "postmaster.pid")) (void)RunPg("pg_ctl", {"stop", "-w", "-m", "immediate", "-D", data_.string()});
     std::error_code ec;
     fs::remove_all(dir_, ec);
@@ -249,6 +255,7 @@ void PgTestServer::StartWatchdog() {
 }
 
 PgTestServer::~PgTestServer() {
+  StopBouncer();
   (void)Stop();
   std::error_code ec;
   fs::remove_all(dir_, ec);
@@ -257,6 +264,42 @@ PgTestServer::~PgTestServer() {
     int status = 0;
     ::waitpid(watchdog_pid_, &status, 0);
   }
+}
+
+void PgTestServer::StopBouncer() const {
+  std::ifstream pidfile(dir_ / "bouncer" / "pgbouncer.pid");
+  pid_t pid = 0;
+  if (pidfile >> pid && pid > 0) ::kill(pid, SIGTERM);
+}
+
+Result<std::string> PgTestServer::BouncerUrl(std::string_view db) {
+  std::lock_guard lock(bouncer_mu_);
+  if (!bouncer_started_) {
+    const fs::path exe = "/usr/sbin/pgbouncer";
+    if (!fs::exists(exe)) return Unavailable("pgbouncer is not installed (Debian package pgbouncer)");
+    GPULEDGER_ASSIGN_OR_RETURN(Account account, ServerAccount());
+    const fs::path b = dir_ / "bouncer";
+    fs::create_directories(b);
+    if (::chown(b.c_str(), account.uid, account.gid) != 0) return Unavailable("cannot chown pgbouncer's folder");
+    {
+      std::ofstream users(b / "users.txt");
+      users << "\"" << kSuperuser << "\" \"\"\n\"reader\" \"\"\n";
+      std::ofstream ini(b / "pgbouncer.ini");
+      ini << "[databases]\n* = host=" << socket_dir_.string() << " port=5432\n"
+          << "[pgbouncer]\nlisten_addr =\nlisten_port = 6432\nunix_socket_dir = " << b.string() << "\n"
+          << "auth_type = trust\nauth_file = " << (b / "users.txt").string() << "\n"
+          << "pool_mode = transaction\nmax_client_conn = 1000\ndefault_pool_size = 20\n"
+          << "logfile = " << (b / "pgbouncer.log").string() << "\npidfile = " << (b / "pgbouncer.pid").string()
+          << "\n";
+      if (!ini) return Unavailable("cannot write pgbouncer.ini");
+    }
+    GPULEDGER_RETURN_IF_ERROR(RunAs(exe.string(), {"-d", (b / "pgbouncer.ini").string()}));
+    // -d returns once it has daemonized; wait for its socket.
+    for (int i = 0; i < 100 && !fs::exists(b / ".s.PGSQL.6432"); ++i) ::usleep(50'000);
+    if (!fs::exists(b / ".s.PGSQL.6432")) return Unavailable("pgbouncer did not start: " + Tail(b / "pgbouncer.log"));
+    bouncer_started_ = true;
+  }
+  return fmt::format("postgresql://{}@/{}?host={}&port=6432", kSuperuser, db, (dir_ / "bouncer").string());
 }
 
 std::string PgTestServer::Url(std::string_view db, std::string_view user) const {

@@ -31,6 +31,7 @@
 #pragma once
 
 #include <filesystem>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,11 @@ class PgTestServer {
   // The URL of database `db` as role `user` (the superuser when empty).
   std::string Url(std::string_view db, std::string_view user = {}) const;
 
+  // The URL of database `db` through a pgbouncer in transaction mode in front of this
+  // server (/usr/sbin/pgbouncer, Debian package pgbouncer), started on first use, as the
+  // server's user. kUnavailable when pgbouncer is not installed or does not start.
+  Result<std::string> BouncerUrl(std::string_view db);
+
   // Runs `sql` (any number of statements) in database `db` as the superuser.
   Status Exec(std::string_view db, std::string_view sql) const;
 
@@ -73,9 +79,13 @@ class PgTestServer {
   Status InitData(const Account& account);
   void StartWatchdog();
   Status RunPg(const std::string& tool, const std::vector<std::string>& args) const;
+  Status RunAs(const std::string& exe, const std::vector<std::string>& args) const;
+  void StopBouncer() const;
 
   std::filesystem::path bindir_, dir_, data_, socket_dir_;
   bool running_ = false;
+  std::mutex bouncer_mu_;
+  bool bouncer_started_ = false;
   int watchdog_fd_ = -1;
   int watchdog_pid_ = -1;
 };
