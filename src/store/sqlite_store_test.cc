@@ -53,22 +53,28 @@ Backend Sqlite() {
   return {"sqlite", [](const std::filesystem::path& dir) { return OpenSqliteStore((dir / "ledger.db").string()); }};
 }
 
-// The test binary's PostgreSQL (store/testing/pg_server.h): a database per test folder.
-Backend Postgres() {
+// The test binary's PostgreSQL (store/testing/pg_server.h): a database per test folder;
+// `bouncer`: reached through pgbouncer in transaction mode, as operators deploy it.
+Backend Postgres(bool bouncer = false) {
   Backend b;
-  b.name = "postgresql";
-  b.open = [](const std::filesystem::path& dir) -> Result<std::unique_ptr<Store>> {
+  b.name = bouncer ? "pgbouncer" : "postgresql";
+  b.open = [bouncer](const std::filesystem::path& dir) -> Result<std::unique_ptr<Store>> {
     static std::map<std::string, std::string> database_of;  // test folder -> database
     GPULEDGER_ASSIGN_OR_RETURN(auto* server, pgtest::PgTestServer::Shared());
     auto [it, fresh] = database_of.try_emplace(dir.string());
     if (fresh) {
       GPULEDGER_ASSIGN_OR_RETURN(it->second, server->CreateDatabase(dir.filename().string()));
     }
-    return OpenPgStore(server->Url(it->second));
+    if (!bouncer) return OpenPgStore(server->Url(it->second));
+    GPULEDGER_ASSIGN_OR_RETURN(std::string url, server->BouncerUrl(it->second));
+    return OpenPgStore(url);
   };
-  b.missing = [] {
+  b.missing = [bouncer] {
     auto server = pgtest::PgTestServer::Shared();
-    return server.ok() ? std::string() : server.status().ToString();
+    if (!server.ok()) return server.status().ToString();
+    if (!bouncer) return std::string();
+    auto url = (*server)->BouncerUrl("postgres");
+    return url.ok() ? std::string() : url.status().ToString();
   };
   b.retention_unit_ms = 24 * kMsPerHour;  // raw samples are partitioned by day
   return b;
@@ -126,7 +132,7 @@ class StoreContractTest : public StoreFixture, public ::testing::WithParamInterf
  protected:
   StoreContractTest() : StoreFixture(GetParam()) {}
 };
-INSTANTIATE_TEST_SUITE_P(Backends, StoreContractTest, ::testing::Values(Sqlite(), Postgres()),
+INSTANTIATE_TEST_SUITE_P(Backends, StoreContractTest, ::testing::Values(Sqlite(), Postgres(), Postgres(/*bouncer=*/true)),
                          [](const ::testing::TestParamInfo<Backend>& p) { return p.param.name; });
 
 // What only the SQLite store does (its file, its migrations).
