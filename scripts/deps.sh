@@ -12,6 +12,8 @@ packages=(
   # libraries
   libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libsimdjson-dev
   libsqlite3-dev sqlite3 libtomlplusplus-dev zlib1g-dev libsnappy-dev
+  # the PostgreSQL store (libpq), the server and the pgbouncer its tests start (src/store/testing)
+  libpq-dev postgresql-15 pgbouncer
   protobuf-compiler libprotobuf-dev
   libcpp-httplib-dev libssl-dev
   # the agent's kubelet PodResources client (src/kube): gRPC, protoc's gRPC plugin

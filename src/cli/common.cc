@@ -11,7 +11,7 @@ void AddCommonOptions(CLI::App& sub, CommonOptions& common) {
   sub.add_option("--config", common.config_path, "TOML configuration file")
       ->check(CLI::ExistingFile);
   sub.add_option("--db", common.db_path,
-                 "the embedded store (default: $GPULEDGER_DB or ~/.local/share/gpuledger/ledger.db)");
+                 "the store: a SQLite file, or a postgresql:// URL (default: $GPULEDGER_DB or ~/.local/share/gpuledger/ledger.db)");
 }
 
 void AddWindowOptions(CLI::App& sub, WindowOptions& w, const std::string& fallback) {

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "store/pg_store.h"
+
 namespace gpuledger::cli {
 
 Result<Config> LoadCommonConfig(const CommonOptions& common) {
@@ -34,12 +36,14 @@ Result<std::unique_ptr<ledger::Ledger>> OpenLedger(const CommonOptions& common, 
   GPULEDGER_ASSIGN_OR_RETURN(Config config, LoadCommonConfig(common));
   if (!common.db_path.empty()) config.db_path = common.db_path;
   std::string db_path = config.db_path.value_or(DefaultDbPath());
-  std::error_code ec;
-  auto parent = std::filesystem::path(db_path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  if (!store::IsPostgresUrl(db_path)) {
+    std::error_code ec;
+    auto parent = std::filesystem::path(db_path).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  }
   store::SqliteOptions store_opts = store_options;
   if (config.ledger.store_max_bytes) store_opts.max_size_bytes = static_cast<int64_t>(*config.ledger.store_max_bytes);
-  GPULEDGER_ASSIGN_OR_RETURN(auto store, store::OpenSqliteStore(db_path, store_opts));
+  GPULEDGER_ASSIGN_OR_RETURN(auto store, store::Open(db_path, store_opts));
   ledger::LedgerOptions options = LedgerOptionsFrom(config.ledger);
   options.currency = config.currency.value_or(Currency());
   auto ledger = std::make_unique<ledger::Ledger>(std::move(store), clock, std::move(options));

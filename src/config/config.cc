@@ -374,6 +374,17 @@ Status ReadBudgets(const std::string& file, const toml::table& t, int64_t line, 
   return Status::Ok();
 }
 
+// [store] url = "postgresql://...": where the store is, as `db` says it (not both).
+Status ReadStore(const std::string& file, const toml::table& t, int64_t line, Config& c) {
+  Where where(file, line, "store");
+  Reader r(file, t, where);
+  GPULEDGER_RETURN_IF_ERROR(r.Known({"url"}));
+  if (c.db_path && t.get("url") != nullptr) {
+    return r.Fail(*t.get("url"), "url", "the store is given twice: keep either the top-level db or [store] url");
+  }
+  return r.String("url", c.db_path);
+}
+
 Status ReadLedger(const std::string& file, const toml::table& t, int64_t line, LedgerSection& s) {
   s.where = Where(file, line, "ledger");
   Reader r(file, t, s.where);
@@ -738,14 +749,15 @@ Result<Config> Load(const std::string& path) {
   c.file = path;
   c.where = Where(path, 0, "");
   Reader r(path, root, c.where);
-  GPULEDGER_RETURN_IF_ERROR(r.Known({"db", "ledger", "price", "prices", "targets", "budgets", "server", "agent",
-                                     "objective", "intervention", "alerting"}));
+  GPULEDGER_RETURN_IF_ERROR(r.Known({"db", "store", "ledger", "price", "prices", "targets", "budgets", "server",
+                                     "agent", "objective", "intervention", "alerting"}));
   GPULEDGER_RETURN_IF_ERROR(r.String("db", c.db_path));
   struct Section {
     const char* name;
     std::function<Status(const toml::table&, int64_t)> read;
   };
   for (const Section& s : {
+           Section{"store", [&](const toml::table& t, int64_t l) { return ReadStore(path, t, l, c); }},
            Section{"ledger", [&](const toml::table& t, int64_t l) { return ReadLedger(path, t, l, c.ledger); }},
            Section{"prices", [&](const toml::table& t, int64_t l) { return ReadPricesSection(path, t, l, c); }},
            Section{"targets", [&](const toml::table& t, int64_t l) { return ReadTargets(path, t, l, c.goals); }},

@@ -215,6 +215,8 @@ struct AlertingSection {
 
 struct Config {
   std::string file;  // the file read; empty when there was none (every value its default)
+  // `db`: the SQLite file, or a postgresql:// URL; `[store] url` says the same (one of the
+  // two, not both). store::Open tells them apart.
   std::optional<std::string> db_path;
   LedgerSection ledger;
   // [[price]]: checked as a price book (PriceBook::Create); absent: the store's book stays.

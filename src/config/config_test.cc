@@ -208,6 +208,22 @@ TEST(ConfigTest, AnAbsentKeyIsLeftToTheSubsystem) {
   EXPECT_EQ(c->goals.fleet_target_source, Goals::kDefaultSource);
 }
 
+// The store may be named by `db` or by [store] url (a PostgreSQL URL reads best there),
+// never by both: two places saying where the data lives is a mistake to report.
+TEST(ConfigTest, TheStoreIsNamedByDbOrByStoreUrlNotBoth) {
+  TempDir dir;
+  auto url = Load(dir.Write("url.toml", "[store]\nurl = \"postgresql://gpl@db.example/ledger\"\n"));
+  ASSERT_TRUE(url.ok()) << url.status().ToString();
+  EXPECT_EQ(url->db_path, "postgresql://gpl@db.example/ledger");
+  auto both = Load(dir.Write("both.toml", "db = \"fleet.db\"\n\n[store]\nurl = \"postgresql:///ledger\"\n"));
+  ASSERT_FALSE(both.ok());
+  EXPECT_THAT(both.status().message(), ::testing::HasSubstr("both.toml:4"));
+  EXPECT_THAT(both.status().message(), ::testing::HasSubstr("keep either the top-level db or [store] url"));
+  auto stray = Load(dir.Write("stray.toml", "[store]\npath = \"x\"\n"));
+  ASSERT_FALSE(stray.ok());
+  EXPECT_THAT(stray.status().message(), ::testing::HasSubstr("store.path"));
+}
+
 // A stray key in any table is refused with the file, its line and its dotted name; the
 // lines before it are valid, so the line in the message is the stray key's own.
 TEST(ConfigTest, UnknownKeysAreErrorsInEveryTable) {

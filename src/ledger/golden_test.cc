@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/testing/golden_files.h"
+#include "core/testing/missing_component.h"
 #include "ledger/test_fixture.h"
 
 namespace gpuledger::ledger {
@@ -228,11 +229,15 @@ std::vector<std::string> RunQuery(Ledger& ledger, const std::string& query) {
   return out;
 }
 
-class GoldenTest : public ::testing::TestWithParam<fs::path> {};
+// Each scenario on each backend: the same expected text, so the backends agree to the
+// millisecond and the micro-unit.
+class GoldenTest : public ::testing::TestWithParam<std::tuple<fs::path, testing::Backend>> {};
 
 TEST_P(GoldenTest, MatchesHandComputedBuckets) {
-  Scenario sc = Load(GetParam());
-  testing::TempLedger t;
+  const auto& [path, backend] = GetParam();
+  if (std::string why = testing::BackendMissing(backend); !why.empty()) GPULEDGER_SKIP_OR_FAIL_IN_CI() << why;
+  Scenario sc = Load(path);
+  testing::TempLedger t(backend);
   auto book = PriceBook::Create(sc.prices);
   ASSERT_TRUE(book.ok()) << book.status().ToString();
   ASSERT_TRUE(t.ledger().SetPrices(*book).ok());
@@ -243,14 +248,19 @@ TEST_P(GoldenTest, MatchesHandComputedBuckets) {
     std::string want_text, got_text;
     for (const auto& l : q.expected) want_text += l + "\n";
     for (const auto& l : got) got_text += l + "\n";
-    EXPECT_EQ(got_text, want_text) << GetParam().filename().string() << ":" << q.source_line
+    EXPECT_EQ(got_text, want_text) << path.filename().string() << ":" << q.source_line
                                    << ": query " << q.line;
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, GoldenTest,
-                         ::testing::ValuesIn(gpuledger::test_env::GoldenFiles("src/ledger/testdata/golden")),
-                         gpuledger::test_env::GoldenTestName);
+                         ::testing::Combine(::testing::ValuesIn(gpuledger::test_env::GoldenFiles("src/ledger/testdata/golden")),
+                                            ::testing::Values(testing::Backend::kSqlite, testing::Backend::kPostgres)),
+                         [](const ::testing::TestParamInfo<GoldenTest::ParamType>& param_info) {
+                           ::testing::TestParamInfo<fs::path> file(std::get<0>(param_info.param), param_info.index);
+                           return gpuledger::test_env::GoldenTestName(file) + "_" +
+                                  testing::BackendName(std::get<1>(param_info.param));
+                         });
 
 }  // namespace
 }  // namespace gpuledger::ledger

@@ -8,6 +8,7 @@
 #include <map>
 #include <random>
 
+#include "core/testing/missing_component.h"
 #include "ledger/random_fleet.h"
 #include "ledger/reference_attributor.h"
 #include "ledger/test_fixture.h"
@@ -20,11 +21,19 @@ using testing::kBaseMs;
 using testing::MakeRandomFleet;
 using testing::RandomFleet;
 
-class ConservationTest : public ::testing::TestWithParam<uint64_t> {};
+// Every seed on each backend (the PostgreSQL store holds to the same laws).
+class ConservationTest : public ::testing::TestWithParam<std::tuple<uint64_t, testing::Backend>> {
+ protected:
+  void SetUp() override {
+    if (std::string why = testing::BackendMissing(backend()); !why.empty()) GPULEDGER_SKIP_OR_FAIL_IN_CI() << why;
+  }
+  uint64_t Seed() const { return std::get<0>(GetParam()); }
+  testing::Backend backend() const { return std::get<1>(GetParam()); }
+};
 
 TEST_P(ConservationTest, BucketsAndCostsAddUpForAnyWindow) {
-  RandomFleet fleet = MakeRandomFleet(GetParam());
-  testing::TempLedger t;
+  RandomFleet fleet = MakeRandomFleet(Seed());
+  testing::TempLedger t(backend());
   PriceBook book = *PriceBook::Create(fleet.prices);
   ASSERT_TRUE(t.ledger().SetPrices(book).ok());
   for (const Batch& b : fleet.batches) {
@@ -32,7 +41,7 @@ TEST_P(ConservationTest, BucketsAndCostsAddUpForAnyWindow) {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
   const reference::Model model(fleet.batches, book);
-  std::mt19937_64 rng(GetParam() * 31 + 7);
+  std::mt19937_64 rng(Seed() * 31 + 7);
   for (int w = 0; w < 6; ++w) {
     int64_t a = kBaseMs + static_cast<int64_t>(rng() % (7 * 3600)) * 1000 - kMsPerHour +
                 static_cast<int64_t>(rng() % 1000);
@@ -74,11 +83,11 @@ TEST_P(ConservationTest, BucketsAndCostsAddUpForAnyWindow) {
 // Grouping by hour is the window's time series: each hour's rows are that hour's usage
 // (clipped to the window), and together they add up to the ungrouped report.
 TEST_P(ConservationTest, HourlySeriesAddsUpToTheWindow) {
-  RandomFleet fleet = MakeRandomFleet(GetParam());
-  testing::TempLedger t;
+  RandomFleet fleet = MakeRandomFleet(Seed());
+  testing::TempLedger t(backend());
   ASSERT_TRUE(t.ledger().SetPrices(*PriceBook::Create(fleet.prices)).ok());
   for (const Batch& b : fleet.batches) ASSERT_TRUE(t.ledger().Ingest(b).ok());
-  std::mt19937_64 rng(GetParam() * 17 + 3);
+  std::mt19937_64 rng(Seed() * 17 + 3);
   int64_t a = kBaseMs - kMsPerHour + static_cast<int64_t>(rng() % (3 * 3600'000));
   TimeRange window{a, a + kMsPerHour + static_cast<int64_t>(rng() % (5 * 3600'000))};
   auto series = t.ledger().Usage(window, {Dimension::kHour, Dimension::kTeam});
@@ -120,8 +129,8 @@ TEST_P(ConservationTest, HourlySeriesAddsUpToTheWindow) {
 }
 
 TEST_P(ConservationTest, ImportingTheSameBatchesTwiceChangesNothing) {
-  RandomFleet fleet = MakeRandomFleet(GetParam());
-  testing::TempLedger t;
+  RandomFleet fleet = MakeRandomFleet(Seed());
+  testing::TempLedger t(backend());
   ASSERT_TRUE(t.ledger().SetPrices(*PriceBook::Create(fleet.prices)).ok());
   for (const Batch& b : fleet.batches) ASSERT_TRUE(t.ledger().Ingest(b).ok());
   TimeRange window{kBaseMs - kMsPerHour, kBaseMs + 8 * kMsPerHour};
@@ -141,8 +150,8 @@ TEST_P(ConservationTest, ImportingTheSameBatchesTwiceChangesNothing) {
 }
 
 TEST_P(ConservationTest, ArrivalOrderDoesNotMatter) {
-  RandomFleet fleet = MakeRandomFleet(GetParam());
-  testing::TempLedger in_order, reversed;
+  RandomFleet fleet = MakeRandomFleet(Seed());
+  testing::TempLedger in_order(backend()), reversed(backend());
   auto book = *PriceBook::Create(fleet.prices);
   ASSERT_TRUE(in_order.ledger().SetPrices(book).ok());
   ASSERT_TRUE(reversed.ledger().SetPrices(book).ok());
@@ -166,7 +175,61 @@ TEST_P(ConservationTest, ArrivalOrderDoesNotMatter) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Seeds, ConservationTest, ::testing::Range<uint64_t>(1, 41));
+std::string SeedAndBackend(const ::testing::TestParamInfo<ConservationTest::ParamType>& p) {
+  return std::to_string(std::get<0>(p.param)) + "_" + testing::BackendName(std::get<1>(p.param));
+}
+INSTANTIATE_TEST_SUITE_P(Seeds, ConservationTest,
+                         ::testing::Combine(::testing::Range<uint64_t>(1, 41),
+                                            ::testing::Values(testing::Backend::kSqlite, testing::Backend::kPostgres)),
+                         SeedAndBackend);
+
+// The same random fleet on both backends: every row of every report is the same, key by
+// key, to the millisecond and the micro-unit (an oracle of its own: the other store).
+class BackendAgreementTest : public ::testing::TestWithParam<uint64_t> {};
+
+TEST_P(BackendAgreementTest, BothBackendsReportTheSameToTheMicroUnit) {
+  if (std::string why = testing::BackendMissing(testing::Backend::kPostgres); !why.empty()) {
+    GPULEDGER_SKIP_OR_FAIL_IN_CI() << why;
+  }
+  RandomFleet fleet = MakeRandomFleet(GetParam());
+  testing::TempLedger sqlite(testing::Backend::kSqlite), postgres(testing::Backend::kPostgres);
+  PriceBook book = *PriceBook::Create(fleet.prices);
+  for (testing::TempLedger* t : {&sqlite, &postgres}) {
+    ASSERT_TRUE(t->ledger().SetPrices(book).ok());
+    for (const Batch& b : fleet.batches) ASSERT_TRUE(t->ledger().Ingest(b).ok());
+  }
+  // Half the hours rolled up, half attributed from samples by the query, then all rolled up.
+  for (bool refreshed : {false, true}) {
+    if (refreshed) {
+      ASSERT_TRUE(sqlite.ledger().RefreshRollups().ok());
+      ASSERT_TRUE(postgres.ledger().RefreshRollups().ok());
+    }
+    std::mt19937_64 rng(GetParam() * 13 + (refreshed ? 1 : 0));
+    for (int w = 0; w < 4; ++w) {
+      int64_t a = kBaseMs + static_cast<int64_t>(rng() % (7 * 3600)) * 1000 - kMsPerHour;
+      TimeRange window{a, a + 1 + static_cast<int64_t>(rng() % (5 * 3600'000))};
+      for (const std::vector<Dimension>& by : {std::vector<Dimension>{Dimension::kTeam, Dimension::kPool},
+                                               std::vector<Dimension>{Dimension::kJob, Dimension::kHour}}) {
+        auto x = sqlite.ledger().Usage(window, by);
+        auto y = postgres.ledger().Usage(window, by);
+        ASSERT_TRUE(x.ok()) << x.status().ToString();
+        ASSERT_TRUE(y.ok()) << y.status().ToString();
+        EXPECT_EQ(x->window, y->window);
+        ASSERT_EQ(x->rows.size(), y->rows.size());
+        for (size_t i = 0; i < x->rows.size(); ++i) {
+          EXPECT_EQ(x->rows[i].key, y->rows[i].key);
+          EXPECT_EQ(x->rows[i].gpu_ticks_ms, y->rows[i].gpu_ticks_ms) << "row " << i;
+          EXPECT_EQ(x->rows[i].cost, y->rows[i].cost) << "row " << i;
+          EXPECT_EQ(x->rows[i].idle_cause_ticks_ms, y->rows[i].idle_cause_ticks_ms) << "row " << i;
+          EXPECT_EQ(x->rows[i].idle_cause_cost, y->rows[i].idle_cause_cost) << "row " << i;
+        }
+        EXPECT_EQ(x->total.total_cost(), y->total.total_cost());
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, BackendAgreementTest, ::testing::Range<uint64_t>(1, 9));
 
 }  // namespace
 }  // namespace gpuledger::ledger

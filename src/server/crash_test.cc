@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/price_book.h"
+#include "server/child_server.h"
 #include "server/client.h"
 #include "server/test_support.h"
 #include "wire/batch.h"
@@ -17,73 +18,21 @@
 namespace gpuledger::server {
 namespace {
 
-using testing::MakeBatch;
 using testing::TempDir;
 
 const int64_t kNow = 1795435200000;  // 2026-11-23T12:00:00Z
 const int64_t kStart = kNow - 6 * kMsPerHour;
 
-PriceBook Prices() {
-  PriceEntry e;
-  e.model = "*";
-  e.pool = "*";
-  e.per_gpu_hour = *Money::Parse("2.49");
-  return *PriceBook::Create({e});
-}
+using testing::KillChild;
 
-// Starts a server on `db` in a child process; returns its pid and writes its port.
-pid_t StartChild(const std::string& db, int* port) {
-  int fds[2];
-  if (pipe(fds) != 0) return -1;
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    ManualClock clock(kNow);
-    auto store = store::OpenSqliteStore(db, {.synchronous_full = true});
-    if (!store.ok()) _exit(2);
-    ledger::Ledger l(std::move(*store), clock);
-    ServerOptions o;
-    o.listen = "127.0.0.1:0";
-    o.access_log = false;
-    auto s = Server::Create(l, clock, o);
-    if (!s.ok() || !(*s)->Start().ok()) _exit(3);
-    int p = (*s)->Port();
-    if (write(fds[1], &p, sizeof p) != sizeof p) _exit(4);
-    for (;;) pause();
-  }
-  close(fds[1]);
-  if (read(fds[0], port, sizeof *port) != sizeof *port) *port = 0;
-  close(fds[0]);
-  return pid;
-}
-
-void Kill(pid_t pid) {
-  kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
-}
-
-std::vector<std::string> Stream() {
-  std::vector<std::string> out;
-  for (int i = 0; i < 20; ++i) {
-    for (int n = 0; n < 3; ++n) {
-      out.push_back(wire::WriteBatch(MakeBatch(fmt::format("n{}-{}", n, i), fmt::format("node{}", n), 2,
-                                               kStart + i * 10 * kMsPerMinute, 10, fmt::format("team{}", n),
-                                               i == 0)));
-    }
-  }
-  return out;
-}
+PriceBook Prices() { return testing::FlatPrices(); }
+pid_t StartChild(const std::string& db, int* port) { return testing::StartServerChild(db, kNow, port); }
+void Kill(pid_t pid) { KillChild(pid); }
+std::vector<std::string> Stream() { return testing::NodeStream(kStart); }
 
 ledger::UsageReport Totals(const std::string& db) {
-  ManualClock clock(kNow);
-  auto store = store::OpenSqliteStore(db);
-  EXPECT_TRUE(store.ok());
-  ledger::Ledger l(std::move(*store), clock);
-  EXPECT_TRUE(l.SetPrices(Prices()).ok());
-  auto r = l.Usage({kStart, kNow}, {ledger::Dimension::kTeam, ledger::Dimension::kDevice});
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return r.ok() ? *r : ledger::UsageReport{};
+  PriceBook prices = Prices();
+  return testing::TeamAndDeviceTotals(db, kNow, {kStart, kNow}, &prices);
 }
 
 TEST(CrashTest, KillNineMidStreamThenResendEqualsAnUninterruptedRun) {

@@ -14,7 +14,10 @@
 
 #include "core/testing/missing_component.h"
 #include "ledger/ingest_plan.h"
+#include "store/pg_store.h"
 #include "store/store.h"
+#include "store/testing/pg_server.h"
+#include "store/testing/test_batches.h"
 
 namespace gpuledger::store {
 namespace {
@@ -36,15 +39,45 @@ std::vector<store::IngestPlan> Plans(const std::vector<const Batch*>& batches) {
   return out;
 }
 
-// A backend under the store contract: its name and how to open a fresh store in `dir`.
-// The PostgreSQL store joins the list below; every TEST_P here then runs on it too.
+// A backend under the store contract: its name, how to open the store of `dir` (fresh
+// the first time, the same one again after), why it cannot run here (empty when it can),
+// and the unit retention drops raw samples in.
 struct Backend {
   std::string name;
   std::function<Result<std::unique_ptr<Store>>(const std::filesystem::path& dir)> open;
+  std::function<std::string()> missing = [] { return std::string(); };
+  int64_t retention_unit_ms = kMsPerHour;
 };
 
 Backend Sqlite() {
   return {"sqlite", [](const std::filesystem::path& dir) { return OpenSqliteStore((dir / "ledger.db").string()); }};
+}
+
+// The test binary's PostgreSQL (store/testing/pg_server.h): a database per test folder;
+// `bouncer`: reached through pgbouncer in transaction mode, as operators deploy it.
+Backend Postgres(bool bouncer = false) {
+  Backend b;
+  b.name = bouncer ? "pgbouncer" : "postgresql";
+  b.open = [bouncer](const std::filesystem::path& dir) -> Result<std::unique_ptr<Store>> {
+    static std::map<std::string, std::string> database_of;  // test folder -> database
+    GPULEDGER_ASSIGN_OR_RETURN(auto* server, pgtest::PgTestServer::Shared());
+    auto [it, fresh] = database_of.try_emplace(dir.string());
+    if (fresh) {
+      GPULEDGER_ASSIGN_OR_RETURN(it->second, server->CreateDatabase(dir.filename().string()));
+    }
+    if (!bouncer) return OpenPgStore(server->Url(it->second));
+    GPULEDGER_ASSIGN_OR_RETURN(std::string url, server->BouncerUrl(it->second));
+    return OpenPgStore(url);
+  };
+  b.missing = [bouncer] {
+    auto server = pgtest::PgTestServer::Shared();
+    if (!server.ok()) return server.status().ToString();
+    if (!bouncer) return std::string();
+    auto url = (*server)->BouncerUrl("postgres");
+    return url.ok() ? std::string() : url.status().ToString();
+  };
+  b.retention_unit_ms = 24 * kMsPerHour;  // raw samples are partitioned by day
+  return b;
 }
 
 class StoreFixture : public ::testing::Test {
@@ -57,6 +90,7 @@ class StoreFixture : public ::testing::Test {
            ("gpuledger-store-" + std::to_string(::getpid()) + "-" + backend_.name + "-" + name);
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
+    if (std::string why = backend_.missing(); !why.empty()) GPULEDGER_SKIP_OR_FAIL_IN_CI() << why;
     Reopen();
   }
   void TearDown() override {
@@ -98,7 +132,7 @@ class StoreContractTest : public StoreFixture, public ::testing::WithParamInterf
  protected:
   StoreContractTest() : StoreFixture(GetParam()) {}
 };
-INSTANTIATE_TEST_SUITE_P(Backends, StoreContractTest, ::testing::Values(Sqlite()),
+INSTANTIATE_TEST_SUITE_P(Backends, StoreContractTest, ::testing::Values(Sqlite(), Postgres(), Postgres(/*bouncer=*/true)),
                          [](const ::testing::TestParamInfo<Backend>& p) { return p.param.name; });
 
 // What only the SQLite store does (its file, its migrations).
@@ -190,25 +224,7 @@ TEST_P(StoreContractTest, ASampleStoredByAnotherBatchIsADuplicate) {
   EXPECT_THAT(r.status().message(), HasSubstr("batch b2: samples[0]: a sample of device GPU-a"));
 }
 
-// A batch on its own node: device GPU-<node>, job j-<node>, `n` samples a minute apart
-// from `t0`.
-Batch OnNode(const std::string& id, const std::string& node, int64_t t0, int n = 3) {
-  Batch b;
-  b.batch_id = id;
-  b.source = node;
-  b.devices.push_back(
-      Device{.uuid = "GPU-" + node, .node = node, .model = "NVIDIA H100", .pool = "p"});
-  b.jobs.push_back(Job{.id = "j-" + node, .team = "t"});
-  b.allocations.push_back(Allocation{"GPU-" + node, "j-" + node, t0, std::nullopt});
-  for (int i = 0; i < n; ++i) {
-    Sample s;
-    s.device_uuid = "GPU-" + node;
-    s.t_ms = t0 + i * kMsPerMinute;
-    s.sm_active = 0.25;
-    b.samples.push_back(s);
-  }
-  return b;
-}
+using testing_batches::OnNode;
 
 // Group commit: one transaction, a savepoint per batch. The bad batch is refused with
 // its own error and leaves nothing behind; the batches before and after it commit.
@@ -435,22 +451,24 @@ TEST_P(StoreContractTest, PriceBookAndDataSurviveReopening) {
   EXPECT_EQ(store_->Stats()->samples, 3);
 }
 
-// Raw samples are kept in hourly chunks: retention prunes the whole hours before the
-// hour that holds its limit, and leaves rollups alone.
-TEST_P(StoreContractTest, PrunesRawSamplesOnlyInWholeHours) {
+// Raw samples are kept in whole units (SQLite: hourly chunks; PostgreSQL: daily
+// partitions, dropped whole): retention prunes the whole units before the one that holds
+// its limit, and leaves rollups alone.
+TEST_P(StoreContractTest, PrunesRawSamplesOnlyInWholeUnits) {
+  const int64_t unit = backend_.retention_unit_ms;
   ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());  // three samples at 08:00:00..08:00:20
   Batch later = Basic("b2");
   later.devices.clear();
   later.jobs.clear();
   later.allocations.clear();
-  for (Sample& smp : later.samples) smp.t_ms += kMsPerHour;  // 09:00:00..09:00:20
+  for (Sample& smp : later.samples) smp.t_ms += unit;  // 09:00:00..09:00:20 (or the next day's 08:00)
   ASSERT_TRUE(store_->ApplyBatch(Plan(later)).ok());
-  EXPECT_EQ(*store_->PruneSamples(kT0 + 15'000), 0);  // within the 08:00 hour: kept
+  EXPECT_EQ(*store_->PruneSamples(kT0 + 15'000), 0);  // within the first unit: kept
   EXPECT_EQ(store_->Stats()->samples, 6);
-  EXPECT_EQ(*store_->PruneSamples(kT0 + kMsPerHour + 15'000), 3);  // the 08:00 hour goes
+  EXPECT_EQ(*store_->PruneSamples(kT0 + unit + 15'000), 3);  // the first unit goes
   EXPECT_EQ(store_->Stats()->samples, 3);
   auto devices = *store_->ListDevices();
-  EXPECT_EQ(store_->Samples(devices[0].id, {kT0, kT0 + 2 * kMsPerHour})->size(), 3u);
+  EXPECT_EQ(store_->Samples(devices[0].id, {kT0, kT0 + unit + kMsPerHour})->size(), 3u);
 }
 
 // Two batches may bring samples of one device-hour in interleaved times: both stored,

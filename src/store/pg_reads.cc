@@ -1,0 +1,371 @@
+#include "store/pg_reads.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/serving.h"
+#include "store/minute_blob.h"
+#include "store/pg_util.h"
+#include "store/sample_chunk.h"
+
+namespace gpuledger::store::pg {
+namespace {
+
+Status Corrupt(std::string_view table, std::string_view key, std::string_view why) {
+  return Internal(fmt::format("store: {} row {} is corrupt: {}", table, key, why));
+}
+
+// The ranges' devices, first and last instants, as three arrays ($1, $2, $3).
+Params RangeArrays(std::span<const DeviceRange> ranges, bool from_hour) {
+  std::vector<int64_t> dev, lo, hi;
+  for (const DeviceRange& r : ranges) {
+    dev.push_back(r.device_id);
+    lo.push_back(from_hour ? FloorTo(r.range.begin_ms, kMsPerHour) : r.range.begin_ms);
+    hi.push_back(r.range.end_ms);
+  }
+  Params p;
+  p.AddArray(dev).AddArray(lo).AddArray(hi);
+  return p;
+}
+
+constexpr const char* kRanges =
+    "unnest($1::bigint[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS r(dev, lo, hi, i)";
+constexpr const char* kNotDirty =
+    " AND NOT EXISTS (SELECT 1 FROM dirty_hours d WHERE d.device_id = r.device_id AND d.hour_ms = r.hour_ms)";
+
+}  // namespace
+
+Result<std::vector<DeviceRecord>> Reads::ListDevices() {
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows q, c_.Query("SELECT id, uuid, node, model, memory_mib, pool, capacity_type, parent_id, share_num,"
+                       " share_den, mig_profile, sample_interval_ms, in_service_ms, last_sample_ms"
+                       " FROM devices ORDER BY id",
+                       "listing devices"));
+  std::vector<DeviceRecord> out;
+  std::unordered_map<int64_t, std::string> uuid_of;
+  for (int i = 0; i < q.rows(); ++i) {
+    DeviceRecord r;
+    r.id = q.Int(i, 0);
+    r.device.uuid = q.Text(i, 1);
+    r.device.node = q.Text(i, 2);
+    r.device.model = q.Text(i, 3);
+    r.device.memory_mib = q.Int(i, 4);
+    r.device.pool = q.Text(i, 5);
+    auto type = ParseCapacityType(q.Text(i, 6));
+    if (!type.ok()) return Corrupt("devices", r.device.uuid, type.status().message());
+    r.device.capacity_type = *type;
+    r.parent_id = q.Int(i, 7);
+    r.device.share = Share{static_cast<int32_t>(q.Int(i, 8)), static_cast<int32_t>(q.Int(i, 9))};
+    r.device.mig_profile = q.Text(i, 10);
+    r.device.sample_interval_ms = q.Int(i, 11);
+    r.in_service_ms = q.Int(i, 12);
+    r.last_sample_ms = q.Int(i, 13);
+    uuid_of[r.id] = r.device.uuid;
+    out.push_back(std::move(r));
+  }
+  for (DeviceRecord& r : out) {
+    if (r.parent_id == 0) continue;
+    auto parent = uuid_of.find(r.parent_id);
+    if (parent == uuid_of.end()) return Corrupt("devices", r.device.uuid, "its parent device is missing");
+    r.device.parent_uuid = parent->second;
+  }
+  return out;
+}
+
+Result<std::vector<JobRecord>> Reads::ListJobs() {
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows q, c_.Query("SELECT id, job_key, team, project, experiment, user_name, kind, pool, priority,"
+                       " requested_gpus, requested_mig_profile, submit_ms, start_ms, end_ms, model_parameters,"
+                       " model_layers, model_hidden, model_sequence, model_dtype FROM jobs ORDER BY id",
+                       "listing jobs"));
+  std::vector<JobRecord> out;
+  for (int i = 0; i < q.rows(); ++i) {
+    JobRecord r;
+    r.id = q.Int(i, 0);
+    Job& j = r.job;
+    j.id = q.Text(i, 1);
+    j.team = q.Text(i, 2);
+    j.project = q.Text(i, 3);
+    j.experiment = q.Text(i, 4);
+    j.user = q.Text(i, 5);
+    auto kind = ParseJobKind(q.Text(i, 6));
+    if (!kind.ok()) return Corrupt("jobs", j.id, kind.status().message());
+    j.kind = *kind;
+    j.pool = q.Text(i, 7);
+    j.priority = static_cast<int32_t>(q.Int(i, 8));
+    j.requested_gpus = static_cast<int32_t>(q.Int(i, 9));
+    j.requested_mig_profile = q.Text(i, 10);
+    j.submit_ms = q.OptInt(i, 11);
+    j.start_ms = q.OptInt(i, 12);
+    j.end_ms = q.OptInt(i, 13);
+    j.model_parameters = q.OptDouble(i, 14);
+    j.model_layers = q.Int(i, 15);
+    j.model_hidden = q.Int(i, 16);
+    j.model_sequence = q.Int(i, 17);
+    j.model_dtype = q.Text(i, 18);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Result<std::vector<std::vector<AllocationRecord>>> Reads::AllocationsOf(std::span<const DeviceRange> ranges) {
+  std::vector<std::vector<AllocationRecord>> out(ranges.size());
+  if (ranges.empty()) return out;
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows q, c_.Query(fmt::format("SELECT r.i, a.device_id, a.job_id, a.from_ms, a.to_ms FROM {}"
+                                   " JOIN allocations a ON a.device_id = r.dev AND a.from_ms < r.hi"
+                                   " AND (a.to_ms IS NULL OR a.to_ms > r.lo) ORDER BY r.i, a.from_ms, a.job_id",
+                                   kRanges),
+                       RangeArrays(ranges, false), "reading allocations"));
+  for (int i = 0; i < q.rows(); ++i) {
+    out[static_cast<size_t>(q.Int(i, 0) - 1)].push_back({q.Int(i, 1), q.Int(i, 2), q.Int(i, 3), q.OptInt(i, 4)});
+  }
+  return out;
+}
+
+Result<std::vector<AllocationRecord>> Reads::AllocationsOverlapping(const TimeRange& range) {
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows q, c_.Query("SELECT device_id, job_id, from_ms, to_ms FROM allocations WHERE from_ms < $1"
+                       " AND (to_ms IS NULL OR to_ms > $2) ORDER BY device_id, from_ms, job_id",
+                       Params().Add(range.end_ms).Add(range.begin_ms), "reading allocations"));
+  std::vector<AllocationRecord> out;
+  for (int i = 0; i < q.rows(); ++i) out.push_back({q.Int(i, 0), q.Int(i, 1), q.Int(i, 2), q.OptInt(i, 3)});
+  return out;
+}
+
+Result<std::vector<ServingSnapshot>> Reads::ServingOf(int64_t job_id, const TimeRange& range) {
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows q, c_.Query("SELECT engine, model, t_ms, requests_waiting, requests_running, kv_cache_usage,"
+                       " prompt_tokens, generation_tokens, preemptions, requests, executions, queue_seconds,"
+                       " compute_seconds, prefill, decode, iteration_tokens FROM serving WHERE job_id=$1"
+                       " AND t_ms >= $2 AND t_ms <= $3 ORDER BY engine, model, t_ms",
+                       Params().Add(job_id).Add(range.begin_ms).Add(range.end_ms), "reading serving snapshots"));
+  std::vector<ServingSnapshot> out;
+  for (int i = 0; i < q.rows(); ++i) {
+    ServingSnapshot v;
+    v.engine = q.Text(i, 0);
+    v.model = q.Text(i, 1);
+    v.t_ms = q.Int(i, 2);
+    v.requests_waiting = q.OptDouble(i, 3);
+    v.requests_running = q.OptDouble(i, 4);
+    v.kv_cache_usage_ratio = q.OptDouble(i, 5);
+    v.prompt_tokens_total = q.OptDouble(i, 6);
+    v.generation_tokens_total = q.OptDouble(i, 7);
+    v.preemptions_total = q.OptDouble(i, 8);
+    v.requests_total = q.OptDouble(i, 9);
+    v.executions_total = q.OptDouble(i, 10);
+    v.queue_seconds_total = q.OptDouble(i, 11);
+    v.compute_seconds_total = q.OptDouble(i, 12);
+    if (!DecodeHistogram(q.Bytes(i, 13), v.prefill_seconds) || !DecodeHistogram(q.Bytes(i, 14), v.decode_seconds) ||
+        !DecodeHistogram(q.Bytes(i, 15), v.iteration_tokens)) {
+      return Corrupt("serving", fmt::format("of job {} at {}", job_id, FormatTime(v.t_ms)),
+                     "a histogram does not decode");
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+Result<std::vector<Progress>> Reads::ProgressOf(int64_t job_id, const TimeRange& range) {
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows q, c_.Query("SELECT t_ms, interval_ms, tokens, model_flops FROM progress WHERE job_id=$1 AND t_ms > $2"
+                       " AND t_ms - interval_ms < $3 ORDER BY t_ms",
+                       Params().Add(job_id).Add(range.begin_ms).Add(range.end_ms), "reading progress"));
+  std::vector<Progress> out;
+  for (int i = 0; i < q.rows(); ++i) {
+    Progress p;
+    p.t_ms = q.Int(i, 0);
+    p.interval_ms = q.Int(i, 1);
+    p.tokens = q.OptDouble(i, 2);
+    p.model_flops = q.OptDouble(i, 3);
+    out.push_back(p);
+  }
+  return out;
+}
+
+Result<std::vector<std::vector<Sample>>> Reads::SamplesOf(std::span<const DeviceRange> ranges) {
+  std::vector<std::vector<Sample>> out(ranges.size());
+  if (ranges.empty()) return out;
+  // A chunk lies within one hour: those starting from the hour of the range's begin on.
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows q, c_.Query(fmt::format("SELECT r.i, c.first_ms, c.data FROM {} JOIN sample_chunks c"
+                                   " ON c.device_id = r.dev AND c.first_ms >= r.lo AND c.first_ms <= r.hi"
+                                   " ORDER BY r.i, c.first_ms",
+                                   kRanges),
+                       RangeArrays(ranges, true), "reading samples"));
+  std::vector<bool> ordered(ranges.size(), true);
+  for (int i = 0; i < q.rows(); ++i) {
+    const size_t at = static_cast<size_t>(q.Int(i, 0) - 1);
+    const DeviceRange& r = ranges[at];
+    std::vector<Sample>& samples = out[at];
+    int64_t first = q.Int(i, 1);
+    size_t before = samples.size();
+    if (!DecodeChunk(q.Bytes(i, 2), first, r.range.begin_ms, r.range.end_ms, samples)) {
+      return Corrupt("sample_chunks", fmt::format("of device {} at {}", r.device_id, FormatTime(first)),
+                     "the chunk does not decode");
+    }
+    // Chunks come by first time; two batches' chunks of one hour may interleave.
+    if (before > 0 && samples.size() > before && samples[before].t_ms < samples[before - 1].t_ms) ordered[at] = false;
+  }
+  for (size_t at = 0; at < out.size(); ++at) {
+    if (!ordered[at]) {
+      std::stable_sort(out[at].begin(), out[at].end(), [](const Sample& a, const Sample& b) { return a.t_ms < b.t_ms; });
+    }
+  }
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows p, c_.Query(fmt::format("SELECT r.i, p.t_ms, p.pid, p.job_key, p.fb_used_mib, p.sm_share FROM {}"
+                                   " JOIN process_samples p ON p.device_id = r.dev AND p.t_ms >= r.lo AND p.t_ms <= r.hi"
+                                   " ORDER BY r.i, p.t_ms, p.pid",
+                                   kRanges),
+                       RangeArrays(ranges, false), "reading process samples"));
+  size_t cursor = 0, cursor_of = SIZE_MAX;
+  for (int i = 0; i < p.rows(); ++i) {
+    const size_t at = static_cast<size_t>(p.Int(i, 0) - 1);
+    if (at != cursor_of) {
+      cursor_of = at;
+      cursor = 0;
+    }
+    std::vector<Sample>& samples = out[at];
+    int64_t t = p.Int(i, 1);
+    while (cursor < samples.size() && samples[cursor].t_ms < t) ++cursor;
+    if (cursor == samples.size() || samples[cursor].t_ms != t) continue;  // its sample was pruned
+    auto memory = p.OptDouble(i, 4);
+    if (!memory) {
+      return Corrupt("process_samples",
+                     fmt::format("of device {} at {} pid {}", ranges[at].device_id, FormatTime(t), p.Int(i, 2)),
+                     "fb_used_mib is null");
+    }
+    samples[cursor].processes.push_back(ProcessSample{p.Int(i, 2), p.Text(i, 3), *memory, p.OptDouble(i, 5)});
+  }
+  return out;
+}
+
+Result<std::unordered_map<int64_t, Sample>> Reads::LatestSamples() {
+  // The chunk that holds each device's latest sample (a chunk lies within one hour).
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows q, c_.Query("SELECT c.device_id, c.first_ms, c.data, d.last_sample_ms FROM devices d JOIN sample_chunks c"
+                       " ON c.device_id = d.id AND c.first_ms >= d.last_sample_ms - d.last_sample_ms % 3600000"
+                       " AND c.first_ms <= d.last_sample_ms AND c.last_ms >= d.last_sample_ms"
+                       " WHERE d.last_sample_ms > 0",
+                       "reading the latest samples"));
+  std::unordered_map<int64_t, Sample> out;
+  std::vector<Sample> decoded;
+  for (int i = 0; i < q.rows(); ++i) {
+    int64_t device = q.Int(i, 0), first = q.Int(i, 1), last = q.Int(i, 3);
+    decoded.clear();
+    if (!DecodeChunk(q.Bytes(i, 2), first, last, last, decoded)) {
+      return Corrupt("sample_chunks", fmt::format("of device {} at {}", device, FormatTime(first)),
+                     "the chunk does not decode");
+    }
+    if (!decoded.empty()) out[device] = std::move(decoded.back());
+  }
+  return out;
+}
+
+namespace {
+std::vector<DirtyHour> DirtyRows(const Rows& q) {
+  std::vector<DirtyHour> out;
+  for (int i = 0; i < q.rows(); ++i) out.push_back({q.Int(i, 0), q.Int(i, 1), q.Int(i, 2)});
+  return out;
+}
+}  // namespace
+
+Result<std::vector<DirtyHour>> Reads::DirtyHours(size_t limit) {
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows q, c_.Query("SELECT device_id, hour_ms, generation FROM dirty_hours ORDER BY hour_ms, device_id LIMIT $1",
+                       Params().Add(static_cast<int64_t>(limit)), "reading dirty hours"));
+  return DirtyRows(q);
+}
+
+Result<std::vector<DirtyHour>> Reads::DirtyHoursIn(const TimeRange& hours) {
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows q, c_.Query("SELECT device_id, hour_ms, generation FROM dirty_hours WHERE hour_ms >= $1 AND hour_ms < $2"
+                       " ORDER BY device_id, hour_ms",
+                       Params().Add(hours.begin_ms).Add(hours.end_ms), "reading dirty hours"));
+  return DirtyRows(q);
+}
+
+Result<std::vector<RollupSum>> Reads::RollupSums(const TimeRange& hours, bool settled_only) {
+  // Summed by the server: one row per device and job crosses the wire, not one per hour.
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows q, c_.Query(fmt::format("SELECT device_id, job_id, sum(active_ms)::bigint, sum(idle_ms)::bigint,"
+                                   " sum(unallocated_ms)::bigint, sum(unavailable_ms)::bigint,"
+                                   " sum(unmonitored_ms)::bigint, sum(coarse_ms)::bigint, sum(input_stall_ms)::bigint,"
+                                   " sum(checkpoint_stall_ms)::bigint, sum(held_idle_ms)::bigint"
+                                   " FROM rollup_hour r WHERE r.hour_ms >= $1 AND r.hour_ms < $2{}"
+                                   " GROUP BY device_id, job_id ORDER BY device_id, job_id",
+                                   settled_only ? kNotDirty : ""),
+                       Params().Add(hours.begin_ms).Add(hours.end_ms), "summing hour rollups"));
+  std::vector<RollupSum> out;
+  out.reserve(static_cast<size_t>(q.rows()));
+  for (int i = 0; i < q.rows(); ++i) {
+    RollupSum& r = out.emplace_back(RollupSum{q.Int(i, 0), q.Int(i, 1), {}, 0, {}});
+    for (size_t b = 0; b < kBucketCount; ++b) r.ms[b] = q.Int(i, static_cast<int>(2 + b));
+    r.coarse_ms = q.Int(i, 7);
+    int64_t named = 0;
+    for (size_t c = 0; c + 1 < kIdleCauseCount; ++c) {
+      r.idle_causes[c] = q.Int(i, static_cast<int>(8 + c));
+      named += r.idle_causes[c];
+    }
+    r.idle_causes[kIdleCauseCount - 1] = r.ms[static_cast<size_t>(Bucket::kAllocatedIdle)] - named;
+  }
+  return out;
+}
+
+Result<std::vector<RollupSum>> Reads::SumHourRollups(const TimeRange& hours) { return RollupSums(hours, false); }
+Result<std::vector<RollupSum>> Reads::SumSettledHourRollups(const TimeRange& hours) { return RollupSums(hours, true); }
+
+Status Reads::ScanMinuteRollups(const TimeRange& range, const std::function<void(const RollupRow&)>& fn,
+                                bool settled_only) {
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows q, c_.Query(fmt::format("SELECT r.hour_ms, r.device_id, r.buckets FROM rollup_minute r"
+                                   " WHERE r.hour_ms >= $1 AND r.hour_ms < $2{} ORDER BY r.hour_ms, r.device_id",
+                                   settled_only ? kNotDirty : ""),
+                       Params().Add(FloorTo(range.begin_ms, kMsPerHour)).Add(range.end_ms), "reading minute rollups"));
+  for (int i = 0; i < q.rows(); ++i) {
+    int64_t hour = q.Int(i, 0), device = q.Int(i, 1);
+    if (!DecodeMinuteBlob(q.Bytes(i, 2), hour, device, range, fn)) {
+      return Corrupt("rollup_minute", fmt::format("of device {} at {}", device, FormatTime(hour)),
+                     "the minute blob has the wrong size");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<PriceBook> Reads::LoadPriceBook() {
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows q, c_.Query("SELECT model, pool, capacity_type, micros_per_hour, begin_ms, end_ms FROM prices ORDER BY id",
+                       "reading the price book"));
+  std::vector<PriceEntry> entries;
+  for (int i = 0; i < q.rows(); ++i) {
+    PriceEntry e;
+    e.model = q.Text(i, 0);
+    e.pool = q.Text(i, 1);
+    auto type = ParseCapacityType(q.Text(i, 2));
+    if (!type.ok()) return Corrupt("prices", fmt::format("{}/{}", e.model, e.pool), type.status().message());
+    e.capacity_type = *type;
+    e.per_gpu_hour = Money::FromMicros(q.Int(i, 3));
+    e.valid = {q.Int(i, 4), q.Int(i, 5)};
+    entries.push_back(std::move(e));
+  }
+  return PriceBook::Create(std::move(entries));
+}
+
+Result<StoreStats> Reads::Stats() {
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows q, c_.Query("SELECT (SELECT count(*) FROM batches), (SELECT count(*) FROM devices),"
+                       " (SELECT count(*) FROM jobs), (SELECT coalesce(sum(n), 0)::bigint FROM sample_chunks),"
+                       " (SELECT count(*) FROM dirty_hours), pg_database_size(current_database())",
+                       "reading the store's figures"));
+  StoreStats s;
+  s.batches = q.Int(0, 0);
+  s.devices = q.Int(0, 1);
+  s.jobs = q.Int(0, 2);
+  s.samples = q.Int(0, 3);
+  s.dirty_hours = q.Int(0, 4);
+  s.bytes = q.Int(0, 5);
+  return s;
+}
+
+}  // namespace gpuledger::store::pg

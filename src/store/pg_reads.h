@@ -1,0 +1,44 @@
+// The store's reads on one PostgreSQL connection (internal to the store library): used by
+// the writer's connection under its lock, and by each snapshot inside its repeatable-read
+// transaction. Batch-oriented reads are one statement for all their devices (the ranges
+// go as arrays, unnest()ed by the server): one round trip, whatever the fleet's size.
+#pragma once
+
+#include <memory>
+
+#include "store/store.h"
+
+namespace gpuledger::store::pg {
+
+class Conn;
+
+// Implements StoreReads with SQL on `conn` (not owned; it outlives this). Not
+// thread-safe: the owner of the connection serializes its use. A row that cannot be read
+// (a bad enum text, a corrupt chunk or minute blob) is an error naming its table and key.
+class Reads final : public StoreSnapshot {
+ public:
+  explicit Reads(Conn& conn) : c_(conn) {}
+
+  Result<std::vector<DeviceRecord>> ListDevices() override;
+  Result<std::vector<JobRecord>> ListJobs() override;
+  Result<std::vector<std::vector<AllocationRecord>>> AllocationsOf(std::span<const DeviceRange> ranges) override;
+  Result<std::vector<AllocationRecord>> AllocationsOverlapping(const TimeRange& range) override;
+  Result<std::vector<ServingSnapshot>> ServingOf(int64_t job_id, const TimeRange& range) override;
+  Result<std::vector<Progress>> ProgressOf(int64_t job_id, const TimeRange& range) override;
+  Result<std::vector<std::vector<Sample>>> SamplesOf(std::span<const DeviceRange> ranges) override;
+  Result<std::unordered_map<int64_t, Sample>> LatestSamples() override;
+  Result<std::vector<DirtyHour>> DirtyHours(size_t limit) override;
+  Result<std::vector<DirtyHour>> DirtyHoursIn(const TimeRange& hours) override;
+  Result<std::vector<RollupSum>> SumHourRollups(const TimeRange& hours) override;
+  Result<std::vector<RollupSum>> SumSettledHourRollups(const TimeRange& hours) override;
+  Status ScanMinuteRollups(const TimeRange& range, const std::function<void(const RollupRow&)>& fn,
+                           bool settled_only) override;
+  Result<PriceBook> LoadPriceBook() override;
+  Result<StoreStats> Stats() override;
+
+ private:
+  Result<std::vector<RollupSum>> RollupSums(const TimeRange& hours, bool settled_only);
+  Conn& c_;
+};
+
+}  // namespace gpuledger::store::pg
