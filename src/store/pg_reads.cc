@@ -167,6 +167,51 @@ Result<std::vector<ServingSnapshot>> Reads::ServingOf(int64_t job_id, const Time
   return out;
 }
 
+Result<std::vector<JobChange>> Reads::JobChangesOf(int64_t job_id) {
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows q, c_.Query("SELECT at_ms, batch_id, sender, field, old_value, new_value FROM job_changes WHERE job_id=$1"
+                       " ORDER BY at_ms, id",
+                       Params().Add(job_id), "reading a job's changes"));
+  std::vector<JobChange> out;
+  for (int i = 0; i < q.rows(); ++i) {
+    out.push_back({q.Int(i, 0), q.Text(i, 1), q.Text(i, 2), q.Text(i, 3), q.Text(i, 4), q.Text(i, 5)});
+  }
+  return out;
+}
+
+Result<std::vector<ClosedPeriodRecord>> Reads::ClosedPeriods() {
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows q, c_.Query("SELECT month, begin_ms, end_ms, window_begin_ms, window_end_ms, closed_at_ms, closed_by"
+                       " FROM closed_periods ORDER BY month",
+                       "reading the closed periods"));
+  std::vector<ClosedPeriodRecord> out;
+  for (int i = 0; i < q.rows(); ++i) {
+    out.push_back({q.Text(i, 0), {q.Int(i, 1), q.Int(i, 2)}, {q.Int(i, 3), q.Int(i, 4)}, q.Int(i, 5), q.Text(i, 6)});
+  }
+  return out;
+}
+
+Result<std::vector<FrozenLine>> Reads::FrozenLines() {
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows q, c_.Query("SELECT month, for_month, team, project, capacity, gpu_hours, active_gpu_hours, idle_gpu_hours,"
+                       " unpriced_gpu_hours, direct_micros, input_stall_micros, checkpoint_stall_micros,"
+                       " held_idle_micros, other_idle_micros FROM frozen_lines ORDER BY month, id",
+                       "reading the frozen chargeback lines"));
+  static_assert(kIdleCauseCount == 4);
+  std::vector<FrozenLine> out;
+  for (int i = 0; i < q.rows(); ++i) {
+    FrozenLine l{q.Text(i, 0), q.Text(i, 1), q.Text(i, 2), q.Text(i, 3), q.Text(i, 4)};
+    l.gpu_hours = q.Double(i, 5);
+    l.active_gpu_hours = q.Double(i, 6);
+    l.idle_gpu_hours = q.Double(i, 7);
+    l.unpriced_gpu_hours = q.Double(i, 8);
+    l.direct_cost = Money::FromMicros(q.Int(i, 9));
+    for (int c = 0; c < 4; ++c) l.idle_cost_by_cause[static_cast<size_t>(c)] = Money::FromMicros(q.Int(i, 10 + c));
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
 Result<std::vector<Progress>> Reads::ProgressOf(int64_t job_id, const TimeRange& range) {
   GPULEDGER_ASSIGN_OR_RETURN(
       Rows q, c_.Query("SELECT t_ms, interval_ms, tokens, model_flops FROM progress WHERE job_id=$1 AND t_ms > $2"

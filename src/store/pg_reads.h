@@ -25,6 +25,9 @@ class Reads final : public StoreSnapshot {
   Result<std::vector<AllocationRecord>> AllocationsOverlapping(const TimeRange& range) override;
   Result<std::vector<ServingSnapshot>> ServingOf(int64_t job_id, const TimeRange& range) override;
   Result<std::vector<Progress>> ProgressOf(int64_t job_id, const TimeRange& range) override;
+  Result<std::vector<JobChange>> JobChangesOf(int64_t job_id) override;
+  Result<std::vector<ClosedPeriodRecord>> ClosedPeriods() override;
+  Result<std::vector<FrozenLine>> FrozenLines() override;
   Result<std::vector<std::vector<Sample>>> SamplesOf(std::span<const DeviceRange> ranges) override;
   Result<std::unordered_map<int64_t, Sample>> LatestSamples() override;
   Result<std::vector<DirtyHour>> DirtyHours(size_t limit) override;
