@@ -244,7 +244,9 @@ HttpReply PeriodsReply(const QueryContext& q) {
 
 HttpReply ClosePeriodReply(const QueryContext& q, const std::string& month) {
   auto closed = q.ledger.ClosePeriod(month, q.who.name);
-  if (!closed.ok()) return ErrorReply(closed.status());
+  if (!closed.ok()) return ErrorReply(closed.status().code() == StatusCode::kInvalidArgument
+                                          ? closed.status().WithContext("month")
+                                          : closed.status());
   return {200, "application/json", PeriodJson(*closed).dump() + "\n"};
 }
 

@@ -597,7 +597,7 @@ struct Server::Impl {
     Get("/api/v1/periods", route("periods", [this](const auto& req, auto& res) {
                Query(req, res, kReaders, [&](const QueryContext& q) { return PeriodsReply(q); });
              }));
-    Post(R"(/api/v1/periods/([0-9]{4}-[0-9]{2})/close)", route("period_close", [this](const auto& req, auto& res) {
+    Post(R"(/api/v1/periods/([^/]+)/close)", route("period_close", [this](const auto& req, auto& res) {
                std::string month = req.matches[1];
                Query(req, res, kAdmins, [&](const QueryContext& q) { return ClosePeriodReply(q, month); });
              }));

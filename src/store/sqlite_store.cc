@@ -952,7 +952,8 @@ class SqliteStore final : public Store {
       if (field.declared.empty() || field.declared == field.stored) continue;
       Stmt& w = S(kInsertJobChange).Reset();
       w.Bind(1, job_id).Bind(2, plan.now_ms).Bind(3, plan.batch->batch_id).Bind(4, plan.sender);
-      w.Bind(5, std::string(field.name)).Bind(6, field.stored).Bind(7, field.declared);
+      // (Bound without a copy: each value outlives the step.)
+      w.Bind(5, std::string_view(field.name)).Bind(6, field.stored).Bind(7, field.declared);
       GPULEDGER_RETURN_IF_ERROR(Done(w));
     }
     return Status::Ok();
