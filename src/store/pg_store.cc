@@ -458,25 +458,22 @@ Status PgStore::RecordJobChanges(Conn& c, const IngestPlan& plan, const Job& j) 
                       " requested_mig_profile FROM jobs WHERE job_key = $1",
                       Params().Add(j.id), "looking up a job"));
   if (r.rows() == 0) return Status::Ok();  // a new job
-  const std::pair<const char*, std::pair<std::string, std::string>> fields[] = {
-      {"team", {r.Text(0, 1), j.team}},
-      {"project", {r.Text(0, 2), j.project}},
-      {"experiment", {r.Text(0, 3), j.experiment}},
-      {"user", {r.Text(0, 4), j.user}},
-      {"kind", {r.Text(0, 5), j.kind == JobKind::kUnknown ? "" : std::string(JobKindName(j.kind))}},
-      {"pool", {r.Text(0, 6), j.pool}},
-      {"priority", {std::to_string(r.Int(0, 7)), j.priority == 0 ? "" : std::to_string(j.priority)}},
-      {"requested_gpus", {std::to_string(r.Int(0, 8)), j.requested_gpus == 0 ? "" : std::to_string(j.requested_gpus)}},
-      {"requested_mig_profile", {r.Text(0, 9), j.requested_mig_profile}},
-  };
-  for (const auto& [field, values] : fields) {
-    const auto& [stored, declared] = values;
-    if (declared.empty() || declared == stored) continue;
+  Job stored;
+  stored.team = r.Text(0, 1);
+  stored.project = r.Text(0, 2);
+  stored.experiment = r.Text(0, 3);
+  stored.user = r.Text(0, 4);
+  if (auto kind = ParseJobKind(r.Text(0, 5)); kind.ok()) stored.kind = *kind;
+  stored.pool = r.Text(0, 6);
+  stored.priority = static_cast<int32_t>(r.Int(0, 7));
+  stored.requested_gpus = static_cast<int32_t>(r.Int(0, 8));
+  stored.requested_mig_profile = r.Text(0, 9);
+  for (const JobChange& change : DeclaredJobChanges(stored, j)) {
     GPULEDGER_RETURN_IF_ERROR(
         c.Query("INSERT INTO job_changes(job_id, at_ms, batch_id, sender, field, old_value, new_value)"
                 " VALUES($1, $2, $3, $4, $5, $6, $7)",
-                Params().Add(r.Int(0, 0)).Add(plan.now_ms).Add(plan.batch->batch_id).Add(plan.sender).Add(field)
-                    .Add(stored).Add(declared),
+                Params().Add(r.Int(0, 0)).Add(plan.now_ms).Add(plan.batch->batch_id).Add(plan.sender)
+                    .Add(change.field).Add(change.old_value).Add(change.new_value),
                 "recording a job's change")
             .status());
   }

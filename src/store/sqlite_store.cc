@@ -931,29 +931,23 @@ class SqliteStore final : public Store {
     int rc = f.Step();
     if (rc == SQLITE_DONE) return Status::Ok();  // a new job
     if (rc != SQLITE_ROW) return sqlite::Error(db_, rc, "looking up a job");
-    struct Field {
-      const char* name;
-      std::string stored, declared;
-    };
-    const Field fields[] = {
-        {"team", f.Text(1), j.team},
-        {"project", f.Text(2), j.project},
-        {"experiment", f.Text(3), j.experiment},
-        {"user", f.Text(4), j.user},
-        {"kind", f.Text(5), j.kind == JobKind::kUnknown ? "" : std::string(JobKindName(j.kind))},
-        {"pool", f.Text(6), j.pool},
-        {"priority", std::to_string(f.Int(7)), j.priority == 0 ? "" : std::to_string(j.priority)},
-        {"requested_gpus", std::to_string(f.Int(8)), j.requested_gpus == 0 ? "" : std::to_string(j.requested_gpus)},
-        {"requested_mig_profile", f.Text(9), j.requested_mig_profile},
-    };
+    Job stored;
+    stored.team = f.Text(1);
+    stored.project = f.Text(2);
+    stored.experiment = f.Text(3);
+    stored.user = f.Text(4);
+    if (auto kind = ParseJobKind(f.Text(5)); kind.ok()) stored.kind = *kind;
+    stored.pool = f.Text(6);
+    stored.priority = static_cast<int32_t>(f.Int(7));
+    stored.requested_gpus = static_cast<int32_t>(f.Int(8));
+    stored.requested_mig_profile = f.Text(9);
     const int64_t job_id = f.Int(0);
     f.Rewind();
-    for (const Field& field : fields) {
-      if (field.declared.empty() || field.declared == field.stored) continue;
+    for (const JobChange& change : DeclaredJobChanges(stored, j)) {
       Stmt& w = S(kInsertJobChange).Reset();
       w.Bind(1, job_id).Bind(2, plan.now_ms).Bind(3, plan.batch->batch_id).Bind(4, plan.sender);
       // (Bound without a copy: each value outlives the step.)
-      w.Bind(5, std::string_view(field.name)).Bind(6, field.stored).Bind(7, field.declared);
+      w.Bind(5, change.field).Bind(6, change.old_value).Bind(7, change.new_value);
       GPULEDGER_RETURN_IF_ERROR(Done(w));
     }
     return Status::Ok();

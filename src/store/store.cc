@@ -4,6 +4,28 @@
 
 namespace gpuledger::store {
 
+std::vector<JobChange> DeclaredJobChanges(const Job& stored, const Job& declared) {
+  auto number = [](int64_t v) { return v == 0 ? std::string() : std::to_string(v); };
+  auto kind = [](JobKind k) { return k == JobKind::kUnknown ? std::string() : std::string(JobKindName(k)); };
+  const std::pair<const char*, std::pair<std::string, std::string>> fields[] = {
+      {"team", {stored.team, declared.team}},
+      {"project", {stored.project, declared.project}},
+      {"experiment", {stored.experiment, declared.experiment}},
+      {"user", {stored.user, declared.user}},
+      {"kind", {std::string(JobKindName(stored.kind)), kind(declared.kind)}},
+      {"pool", {stored.pool, declared.pool}},
+      {"priority", {std::to_string(stored.priority), number(declared.priority)}},
+      {"requested_gpus", {std::to_string(stored.requested_gpus), number(declared.requested_gpus)}},
+      {"requested_mig_profile", {stored.requested_mig_profile, declared.requested_mig_profile}},
+  };
+  std::vector<JobChange> changes;
+  for (const auto& [field, values] : fields) {
+    if (values.second.empty() || values.second == values.first) continue;
+    changes.push_back(JobChange{.field = field, .old_value = values.first, .new_value = values.second});
+  }
+  return changes;
+}
+
 std::vector<Result<ApplyOutcome>> Store::ApplyBatches(std::span<const IngestPlan> plans) {
   std::vector<Result<ApplyOutcome>> out;
   out.reserve(plans.size());

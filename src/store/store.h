@@ -50,6 +50,13 @@ struct JobChange {
   std::string old_value, new_value;
 };
 
+// The fields of a stored job that a declaration `declared` says otherwise, as JobChanges
+// without their batch (at_ms, batch_id and sender left empty). Fields the declaration
+// leaves empty say nothing (empty text, kind unknown, priority or requested GPUs 0): an
+// upsert keeps the stored value for them. Both backends write their job-change history
+// from this.
+std::vector<JobChange> DeclaredJobChanges(const Job& stored, const Job& declared);
+
 // A billing period (a calendar month, UTC) that was closed: its chargeback was frozen then.
 struct ClosedPeriodRecord {
   std::string month;  // "2026-11"
