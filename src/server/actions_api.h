@@ -7,7 +7,7 @@
 namespace gpuledger::server {
 
 // ?window=7d (the default; ending where the loop last evaluated: the data's end, or now
-// if earlier) | from=&to= (RFC 3339), rule=, outcome=proposed|taken|warned|skipped,
+// if earlier) | from=&to= (RFC 3339, both included), rule=, outcome=proposed|taken|warned|skipped,
 // format=json|csv|table (report::RenderActions).
 HttpReply ActionsReply(const QueryContext& q, const QueryParams& params);
 
