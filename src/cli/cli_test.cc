@@ -1,6 +1,8 @@
 // End to end through the real binary: import, usage, chargeback, bad input.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
@@ -166,6 +168,34 @@ TEST_F(CliTest, DemoRefusesAStoreItDidNotMake) {
   EXPECT_EQ(fs::file_size(db_), size);
   Outcome still = Gpuledger("usage --db " + db_ + " --from 2026-11-23T00:00:00Z --to 2026-11-23T02:00:00Z --format json");
   EXPECT_THAT(still.output, HasSubstr("\"nlp\""));
+}
+
+// The demo runs its objectives and dry-run rules over its last hour: `gpuledger actions`
+// shows what they decided, nothing of it enforced, as a table, JSON and CSV.
+TEST_F(CliTest, TheDemosDryRunDecisionsAreInTheAuditLog) {
+  std::string demo_db = Path("demo.db"), config = Path("demo.toml");
+  Outcome demo = Gpuledger("demo --once --days 1 --interval 300s --db " + demo_db);
+  ASSERT_EQ(demo.exit_code, 0) << demo.output;
+  EXPECT_THAT(demo.output, HasSubstr("gpuledger actions --config " + config));
+  Outcome json = Gpuledger("actions --config " + config + " --format json");
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  auto j = nlohmann::json::parse(json.output);
+  ASSERT_FALSE(j["actions"].empty()) << json.output;
+  for (const auto& a : j["actions"]) {
+    EXPECT_EQ(a["mode"], "dry-run") << a.dump();
+    EXPECT_NE(a["outcome"], "taken") << a.dump();
+    EXPECT_EQ(a["result"], "") << a.dump();
+  }
+  EXPECT_EQ(j["totals"]["taken"], 0);
+  EXPECT_EQ(j["totals"]["freed_per_hour"], "0.000000");
+  Outcome csv = Gpuledger("actions --config " + config + " --format csv");
+  ASSERT_EQ(csv.exit_code, 0) << csv.output;
+  EXPECT_EQ(std::count(csv.output.begin(), csv.output.end(), '\n'), static_cast<long>(j["actions"].size()) + 1);
+  Outcome table = Gpuledger("actions --config " + config);
+  ASSERT_EQ(table.exit_code, 0) << table.output;
+  EXPECT_THAT(table.output, HasSubstr("freed/h (USD)"));
+  EXPECT_THAT(table.output, HasSubstr("taken 0, proposed (dry-run) "));
+  EXPECT_THAT(Gpuledger("actions --config " + config + " --outcome done").output, HasSubstr("--outcome"));
 }
 
 TEST_F(CliTest, ServingSaysWhyItHasNothingToShow) {

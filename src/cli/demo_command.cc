@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <filesystem>
@@ -141,6 +142,7 @@ int RunLive(const demo::DemoOptions& d, const CommonOptions& mine, const std::st
   options.tokens = {admin};
   options.access_log = false;
   options.goals = config.goals;
+  options.objectives = config.objectives;
   PrintTargets(options.goals);
   options.what_if = WhatIfForServer();
   options.dashboard_refresh_ms = 10'000;
@@ -183,10 +185,12 @@ int RunLive(const demo::DemoOptions& d, const CommonOptions& mine, const std::st
               "  try: curl -H 'Authorization: Bearer %s' '%s/api/v1/usage?window=1d&by=team'\n"
               "       gpuledger usage --server %s --token %s --window 1d\n"
               "       gpuledger report weekly --config %s (the same targets as the dashboard)\n"
-              "       gpuledger slo status --config %s (objectives; the dry-run rules' proposals are logged here)\n"
+              "       gpuledger slo status --config %s (objectives)\n"
+              "       gpuledger actions --config %s (the dry-run rules' proposed actions, in the audit log)\n"
               "  simulated time runs %gx real time; Ctrl-C stops\n",
               url.c_str(), mine.db_path.c_str(), mine.config_path.c_str(), token.c_str(), url.c_str(), token.c_str(),
-              url.c_str(), url.c_str(), token.c_str(), mine.config_path.c_str(), mine.config_path.c_str(), speed);
+              url.c_str(), url.c_str(), token.c_str(), mine.config_path.c_str(), mine.config_path.c_str(),
+              mine.config_path.c_str(), speed);
   std::fflush(stdout);
   // The demo's objectives and dry-run rules, judged as serve judges them (docs/objectives.md).
   auto objectives = server::ObjectivesLoop::Create(**ledger, sim_clock, (*srv)->metrics(), config);
@@ -307,7 +311,8 @@ void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    auto t0 = std::chrono::steady_clock::now();
                    demo::DemoFleet fleet(d);
                    if (Status st = WriteDemoConfig(fleet, mine); !st.ok()) return Fail(st);
-                   auto ledger = OpenLedger(mine, sim_clock);
+                   Config config;
+                   auto ledger = OpenLedger(mine, sim_clock, &config);
                    if (!ledger.ok()) return Fail(ledger.status());
                    int64_t samples = 0, batches = 0;
                    for (int64_t day = d.start_ms; day < fleet.end_ms(); day += kMsPerDay) {
@@ -340,10 +345,32 @@ void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    auto waste = (*ledger)->TopWaste(window, 5);
                    if (!waste.ok()) return Fail(waste.status());
                    std::fputs(report::RenderFleetSummary(*by_pool, *by_team, *waste).c_str(), stdout);
+                   // The objectives and dry-run rules judged as serve judges them, once a
+                   // grace period before the span's end (the rules warn) and at its end (they
+                   // propose what enforce would do): their decisions go to the audit log
+                   // (`gpuledger actions`), quietly (serve logs each one).
+                   int64_t grace = 0;
+                   for (const InterventionRule& r : config.interventions) grace = std::max(grace, r.grace_ms);
+                   server::MetricsRegistry metrics;
+                   sim_clock.Set(window.end_ms - grace);
+                   auto level = spdlog::get_level();
+                   spdlog::set_level(spdlog::level::warn);
+                   auto objectives = server::ObjectivesLoop::Create(**ledger, sim_clock, metrics, config);
+                   Status judged = objectives.ok() ? Status::Ok() : objectives.status();
+                   for (int64_t at : {window.end_ms - grace, window.end_ms}) {
+                     if (!judged.ok() || !*objectives) break;
+                     sim_clock.Set(at);
+                     judged = (*objectives)->EvaluateOnce();
+                   }
+                   spdlog::set_level(level);
+                   if (!judged.ok()) return Fail(judged);
+                   sim_clock.Set(window.end_ms);
                    std::printf("\nThe store is %s and its config %s: try\n"
-                               "  gpuledger usage --config %s --from %s --to %s --by team,project\n",
+                               "  gpuledger usage --config %s --from %s --to %s --by team,project\n"
+                               "  gpuledger actions --config %s (what the dry-run rules proposed at the end)\n",
                                mine.db_path.c_str(), mine.config_path.c_str(), mine.config_path.c_str(),
-                               FormatTime(window.begin_ms).c_str(), FormatTime(window.end_ms).c_str());
+                               FormatTime(window.begin_ms).c_str(), FormatTime(window.end_ms).c_str(),
+                               mine.config_path.c_str());
                    return 0;
                  }});
 }

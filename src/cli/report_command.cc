@@ -100,7 +100,7 @@ void AddReportCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                      goals.pool_targets[pt.substr(0, eq)] = v;
                      goals.pool_target_sources[pt.substr(0, eq)] = "--pool-target";
                    }
-                   report::WeeklyOptions options{.goals = goals};
+                   report::WeeklyOptions options{.goals = goals, .objectives = config.objectives};
                    auto html = report::RenderWeeklyReport(**ledger, *week, options);
                    if (!html.ok()) return Fail(html.status());
                    std::string path = o->out.empty() ? "report-" + week_name + ".html" : o->out;

@@ -5,6 +5,12 @@
 #include <optional>
 #include <signal.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "actuators/actuators.h"
+#include "agent/slurm.h"
 #include "cli/commands.h"
 #include "server/auth.h"
 #include "server/server.h"
@@ -22,6 +28,37 @@ sigset_t BlockStopSignals() {
   // Threads started afterwards inherit the mask, so only sigwait sees these signals.
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   return set;
+}
+
+// Who carries out serve's enforced decisions (docs/objectives.md): Slurm through the
+// tools the config's [agent] scontrol names (scancel beside it; both from PATH by default),
+// Kubernetes through [agent.kubernetes] api_server with its token_file, when one is set.
+Result<server::LoopActuators> ServeActuators(const Config& config) {
+  server::LoopActuators out;
+  actuators::SlurmOptions slurm;
+  if (config.agent.scontrol) {
+    slurm.scontrol = *config.agent.scontrol;
+    std::filesystem::path dir = std::filesystem::path(slurm.scontrol).parent_path();
+    if (!dir.empty()) slurm.scancel = (dir / "scancel").string();
+  }
+  out.slurm = actuators::SlurmActuator(
+      [](const std::vector<std::string>& argv) { return agent::RunCommand(argv, 30'000); }, slurm);
+  const config::KubernetesSection& k = config.agent.kubernetes;
+  if (k.api_server && *k.api_server != "none") {
+    actuators::KubernetesOptions options{.api_server = *k.api_server};
+    if (k.token_file) {
+      std::ifstream in(*k.token_file);
+      if (!in) return InvalidArgument(fmt::format("{}: cannot read token_file {}", k.where.Of("token_file"), *k.token_file));
+      std::ostringstream text;
+      text << in.rdbuf();
+      options.token = text.str();
+      while (!options.token.empty() && std::isspace(static_cast<unsigned char>(options.token.back()))) options.token.pop_back();
+    }
+    auto kube = actuators::KubernetesActuator(options);
+    if (!kube.ok()) return kube.status().WithContext(k.where.Of("api_server"));
+    out.kubernetes = std::move(*kube);
+  }
+  return out;
 }
 
 void AddServeCommand(CLI::App& app, CommonOptions& common, Commands& out) {
@@ -68,12 +105,16 @@ void AddServeCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    if (!o->listen.empty()) options.listen = o->listen;
                    if (o->insecure) options.insecure = true;
                    options.goals = config.goals;
+                   options.objectives = config.objectives;
                    PrintTargets(options.goals);
                    options.what_if = WhatIfForServer();
                    auto srv = server::Server::Create(**ledger, clock, options);
                    if (!srv.ok()) return Fail(srv.status());
                    // The config's objectives, alerts and rules (docs/objectives.md); none: null.
-                   auto objectives = server::ObjectivesLoop::Create(**ledger, clock, (*srv)->metrics(), config);
+                   auto actuators = ServeActuators(config);
+                   if (!actuators.ok()) return Fail(actuators.status());
+                   auto objectives =
+                       server::ObjectivesLoop::Create(**ledger, clock, (*srv)->metrics(), config, std::move(*actuators));
                    if (!objectives.ok()) return Fail(objectives.status());
                    Status st = (*srv)->Start();
                    if (!st.ok()) return Fail(st);

@@ -1,4 +1,5 @@
 #include "report/usage_format.h"
+#include "report/table.h"
 
 #include "core/csv.h"
 
@@ -16,10 +17,9 @@ using ledger::UsageRow;
 std::string Percent(double ratio) { return fmt::format("{:.1f}%", ratio * 100.0); }
 std::string Hours(double h) { return fmt::format("{:.1f}", h); }
 
-// Columns of a plain-text table, right-aligned after the first `left` columns. The
-// first row is a header; with `total_row` the last row is set off as a total.
-std::string Table(const std::vector<std::vector<std::string>>& rows, size_t left,
-                  bool total_row = true) {
+}  // namespace
+
+std::string Table(const std::vector<std::vector<std::string>>& rows, size_t left, bool total_row) {
   std::vector<size_t> width;
   for (const auto& r : rows) {
     width.resize(std::max(width.size(), r.size()));
@@ -43,6 +43,8 @@ std::string Table(const std::vector<std::vector<std::string>>& rows, size_t left
   }
   return out;
 }
+
+namespace {
 
 nlohmann::json RowJson(const UsageRow& r, const std::vector<ledger::Dimension>& by) {
   nlohmann::json j;

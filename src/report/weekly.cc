@@ -1,5 +1,7 @@
 #include "report/weekly.h"
 
+#include "objectives/evaluate.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -32,6 +34,13 @@ std::string Esc(std::string_view s) {
 }
 
 std::string Pct(double r) { return fmt::format("{:.1f}%", r * 100.0); }
+
+// "7d", "36h", "90m": an objective's window as a config writes it.
+std::string WindowText(int64_t ms) {
+  if (ms % kMsPerDay == 0) return fmt::format("{}d", ms / kMsPerDay);
+  if (ms % kMsPerHour == 0) return fmt::format("{}h", ms / kMsPerHour);
+  return fmt::format("{}m", ms / kMsPerMinute);
+}
 
 // GPU-hours as the dashboard shows them: one decimal, thousands grouped ("12,288.0").
 std::string GpuHours(double h) {
@@ -336,6 +345,18 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
   for (const ledger::BudgetStatus& b : ledger::JudgeWeeklyBudgets(goals, by_team, week)) {
     slo("budget/" + b.team, "team " + b.team + " spend within budget", Esc(b.budget.ToDisplay()),
         Esc(b.spent.ToDisplay()), b.within);
+  }
+  // The config's objectives at the week's end, judged as `gpuledger slo status` judges them.
+  auto source = objectives::LedgerSource(ledger);
+  for (const ObjectiveSpec& spec : options.objectives) {
+    GPULEDGER_ASSIGN_OR_RETURN(objectives::ObjectiveStatus st, objectives::Evaluate(spec, *source, week.end_ms));
+    std::string value = !st.tally.has_data                     ? "no data"
+                        : spec.kind == ObjectiveKind::kBudget ? fmt::format("{:.2f}x pace", st.tally.sli)
+                                                               : Pct(st.tally.sli);
+    std::string what = fmt::format("{} ({} {} over {}; error budget left {}{})", spec.name,
+                                   ObjectiveKindName(spec.kind), spec.scope.ToString(), WindowText(spec.window_ms),
+                                   Pct(st.budget_left), st.firing() ? "; alert firing" : "");
+    slo("objective/" + spec.name, what, Pct(spec.target), value, st.met);
   }
   html += "</table>";
 

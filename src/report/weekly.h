@@ -5,9 +5,11 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "core/goals.h"
 #include "core/money.h"
+#include "core/objective.h"
 #include "core/status.h"
 #include "core/time.h"
 #include "ledger/ledger.h"
@@ -20,6 +22,9 @@ struct WeeklyOptions {
   // what ledger::JudgeTargets and ledger::JudgeWeeklyBudgets make of them, and which
   // targets apply and where each was set (Goals::Describe) under the pools' table.
   Goals goals;
+  // The config's [[objective]]s: the SLO section judges each at the week's end with the
+  // engine `gpuledger slo status` and the server use (objectives::Evaluate).
+  std::vector<ObjectiveSpec> objectives;
   // How many pieces of advice the report leads with (ledger::TopAdvice's order).
   size_t recommendations = 5;
   std::string title = "GPU utilization";

@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "ledger/rightsizing.h"
+#include "objectives/evaluate.h"
 #include "store/store.h"
 
 namespace gpuledger::report {
@@ -176,6 +177,26 @@ TEST_F(WeeklyTest, SloStatusWasteCausesAndRecommendations) {
 }
 
 // The currency is named once at the top, on the money KPIs and on every money column.
+// The SLO section's objectives come from the engine `gpuledger slo status` uses: the
+// same value, judged at the week's end, and missed when that engine says so.
+TEST_F(WeeklyTest, ObjectivesInTheSloSectionAreJudgedByTheObjectivesEngine) {
+  TimeRange week = *ParseIsoWeek("2026-W48");
+  ObjectiveSpec serving{.name = "serving-utilization", .kind = ObjectiveKind::kUtilization,
+                        .scope = {ObjectiveScope::Of::kPool, "serving"}, .target = 0.95, .window_ms = 7 * kMsPerDay};
+  auto html = RenderWeeklyReport(*ledger_, week, {.objectives = {serving}});
+  ASSERT_TRUE(html.ok()) << html.status().ToString();
+  auto source = objectives::LedgerSource(*ledger_);
+  auto st = objectives::Evaluate(serving, *source, week.end_ms);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  ASSERT_TRUE(st->tally.has_data);
+  ASSERT_FALSE(st->met);  // a third active at most: far under 95%
+  std::string row = fmt::format(
+      "<tr data-slo=\"objective/serving-utilization\"><td>serving-utilization (utilization pool:serving over 7d; "
+      "error budget left {:.1f}%{})</td><td>95.0%</td><td>{:.1f}%</td><td class=\"l missed\">missed</td></tr>",
+      st->budget_left * 100, st->firing() ? "; alert firing" : "", st->tally.sli * 100);
+  EXPECT_THAT(*html, HasSubstr(row));
+}
+
 TEST_F(WeeklyTest, NamesTheCurrencyOfItsMoney) {
   const TimeRange week = *ParseIsoWeek("2026-W48");
   std::string unnamed = *RenderWeeklyReport(*ledger_, week);

@@ -447,7 +447,8 @@ HttpReply JobServingReply(const QueryContext& q, const std::string& job_id,
   return {200, "application/json", report::ServingJson(job_id, *reports)};
 }
 
-HttpReply WeeklyReportReply(const QueryContext& q, const QueryParams& params) {
+HttpReply WeeklyReportReply(const QueryContext& q, const QueryParams& params,
+                            const std::vector<ObjectiveSpec>& objectives) {
   std::string week_name = Param(params, "week", IsoWeekOf(q.now_ms - 7 * kMsPerDay));
   auto week = ParseIsoWeek(week_name);
   if (!week.ok()) return ErrorReply(week.status().WithContext("week"));
@@ -464,6 +465,7 @@ HttpReply WeeklyReportReply(const QueryContext& q, const QueryParams& params) {
     goals.fleet_target_source = "the request's target parameter";
   }
   options.goals = goals;
+  options.objectives = objectives;
   auto html = report::RenderWeeklyReport(q.ledger, *week, options);
   if (!html.ok()) return ErrorReply(html.status());
   return {200, "text/html; charset=utf-8", *html};

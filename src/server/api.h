@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/goals.h"
+#include "core/objective.h"
 #include "core/status.h"
 #include "core/time.h"
 #include "ledger/ledger.h"
@@ -83,7 +84,9 @@ HttpReply JobMfuReply(const QueryContext& q, const std::string& job_id, const Qu
 HttpReply JobServingReply(const QueryContext& q, const std::string& job_id,
                           const QueryParams& params);
 // GET /api/v1/reports/weekly?week=2026-W48&target=0.6 (admin): the weekly HTML report.
-HttpReply WeeklyReportReply(const QueryContext& q, const QueryParams& params);
+// `objectives`: the config's, for the report's SLO section (report::WeeklyOptions).
+HttpReply WeeklyReportReply(const QueryContext& q, const QueryParams& params,
+                            const std::vector<ObjectiveSpec>& objectives = {});
 // GET /api/v1/info: the server's time, the caller's role and teams, the span of the
 // recorded data, targets, the caller's teams' budgets, the dashboard's refresh.
 HttpReply InfoReply(const QueryContext& q);

@@ -121,6 +121,16 @@ const std::vector<CatalogEntry>& Catalog() {
         "Intervention decisions by rule and outcome (proposed, taken, warned, skipped)."},
        {"rule", "outcome"},
        "objectives::Decide"},
+      {MetricId::kInterventionActions,
+       {"gpuledger_intervention_actions_total", MetricType::kCounter, "",
+        "Enforced decisions carried out by an actuator, by rule, action and result (ok, failed)."},
+       {"rule", "action", "result"},
+       "actuators::Actuator"},
+      {MetricId::kAuditLogPending,
+       {"gpuledger_audit_log_pending", MetricType::kGauge, "",
+        "Decisions not yet recorded in the store's audit log (kept and retried at the next evaluation)."},
+       {},
+       "ledger::RecordActions"},
   };
   return kCatalog;
 }

@@ -39,6 +39,8 @@ enum class MetricId {
   kAlertDeliveries,
   kAlertQueue,
   kInterventionDecisions,
+  kInterventionActions,
+  kAuditLogPending,
 };
 
 struct CatalogEntry {

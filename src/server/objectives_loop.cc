@@ -4,18 +4,42 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <map>
 #include <condition_variable>
 #include <mutex>
 #include <set>
 #include <thread>
 
+#include "actuators/actuators.h"
 #include "alerting/alerts.h"
 #include "alerting/delivery.h"
 #include "alerting/sinks.h"
 #include "objectives/evaluate.h"
+#include "ledger/actions.h"
 #include "objectives/interventions.h"
 
 namespace gpuledger::server {
+namespace {
+
+// The same decision decided again (an evaluation retried at the same moment, a replica
+// evaluating it too) has the same id, and is recorded once.
+std::string DecisionId(const objectives::Decision& d) {
+  return fmt::format("{}|{}|{}|{}|{}", d.rule, d.job.id, InterventionActionName(d.action),
+                     objectives::OutcomeName(d.outcome), d.at_ms);
+}
+
+// The most decisions kept for the audit log while the store refuses them.
+constexpr size_t kMaxUnrecorded = 10'000;
+
+// The look-back that rebuilds the safety rules' state from the audit log at start: the
+// longest cooldown or grace of the rules, at least the hour the rate limit counts.
+int64_t HistoryLookBack(const std::vector<InterventionRule>& rules) {
+  int64_t back = kMsPerHour;
+  for (const InterventionRule& r : rules) back = std::max({back, r.cooldown_ms, r.grace_ms});
+  return back;
+}
+
+}  // namespace
 
 struct ObjectivesLoop::Impl {
   ledger::Ledger& ledger;
@@ -27,11 +51,98 @@ struct ObjectivesLoop::Impl {
   alerting::AlertTracker tracker{alerting::TrackerOptions{}};
   objectives::InterventionHistory history;
   std::vector<std::unique_ptr<alerting::DeliveryQueue>> queues;
+  LoopActuators actuators;
+  std::map<std::string, bool> enforce;  // rule -> its mode
+  // Decisions not yet in the audit log (the store failed): recorded at the next evaluation.
+  std::vector<ledger::RecordedAction> unrecorded;
+  // (rule, job) -> the kind of the skip last recorded: a skip repeating is not recorded.
+  std::map<std::pair<std::string, std::string>, std::string> last_skip;
 
   std::mutex mu;
   std::condition_variable cv;
   bool stop = false;  // GUARDED_BY(mu)
   std::thread thread;
+
+  // The safety rules' state as the audit log left it: the last action per rule and job
+  // (taken, or proposed in dry-run), the warnings, and the last hour's actions per rule.
+  Status RestoreHistory() {
+    // From where the loop evaluates: the clock's now, or where the data ends if earlier.
+    GPULEDGER_ASSIGN_OR_RETURN(ledger::DataSpan data, ledger.Data());
+    int64_t now = data.end_ms == 0 ? clock.NowMs() : std::min(clock.NowMs(), data.end_ms);
+    GPULEDGER_ASSIGN_OR_RETURN(
+        std::vector<ledger::RecordedAction> past,
+        ledger::Actions(ledger, {.range = {now - HistoryLookBack(rules), kForever}}));
+    for (const ledger::RecordedAction& a : past) {
+      auto key = std::make_pair(a.rule, a.job);
+      if (a.outcome == "warned") {
+        history.warned_ms[key] = a.at_ms;
+      } else if (a.outcome == "taken" || a.outcome == "proposed") {
+        history.last_action_ms[key] = a.at_ms;
+        history.warned_ms.erase(key);
+        if (a.at_ms > now - kMsPerHour) history.actions[a.rule].push_back(a.at_ms);
+      }
+    }
+    return Status::Ok();
+  }
+
+  // Carries out a taken decision on the job's scheduler: what the actuator reported, or
+  // its error.
+  std::string Carry(const objectives::Decision& d) {
+    bool pod = d.job.id.find('/') != std::string::npos;
+    actuators::Actuator* a = pod ? actuators.kubernetes.get() : actuators.slurm.get();
+    std::string result;
+    if (a == nullptr) {
+      result = fmt::format("failed: no {} actuator configured", pod ? "Kubernetes" : "Slurm");
+    } else if (auto r = a->Apply(d); r.ok()) {
+      result = *r;
+    } else {
+      result = "failed: " + r.status().message();
+    }
+    bool ok = !result.starts_with("failed: ");
+    metrics.Add(MetricId::kInterventionActions,
+                {d.rule, std::string(InterventionActionName(d.action)), ok ? "ok" : "failed"});
+    return result;
+  }
+
+  // Queues `d` for the audit log, unless it is a skip repeating the one last recorded.
+  void Note(const objectives::Decision& d, std::string result) {
+    auto key = std::make_pair(d.rule, d.job.id);
+    if (d.outcome == objectives::Outcome::kSkipped) {
+      // The kind of reason ("cooldown", "stale data", ...), not its figures, which move.
+      std::string kind = d.reason.substr(0, d.reason.find(':'));
+      auto [it, fresh] = last_skip.try_emplace(key, kind);
+      if (!fresh && it->second == kind) return;
+      it->second = kind;
+    } else {
+      last_skip.erase(key);
+    }
+    unrecorded.push_back(ledger::RecordedAction{
+        .decision_id = DecisionId(d), .at_ms = d.at_ms, .rule = d.rule, .job = d.job.id, .team = d.job.team,
+        .action = std::string(InterventionActionName(d.action)), .outcome = std::string(objectives::OutcomeName(d.outcome)),
+        .enforce = enforce[d.rule], .evidence = d.evidence, .reason = d.reason, .result = std::move(result),
+        .per_hour_freed = d.per_hour_freed});
+  }
+
+  // Writes the queued decisions to the audit log; kept for the next evaluation when the
+  // store refuses them now.
+  Status Flush() {
+    Status st = Status::Ok();
+    if (!unrecorded.empty()) {
+      auto added = ledger::RecordActions(ledger, unrecorded);
+      if (added.ok()) {
+        unrecorded.clear();
+      } else {
+        st = added.status().WithContext("recording the interventions' decisions");
+        if (unrecorded.size() > kMaxUnrecorded) {  // the oldest go, and the log says so
+          size_t dropped = unrecorded.size() - kMaxUnrecorded;
+          unrecorded.erase(unrecorded.begin(), unrecorded.begin() + static_cast<std::ptrdiff_t>(dropped));
+          spdlog::error("event=audit_log_dropped decisions={} reason={:?}", dropped, added.status().message());
+        }
+      }
+    }
+    metrics.Set(MetricId::kAuditLogPending, {}, static_cast<double>(unrecorded.size()));
+    return st;
+  }
 
   // The sinks' counters, copied into the registry (they count on their own threads).
   void PublishDeliveries() {
@@ -51,7 +162,8 @@ ObjectivesLoop::ObjectivesLoop(std::unique_ptr<Impl> impl) : impl_(std::move(imp
 ObjectivesLoop::~ObjectivesLoop() { Stop(); }
 
 Result<std::unique_ptr<ObjectivesLoop>> ObjectivesLoop::Create(ledger::Ledger& ledger, const Clock& clock,
-                                                               MetricsRegistry& metrics, const config::Config& config) {
+                                                               MetricsRegistry& metrics, const config::Config& config,
+                                                               LoopActuators actuators) {
   if (config.objectives.empty() && config.interventions.empty()) return std::unique_ptr<ObjectivesLoop>();
   auto impl = std::unique_ptr<Impl>(new Impl{.ledger = ledger, .clock = clock, .metrics = metrics,
                                              .objectives = config.objectives, .rules = config.interventions});
@@ -77,14 +189,12 @@ Result<std::unique_ptr<ObjectivesLoop>> ObjectivesLoop::Create(ledger::Ledger& l
       impl->queues.push_back(std::make_unique<alerting::DeliveryQueue>(std::move(*sink)));
     }
   }
+  impl->actuators = std::move(actuators);
   for (const InterventionRule& r : impl->rules) {
-    if (r.enforce) {
-      spdlog::warn("event=intervention_dry_run rule={:?} source={:?} reason=\"serve has no actuator yet: its "
-                   "decisions are logged as proposals\"",
-                   r.name, r.source);
-    }
+    impl->enforce[r.name] = r.enforce;
+    if (r.enforce) spdlog::info("event=intervention_enforced rule={:?} source={:?}", r.name, r.source);
   }
-  for (InterventionRule& r : impl->rules) r.enforce = false;
+  if (!impl->rules.empty()) GPULEDGER_RETURN_IF_ERROR(impl->RestoreHistory());
   return std::unique_ptr<ObjectivesLoop>(new ObjectivesLoop(std::move(impl)));
 }
 
@@ -121,14 +231,16 @@ Status ObjectivesLoop::EvaluateOnce() {
                                objectives::GatherDecisionInputs(m.ledger, at, m.rules, firing));
     for (const objectives::Decision& d : objectives::Decide(m.rules, in, m.history)) {
       m.metrics.Add(MetricId::kInterventionDecisions, {d.rule, std::string(objectives::OutcomeName(d.outcome))});
+      std::string result = d.outcome == objectives::Outcome::kTaken ? m.Carry(d) : "";
       spdlog::info("event=intervention rule={:?} job={:?} team={:?} action={} outcome={} per_hour={} evidence={:?} "
-                   "reason={:?}",
+                   "reason={:?} result={:?}",
                    d.rule, d.job.id, d.job.team, InterventionActionName(d.action), objectives::OutcomeName(d.outcome),
-                   d.per_hour_freed.ToString(), d.evidence, d.reason);
+                   d.per_hour_freed.ToString(), d.evidence, d.reason, result);
+      m.Note(d, std::move(result));
     }
   }
   m.PublishDeliveries();
-  return Status::Ok();
+  return m.Flush();
 }
 
 void ObjectivesLoop::Start() {

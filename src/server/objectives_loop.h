@@ -2,11 +2,14 @@
 // thread, every `interval` (the shortest of the objectives'), it judges each objective
 // over the ledger (objectives::Evaluate), hands the alerts to send to each sink's
 // delivery queue (alerting::AlertTracker, alerting::DeliveryQueue: a failing sink never
-// blocks it, nor ingest), decides the intervention rules (objectives::Decide) and logs
-// each decision, and keeps its counters in the server's /metrics.
+// blocks it, nor ingest), decides the intervention rules (objectives::Decide), carries out
+// the decisions an enforce rule takes through the actuator of the job's scheduler, records
+// every decision in the ledger's audit log (ledger/actions.h), and keeps its counters in
+// the server's /metrics.
 //
-// Rules run in dry-run here whatever their mode: no actuator is wired into serve yet, so
-// an enforce rule is reported at start and its decisions are logged as proposals.
+// The safety rules' state (cooldowns, warnings, the hourly limits) starts from the audit
+// log, so a restart neither forgets a warning nor acts twice within a cooldown. A skip is
+// recorded when it first happens and when its reason changes, not at every evaluation.
 //
 // Thread-safety: Start, Stop and EvaluateOnce from one thread (serve's main); the loop's
 // thread is the only other caller of the tracker and the history.
@@ -16,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "actuators/actuators.h"
 #include "config/config.h"
 #include "core/time.h"
 #include "ledger/ledger.h"
@@ -23,12 +27,21 @@
 
 namespace gpuledger::server {
 
+// Who carries out an enforced decision: a job whose ledger id is "NAMESPACE/POD" is a
+// Kubernetes pod, any other a Slurm job. Either may be null: the decision is then
+// recorded with a result saying no actuator was configured.
+struct LoopActuators {
+  std::unique_ptr<actuators::Actuator> slurm;
+  std::unique_ptr<actuators::Actuator> kubernetes;
+};
+
 class ObjectivesLoop {
  public:
   // Builds the sinks of `config`'s [alerting] (fails naming a bad URL's FILE:LINE). Null
   // when the config has no objectives and no rules: nothing to run.
   static Result<std::unique_ptr<ObjectivesLoop>> Create(ledger::Ledger& ledger, const Clock& clock,
-                                                        MetricsRegistry& metrics, const config::Config& config);
+                                                        MetricsRegistry& metrics, const config::Config& config,
+                                                        LoopActuators actuators = {});
   ~ObjectivesLoop();  // Stop()s
 
   void Start();

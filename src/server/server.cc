@@ -20,6 +20,8 @@
 #include "dashboard/dashboard.h"
 #include "server/api.h"
 #include "server/connections.h"
+#include "server/actions_api.h"
+#include "server/objectives_api.h"
 #include "server/whatif_api.h"
 #include "wire/batch.h"
 #include "wire/prometheus/remote_write.h"
@@ -592,7 +594,7 @@ struct Server::Impl {
                Query(req, res, kReaders, [&](const QueryContext& q) { return RecommendationsReply(q, Params(req)); });
              }));
     Get("/api/v1/reports/weekly", route("report_weekly", [this](const auto& req, auto& res) {
-               Query(req, res, kAdmins, [&](const QueryContext& q) { return WeeklyReportReply(q, Params(req)); });
+               Query(req, res, kAdmins, [&](const QueryContext& q) { return WeeklyReportReply(q, Params(req), options.objectives); });
              }));
     Get("/api/v1/periods", route("periods", [this](const auto& req, auto& res) {
                Query(req, res, kReaders, [&](const QueryContext& q) { return PeriodsReply(q); });
@@ -621,6 +623,12 @@ struct Server::Impl {
              }));
     Get("/api/v1/budgets", route("budgets", [this](const auto& req, auto& res) {
                Query(req, res, kReaders, [&](const QueryContext& q) { return BudgetsReply(q, Params(req)); });
+             }));
+    Get("/api/v1/objectives", route("objectives", [this](const auto& req, auto& res) {
+               Query(req, res, kReaders, [&](const QueryContext& q) { return ObjectivesReply(q, Params(req), options.objectives); });
+             }));
+    Get("/api/v1/actions", route("actions", [this](const auto& req, auto& res) {
+               Query(req, res, kReaders, [&](const QueryContext& q) { return ActionsReply(q, Params(req)); });
              }));
     Get("/api/v1/waste", route("waste", [this](const auto& req, auto& res) {
                Query(req, res, kAdmins, [&](const QueryContext& q) { return WasteReply(q, Params(req)); });

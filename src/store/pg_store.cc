@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "core/serving.h"
+#include "store/actions_internal.h"
 #include "store/minute_blob.h"
 #include "store/pg_reads.h"
 #include "store/pg_util.h"
@@ -100,6 +101,8 @@ std::vector<std::string> Migrations() {
       "  idle_gpu_hours DOUBLE PRECISION NOT NULL, unpriced_gpu_hours DOUBLE PRECISION NOT NULL,"
       "  direct_micros BIGINT NOT NULL, input_stall_micros BIGINT NOT NULL, checkpoint_stall_micros BIGINT NOT NULL,"
       "  held_idle_micros BIGINT NOT NULL, other_idle_micros BIGINT NOT NULL);",
+      // 3: SqliteStore's version 8: the audit log of the intervention rules (pg_actions.cc).
+      kPgActionsMigration,
   };
 }
 
@@ -156,7 +159,7 @@ std::optional<int64_t> DayOfPartitionName(std::string_view name, std::string_vie
   return MsOf(day);
 }
 
-class PgStore final : public Store {
+class PgStore final : public Store, public ActionLog {
  public:
   explicit PgStore(PgOptions options) : options_(options) {}
 
@@ -227,6 +230,12 @@ class PgStore final : public Store {
   Status ClosePeriod(const ClosedPeriodRecord& period, std::span<const FrozenLine> lines) override;
   Result<int64_t> PruneSamples(int64_t before_ms) override;
   Result<StoreCheck> Check(bool full) override;
+  Result<size_t> RecordActions(std::span<const ActionRecord> actions) override;  // pg_actions.cc's rows
+  Result<std::vector<ActionRecord>> ActionsIn(const TimeRange& range) override {
+    std::lock_guard lock(mu_);
+    GPULEDGER_ASSIGN_OR_RETURN(Conn * c, Writer());
+    return pg::ReadActions(*c, range);
+  }
 
  private:
   class Group;
@@ -1043,6 +1052,19 @@ Status PgStore::ClosePeriod(const ClosedPeriodRecord& period, std::span<const Fr
   }();
   if (!st.ok() && !c->Broken() && c->InTransaction()) (void)c->Exec("ROLLBACK", "closing a billing period");
   return st;
+}
+
+Result<size_t> PgStore::RecordActions(std::span<const ActionRecord> actions) {
+  std::lock_guard lock(mu_);
+  GPULEDGER_ASSIGN_OR_RETURN(Conn * c, Writer());
+  GPULEDGER_RETURN_IF_ERROR(c->Exec("BEGIN", "recording decisions"));
+  Result<size_t> added = pg::InsertActions(*c, actions);
+  Status st = added.ok() ? c->Exec("COMMIT", "recording decisions") : added.status();
+  if (!st.ok()) {
+    if (!c->Broken() && c->InTransaction()) (void)c->Exec("ROLLBACK", "recording decisions");
+    return st;
+  }
+  return added;
 }
 
 Result<int64_t> PgStore::PruneSamples(int64_t before_ms) {

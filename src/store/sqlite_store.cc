@@ -20,6 +20,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "store/actions_internal.h"
 #include "store/sample_chunk.h"
 #include "store/sqlite_reads.h"
 #include "store/sqlite_util.h"
@@ -127,6 +128,8 @@ std::vector<std::string> Migrations() {
       "  direct_micros INTEGER NOT NULL, input_stall_micros INTEGER NOT NULL,"
       "  checkpoint_stall_micros INTEGER NOT NULL, held_idle_micros INTEGER NOT NULL,"
       "  other_idle_micros INTEGER NOT NULL);",
+      // 8: the audit log of the intervention rules (store/actions.h, sqlite_actions.cc).
+      kSqliteActionsMigration,
   };
 }
 
@@ -152,7 +155,7 @@ struct DeviceRow {
   bool operator==(const DeviceRow&) const = default;
 };
 
-class SqliteStore final : public Store {
+class SqliteStore final : public Store, public ActionLog {
  public:
   ~SqliteStore() override {
     idle_readers_.clear();
@@ -283,6 +286,19 @@ class SqliteStore final : public Store {
   Result<StoreStats> Stats() override { return Locked([&] { return reads_->Stats(); }); }
 
   Result<std::unique_ptr<StoreSnapshot>> Snapshot() override;
+
+  // The audit log (sqlite_actions.cc), on the writer's connection.
+  Result<size_t> RecordActions(std::span<const ActionRecord> actions) override {
+    std::lock_guard lock(mu_);
+    Txn txn(*this);
+    GPULEDGER_RETURN_IF_ERROR(txn.Begin());
+    GPULEDGER_ASSIGN_OR_RETURN(size_t added, sqlite::InsertActions(db_, actions));
+    GPULEDGER_RETURN_IF_ERROR(txn.Commit());
+    return added;
+  }
+  Result<std::vector<ActionRecord>> ActionsIn(const TimeRange& range) override {
+    return Locked([&] { return sqlite::ReadActions(db_, range); });
+  }
 
   Status WriteRollups(const std::vector<RollupUpdate>& updates) override {
     std::lock_guard lock(mu_);

@@ -14,6 +14,7 @@
 
 #include "core/testing/missing_component.h"
 #include "ledger/ingest_plan.h"
+#include "store/actions.h"
 #include "store/pg_store.h"
 #include "store/store.h"
 #include "store/testing/pg_server.h"
@@ -536,6 +537,7 @@ TEST_F(SqliteStoreTest, MigratesOneRowPerSampleIntoChunks) {
   }
   // And without what the versions after 5 add, which migrating again creates.
   sql += "DROP TABLE sample_chunks; DROP TABLE job_changes; DROP TABLE closed_periods; DROP TABLE frozen_lines;"
+         " DROP TABLE actions;"
          " UPDATE meta SET value='4' WHERE key='schema_version';";
   std::string cmd = "sqlite3 " + (dir_ / "ledger.db").string() + " \"" + sql + "\" 2>&1";
   if (std::system(cmd.c_str()) != 0) {
@@ -747,6 +749,70 @@ TEST_P(StoreContractTest, TwoWritersOnOneDatabaseSeeEachOthersDevicesAndJobs) {
     EXPECT_EQ(st->ListJobs()->size(), 2u);
     EXPECT_EQ(st->Stats()->samples, 8);
     EXPECT_EQ(st->AllocationsOverlapping({0, kForever})->size(), 3u);
+  }
+}
+
+// The audit log of the intervention rules (store/actions.h).
+ActionRecord Decision(std::string id, int64_t at_ms, std::string outcome) {
+  return ActionRecord{.decision_id = std::move(id), .at_ms = at_ms, .rule = "idle-notebooks", .job_key = "4242",
+                      .team = "vision", .action = "stop", .outcome = std::move(outcome), .enforce = true,
+                      .evidence = "idle 2h, max activity 1.0%, 4 GPUs", .reason = "", .result = "stopped",
+                      .per_hour_freed_micros = 12'500'000};
+}
+
+TEST_P(StoreContractTest, DecisionsAreRecordedOnceAndReadBackInTimeOrder) {
+  auto log = ActionLogOf(*store_);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  ActionRecord warned = Decision("d-warn", kT0, "warned");
+  warned.reason = "grace 30m before the stop";
+  warned.result = "";
+  ActionRecord taken = Decision("d-stop", kT0 + 30 * kMsPerMinute, "taken");
+  std::vector<ActionRecord> first = {taken, warned};
+  auto added = (*log)->RecordActions(first);
+  ASSERT_TRUE(added.ok()) << added.status().ToString();
+  EXPECT_EQ(*added, 2u);
+
+  // The same decisions again (a retry, a replica replaying them): nothing new, the first
+  // record kept even where the replay says otherwise.
+  ActionRecord replayed = taken;
+  replayed.result = "failed: scancel timed out";
+  std::vector<ActionRecord> again = {replayed, warned, Decision("d-later", kT0 + kMsPerHour, "proposed")};
+  added = (*log)->RecordActions(again);
+  ASSERT_TRUE(added.ok()) << added.status().ToString();
+  EXPECT_EQ(*added, 1u);
+
+  Reopen();  // durable
+  log = ActionLogOf(*store_);
+  ASSERT_TRUE(log.ok());
+  auto all = (*log)->ActionsIn({0, kForever});
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[0], warned);
+  EXPECT_EQ((*all)[1], taken);
+  EXPECT_EQ((*all)[2].decision_id, "d-later");
+  EXPECT_EQ((*all)[2].outcome, "proposed");
+
+  // A window: at_ms in [begin, end).
+  auto window = (*log)->ActionsIn({kT0 + 30 * kMsPerMinute, kT0 + kMsPerHour});
+  ASSERT_TRUE(window.ok());
+  ASSERT_EQ(window->size(), 1u);
+  EXPECT_EQ((*window)[0].decision_id, "d-stop");
+}
+
+TEST_P(StoreContractTest, TwoWritersRecordingOneDecisionStoreItOnce) {
+  auto opened = backend_.open(dir_);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<Store> other = std::move(*opened);
+  std::vector<ActionRecord> one = {Decision("d-1", kT0, "proposed")};
+  auto a = (*ActionLogOf(*store_))->RecordActions(one);
+  auto b = (*ActionLogOf(*other))->RecordActions(one);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(*a + *b, 1u);
+  for (Store* st : {store_.get(), other.get()}) {
+    auto all = (*ActionLogOf(*st))->ActionsIn({0, kForever});
+    ASSERT_TRUE(all.ok()) << all.status().ToString();
+    EXPECT_EQ(all->size(), 1u);
   }
 }
 

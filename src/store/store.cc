@@ -1,6 +1,8 @@
-// What every Store backend shares: the group of batches applied at once, and the
-// single-device forms of the batch-oriented reads.
+// What every Store backend shares: the group of batches applied at once, the
+// single-device forms of the batch-oriented reads, and the audit log's door.
 #include "store/store.h"
+
+#include "store/actions.h"
 
 namespace gpuledger::store {
 
@@ -51,6 +53,12 @@ Result<std::vector<AllocationRecord>> StoreReads::Allocations(int64_t device_id,
   DeviceRange one{device_id, range};
   GPULEDGER_ASSIGN_OR_RETURN(auto out, AllocationsOf({&one, 1}));
   return std::move(out.at(0));
+}
+
+Result<ActionLog*> ActionLogOf(Store& store) {
+  auto* log = dynamic_cast<ActionLog*>(&store);
+  if (!log) return FailedPrecondition("this store keeps no audit log of interventions");
+  return log;
 }
 
 }  // namespace gpuledger::store

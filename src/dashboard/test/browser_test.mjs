@@ -752,6 +752,33 @@ async function adminChecks(browser, base, token, call, outDir, viewerTeam) {
   await p.shot('waste');
   p.drain(where);
 
+  // SLOs and actions: each objective as /api/v1/objectives judges it (attainment, error
+  // budget left, alerts firing, a burn-rate chart), the audit log's decisions for the
+  // window (the demo's dry-run rules recorded them) and their totals.
+  where = 'slos';
+  await page.click('[data-testid="nav-slos"]');
+  await waitReady(page, '#/slos');
+  const slos = (await call('/api/v1/objectives', {history: '24h'})).json.objectives;
+  check(slos.length === 2, where, `${slos.length} objectives, the config declares 2`);
+  for (const o of slos) {
+    await expectFigure(page, where, tid('slo-budget-left', o.name), o.budget_left, formatRatio);
+    await expectFigure(page, where, tid('slo-target', o.name), o.target, (v) => formatRatio(v, 0));
+    const firing = await page.textContent(`[data-testid="${tid('slo-firing', o.name)}"]`);
+    const apiFiring = o.alerts.filter((a) => a.firing).map((a) => `${a.window} ${a.severity}`).join(', ') || 'none';
+    check(firing === apiFiring, where, `${o.name}: alerts firing shown "${firing}", the API's "${apiFiring}"`);
+    check(o.history.times.length === 24, where, `${o.name}: ${o.history.times.length} hours of history`);
+    check(await page.locator(`[data-testid="${tid('slo-chart', o.name)}"] canvas`).count() > 0, where, `${o.name}: no burn-rate chart`);
+  }
+  const actions = (await call('/api/v1/actions', {from: w.from, to: w.to})).json;
+  check(actions.actions.length > 0, where, 'the audit log holds none of the demo\'s dry-run decisions');
+  check(actions.actions.every((a) => a.mode === 'dry-run'), where, 'a decision of the demo is not dry-run');
+  await expectFigure(page, where, 'actions-freed', actions.totals.freed_per_hour, formatMoney);
+  await expectFigure(page, where, 'actions-proposed', actions.totals.proposed_per_hour, formatMoney);
+  const rows = await page.locator('[data-testid^="action-row-"]').count();
+  check(rows === Math.min(50, actions.actions.length), where, `${rows} decisions listed of ${actions.actions.length}`);
+  await p.shot('slos');
+  p.drain(where);
+
   // Chargeback: the month the data end in, its lines and the fleet's total.
   where = 'chargeback';
   await page.click('[data-testid="nav-chargeback"]');
@@ -1035,7 +1062,7 @@ async function jobFigures(page, call, id, where) {
   }
 }
 
-const VIEWER_ROUTES = ['#/fleet', '#/teams', '#/jobs', '#/gpus', '#/recommendations', '#/waste', '#/chargeback'];
+const VIEWER_ROUTES = ['#/fleet', '#/teams', '#/jobs', '#/gpus', '#/recommendations', '#/waste', '#/chargeback', '#/slos'];
 
 async function viewerChecks(browser, base, viewerToken, adminCall, viewerCall, outDir, team) {
   const p = await openPage(browser, base, viewerToken, outDir);
@@ -1177,6 +1204,11 @@ async function main() {
     admin.entry.trim(), '', viewer.entry.trim(), '',
     '[targets]', 'fleet = 0.6', 'pools = { serving = 0.4 }', '',
     '[budgets]', `${JSON.stringify(viewerTeam)} = "20000.00"`, `${JSON.stringify(otherTeam)} = "15000.00"`, '',
+    // Two objectives for the "SLOs and actions" page: the fleet's (admins only) and the
+    // viewer's team's budget (the viewer sees this one alone).
+    '[[objective]]', 'name = "fleet-utilization"', 'kind = "utilization"', 'scope = "fleet"', 'target = "60%"', 'window = "1d"', '',
+    '[[objective]]', `name = ${JSON.stringify(`${viewerTeam}-budget`)}`, 'kind = "budget"', `scope = ${JSON.stringify(`team:${viewerTeam}`)}`,
+    'window = "1d"', '',
   ].join('\n'));
 
   // The server's clock stands two minutes after the data end (the last sample), within

@@ -15,6 +15,7 @@ import {GpusPage} from './page_gpus.js';
 import {RecommendationsPage} from './page_recommendations.js';
 import {WastePage, ChargebackPage} from './page_money.js';
 import {WhatIfPage} from './page_whatif.js';
+import {SlosPage} from './page_slos.js';
 
 const SPAN_KEY = 'gpuledger.span';
 // Set once this server has asked for a token: a fresh tab without one then shows the
@@ -32,6 +33,7 @@ const ROUTES = [
   {re: /^#\/waste$/, nav: 'waste', make: () => new WastePage()},
   {re: /^#\/chargeback$/, nav: 'chargeback', make: () => new ChargebackPage()},
   {re: /^#\/whatif$/, nav: 'whatif', make: () => new WhatIfPage()},
+  {re: /^#\/slos$/, nav: 'slos', make: () => new SlosPage()},
 ];
 
 const NAV = [
@@ -43,6 +45,7 @@ const NAV = [
   ['chargeback', 'Chargeback'],
   ['recommendations', 'Recommendations'],
   ['whatif', 'What-if'],
+  ['slos', 'SLOs'],
 ];
 
 class App {

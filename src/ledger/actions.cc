@@ -1,0 +1,89 @@
+#include "ledger/actions.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <algorithm>
+#include <string_view>
+
+#include "core/objective.h"
+#include "ledger/store_access.h"
+#include "store/actions.h"
+
+namespace gpuledger::ledger {
+namespace {
+
+constexpr std::array<std::string_view, 4> kOutcomes = {"proposed", "taken", "warned", "skipped"};
+
+Status CheckAction(const RecordedAction& a, size_t i) {
+  auto bad = [&](std::string_view field, std::string_view why) {
+    return InvalidArgument(fmt::format("action {} (decision {:?}): {} {}", i, a.decision_id, field, why));
+  };
+  if (a.decision_id.empty()) return bad("decision_id", "is empty");
+  if (a.rule.empty()) return bad("rule", "is empty");
+  if (a.job.empty()) return bad("job", "is empty");
+  if (auto parsed = ParseInterventionAction(a.action); !parsed.ok()) {
+    return bad("action", fmt::format("is unknown ({})", parsed.status().message()));
+  }
+  if (std::find(kOutcomes.begin(), kOutcomes.end(), a.outcome) == kOutcomes.end()) {
+    return bad("outcome", fmt::format("{:?} is none of proposed, taken, warned, skipped", a.outcome));
+  }
+  if (a.per_hour_freed.micros() < 0) return bad("per_hour_freed", "is negative");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<size_t> RecordActions(Ledger& ledger, const std::vector<RecordedAction>& actions) {
+  std::vector<store::ActionRecord> rows;
+  rows.reserve(actions.size());
+  for (size_t i = 0; i < actions.size(); ++i) {
+    const RecordedAction& a = actions[i];
+    GPULEDGER_RETURN_IF_ERROR(CheckAction(a, i));
+    rows.push_back(store::ActionRecord{.decision_id = a.decision_id, .at_ms = a.at_ms, .rule = a.rule,
+                                       .job_key = a.job, .team = a.team, .action = a.action, .outcome = a.outcome,
+                                       .enforce = a.enforce, .evidence = a.evidence, .reason = a.reason,
+                                       .result = a.result, .per_hour_freed_micros = a.per_hour_freed.micros()});
+  }
+  if (rows.empty()) return size_t{0};
+  GPULEDGER_ASSIGN_OR_RETURN(store::ActionLog * log, store::ActionLogOf(internal_StoreOf(ledger)));
+  return log->RecordActions(rows);
+}
+
+Result<std::vector<RecordedAction>> Actions(Ledger& ledger, const ActionQuery& query) {
+  GPULEDGER_ASSIGN_OR_RETURN(store::ActionLog * log, store::ActionLogOf(internal_StoreOf(ledger)));
+  GPULEDGER_ASSIGN_OR_RETURN(std::vector<store::ActionRecord> rows, log->ActionsIn(query.range));
+  std::vector<RecordedAction> out;
+  for (store::ActionRecord& r : rows) {
+    if (query.teams && !query.teams->contains(r.team)) continue;
+    if (!query.rule.empty() && r.rule != query.rule) continue;
+    if (!query.outcome.empty() && r.outcome != query.outcome) continue;
+    out.push_back(RecordedAction{.decision_id = std::move(r.decision_id), .at_ms = r.at_ms, .rule = std::move(r.rule),
+                                 .job = std::move(r.job_key), .team = std::move(r.team), .action = std::move(r.action),
+                                 .outcome = std::move(r.outcome), .enforce = r.enforce,
+                                 .evidence = std::move(r.evidence), .reason = std::move(r.reason),
+                                 .result = std::move(r.result),
+                                 .per_hour_freed = Money::FromMicros(r.per_hour_freed_micros)});
+  }
+  return out;
+}
+
+ActionTotals TotalActions(const std::vector<RecordedAction>& actions) {
+  ActionTotals t;
+  for (const RecordedAction& a : actions) {
+    if (a.outcome == "taken") {
+      ++t.taken;
+      t.freed_per_hour += a.per_hour_freed;
+    } else if (a.outcome == "proposed") {
+      ++t.proposed;
+      t.proposed_per_hour += a.per_hour_freed;
+    } else if (a.outcome == "warned") {
+      ++t.warned;
+    } else {
+      ++t.skipped;
+    }
+  }
+  return t;
+}
+
+}  // namespace gpuledger::ledger

@@ -1,0 +1,51 @@
+// The audit log of the intervention rules (docs/objectives.md): every decision, taken or
+// not, as the store keeps it. Both stores (SQLite, PostgreSQL) keep it; the ledger is its
+// only reader and writer (ledger/actions.h), the server, the CLI and the dashboard render
+// what the ledger returns.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/time.h"
+
+namespace gpuledger::store {
+
+class Store;
+
+// One decision. Money in micro-units of the price book's currency.
+struct ActionRecord {
+  std::string decision_id;  // unique: the same decision recorded again is not stored twice
+  int64_t at_ms = 0;        // when it was decided
+  std::string rule;
+  std::string job_key;  // the ledger's job id (a Slurm id, "NAMESPACE/POD")
+  std::string team;
+  std::string action;   // "notify", "hold", "reprioritize", "stop", "requeue"
+  std::string outcome;  // "proposed", "taken", "warned", "skipped"
+  bool enforce = false;  // the rule's mode when it decided
+  std::string evidence;
+  std::string reason;  // a skip's or a warning's why
+  std::string result;  // what the actuator reported (or its error); empty when nothing ran
+  int64_t per_hour_freed_micros = 0;
+  bool operator==(const ActionRecord&) const = default;
+};
+
+// The audit log's table in a store.
+class ActionLog {
+ public:
+  virtual ~ActionLog() = default;
+  // Appends `actions` in one transaction; a decision id already stored is left as it was
+  // (a retried or replayed decision). Returns how many were new. Thread-safe.
+  virtual Result<size_t> RecordActions(std::span<const ActionRecord> actions) = 0;
+  // The decisions made in `range` (at_ms), oldest first (then by decision id). Thread-safe.
+  virtual Result<std::vector<ActionRecord>> ActionsIn(const TimeRange& range) = 0;
+};
+
+// The audit log of `store`: both of the project's stores keep one; kUnimplemented for a
+// store that does not.
+Result<ActionLog*> ActionLogOf(Store& store);
+
+}  // namespace gpuledger::store

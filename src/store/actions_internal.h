@@ -1,0 +1,31 @@
+// The audit log's reads and writes on each store's connection (internal to the store
+// library: SqliteStore and PgStore call these under their writer's lock).
+#pragma once
+
+#include <sqlite3.h>
+
+#include <span>
+#include <vector>
+
+#include "store/actions.h"
+#include "store/pg_util.h"
+
+namespace gpuledger::store {
+
+// The audit log's table, as each store's migration list appends it.
+extern const char* const kSqliteActionsMigration;
+extern const char* const kPgActionsMigration;
+
+namespace sqlite {
+// REQUIRES: inside a write transaction on `db`.
+Result<size_t> InsertActions(sqlite3* db, std::span<const ActionRecord> actions);
+Result<std::vector<ActionRecord>> ReadActions(sqlite3* db, const TimeRange& range);
+}  // namespace sqlite
+
+namespace pg {
+// REQUIRES: inside a transaction on `c`.
+Result<size_t> InsertActions(Conn& c, std::span<const ActionRecord> actions);
+Result<std::vector<ActionRecord>> ReadActions(Conn& c, const TimeRange& range);
+}  // namespace pg
+
+}  // namespace gpuledger::store

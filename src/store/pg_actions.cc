@@ -1,0 +1,53 @@
+// PgStore's audit log (store/actions.h): the `actions` table of schema version 3.
+#include <fmt/format.h>
+
+#include "store/actions_internal.h"
+
+namespace gpuledger::store {
+
+const char* const kPgActionsMigration =
+    "CREATE TABLE actions(decision_id TEXT PRIMARY KEY, at_ms BIGINT NOT NULL, rule TEXT NOT NULL,"
+    "  job_key TEXT NOT NULL, team TEXT NOT NULL, action TEXT NOT NULL, outcome TEXT NOT NULL,"
+    "  enforce BIGINT NOT NULL, evidence TEXT NOT NULL, reason TEXT NOT NULL, result TEXT NOT NULL,"
+    "  per_hour_freed_micros BIGINT NOT NULL);"
+    "CREATE INDEX actions_by_time ON actions(at_ms);";
+
+namespace pg {
+
+Result<size_t> InsertActions(Conn& c, std::span<const ActionRecord> actions) {
+  size_t added = 0;
+  for (const ActionRecord& a : actions) {
+    Params p;
+    p.Add(a.decision_id).Add(a.at_ms).Add(a.rule).Add(a.job_key).Add(a.team).Add(a.action).Add(a.outcome);
+    p.Add(int64_t{a.enforce ? 1 : 0}).Add(a.evidence).Add(a.reason).Add(a.result).Add(a.per_hour_freed_micros);
+    GPULEDGER_ASSIGN_OR_RETURN(
+        Rows r, c.Query("INSERT INTO actions(decision_id, at_ms, rule, job_key, team, action, outcome, enforce,"
+                        " evidence, reason, result, per_hour_freed_micros)"
+                        " VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)"
+                        " ON CONFLICT (decision_id) DO NOTHING RETURNING decision_id",
+                        p, fmt::format("recording decision {}", a.decision_id)));
+    added += static_cast<size_t>(r.rows());
+  }
+  return added;
+}
+
+Result<std::vector<ActionRecord>> ReadActions(Conn& c, const TimeRange& range) {
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows r, c.Query("SELECT decision_id, at_ms, rule, job_key, team, action, outcome, enforce, evidence, reason,"
+                      " result, per_hour_freed_micros FROM actions WHERE at_ms >= $1 AND at_ms < $2"
+                      " ORDER BY at_ms, decision_id",
+                      Params().Add(range.begin_ms).Add(range.end_ms), "reading the audit log"));
+  std::vector<ActionRecord> out;
+  out.reserve(static_cast<size_t>(r.rows()));
+  for (int i = 0; i < r.rows(); ++i) {
+    out.push_back(ActionRecord{.decision_id = r.Text(i, 0), .at_ms = r.Int(i, 1), .rule = r.Text(i, 2),
+                               .job_key = r.Text(i, 3), .team = r.Text(i, 4), .action = r.Text(i, 5),
+                               .outcome = r.Text(i, 6), .enforce = r.Int(i, 7) != 0, .evidence = r.Text(i, 8),
+                               .reason = r.Text(i, 9), .result = r.Text(i, 10),
+                               .per_hour_freed_micros = r.Int(i, 11)});
+  }
+  return out;
+}
+
+}  // namespace pg
+}  // namespace gpuledger::store
