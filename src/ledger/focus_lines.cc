@@ -243,7 +243,9 @@ Result<FocusExport> FocusLines(Ledger& ledger, const TimeRange& month, const Sco
   };
   for (const LineKey& k : keys) {
     Money diff = charged[k] - detail[k];
-    if (diff != Money() && visible(k)) out.lines.push_back(Correction(k, diff, this_month, usage.window));
+    if (diff != Money() && visible(k)) {
+      out.lines.push_back(Correction(k, diff, this_month, usage.window.empty() ? month : usage.window));
+    }
   }
   for (const ChargebackLine& l : cb.lines) {
     if (l.correction_for.empty() || !visible(KeyOf(l))) continue;
