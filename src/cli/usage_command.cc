@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "cli/commands.h"
+#include "ledger/focus_lines.h"
+#include "report/focus.h"
 #include "report/usage_format.h"
 #include "server/client.h"
 
@@ -107,14 +109,20 @@ void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out) {
   AddCommonOptions(*cb, common);
   cb->add_option("--period", c->period,
                  "the month, YYYY-MM (default: the month the store's data end in; with --server, this month)");
-  cb->add_option("--format", c->format, "csv, json or table")->capture_default_str();
+  cb->add_option("--format", c->format, "csv, json, table or focus (FOCUS 1.2 CSV for FinOps tools, docs/focus.md)")
+      ->capture_default_str();
   cb->add_flag("--share-idle", c->share_idle,
                "spread unused capacity over the teams in proportion to their use, instead of "
                "listing it on its own lines");
   AddRemoteOptions(*cb, c->remote);
   out.push_back({cb, [c, &common]() -> int {
                    SystemClock clock;
-                   auto format = report::ParseFormat(c->format);
+                   const bool focus = c->format == "focus";
+                   if (focus && c->share_idle) {
+                     return Fail(InvalidArgument("--format focus lists unused capacity on rows of its own: "
+                                                 "drop --share-idle"));
+                   }
+                   auto format = focus ? Result<report::Format>(report::Format::kCsv) : report::ParseFormat(c->format);
                    if (!format.ok()) return Fail(format.status());
                    std::unique_ptr<ledger::Ledger> local;
                    if (c->remote.server.empty()) {
@@ -133,6 +141,16 @@ void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out) {
                    }
                    auto period = ParseMonth(c->period);
                    if (!period.ok()) return Fail(period.status());
+                   if (!c->remote.server.empty() && focus) {
+                     return PrintFromServer(c->remote, "/api/v1/focus?period=" + server::UrlEncode(c->period));
+                   }
+                   if (focus) {
+                     auto e = ledger::FocusLines(*local, *period, ledger::Scope::All());
+                     if (!e.ok()) return Fail(e.status());
+                     std::fputs(report::RenderFocusCsv(*e).c_str(), stdout);
+                     WarnUnpriced(*format, e->unpriced);
+                     return 0;
+                   }
                    if (!c->remote.server.empty()) {
                      return PrintFromServer(c->remote,
                                             fmt::format("/api/v1/chargeback?period={}&format={}&share_idle={}",

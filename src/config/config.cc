@@ -7,6 +7,7 @@
 #include <charconv>
 #include <initializer_list>
 
+#include "core/amortization.h"
 #include "core/time.h"
 
 namespace gpuledger::config {
@@ -275,20 +276,33 @@ Result<std::vector<PriceEntry>> ReadPrices(const std::string& file, const Reader
                     "unknown key here: the currency is the whole price book's, set once as [prices] "
                     "currency = \"EUR\" (ISO 4217) or [prices] unit = \"GPU credits\"");
     }
-    GPULEDGER_RETURN_IF_ERROR(r.Known({"model", "pool", "type", "per_gpu_hour", "from", "to"}));
+    GPULEDGER_RETURN_IF_ERROR(
+        r.Known({"model", "pool", "type", "per_gpu_hour", "purchase", "gpus", "from", "to"}));
     PriceEntry e{.model = "*", .pool = "*"};
     GPULEDGER_RETURN_IF_ERROR(r.String("model", e.model));
     GPULEDGER_RETURN_IF_ERROR(r.String("pool", e.pool));
     std::optional<CapacityType> type;
     GPULEDGER_RETURN_IF_ERROR(r.Capacity("type", type));
-    Overlay(type, e.capacity_type);
     const toml::node* price = t.get("per_gpu_hour");
-    if (price == nullptr) {
-      return InvalidArgument(fmt::format("{}: per_gpu_hour is required, a decimal string such as \"2.49\"",
+    const toml::node* purchase = t.get("purchase");
+    // A purchase is reserved capacity: reserved unless said otherwise, and only that.
+    if (purchase != nullptr && !type) type = CapacityType::kReserved;
+    Overlay(type, e.capacity_type);
+    if (price != nullptr && purchase != nullptr) {
+      return r.Fail(*purchase, "purchase", "give per_gpu_hour or purchase (spread over from..to), not both");
+    }
+    if (price == nullptr && purchase == nullptr) {
+      return InvalidArgument(fmt::format("{}: per_gpu_hour is required, a decimal string such as \"2.49\" "
+                                         "(or purchase, an amount spread over from..to)",
                                          where.Table()));
     }
-    GPULEDGER_RETURN_IF_ERROR(r.Amount(*price, "per_gpu_hour", e.per_gpu_hour));
-    if (e.per_gpu_hour < Money()) return r.Fail(*price, "per_gpu_hour", "a price cannot be negative");
+    if (price != nullptr && t.get("gpus") != nullptr) {
+      return r.FailKey("gpus", "only with purchase: how many GPUs the purchase covers");
+    }
+    if (price != nullptr) {
+      GPULEDGER_RETURN_IF_ERROR(r.Amount(*price, "per_gpu_hour", e.per_gpu_hour));
+      if (e.per_gpu_hour < Money()) return r.Fail(*price, "per_gpu_hour", "a price cannot be negative");
+    }
     for (auto [key, target] : {std::pair{"from", &e.valid.begin_ms}, std::pair{"to", &e.valid.end_ms}}) {
       GPULEDGER_RETURN_IF_ERROR(r.Instant(key, *target));
       if (*target != kForever && *target % kMsPerHour != 0) {
@@ -299,6 +313,23 @@ Result<std::vector<PriceEntry>> ReadPrices(const std::string& file, const Reader
       const toml::node* to = t.get("to");
       if (to == nullptr) return InvalidArgument(fmt::format("{}: empty validity range", where.Table()));
       return r.Fail(*to, "to", "must be after from");
+    }
+    if (purchase != nullptr) {
+      if (e.capacity_type != CapacityType::kReserved) {
+        return r.FailKey("type", "a purchase is reserved capacity: type = \"reserved\" (or leave type out)");
+      }
+      for (const char* key : {"from", "to"}) {
+        if (t.get(key) == nullptr) {
+          return r.Fail(*purchase, "purchase", fmt::format("a purchase needs its term: give {} too", key));
+        }
+      }
+      Money amount;
+      GPULEDGER_RETURN_IF_ERROR(r.Amount(*purchase, "purchase", amount));
+      std::optional<int64_t> gpus;
+      GPULEDGER_RETURN_IF_ERROR(r.PositiveInteger("gpus", gpus));
+      auto per_hour = AmortizedPerGpuHour(amount, gpus.value_or(1), e.valid);
+      if (!per_hour.ok()) return r.Fail(*purchase, "purchase", per_hour.status().message());
+      e.per_gpu_hour = *per_hour;
     }
     out.push_back(std::move(e));
     wheres.push_back(std::move(where));

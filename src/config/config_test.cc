@@ -267,6 +267,27 @@ TEST(ConfigTest, UnknownKeysAreErrorsInEveryTable) {
 }
 
 // A bad value is reported at its own line, not at its table's.
+// Reserved capacity bought up front: the purchase spread over its term's GPU-hours.
+TEST(ConfigTest, AReservedPurchaseBecomesItsAmortizedHourlyPrice) {
+  TempDir dir;
+  auto c = Load(dir.Write("reserved.toml", R"toml(
+[[price]]
+model = "NVIDIA H200"
+purchase = "500000.00"
+gpus = 8
+from = "2026-01-01T00:00:00Z"
+to = "2029-01-01T00:00:00Z"
+)toml"));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->prices->size(), 1u);
+  const PriceEntry& e = (*c->prices)[0];
+  EXPECT_EQ(e.capacity_type, CapacityType::kReserved);  // a purchase is reserved capacity
+  // 2026-2028 is 1096 days (2028 is a leap year): 26,304 hours x 8 GPUs = 210,432 GPU-hours;
+  // 500,000 / 210,432 = 2.3760644... per GPU-hour, rounded half up to the micro-unit.
+  EXPECT_EQ(e.per_gpu_hour.ToString(), "2.376064");
+  EXPECT_EQ(e.valid, (TimeRange{*ParseTime("2026-01-01T00:00:00Z"), *ParseTime("2029-01-01T00:00:00Z")}));
+}
+
 TEST(ConfigTest, BadValuesNameTheLineOfTheValue) {
   struct Case {
     std::string text;
@@ -286,6 +307,16 @@ TEST(ConfigTest, BadValuesNameTheLineOfTheValue) {
       {"[[price]]\nper_gpu_hour = \"1\"\nto = \"tomorrow\"\n", ":3: price.to:"},
       {"[[price]]\nmodel = \"m\"\n", ":1: [[price]]: per_gpu_hour is required"},
       {"[[price]]\nper_gpu_hour = \"1\"\n[[price]]\nper_gpu_hour = \"2\"\n", ":3: [[price]]: price[1]"},
+      {"[[price]]\nper_gpu_hour = \"1\"\npurchase = \"100\"\n", ":3: price.purchase: give per_gpu_hour or purchase"},
+      {"[[price]]\npurchase = \"100\"\nfrom = \"2026-01-01T00:00:00Z\"\n",
+       ":2: price.purchase: a purchase needs its term: give to too"},
+      {"[[price]]\ntype = \"spot\"\npurchase = \"100\"\nfrom = \"2026-01-01T00:00:00Z\"\nto = \"2026-02-01T00:00:00Z\"\n",
+       ":2: price.type: a purchase is reserved capacity"},
+      {"[[price]]\nper_gpu_hour = \"1\"\ngpus = 8\n", ":3: price.gpus: only with purchase"},
+      {"[[price]]\npurchase = \"100\"\nfrom = \"2026-01-01T00:00:00Z\"\nto = \"2026-02-01T00:00:00Z\"\ngpus = 0\n",
+       ":5: price.gpus: want a positive integer"},
+      {"[[price]]\npurchase = \"-100\"\nfrom = \"2026-01-01T00:00:00Z\"\nto = \"2026-02-01T00:00:00Z\"\n",
+       ":2: price.purchase: purchase -100.000000: cannot be negative"},
       {"[targets]\nfleet = 1.5\n", ":2: targets.fleet: want a ratio in 0..1"},
       {"[targets]\npools = { serving = \"low\" }\n", ":2: targets.pools.serving: want a ratio in 0..1"},
       {"[targets]\n[targets.pools]\ndev = 0.3\nserving = -1\n", ":4: targets.pools.serving: want a ratio"},

@@ -33,6 +33,13 @@ Result<PriceBook> PriceBook::Create(std::vector<PriceEntry> entries) {
 
 std::optional<Money> PriceBook::PriceAt(const std::string& model, const std::string& pool,
                                         CapacityType type, int64_t t_ms) const {
+  const PriceEntry* best = EntryAt(model, pool, type, t_ms);
+  if (best == nullptr) return std::nullopt;
+  return best->per_gpu_hour;
+}
+
+const PriceEntry* PriceBook::EntryAt(const std::string& model, const std::string& pool, CapacityType type,
+                                     int64_t t_ms) const {
   const PriceEntry* best = nullptr;
   int best_rank = -1;
   for (const PriceEntry& e : entries_) {
@@ -46,8 +53,7 @@ std::optional<Money> PriceBook::PriceAt(const std::string& model, const std::str
       best_rank = rank;
     }
   }
-  if (best == nullptr) return std::nullopt;
-  return best->per_gpu_hour;
+  return best;
 }
 
 }  // namespace gpuledger

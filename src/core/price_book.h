@@ -38,6 +38,10 @@ class PriceBook {
   // slices are priced by their parent's model; the caller applies the share.
   std::optional<Money> PriceAt(const std::string& model, const std::string& pool,
                                CapacityType type, int64_t t_ms) const;
+  // The entry PriceAt reads its price from (the same rule), or nullptr if none applies:
+  // for exports that name the price they charged (FOCUS's SkuPriceId).
+  const PriceEntry* EntryAt(const std::string& model, const std::string& pool, CapacityType type,
+                            int64_t t_ms) const;
 
   const std::vector<PriceEntry>& entries() const { return entries_; }
   bool empty() const { return entries_.empty(); }

@@ -7,9 +7,11 @@
 #include <unordered_map>
 
 #include "ledger/attribution.h"
+#include "ledger/focus_lines.h"
 #include "ledger/mfu.h"
 #include "ledger/rightsizing.h"
 #include "ledger/serving.h"
+#include "report/focus.h"
 #include "report/usage_format.h"
 #include "report/weekly.h"
 #include "store/store.h"
@@ -268,6 +270,16 @@ HttpReply ChargebackReply(const QueryContext& q, const QueryParams& params) {
     std::erase_if(r->lines, [&](const ledger::ChargebackLine& l) { return l.capacity || !q.who.MaySeeTeam(l.team); });
   }
   return {200, ContentType(*format), report::RenderChargeback(*r, *format)};
+}
+
+HttpReply FocusReply(const QueryContext& q, const QueryParams& params) {
+  std::string period_text = Param(params, "period");
+  if (period_text.empty()) return ErrorReply(InvalidArgument("give period=YYYY-MM"));
+  auto period = ParseMonth(period_text);
+  if (!period.ok()) return ErrorReply(period.status().WithContext("period"));
+  auto e = ledger::FocusLines(q.ledger, *period, ScopeOf(q.who));
+  if (!e.ok()) return ErrorReply(e.status());
+  return {200, ContentType(report::Format::kCsv), report::RenderFocusCsv(*e)};
 }
 
 HttpReply JobsReply(const QueryContext& q, const QueryParams& params) {

@@ -65,6 +65,9 @@ HttpReply FleetReply(const QueryContext& q);
 HttpReply UsageReply(const QueryContext& q, const QueryParams& params);
 // GET /api/v1/chargeback?period=YYYY-MM, share_idle=true, format=json|csv|table.
 HttpReply ChargebackReply(const QueryContext& q, const QueryParams& params);
+// GET /api/v1/focus?period=YYYY-MM: the month's FOCUS 1.2 CSV (report/focus.h), a viewer's
+// teams' rows only.
+HttpReply FocusReply(const QueryContext& q, const QueryParams& params);
 // GET /api/v1/jobs: the jobs the principal may see.
 // GET /api/v1/jobs: `limit` (1..5000, default 5000) jobs in id order after `after`; `next`.
 HttpReply JobsReply(const QueryContext& q, const QueryParams& params);

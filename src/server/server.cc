@@ -577,6 +577,9 @@ struct Server::Impl {
     Get("/api/v1/chargeback", route("chargeback", [this](const auto& req, auto& res) {
                Query(req, res, kReaders, [&](const QueryContext& q) { return ChargebackReply(q, Params(req)); });
              }));
+    Get("/api/v1/focus", route("focus", [this](const auto& req, auto& res) {
+               Query(req, res, kReaders, [&](const QueryContext& q) { return FocusReply(q, Params(req)); });
+             }));
     Get("/api/v1/jobs", route("jobs", [this](const auto& req, auto& res) {
                Query(req, res, kReaders, [&](const QueryContext& q) { return JobsReply(q, Params(req)); });
              }));

@@ -106,6 +106,15 @@ TEST(ServerTest, IngestsNativeBatchesIdempotentlyAndAnswersQueries) {
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(json::parse(r.body)["lines"][0]["team"], "nlp");
 
+  // The FOCUS export: CSV with the FOCUS header, the team as the sub-account; a month is required.
+  r = Get(h.url(), "/api/v1/focus?period=2026-11");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body.rfind("BilledCost,BillingAccountId,", 0), 0u) << r.body;
+  EXPECT_NE(r.body.find(",nlp,nlp,"), std::string::npos) << r.body;
+  r = Get(h.url(), "/api/v1/focus");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("period"), std::string::npos) << r.body;
+
   r = Get(h.url(), "/api/v1/nothing-here");
   EXPECT_EQ(r.status, 404);
   EXPECT_NE(r.body.find("no such endpoint"), std::string::npos);
@@ -163,6 +172,7 @@ TEST(ServerTest, RolesSeeExactlyWhatTheyShould) {
       "/api/v1/usage?from=2026-11-23T08:00:00Z&to=2026-11-23T09:00:00Z&by=device&format=table",
       "/api/v1/chargeback?period=2026-11",
       "/api/v1/chargeback?period=2026-11&share_idle=true&format=json",
+      "/api/v1/focus?period=2026-11",
       "/api/v1/jobs",
       "/api/v1/jobs/bravonode-job",
       "/api/v1/jobs/alphanode-job",
