@@ -42,12 +42,13 @@ struct QuotaSpec {
   std::string name;  // the team's or the project's
   QuotaPeriod period = QuotaPeriod::kMonth;
   QuotaMode mode = QuotaMode::kSoft;
-  // GPU-hours per period (the jobs' active and allocated-idle time), counted only on
-  // devices of `pool` and `model` when they are set.
+  // GPU-hours per period (the jobs' active and allocated-idle time).
   std::optional<int64_t> gpu_hours;
+  std::optional<Money> budget;  // money per period (the jobs' direct cost)
+  // When set, the quota counts only devices of this pool and this GPU model: both its
+  // GPU-hours and its money.
   std::string pool;
   std::string model;
-  std::optional<Money> budget;  // money per period (the jobs' direct cost)
   // Shares of the quota at which an alert fires, ascending; "projected to exceed" is
   // always judged besides.
   std::vector<double> alert_at{0.5, 0.8, 1.0};
