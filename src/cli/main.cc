@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   AddRecommendCommand(app, common, commands);
   AddServingCommand(app, common, commands);
   AddSloCommand(app, common, commands);
+  AddQuotaCommand(app, common, commands);
   AddSimulateCommand(app, common);
   CLI11_PARSE(app, argc, argv);
   for (const Command& c : commands) {

@@ -68,6 +68,7 @@ void AddServeCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    if (!o->listen.empty()) options.listen = o->listen;
                    if (o->insecure) options.insecure = true;
                    options.goals = config.goals;
+                   options.quotas = config.quotas;
                    PrintTargets(options.goals);
                    options.what_if = WhatIfForServer();
                    auto srv = server::Server::Create(**ledger, clock, options);

@@ -742,11 +742,6 @@ Status ReadQuotas(const std::string& file, const toml::table& root_table, const 
     GPULEDGER_RETURN_IF_ERROR(r.PositiveInteger("gpu_hours", q.gpu_hours));
     GPULEDGER_RETURN_IF_ERROR(r.String("pool", q.pool));
     GPULEDGER_RETURN_IF_ERROR(r.String("model", q.model));
-    for (const char* key : {"pool", "model"}) {
-      if (r.Has(key) && !q.gpu_hours) {
-        return r.FailKey(key, "narrows a GPU-hour quota: set gpu_hours too (a budget counts every device)");
-      }
-    }
     if (r.Has("budget")) {
       Money budget;
       GPULEDGER_RETURN_IF_ERROR(r.Amount(*t.get("budget"), "budget", budget));

@@ -759,8 +759,6 @@ TEST(ConfigTest, QuotaErrorsNameTheLine) {
       {q + "gpu_hours = 12.5\n", ":3: quota.gpu_hours: want a positive integer"},
       {q + "budget = 100\n", ":3: quota.budget: want a decimal string"},
       {q + "budget = \"0\"\n", ":3: quota.budget: a budget must be a positive amount"},
-      {q + "budget = \"100\"\npool = \"training\"\n", ":4: quota.pool: narrows a GPU-hour quota"},
-      {q + "budget = \"100\"\nmodel = \"H200\"\n", ":4: quota.model: narrows a GPU-hour quota"},
       {q + "budget = \"100\"\nmode = \"hard\"\n", ":4: quota.mode: a hard quota needs gpu_hours"},
       {q + "gpu_hours = 10\nalert_at = \"50%\"\n", ":4: quota.alert_at: want a list of percentages"},
       {q + "gpu_hours = 10\nalert_at = [\"50%\", 0.8]\n", ":4: quota.alert_at: want a percentage string"},

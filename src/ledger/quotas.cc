@@ -97,6 +97,9 @@ Result<QuotaReport> JudgeQuotas(Ledger& ledger, const std::vector<QuotaSpec>& qu
       s.basis_text = "period over: the final figures";
       projected_ticks = s.used.gpu_ticks_ms;
       s.projected_cost = s.used.cost;
+    } else if (report.anchor_ms == 0) {
+      s.basis = {};
+      s.basis_text = "no projection: no data yet";
     } else if (s.basis.length_ms() < options.min_basis_ms) {
       s.basis_text = fmt::format("no projection: {} of data before {}, under the {} the rate needs",
                                  Days(s.basis.length_ms()), FormatTime(s.to_date.end_ms), Days(options.min_basis_ms));
@@ -122,6 +125,96 @@ Result<QuotaReport> JudgeQuotas(Ledger& ledger, const std::vector<QuotaSpec>& qu
     report.quotas.push_back(std::move(s));
   }
   return report;
+}
+
+std::vector<SlurmLimit> SlurmLimits(const std::vector<QuotaSpec>& quotas, std::vector<std::string>* skipped) {
+  std::map<std::string, SlurmLimit> by_account;
+  auto skip = [&](const QuotaSpec& q, const char* why) {
+    if (skipped != nullptr) skipped->push_back(fmt::format("{} ({}): {}", q.Label(), q.source, why));
+  };
+  for (const QuotaSpec& q : quotas) {
+    if (q.mode != QuotaMode::kHard || !q.gpu_hours) continue;
+    if (q.owner != QuotaSpec::Owner::kTeam) {
+      skip(q, "a project is no Slurm account");
+    } else if (!q.pool.empty() || !q.model.empty()) {
+      skip(q, "an account limit covers every partition and GPU model");
+    } else if (by_account.count(q.name) > 0) {
+      skip(q, "the account has a hard quota already; Slurm keeps one GrpTRESMins per account");
+    } else {
+      by_account[q.name] = {q.name, *q.gpu_hours * 60, q.source};
+    }
+  }
+  std::vector<SlurmLimit> out;
+  for (auto& [account, limit] : by_account) out.push_back(std::move(limit));
+  return out;
+}
+
+std::vector<SlurmDrift> CompareSlurmLimits(const std::vector<SlurmLimit>& want,
+                                           const std::map<std::string, int64_t>& enforced) {
+  std::map<std::string, SlurmDrift> drift;
+  for (const SlurmLimit& l : want) drift[l.account] = {l.account, l.gpu_minutes, std::nullopt};
+  for (const auto& [account, minutes] : enforced) {
+    auto [it, fresh] = drift.try_emplace(account, SlurmDrift{account, std::nullopt, std::nullopt});
+    it->second.have_gpu_minutes = minutes;
+  }
+  std::vector<SlurmDrift> out;
+  for (auto& [account, d] : drift) {
+    if (d.want_gpu_minutes != d.have_gpu_minutes) out.push_back(std::move(d));
+  }
+  return out;
+}
+
+namespace {
+
+// A DNS-1123 label of `text`: lower case, runs of anything but [a-z0-9] as one '-'.
+std::string DnsLabel(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    char l = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    bool ok = (l >= 'a' && l <= 'z') || (l >= '0' && l <= '9');
+    if (ok) {
+      out += l;
+    } else if (!out.empty() && out.back() != '-') {
+      out += '-';
+    }
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+std::vector<KueueQueue> KueueQueues(const std::vector<QuotaSpec>& quotas, int64_t at_ms,
+                                    std::vector<std::string>* skipped) {
+  std::map<std::string, KueueQueue> by_team;
+  auto skip = [&](const QuotaSpec& q, const std::string& why) {
+    if (skipped != nullptr) skipped->push_back(fmt::format("{} ({}): {}", q.Label(), q.source, why));
+  };
+  for (const QuotaSpec& q : quotas) {
+    if (!q.gpu_hours) continue;
+    if (q.owner != QuotaSpec::Owner::kTeam) {
+      skip(q, "a project has no queue of its own");
+      continue;
+    }
+    if (DnsLabel(q.name) != q.name || q.name.size() > 53) {
+      skip(q, "the team's name is not a DNS-1123 label, as a ClusterQueue's name must be");
+      continue;
+    }
+    if (by_team.count(q.name) > 0) {
+      skip(q, "the team's queue is sized by its first GPU-hour quota");
+      continue;
+    }
+    const int64_t hours = QuotaPeriodContaining(q.period, at_ms).length_ms() / kMsPerHour;
+    KueueQueue k{.team = q.name, .name = "gpuledger-" + q.name, .cohort = "gpuledger", .source = q.source};
+    std::string flavor = DnsLabel(!q.model.empty() ? q.model : q.pool);
+    k.flavor = flavor.empty() ? "default-flavor" : flavor;
+    k.nominal_gpus = (*q.gpu_hours + hours - 1) / hours;
+    k.borrowing_limit_gpus = q.mode == QuotaMode::kHard ? 0 : k.nominal_gpus;
+    by_team[q.name] = std::move(k);
+  }
+  std::vector<KueueQueue> out;
+  for (auto& [team, k] : by_team) out.push_back(std::move(k));
+  return out;
 }
 
 }  // namespace gpuledger::ledger

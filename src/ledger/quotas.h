@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -79,5 +80,58 @@ struct QuotaReport {
 // that period, up to the anchor. Fails when the ledger cannot be read, or on a bad period.
 Result<QuotaReport> JudgeQuotas(Ledger& ledger, const std::vector<QuotaSpec>& quotas, const Scope& scope,
                                 int64_t now_ms, const std::string& period = "", const QuotaOptions& options = {});
+
+}  // namespace gpuledger::ledger
+
+namespace gpuledger::ledger {
+
+// What Slurm should enforce for the hard quotas: an account's GrpTRESMins=gres/gpu=N.
+struct SlurmLimit {
+  std::string account;      // the team's name: its Slurm account
+  int64_t gpu_minutes = 0;  // GPU-hours x 60
+  std::string source;       // the quota's FILE:LINE
+};
+
+// The hard team GPU-hour quotas, as Slurm account limits, by account. A quota narrowed by
+// pool or model, a project's, or a quarterly one beside a monthly one of the same team is
+// not expressible as one account limit: each is left out with the reason in `skipped`.
+std::vector<SlurmLimit> SlurmLimits(const std::vector<QuotaSpec>& quotas, std::vector<std::string>* skipped);
+
+// One account where what Slurm enforces differs from what the quotas say.
+struct SlurmDrift {
+  std::string account;
+  std::optional<int64_t> want_gpu_minutes;  // none: no hard quota names the account
+  std::optional<int64_t> have_gpu_minutes;  // none: Slurm has no gres/gpu limit on it
+};
+
+// The accounts whose limit differs, by account. `enforced`: account -> gres/gpu minutes
+// as read back from Slurm (accounts without a limit absent).
+std::vector<SlurmDrift> CompareSlurmLimits(const std::vector<SlurmLimit>& want,
+                                           const std::map<std::string, int64_t>& enforced);
+
+}  // namespace gpuledger::ledger
+
+namespace gpuledger::ledger {
+
+// What Kueue should enforce for a team's GPU-hour quota: a ClusterQueue (kueue.x-k8s.io
+// v1beta1) covering nvidia.com/gpu. A quota is GPU-hours over a period; a ClusterQueue
+// limits GPUs held at once, so the nominal quota is the quota spread evenly over the
+// period's hours, rounded up. A hard quota may not borrow (borrowingLimit 0); a soft one
+// may borrow as much again from its cohort's idle quota.
+struct KueueQueue {
+  std::string team;
+  std::string name;    // "gpuledger-nlp"
+  std::string cohort;  // every team's queue shares one: "gpuledger"
+  std::string flavor;  // the quota's GPU model or pool, DNS-1123 ("nvidia-h200"); else "default-flavor"
+  int64_t nominal_gpus = 0;
+  int64_t borrowing_limit_gpus = 0;
+  std::string source;  // the quota's FILE:LINE
+};
+
+// A ClusterQueue per team with a GPU-hour quota, by team, sized over the team's quota's
+// period that contains `at_ms`. A project's quota, a team name that is no DNS-1123 label,
+// and a team's second GPU-hour quota are left out with the reason in `skipped`.
+std::vector<KueueQueue> KueueQueues(const std::vector<QuotaSpec>& quotas, int64_t at_ms,
+                                    std::vector<std::string>* skipped);
 
 }  // namespace gpuledger::ledger

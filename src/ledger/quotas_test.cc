@@ -128,6 +128,69 @@ TEST_F(QuotasTest, WithNoDataEachQuotaShowsItsAmountAgainstNothingSpent) {
   EXPECT_EQ(r->quotas[1].spec.budget, Money::FromUnits(50));
   EXPECT_EQ(*r->quotas[1].budget_burn, 0.0);
   EXPECT_FALSE(r->quotas[1].projected_cost.has_value());
+  EXPECT_EQ(r->quotas[1].basis_text, "no projection: no data yet");
+}
+
+TEST(SlurmLimitsTest, HardTeamQuotasBecomeAccountGpuMinutesAndTheRestSayWhyNot) {
+  std::vector<QuotaSpec> quotas = {
+      QuotaSpec{.name = "nlp", .mode = QuotaMode::kHard, .gpu_hours = 500, .source = "q.toml:1"},
+      QuotaSpec{.name = "vision", .gpu_hours = 100},  // soft: alerts only
+      QuotaSpec{.name = "cv", .mode = QuotaMode::kHard, .gpu_hours = 10, .pool = "training", .source = "q.toml:9"},
+      QuotaSpec{.owner = QuotaSpec::Owner::kProject, .name = "llm", .mode = QuotaMode::kHard, .gpu_hours = 5},
+      QuotaSpec{.name = "nlp", .period = QuotaPeriod::kQuarter, .mode = QuotaMode::kHard, .gpu_hours = 1200}};
+  std::vector<std::string> skipped;
+  std::vector<SlurmLimit> limits = SlurmLimits(quotas, &skipped);
+  ASSERT_EQ(limits.size(), 1u);
+  EXPECT_EQ(limits[0].account, "nlp");
+  EXPECT_EQ(limits[0].gpu_minutes, 30'000);
+  EXPECT_EQ(limits[0].source, "q.toml:1");
+  ASSERT_EQ(skipped.size(), 3u);
+  EXPECT_THAT(skipped[0], HasSubstr("team:cv month gpu_hours pool:training (q.toml:9): an account limit covers"));
+  EXPECT_THAT(skipped[1], HasSubstr("a project is no Slurm account"));
+  EXPECT_THAT(skipped[2], HasSubstr("Slurm keeps one GrpTRESMins per account"));
+}
+
+TEST(SlurmLimitsTest, DriftIsEveryAccountWhoseEnforcedLimitDiffers) {
+  std::vector<SlurmLimit> want = {{"cv", 600, ""}, {"nlp", 30'000, ""}, {"vision", 60, ""}};
+  // cv as wanted; nlp changed by hand; vision never pushed; ops limited by nobody's quota.
+  std::map<std::string, int64_t> have = {{"cv", 600}, {"nlp", 99'999}, {"ops", 10}};
+  std::vector<SlurmDrift> drift = CompareSlurmLimits(want, have);
+  ASSERT_EQ(drift.size(), 3u);
+  EXPECT_EQ(drift[0].account, "nlp");
+  EXPECT_EQ(drift[0].want_gpu_minutes, 30'000);
+  EXPECT_EQ(drift[0].have_gpu_minutes, 99'999);
+  EXPECT_EQ(drift[1].account, "ops");
+  EXPECT_FALSE(drift[1].want_gpu_minutes.has_value());
+  EXPECT_EQ(drift[2].account, "vision");
+  EXPECT_FALSE(drift[2].have_gpu_minutes.has_value());
+}
+
+TEST(KueueQueuesTest, AQuotaIsSpreadOverItsPeriodsHoursAndOnlyASoftOneBorrows) {
+  const int64_t november = ParseTime("2026-11-15T00:00:00Z").value();  // 720 hours
+  std::vector<QuotaSpec> quotas = {
+      QuotaSpec{.name = "nlp", .mode = QuotaMode::kHard, .gpu_hours = 5000, .model = "NVIDIA H200", .source = "q:1"},
+      QuotaSpec{.name = "vision", .gpu_hours = 720},
+      QuotaSpec{.name = "vision", .period = QuotaPeriod::kQuarter, .gpu_hours = 3000},
+      QuotaSpec{.owner = QuotaSpec::Owner::kProject, .name = "llm", .gpu_hours = 5},
+      QuotaSpec{.name = "Team_X", .gpu_hours = 5},
+      QuotaSpec{.name = "ops", .budget = Money::FromUnits(10)}};  // no GPU-hours: no queue
+  std::vector<std::string> skipped;
+  std::vector<KueueQueue> q = KueueQueues(quotas, november, &skipped);
+  ASSERT_EQ(q.size(), 2u);
+  EXPECT_EQ(q[0].name, "gpuledger-nlp");
+  EXPECT_EQ(q[0].cohort, "gpuledger");
+  EXPECT_EQ(q[0].flavor, "nvidia-h200");
+  EXPECT_EQ(q[0].nominal_gpus, 7);  // 5000 / 720 = 6.94, up
+  EXPECT_EQ(q[0].borrowing_limit_gpus, 0);
+  EXPECT_EQ(q[0].source, "q:1");
+  EXPECT_EQ(q[1].name, "gpuledger-vision");
+  EXPECT_EQ(q[1].flavor, "default-flavor");
+  EXPECT_EQ(q[1].nominal_gpus, 1);
+  EXPECT_EQ(q[1].borrowing_limit_gpus, 1);
+  ASSERT_EQ(skipped.size(), 3u);
+  EXPECT_THAT(skipped[0], HasSubstr("sized by its first GPU-hour quota"));
+  EXPECT_THAT(skipped[1], HasSubstr("a project has no queue"));
+  EXPECT_THAT(skipped[2], HasSubstr("team:Team_X month gpu_hours (): the team's name is not a DNS-1123 label"));
 }
 
 }  // namespace

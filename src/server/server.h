@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/goals.h"
+#include "core/quota.h"
 #include "core/status.h"
 #include "core/time.h"
 #include "ledger/ledger.h"
@@ -71,6 +72,8 @@ struct ServerOptions {
   // Utilization targets and team budgets (the config's [targets] and [budgets]): shown by
   // /api/v1/info, /api/v1/series, /api/v1/budgets, the usage API and the dashboard.
   Goals goals;
+  // The config's quotas ([[quota]] and [budgets] as soft monthly budgets): /api/v1/quotas.
+  std::vector<QuotaSpec> quotas;
   // How often the dashboard refreshes itself.
   int64_t dashboard_refresh_ms = 30'000;
   // /api/v1/whatif's replay (server/whatif_api.h), injected by the CLI, which links the
