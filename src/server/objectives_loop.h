@@ -3,7 +3,9 @@
 // over the ledger (objectives::Evaluate), hands the alerts to send to each sink's
 // delivery queue (alerting::AlertTracker, alerting::DeliveryQueue: a failing sink never
 // blocks it, nor ingest), decides the intervention rules (objectives::Decide) and logs
-// each decision, and keeps its counters in the server's /metrics.
+// each decision, and keeps its counters in the server's /metrics. The config's quotas are
+// judged at each evaluation too (ledger::JudgeQuotas) and their threshold alerts
+// (objectives::QuotaAlerts) go through the same tracker and sinks.
 //
 // Rules run in dry-run here whatever their mode: no actuator is wired into serve yet, so
 // an enforce rule is reported at start and its decisions are logged as proposals.
@@ -26,7 +28,7 @@ namespace gpuledger::server {
 class ObjectivesLoop {
  public:
   // Builds the sinks of `config`'s [alerting] (fails naming a bad URL's FILE:LINE). Null
-  // when the config has no objectives and no rules: nothing to run.
+  // when the config has no objectives, no rules and no quotas: nothing to run.
   static Result<std::unique_ptr<ObjectivesLoop>> Create(ledger::Ledger& ledger, const Clock& clock,
                                                         MetricsRegistry& metrics, const config::Config& config);
   ~ObjectivesLoop();  // Stop()s
