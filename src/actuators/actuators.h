@@ -7,11 +7,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
+#include "ledger/quotas.h"
 #include "objectives/interventions.h"
 
 namespace gpuledger::actuators {
@@ -56,5 +58,19 @@ Result<std::unique_ptr<Actuator>> KubernetesActuator(KubernetesOptions options);
 
 // The names of the pods of `ns` (GET /api/v1/namespaces/NS/pods), by name.
 Result<std::vector<std::string>> ListPods(const KubernetesOptions& options, const std::string& ns);
+
+// Hard quotas pushed into Slurm (docs/quotas.md): the limit is the ledger's
+// (ledger::SlurmLimits); this only runs sacctmgr. Slurm enforces it when slurm.conf has
+// AccountingStorageTRES=gres/gpu and AccountingStorageEnforce=limits,safe.
+//
+// `sacctmgr -i modify account name=ACCOUNT set GrpTRESMins=gres/gpu=N`. Fails naming the
+// account for a name sacctmgr would read as more than one word, or with the command's error.
+Status PushSlurmLimit(const CommandRunner& run, const ledger::SlurmLimit& limit,
+                      const std::string& sacctmgr = "sacctmgr");
+// What Slurm enforces: account -> its gres/gpu GPU-minutes, from the account associations
+// (those with no user) of `sacctmgr -n -P show assoc format=Account,User,GrpTRESMins`.
+// Accounts without a gres/gpu limit are absent. Fails naming a line it cannot read.
+Result<std::map<std::string, int64_t>> ReadSlurmLimits(const CommandRunner& run,
+                                                       const std::string& sacctmgr = "sacctmgr");
 
 }  // namespace gpuledger::actuators

@@ -57,29 +57,74 @@ Alert AlertOf(const objectives::ObjectiveStatus& status, const objectives::Alert
   return a;
 }
 
+Alert AlertOf(const objectives::QuotaAlert& q, const Currency& currency, int64_t now_ms) {
+  const ledger::QuotaStatus& s = *q.quota;
+  Alert a;
+  a.labels = {{"alertname", "GpuledgerQuota"},
+              {"quota", s.spec.Label()},
+              {"period", s.period_label},
+              {"threshold", q.threshold},
+              {"severity", q.page ? "page" : "ticket"}};
+  a.labels[s.spec.owner == QuotaSpec::Owner::kTeam ? "team" : "project"] = s.spec.name;
+  if (!s.spec.pool.empty()) a.labels["pool"] = s.spec.pool;
+  std::string used, projected;
+  if (s.spec.gpu_hours) {
+    used = fmt::format("{:.1f} of {} GPU-hours ({})", s.used.gpu_hours(), *s.spec.gpu_hours, Percent(*s.gpu_hours_burn));
+    if (s.projected_gpu_hours) projected = fmt::format("{:.1f} GPU-hours", *s.projected_gpu_hours);
+  }
+  if (s.spec.budget) {
+    used += fmt::format("{}{} of {}{} ({})", used.empty() ? "" : "; ", s.used.cost.ToDisplay(), s.spec.budget->ToDisplay(),
+                        currency.Suffix(), Percent(*s.budget_burn));
+    if (s.projected_cost) {
+      projected += fmt::format("{}{}{}", projected.empty() ? "" : ", ", s.projected_cost->ToDisplay(), currency.Suffix());
+    }
+  }
+  std::string what = q.threshold == "projected" ? "is projected to exceed its quota"
+                                                : fmt::format("has used {} of its quota", q.threshold);
+  a.annotations = {
+      {"summary", fmt::format("{} {} in {} ({} quota)", s.spec.OwnerLabel(), what, s.period_label,
+                              QuotaModeName(s.spec.mode))},
+      {"description", fmt::format("{}: {} by {}; projected to the period's end: {} ({})", s.spec.Label(), used,
+                                  FormatTime(s.to_date.end_ms), projected.empty() ? "none" : projected, s.basis_text)},
+      {"value", used},
+      {"projected", projected},
+      {"basis", s.basis_text},
+      {"source", s.spec.source},
+  };
+  a.starts_at_ms = now_ms;
+  return a;
+}
+
 std::vector<Alert> AlertTracker::Update(const std::vector<objectives::ObjectiveStatus>& statuses, int64_t now_ms) {
-  std::vector<Alert> out;
-  std::set<std::string> firing_now;
+  return Update(statuses, {}, now_ms);
+}
+
+std::vector<Alert> AlertTracker::Update(const std::vector<objectives::ObjectiveStatus>& statuses,
+                                        const std::vector<Alert>& also_firing, int64_t now_ms) {
+  std::vector<Alert> firing = also_firing;
   for (const objectives::ObjectiveStatus& st : statuses) {
     for (const objectives::AlertStatus& w : st.alerts) {
-      if (!w.firing) continue;
-      Alert a = AlertOf(st, w, now_ms);
-      std::string id = a.Identity();
-      firing_now.insert(id);
-      auto it = tracked_.find(id);
-      bool fresh = it == tracked_.end() || it->second.resolved_at_ms != 0;
-      if (fresh) {
-        it = tracked_.insert_or_assign(id, Tracked{.alert = a}).first;
-      } else {
-        a.starts_at_ms = it->second.alert.starts_at_ms;  // the same alert, its values updated
-        it->second.alert = a;
-      }
-      Tracked& t = it->second;
-      if (fresh || now_ms - t.last_sent_ms >= options_.resend_interval_ms) {
-        t.alert.ends_at_ms = now_ms + options_.ends_at_intervals * options_.resend_interval_ms;
-        t.last_sent_ms = now_ms;
-        out.push_back(t.alert);
-      }
+      if (w.firing) firing.push_back(AlertOf(st, w, now_ms));
+    }
+  }
+  std::vector<Alert> out;
+  std::set<std::string> firing_now;
+  for (Alert& a : firing) {
+    std::string id = a.Identity();
+    firing_now.insert(id);
+    auto it = tracked_.find(id);
+    bool fresh = it == tracked_.end() || it->second.resolved_at_ms != 0;
+    if (fresh) {
+      it = tracked_.insert_or_assign(id, Tracked{.alert = a}).first;
+    } else {
+      a.starts_at_ms = it->second.alert.starts_at_ms;  // the same alert, its values updated
+      it->second.alert = a;
+    }
+    Tracked& t = it->second;
+    if (fresh || now_ms - t.last_sent_ms >= options_.resend_interval_ms) {
+      t.alert.ends_at_ms = now_ms + options_.ends_at_intervals * options_.resend_interval_ms;
+      t.last_sent_ms = now_ms;
+      out.push_back(t.alert);
     }
   }
   for (auto it = tracked_.begin(); it != tracked_.end();) {

@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "core/currency.h"
 #include "objectives/evaluate.h"
+#include "objectives/quota_alerts.h"
 
 namespace gpuledger::alerting {
 
@@ -29,6 +31,11 @@ struct Alert {
 // The alert of `window` (one of status.alerts) of a judged objective, at `now_ms`.
 Alert AlertOf(const objectives::ObjectiveStatus& status, const objectives::AlertStatus& window, int64_t now_ms);
 
+// The alert of a quota's threshold (docs/quotas.md): alertname GpuledgerQuota, identity
+// labels quota, team or project, pool, period, threshold and severity; the figures
+// (used, projected, the projection's basis, in `currency`) in annotations.
+Alert AlertOf(const objectives::QuotaAlert& q, const Currency& currency, int64_t now_ms);
+
 struct TrackerOptions {
   int64_t resend_interval_ms = kMsPerMinute;
   int64_t ends_at_intervals = 4;                   // a firing alert's endsAt: now + this many intervals
@@ -44,6 +51,9 @@ class AlertTracker {
   // firing, those firing whose last send is a resend interval old, and those resolved
   // (now or within resolved_resend_ms) likewise. An alert keeps its startsAt while it fires.
   std::vector<Alert> Update(const std::vector<objectives::ObjectiveStatus>& statuses, int64_t now_ms);
+  // The same, with `also_firing` (quota alerts, AlertOf a QuotaAlert) firing besides.
+  std::vector<Alert> Update(const std::vector<objectives::ObjectiveStatus>& statuses,
+                            const std::vector<Alert>& also_firing, int64_t now_ms);
 
   // Alerts firing now.
   size_t firing() const;

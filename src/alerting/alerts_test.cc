@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "alerting/sinks.h"
+#include <nlohmann/json.hpp>
+
 namespace gpuledger::alerting {
 namespace {
 
@@ -75,6 +78,64 @@ TEST(AlertTrackerTest, ResendsWhileFiringAndForAWhileAfterResolving) {
   sent = tracker.Update({Status(true)}, kT0 + kMsPerHour);
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_EQ(sent[0].starts_at_ms, kT0 + kMsPerHour);
+}
+
+// nlp's monthly budget of 100.00 (soft) with `spent` of it gone, judged to 2026-11-24.
+ledger::QuotaStatus Budget(int64_t spent_units, std::vector<double> crossed) {
+  ledger::QuotaStatus s;
+  s.spec = QuotaSpec{.name = "nlp", .budget = Money::FromUnits(100), .source = "q.toml:1"};
+  s.period_label = "2026-11";
+  s.to_date = {kT0 - 22 * kMsPerDay, kT0 + kMsPerDay};
+  s.used.cost = Money::FromUnits(spent_units);
+  s.budget_burn = static_cast<double>(spent_units) / 100;
+  s.crossed = std::move(crossed);
+  s.basis_text = "trailing 7d rate (...)";
+  return s;
+}
+
+TEST(QuotaAlertTest, ThresholdAndOwnerAreIdentityFiguresAreAnnotations) {
+  ledger::QuotaReport r;
+  r.quotas = {Budget(85, {0.5, 0.8})};
+  auto q = objectives::QuotaAlerts(r);
+  ASSERT_EQ(q.size(), 1u);
+  Alert a = AlertOf(q[0], *Currency::Iso4217("EUR"), kT0);
+  EXPECT_EQ(a.labels.at("alertname"), "GpuledgerQuota");
+  EXPECT_EQ(a.labels.at("team"), "nlp");
+  EXPECT_EQ(a.labels.at("quota"), "team:nlp month budget");
+  EXPECT_EQ(a.labels.at("threshold"), "80%");
+  EXPECT_EQ(a.labels.at("period"), "2026-11");
+  EXPECT_EQ(a.labels.at("severity"), "ticket");
+  EXPECT_EQ(a.annotations.at("value"), "85.00 of 100.00 EUR (85.0%)");
+  EXPECT_EQ(a.annotations.at("summary"), "team:nlp has used 80% of its quota in 2026-11 (soft quota)");
+  EXPECT_EQ(a.annotations.at("source"), "q.toml:1");
+  // Slack renders it by its quota and threshold.
+  auto msg = nlohmann::json::parse(SlackMessage({a}));
+  EXPECT_NE(msg["blocks"][1]["text"]["text"].get<std::string>().find("`team:nlp month budget` (80%)"),
+            std::string::npos)
+      << msg.dump();
+}
+
+TEST(QuotaAlertTest, ReachingTheNextThresholdResolvesTheLowerOne) {
+  AlertTracker tracker;
+  const Currency none;
+  ledger::QuotaReport at60, at85;
+  at60.quotas = {Budget(60, {0.5})};
+  at85.quotas = {Budget(85, {0.5, 0.8})};
+  auto send = [&](const ledger::QuotaReport& r, int64_t now) {
+    std::vector<Alert> firing;
+    for (const auto& q : objectives::QuotaAlerts(r)) firing.push_back(AlertOf(q, none, now));
+    return tracker.Update({}, firing, now);
+  };
+  auto first = send(at60, kT0);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].labels.at("threshold"), "50%");
+  auto second = send(at85, kT0 + kMsPerMinute);
+  ASSERT_EQ(second.size(), 2u);
+  std::map<std::string, bool> resolved;
+  for (const Alert& a : second) resolved[a.labels.at("threshold")] = a.resolved;
+  EXPECT_TRUE(resolved.at("50%"));
+  EXPECT_FALSE(resolved.at("80%"));
+  EXPECT_EQ(tracker.firing(), 1u);
 }
 
 }  // namespace

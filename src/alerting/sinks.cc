@@ -148,8 +148,14 @@ std::string SlackMessage(const std::vector<Alert>& alerts) {
                                                    {"text", fmt::format("and {} more alerts", alerts.size() - i)}}})}});
       break;
     }
-    std::string body = fmt::format("*{}* `{}` ({})\n{}", a.resolved ? "Resolved" : "Firing", a.labels.at("slo"),
-                                   a.labels.at("window"), get("description"));
+    // An objective's alert names its slo and window; a quota's its quota and threshold.
+    auto label = [&](const char* key, const char* other) {
+      auto it = a.labels.find(key);
+      if (it == a.labels.end()) it = a.labels.find(other);
+      return it == a.labels.end() ? std::string() : it->second;
+    };
+    std::string body = fmt::format("*{}* `{}` ({})\n{}", a.resolved ? "Resolved" : "Firing", label("slo", "quota"),
+                                   label("window", "threshold"), get("description"));
     blocks.push_back({{"type", "section"}, {"text", {{"type", "mrkdwn"}, {"text", Cut(body, kSlackMaxSectionChars)}}}});
   }
   return json{{"text", Cut(text, 40000)}, {"blocks", std::move(blocks)}}.dump();

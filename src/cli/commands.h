@@ -43,6 +43,7 @@ void AddRecommendCommand(CLI::App& app, CommonOptions& common, Commands& out);
 void AddServingCommand(CLI::App& app, CommonOptions& common, Commands& out);
 void AddSloCommand(CLI::App& app, CommonOptions& common, Commands& out);  // slo status, slo backtest
 void AddActionsCommand(CLI::App& app, CommonOptions& common, Commands& out);  // the audit log
+void AddQuotaCommand(CLI::App& app, CommonOptions& common, Commands& out);  // quota status (docs/quotas.md)
 // `simulate` runs in its CLI11 callback (src/sim); --from-ledger reads `common`'s store.
 void AddSimulateCommand(CLI::App& app, CommonOptions& common);
 // The server's /api/v1/whatif replay: the simulator's what-if with `gpuledger whatif`'s

@@ -143,6 +143,7 @@ int RunLive(const demo::DemoOptions& d, const CommonOptions& mine, const std::st
   options.access_log = false;
   options.goals = config.goals;
   options.objectives = config.objectives;
+  options.quotas = config.quotas;
   PrintTargets(options.goals);
   options.what_if = WhatIfForServer();
   options.dashboard_refresh_ms = 10'000;

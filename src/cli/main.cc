@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   AddServingCommand(app, common, commands);
   AddSloCommand(app, common, commands);
   AddActionsCommand(app, common, commands);
+  AddQuotaCommand(app, common, commands);
   AddSimulateCommand(app, common);
   CLI11_PARSE(app, argc, argv);
   for (const Command& c : commands) {

@@ -106,6 +106,7 @@ void AddServeCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    if (o->insecure) options.insecure = true;
                    options.goals = config.goals;
                    options.objectives = config.objectives;
+                   options.quotas = config.quotas;
                    PrintTargets(options.goals);
                    options.what_if = WhatIfForServer();
                    auto srv = server::Server::Create(**ledger, clock, options);

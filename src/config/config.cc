@@ -179,6 +179,15 @@ class Reader {
     });
   }
 
+  // Named, over a default: `out` keeps its value when the key is absent.
+  template <typename T, typename Parse>
+  Status NamedOver(std::string_view key, T& out, Parse parse) const {
+    std::optional<T> v;
+    GPULEDGER_RETURN_IF_ERROR(Named(key, v, parse));
+    Overlay(v, out);
+    return Status::Ok();
+  }
+
   // Whether the table has `key`.
   bool Has(std::string_view key) const { return table_.get(key) != nullptr; }
 
@@ -739,6 +748,85 @@ Status ReadInterventions(const std::string& file, const Reader& root, const std:
   });
 }
 
+// [[quota]] tables (docs/quotas.md), then each [budgets] entry as a soft monthly budget of
+// its team. A team's monthly budget set both ways is refused: one place says it.
+Status ReadQuotas(const std::string& file, const toml::table& root_table, const Reader& root, const Goals& goals,
+                  std::vector<QuotaSpec>& out) {
+  GPULEDGER_RETURN_IF_ERROR(root.EachTable("quota", [&](const toml::table& t, int64_t line) -> Status {
+    Where where(file, line, "quota");
+    where.MarkArray();
+    Reader r(file, t, where);
+    GPULEDGER_RETURN_IF_ERROR(
+        r.Known({"team", "project", "period", "mode", "gpu_hours", "pool", "model", "budget", "alert_at"}));
+    QuotaSpec q;
+    q.source = fmt::format("{}:{}", file, line);
+    if (r.Has("team") && r.Has("project")) {
+      return r.FailKey("project", "a quota holds one owner: set team or project, not both");
+    }
+    q.owner = r.Has("project") ? QuotaSpec::Owner::kProject : QuotaSpec::Owner::kTeam;
+    GPULEDGER_RETURN_IF_ERROR(r.String(q.owner == QuotaSpec::Owner::kTeam ? "team" : "project", q.name));
+    if (q.name.empty()) {
+      return InvalidArgument(fmt::format("{}: needs team = \"NAME\" or project = \"NAME\"", where.Table()));
+    }
+    GPULEDGER_RETURN_IF_ERROR(r.NamedOver("period", q.period, ParseQuotaPeriod));
+    GPULEDGER_RETURN_IF_ERROR(r.NamedOver("mode", q.mode, ParseQuotaMode));
+    GPULEDGER_RETURN_IF_ERROR(r.PositiveInteger("gpu_hours", q.gpu_hours));
+    GPULEDGER_RETURN_IF_ERROR(r.String("pool", q.pool));
+    GPULEDGER_RETURN_IF_ERROR(r.String("model", q.model));
+    if (r.Has("budget")) {
+      Money budget;
+      GPULEDGER_RETURN_IF_ERROR(r.Amount(*t.get("budget"), "budget", budget));
+      if (budget.micros() <= 0) return r.FailKey("budget", "a budget must be a positive amount");
+      q.budget = budget;
+    }
+    if (!q.gpu_hours && !q.budget) {
+      return InvalidArgument(fmt::format("{}: needs gpu_hours (a whole number) or budget (a decimal string), or both",
+                                         where.Table()));
+    }
+    if (q.mode == QuotaMode::kHard && !q.gpu_hours) {
+      return r.FailKey("mode", "a hard quota needs gpu_hours: schedulers enforce GPU time, not money");
+    }
+    if (const toml::node* n = t.get("alert_at")) {
+      const toml::array* a = n->as_array();
+      if (a == nullptr || a->empty()) return r.Fail(*n, "alert_at", "want a list of percentages such as [\"50%\", \"80%\"]");
+      q.alert_at.clear();
+      for (const toml::node& item : *a) {
+        auto text = item.value_exact<std::string>();
+        Result<double> share = text ? ParsePercent(*text) : Result<double>(InvalidArgument("want a percentage string"));
+        if (!share.ok()) return r.Fail(item, "alert_at", share.status().message());
+        if (*share <= 0) return r.Fail(item, "alert_at", "a threshold must be above 0%");
+        if (!q.alert_at.empty() && *share <= q.alert_at.back()) {
+          return r.Fail(item, "alert_at", "thresholds go in ascending order, each once");
+        }
+        q.alert_at.push_back(*share);
+      }
+    }
+    for (const QuotaSpec& other : out) {
+      if (other.Label() == q.Label()) {
+        return InvalidArgument(fmt::format("{}: {} is set at {} too", where.Table(), q.Label(), other.source));
+      }
+    }
+    out.push_back(std::move(q));
+    return Status::Ok();
+  }));
+  const toml::node* budgets = root_table.get("budgets");
+  if (budgets == nullptr || budgets->as_table() == nullptr) return Status::Ok();
+  for (auto&& [team, n] : *budgets->as_table()) {
+    std::string source = fmt::format("{}:{}", file, LineOf(n));
+    for (const QuotaSpec& q : out) {
+      if (q.owner == QuotaSpec::Owner::kTeam && q.name == team.str() && q.period == QuotaPeriod::kMonth && q.budget) {
+        return InvalidArgument(fmt::format("{}: budgets.{}: team {}'s monthly budget is set by the [[quota]] at {} too: keep one",
+                                           source, team.str(), q.name, q.source));
+      }
+    }
+    QuotaSpec q{.name = std::string(team.str()), .source = source};
+    q.budget = goals.monthly_budgets.at(q.name);  // ReadBudgets read and checked it
+    out.push_back(std::move(q));
+  }
+  return Status::Ok();
+}
+
+
 // [alerting] and its sinks.
 Status ReadAlerting(const std::string& file, const toml::table& t, int64_t line, AlertingSection& s) {
   s.where = Where(file, line, "alerting");
@@ -781,7 +869,7 @@ Result<Config> Load(const std::string& path) {
   c.where = Where(path, 0, "");
   Reader r(path, root, c.where);
   GPULEDGER_RETURN_IF_ERROR(r.Known({"db", "store", "ledger", "price", "prices", "targets", "budgets", "server",
-                                     "agent", "objective", "intervention", "alerting"}));
+                                     "agent", "objective", "intervention", "alerting", "quota"}));
   GPULEDGER_RETURN_IF_ERROR(r.String("db", c.db_path));
   struct Section {
     const char* name;
@@ -805,6 +893,7 @@ Result<Config> Load(const std::string& path) {
   }
   GPULEDGER_RETURN_IF_ERROR(ReadObjectives(path, r, c.goals, c.objectives));
   GPULEDGER_RETURN_IF_ERROR(ReadInterventions(path, r, c.objectives, c.interventions));
+  GPULEDGER_RETURN_IF_ERROR(ReadQuotas(path, root, r, c.goals, c.quotas));
   return c;
 }
 

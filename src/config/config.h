@@ -28,6 +28,7 @@
 #include "core/model.h"
 #include "core/objective.h"
 #include "core/price_book.h"
+#include "core/quota.h"
 #include "core/status.h"
 
 namespace gpuledger::config {
@@ -235,6 +236,10 @@ struct Config {
   std::vector<ObjectiveSpec> objectives;
   std::vector<InterventionRule> interventions;
   AlertingSection alerting;
+  // [[quota]] (docs/quotas.md) in file order, then each [budgets] entry as a soft monthly
+  // money budget of its team (its source the entry's FILE:LINE). No two alike
+  // (QuotaSpec::Label), and no team's monthly budget set both ways.
+  std::vector<QuotaSpec> quotas;
   Where where;  // the root table (db)
 };
 

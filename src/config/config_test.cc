@@ -37,6 +37,22 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// A config that Load refuses, and the start of its message after the file's path.
+struct LoadFailure {
+  std::string text;
+  std::string want;  // after "FILE"
+};
+
+void ExpectEachFails(const std::vector<LoadFailure>& cases) {
+  TempDir dir;
+  for (const LoadFailure& c : cases) {
+    std::string path = dir.Write("e.toml", c.text);
+    auto r = Load(path);
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_THAT(r.status().message(), StartsWith(path + c.want)) << c.text;
+  }
+}
+
 // Every key of every table, each on a known line.
 constexpr const char* kFull = R"toml(db = "fleet.db"
 [ledger]
@@ -289,10 +305,7 @@ to = "2029-01-01T00:00:00Z"
 }
 
 TEST(ConfigTest, BadValuesNameTheLineOfTheValue) {
-  struct Case {
-    std::string text;
-    std::string want;  // after "FILE"
-  };
+  using Case = LoadFailure;
   const std::vector<Case> cases = {
       {"db = 3\n", ":1: db: want a string"},
       {"[ledger]\n\nstaleness_limit = \"soon\"\n", ":3: ledger.staleness_limit: duration \"soon\""},
@@ -665,10 +678,7 @@ TEST(ConfigTest, AnInterventionIsDryRunByDefault) {
 }
 
 TEST(ConfigTest, ObjectiveAndInterventionErrorsNameTheLine) {
-  struct Case {
-    std::string text;
-    std::string want;  // after "FILE"
-  };
+  using Case = LoadFailure;
   const std::string u = "[[objective]]\nname = \"u\"\nkind = \"utilization\"\n";
   const std::vector<Case> cases = {
       {"[[objective]]\nname = \"u\"\n", ":1: [[objective]]: needs name and kind"},
@@ -715,13 +725,81 @@ TEST(ConfigTest, ObjectiveAndInterventionErrorsNameTheLine) {
        ":2: alerting.slack.webhook_url: \"hooks.slack.com/x\": want an http:// or https:// URL"},
       {"[alerting]\nresend_interval = \"often\"\n", ":2: alerting.resend_interval: duration \"often\""},
   };
+  ExpectEachFails(cases);
+}
+
+TEST(ConfigTest, ReadsQuotasAndTurnsEachBudgetIntoASoftMonthlyBudget) {
   TempDir dir;
-  for (const Case& c : cases) {
-    std::string path = dir.Write("e.toml", c.text);
-    auto r = Load(path);
-    ASSERT_FALSE(r.ok()) << c.text;
-    EXPECT_THAT(r.status().message(), StartsWith(path + c.want)) << c.text;
-  }
+  std::string path = dir.Write("q.toml", R"toml([[quota]]
+team = "nlp"
+period = "quarter"
+mode = "hard"
+gpu_hours = 5000
+pool = "training"
+model = "NVIDIA H200"
+budget = "90000.00"
+alert_at = ["80%", "100%"]
+[[quota]]
+project = "llm"
+gpu_hours = 300
+[budgets]
+vision = "12500.50"
+)toml");
+  auto c = Load(path);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  ASSERT_EQ(c->quotas.size(), 3u);
+  const QuotaSpec& nlp = c->quotas[0];
+  EXPECT_EQ(nlp.owner, QuotaSpec::Owner::kTeam);
+  EXPECT_EQ(nlp.name, "nlp");
+  EXPECT_EQ(nlp.period, QuotaPeriod::kQuarter);
+  EXPECT_EQ(nlp.mode, QuotaMode::kHard);
+  EXPECT_EQ(nlp.gpu_hours, 5000);
+  EXPECT_EQ(nlp.pool, "training");
+  EXPECT_EQ(nlp.model, "NVIDIA H200");
+  EXPECT_EQ(nlp.budget, Money::Parse("90000").value());
+  EXPECT_EQ(nlp.alert_at, (std::vector<double>{0.8, 1.0}));
+  EXPECT_EQ(nlp.source, path + ":1");
+  const QuotaSpec& llm = c->quotas[1];
+  EXPECT_EQ(llm.owner, QuotaSpec::Owner::kProject);
+  EXPECT_EQ(llm.period, QuotaPeriod::kMonth);
+  EXPECT_EQ(llm.mode, QuotaMode::kSoft);
+  EXPECT_FALSE(llm.budget.has_value());
+  EXPECT_EQ(llm.alert_at, (std::vector<double>{0.5, 0.8, 1.0}));
+  const QuotaSpec& vision = c->quotas[2];
+  EXPECT_EQ(vision.name, "vision");
+  EXPECT_EQ(vision.period, QuotaPeriod::kMonth);
+  EXPECT_EQ(vision.mode, QuotaMode::kSoft);
+  EXPECT_FALSE(vision.gpu_hours.has_value());
+  EXPECT_EQ(vision.budget, Money::Parse("12500.50").value());
+  EXPECT_EQ(vision.source, path + ":14");
+  // [budgets] still feeds what displayed it before.
+  EXPECT_EQ(c->goals.monthly_budgets.at("vision"), Money::Parse("12500.50").value());
+}
+
+TEST(ConfigTest, QuotaErrorsNameTheLine) {
+  using Case = LoadFailure;
+  const std::string q = "[[quota]]\nteam = \"nlp\"\n";
+  const std::vector<Case> cases = {
+      {"[[quota]]\ngpu_hours = 10\n", ":1: [[quota]]: needs team = \"NAME\" or project = \"NAME\""},
+      {q + "project = \"llm\"\ngpu_hours = 10\n", ":3: quota.project: a quota holds one owner"},
+      {q, ":1: [[quota]]: needs gpu_hours (a whole number) or budget"},
+      {q + "gpu_hours = 10\nlimit = 3\n", ":4: quota.limit: unknown key (known here: team, project"},
+      {q + "gpu_hours = 10\nperiod = \"week\"\n", ":4: quota.period: period \"week\": want month or quarter"},
+      {q + "gpu_hours = 10\nmode = \"strict\"\n", ":4: quota.mode: mode \"strict\": want soft"},
+      {q + "gpu_hours = 0\n", ":3: quota.gpu_hours: want a positive integer"},
+      {q + "gpu_hours = 12.5\n", ":3: quota.gpu_hours: want a positive integer"},
+      {q + "budget = 100\n", ":3: quota.budget: want a decimal string"},
+      {q + "budget = \"0\"\n", ":3: quota.budget: a budget must be a positive amount"},
+      {q + "budget = \"100\"\nmode = \"hard\"\n", ":4: quota.mode: a hard quota needs gpu_hours"},
+      {q + "gpu_hours = 10\nalert_at = \"50%\"\n", ":4: quota.alert_at: want a list of percentages"},
+      {q + "gpu_hours = 10\nalert_at = [\"50%\", 0.8]\n", ":4: quota.alert_at: want a percentage string"},
+      {q + "gpu_hours = 10\nalert_at = [\"80%\", \"50%\"]\n", ":4: quota.alert_at: thresholds go in ascending order"},
+      {q + "gpu_hours = 10\nalert_at = [\"0%\"]\n", ":4: quota.alert_at: a threshold must be above 0%"},
+      {q + "gpu_hours = 10\n" + q + "gpu_hours = 20\n", ":4: [[quota]]: team:nlp month gpu_hours is set at "},
+      {q + "budget = \"10\"\n[budgets]\nnlp = \"20\"\n",
+       ":5: budgets.nlp: team nlp's monthly budget is set by the [[quota]] at "},
+  };
+  ExpectEachFails(cases);
 }
 
 }  // namespace

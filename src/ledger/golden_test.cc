@@ -9,8 +9,10 @@
 #include <map>
 #include <sstream>
 
+#include "core/objective.h"
 #include "core/testing/golden_files.h"
 #include "core/testing/missing_component.h"
+#include "ledger/quotas.h"
 #include "ledger/test_fixture.h"
 
 namespace gpuledger::ledger {
@@ -101,10 +103,49 @@ std::string RenderRow(const UsageRow& r) {
   return out;
 }
 
+// "team:NAME" or "project:NAME", then period=, mode=, gpu_hours=, pool=, model=,
+// budget=, alert_at=50%,80%.
+QuotaSpec MakeQuota(const std::string& owner, const std::map<std::string, std::string>& o) {
+  QuotaSpec q;
+  q.owner = owner.starts_with("project:") ? QuotaSpec::Owner::kProject : QuotaSpec::Owner::kTeam;
+  q.name = owner.substr(owner.find(':') + 1);
+  q.period = ParseQuotaPeriod(Get(o, "period", "month")).value();
+  q.mode = ParseQuotaMode(Get(o, "mode", "soft")).value();
+  if (o.count("gpu_hours")) q.gpu_hours = std::stoll(o.at("gpu_hours"));
+  q.pool = Get(o, "pool");
+  q.model = Get(o, "model");
+  if (o.count("budget")) q.budget = Money::Parse(o.at("budget")).value();
+  if (o.count("alert_at")) {
+    q.alert_at.clear();
+    std::istringstream in(o.at("alert_at"));
+    for (std::string t; std::getline(in, t, ',');) q.alert_at.push_back(ParsePercent(t).value());
+  }
+  return q;
+}
+
+std::string Percent(std::optional<double> ratio) {
+  return ratio ? fmt::format("{:.1f}%", *ratio * 100) : "-";
+}
+
+// One quota's line of `query quota`.
+std::string RenderQuota(const QuotaStatus& s, const Currency& currency) {
+  std::string alerts;
+  for (double t : s.crossed) alerts += fmt::format("{}{:.0f}%", alerts.empty() ? "" : ",", t * 100);
+  if (s.projected_to_exceed) alerts += alerts.empty() ? "projected" : ",projected";
+  return fmt::format("{} | {} to {} | used {:.3f} h {}{} | burn {} {} | projected {} {} | {} | alerts {}",
+                     s.spec.Label(), s.period_label, FormatTime(s.to_date.end_ms), s.used.gpu_hours(),
+                     s.used.cost.ToString(), currency.Suffix(), Percent(s.gpu_hours_burn), Percent(s.budget_burn),
+                     s.projected_gpu_hours ? fmt::format("{:.3f} h", *s.projected_gpu_hours) : "-",
+                     s.projected_cost ? s.projected_cost->ToString() + currency.Suffix() : "-", s.basis_text,
+                     alerts.empty() ? "-" : alerts);
+}
+
 struct Scenario {
   std::string name;
   Batch batch;
   std::vector<PriceEntry> prices;
+  Currency currency;
+  std::vector<QuotaSpec> quotas;
   struct Query {
     std::string line;
     std::vector<std::string> expected;  // normalized lines
@@ -156,6 +197,10 @@ Scenario Load(const fs::path& path) {
       e.per_gpu_hour = Money::Parse(tok[1]).value();
       e.valid = {o.count("from") ? At(o["from"]) : 0, o.count("to") ? At(o["to"]) : kForever};
       sc.prices.push_back(e);
+    } else if (tok[0] == "currency") {
+      sc.currency = Currency::Iso4217(tok[1]).value();
+    } else if (tok[0] == "quota") {
+      sc.quotas.push_back(MakeQuota(tok[1], Options(tok, 2)));
     } else if (tok[0] == "device") {
       Device d;
       d.uuid = tok[1];
@@ -201,12 +246,16 @@ Scenario Load(const fs::path& path) {
   return sc;
 }
 
-std::vector<std::string> RunQuery(Ledger& ledger, const std::string& query) {
+std::vector<std::string> RunQuery(Ledger& ledger, const Scenario& sc, const std::string& query) {
   auto tok = Tokens(query);
   auto o = Options(tok, 1);
-  TimeRange window{At(o["from"]), At(o["to"])};
+  TimeRange window{o.count("from") ? At(o["from"]) : 0, o.count("to") ? At(o["to"]) : 0};
   std::vector<std::string> out;
-  if (tok[0] == "usage") {
+  if (tok[0] == "quota") {
+    auto r = JudgeQuotas(ledger, sc.quotas, Scope::All(), /*now_ms=*/0, Get(o, "period"));
+    if (!r.ok()) return {"error: " + r.status().ToString()};
+    for (const QuotaStatus& s : r->quotas) out.push_back(Normalize(RenderQuota(s, r->currency)));
+  } else if (tok[0] == "usage") {
     auto by = ParseDimensions(Get(o, "by", "team"));
     EXPECT_TRUE(by.ok());
     auto r = ledger.Usage(window, *by);
@@ -237,14 +286,14 @@ TEST_P(GoldenTest, MatchesHandComputedBuckets) {
   const auto& [path, backend] = GetParam();
   if (std::string why = testing::BackendMissing(backend); !why.empty()) GPULEDGER_SKIP_OR_FAIL_IN_CI() << why;
   Scenario sc = Load(path);
-  testing::TempLedger t(backend);
+  testing::TempLedger t(LedgerOptions{.currency = sc.currency}, backend);
   auto book = PriceBook::Create(sc.prices);
   ASSERT_TRUE(book.ok()) << book.status().ToString();
   ASSERT_TRUE(t.ledger().SetPrices(*book).ok());
   auto applied = t.ledger().Ingest(sc.batch);
   ASSERT_TRUE(applied.ok()) << applied.status().ToString();
   for (const auto& q : sc.queries) {
-    auto got = RunQuery(t.ledger(), q.line);
+    auto got = RunQuery(t.ledger(), sc, q.line);
     std::string want_text, got_text;
     for (const auto& l : q.expected) want_text += l + "\n";
     for (const auto& l : got) got_text += l + "\n";

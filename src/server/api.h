@@ -10,6 +10,7 @@
 
 #include "core/goals.h"
 #include "core/objective.h"
+#include "core/quota.h"
 #include "core/status.h"
 #include "core/time.h"
 #include "ledger/ledger.h"
@@ -57,6 +58,7 @@ struct QueryContext {
   int64_t data_end_ms = 0;       // Ledger::Data().end_ms when the request began; 0: none
   int64_t data_first_ms = 0;     // Ledger::Data().first_ms when the request began; 0: none
   const QueryLimits* limits = nullptr;  // the server's; null: the defaults
+  const std::vector<QuotaSpec>* quotas = nullptr;  // the server's; null: none
 };
 
 // GET /api/v1/fleet: every GPU and slice, its holders, last activity and health.
@@ -103,6 +105,10 @@ HttpReply HeatmapReply(const QueryContext& q, const QueryParams& params);
 // GET /api/v1/budgets?period=YYYY-MM (default: this month): each budgeted team's spend
 // to date, burn and projection.
 HttpReply BudgetsReply(const QueryContext& q, const QueryParams& params);
+// GET /api/v1/quotas?period=2026-11|2026-Q4 (default: the period the data ends in): each
+// quota the caller may see (a viewer: its teams' team quotas), judged by
+// ledger::JudgeQuotas, as report::QuotasJson writes it. A bad period is 400.
+HttpReply QuotasReply(const QueryContext& q, const QueryParams& params);
 // A job's hourly series over `span` (its life, clipped to its last 30 days, and to its
 // latest hours that fit the query budget on a fleet too large for 30 days):
 // {"from","to","step_seconds","times","gpu_hours","cost","effective_utilization",...}.

@@ -14,6 +14,7 @@
 #include "alerting/alerts.h"
 #include "alerting/delivery.h"
 #include "alerting/sinks.h"
+#include "ledger/quotas.h"
 #include "objectives/evaluate.h"
 #include "ledger/actions.h"
 #include "objectives/interventions.h"
@@ -47,6 +48,7 @@ struct ObjectivesLoop::Impl {
   MetricsRegistry& metrics;
   std::vector<ObjectiveSpec> objectives;
   std::vector<InterventionRule> rules;
+  std::vector<QuotaSpec> quotas;  // judged at each evaluation; their alerts sent besides
   int64_t interval_ms = kMsPerMinute;
   alerting::AlertTracker tracker{alerting::TrackerOptions{}};
   objectives::InterventionHistory history;
@@ -164,9 +166,12 @@ ObjectivesLoop::~ObjectivesLoop() { Stop(); }
 Result<std::unique_ptr<ObjectivesLoop>> ObjectivesLoop::Create(ledger::Ledger& ledger, const Clock& clock,
                                                                MetricsRegistry& metrics, const config::Config& config,
                                                                LoopActuators actuators) {
-  if (config.objectives.empty() && config.interventions.empty()) return std::unique_ptr<ObjectivesLoop>();
+  if (config.objectives.empty() && config.interventions.empty() && config.quotas.empty()) {
+    return std::unique_ptr<ObjectivesLoop>();
+  }
   auto impl = std::unique_ptr<Impl>(new Impl{.ledger = ledger, .clock = clock, .metrics = metrics,
-                                             .objectives = config.objectives, .rules = config.interventions});
+                                             .objectives = config.objectives, .rules = config.interventions,
+                                             .quotas = config.quotas});
   if (!config.objectives.empty()) {
     impl->interval_ms = std::min_element(config.objectives.begin(), config.objectives.end(), [](auto& a, auto& b) {
                           return a.interval_ms < b.interval_ms;
@@ -223,7 +228,18 @@ Status ObjectivesLoop::EvaluateOnce() {
     if (st->firing()) firing.insert(spec.name);
     statuses.push_back(std::move(*st));
   }
-  std::vector<alerting::Alert> to_send = m.tracker.Update(statuses, now);
+  std::vector<alerting::Alert> quota_alerts;
+  if (!m.quotas.empty()) {
+    auto judged = ledger::JudgeQuotas(m.ledger, m.quotas, ledger::Scope::All(), now);
+    if (judged.ok()) {
+      for (const objectives::QuotaAlert& q : objectives::QuotaAlerts(*judged)) {
+        quota_alerts.push_back(alerting::AlertOf(q, judged->currency, now));
+      }
+    } else {
+      spdlog::warn("event=quotas_failed error={:?}", judged.status().message());
+    }
+  }
+  std::vector<alerting::Alert> to_send = m.tracker.Update(statuses, quota_alerts, now);
   m.metrics.Set(MetricId::kAlertsFiring, {}, static_cast<double>(m.tracker.firing()));
   for (const auto& q : m.queues) q->Enqueue(to_send);
   if (!m.rules.empty()) {

@@ -5,7 +5,9 @@
 // blocks it, nor ingest), decides the intervention rules (objectives::Decide), carries out
 // the decisions an enforce rule takes through the actuator of the job's scheduler, records
 // every decision in the ledger's audit log (ledger/actions.h), and keeps its counters in
-// the server's /metrics.
+// the server's /metrics. The config's quotas are judged at each evaluation too
+// (ledger::JudgeQuotas) and their threshold alerts (objectives::QuotaAlerts) go through the
+// same tracker and sinks.
 //
 // The safety rules' state (cooldowns, warnings, the hourly limits) starts from the audit
 // log, so a restart neither forgets a warning nor acts twice within a cooldown. A skip is
@@ -38,7 +40,7 @@ struct LoopActuators {
 class ObjectivesLoop {
  public:
   // Builds the sinks of `config`'s [alerting] (fails naming a bad URL's FILE:LINE). Null
-  // when the config has no objectives and no rules: nothing to run.
+  // when the config has no objectives, no rules and no quotas: nothing to run.
   static Result<std::unique_ptr<ObjectivesLoop>> Create(ledger::Ledger& ledger, const Clock& clock,
                                                         MetricsRegistry& metrics, const config::Config& config,
                                                         LoopActuators actuators = {});

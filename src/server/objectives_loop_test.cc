@@ -7,6 +7,7 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -88,6 +89,53 @@ TEST(ObjectivesLoopTest, SendsWhatFiresAndCountsItInMetrics) {
   EXPECT_NE(text->find("gpuledger_alert_deliveries_total{sink=\"webhook:dead\",outcome=\"failed_attempt\"}"),
             std::string::npos)
       << *text;
+}
+
+TEST(ObjectivesLoopTest, SendsAQuotasHighestThresholdAndItsProjectedOverrun) {
+  ledger::testing::TempLedger t;
+  // nlp holds one GPU for 30 hours at 1.00 an hour: 30.00 of a 50.00 monthly budget (60%),
+  // and at the trailing 30 hours' pace projected far past it by November's end.
+  auto book = PriceBook::Create({PriceEntry{"*", "*", CapacityType::kOnDemand, Money::FromUnits(1), {0, kForever}}});
+  ASSERT_TRUE(book.ok());
+  ASSERT_TRUE(t.ledger().SetPrices(*book).ok());
+  Batch b;
+  b.batch_id = "busy";
+  b.devices.push_back(Device{.uuid = "GPU-1", .node = "n1", .model = "GPU", .pool = "training",
+                             .sample_interval_ms = kMsPerMinute});
+  b.jobs.push_back(Job{.id = "j1", .team = "nlp"});
+  b.allocations.push_back({"GPU-1", "j1", kBaseMs, std::nullopt});
+  for (int64_t at = kBaseMs; at <= kBaseMs + 30 * kMsPerHour; at += kMsPerMinute) {
+    b.samples.push_back(Sample{.device_uuid = "GPU-1", .t_ms = at, .sm_active = 1.0});
+  }
+  ASSERT_TRUE(t.ledger().Ingest(b).ok());
+
+  Recorder hook;
+  config::Config config;
+  config.quotas.push_back(QuotaSpec{.name = "nlp", .budget = Money::FromUnits(50), .source = "q.toml:3"});
+  config.alerting.webhooks.push_back({.url = hook.url(), .name = "recorder"});
+  MetricsRegistry metrics;
+  auto loop = ObjectivesLoop::Create(t.ledger(), t.clock(), metrics, config);
+  ASSERT_TRUE(loop.ok()) << loop.status().ToString();
+  ASSERT_NE(*loop, nullptr);  // quotas alone are something to run
+  ASSERT_TRUE((*loop)->EvaluateOnce().ok());
+  (*loop)->WaitDelivered(3'000);
+
+  ASSERT_EQ(hook.bodies().size(), 1u);
+  auto body = nlohmann::json::parse(hook.bodies()[0]);
+  ASSERT_EQ(body["alerts"].size(), 2u) << body.dump();
+  std::map<std::string, nlohmann::json> by_threshold;
+  for (const auto& a : body["alerts"]) by_threshold[a["labels"]["threshold"]] = a;
+  ASSERT_EQ(by_threshold.count("50%"), 1u) << body.dump();  // 60%: past 50%, not yet 80%
+  ASSERT_EQ(by_threshold.count("projected"), 1u) << body.dump();
+  const auto& half = by_threshold["50%"];
+  EXPECT_EQ(half["labels"]["alertname"], "GpuledgerQuota");
+  EXPECT_EQ(half["labels"]["team"], "nlp");
+  EXPECT_EQ(half["labels"]["period"], "2026-11");
+  EXPECT_EQ(half["labels"]["severity"], "ticket");
+  EXPECT_EQ(half["status"], "firing");
+  EXPECT_EQ(half["annotations"]["value"], "30.00 of 50.00 unnamed unit (60.0%)");
+  EXPECT_EQ(half["annotations"]["basis"], "trailing 30h rate (2026-11-23T00:00:00Z to 2026-11-24T06:00:00Z)");
+  EXPECT_EQ(metrics.Value(MetricId::kAlertsFiring, {}), 2);
 }
 
 TEST(ObjectivesLoopTest, NothingToRunWithoutObjectivesOrRules) {

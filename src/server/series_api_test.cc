@@ -1,6 +1,7 @@
 // The endpoints the dashboard draws (/info, /series, /heatmap, /budgets, a job's series)
 // and the dashboard's own files: their figures agree with /usage and /chargeback, a
 // viewer sees only its teams, and the page is served without a token.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -23,6 +24,7 @@ using testing::Harness;
 using testing::MakeBatch;
 using testing::TempDir;
 using testing::TokenEntryFor;
+using ::testing::HasSubstr;
 
 const int64_t kNow = 1795435200000;            // 2026-11-23T12:00:00Z
 const int64_t kStart = kNow - 4 * kMsPerHour;  // 08:00
@@ -39,6 +41,9 @@ class SeriesApiTest : public ::testing::Test {
     o.goals.fleet_target = 0.6;
     o.goals.pool_targets = {{"training", 0.7}};
     o.goals.monthly_budgets = {{"alpha", *Money::Parse("100.00")}, {"bravo", *Money::Parse("5.00")}};
+    o.quotas = {QuotaSpec{.name = "alpha", .gpu_hours = 10, .source = "q.toml:1"},
+                QuotaSpec{.name = "bravo", .budget = *Money::Parse("5.00"), .source = "q.toml:5"},
+                QuotaSpec{.owner = QuotaSpec::Owner::kProject, .name = "p", .gpu_hours = 1, .source = "q.toml:9"}};
     // The what-if replay stands in for the simulator (the CLI injects the real one): it
     // counts its calls and answers with what it was given.
     o.what_if = std::make_shared<WhatIfService>([this](const Workload& w) -> Result<std::string> {
@@ -272,6 +277,43 @@ TEST_F(SeriesApiTest, BudgetsBurnAndProjectAtTheMonthsPace) {
   EXPECT_EQ(dec["teams"][0]["spent"], "0.000000");
   EXPECT_TRUE(dec["teams"][0]["projected"].is_null());
   EXPECT_EQ(GetRaw("/api/v1/budgets?period=November", admin_).status, 400);
+}
+
+TEST_F(SeriesApiTest, QuotasRunToTheLastWholeHourOfDataAndAViewerSeesItsTeamsOnly) {
+  // The data ends at 11:59: the figures run to 11:00, three hours of the four.
+  json a = GetJson("/api/v1/quotas", admin_);
+  EXPECT_EQ(a["anchor"], "2026-11-23T11:00:00Z");
+  EXPECT_EQ(a["currency"], "EUR");
+  ASSERT_EQ(a["quotas"].size(), 3u) << a.dump();
+  const json& alpha = a["quotas"][0];
+  EXPECT_EQ(alpha["name"], "alpha");
+  EXPECT_EQ(alpha["period"], "2026-11");
+  EXPECT_EQ(alpha["source"], "q.toml:1");
+  EXPECT_DOUBLE_EQ(alpha["gpu_hours_used"].get<double>(), 6.0);  // 2 GPUs x 08:00..11:00
+  EXPECT_DOUBLE_EQ(alpha["gpu_hours_burn_ratio"].get<double>(), 0.6);
+  EXPECT_EQ(alpha["crossed"], json({0.5}));
+  EXPECT_TRUE(alpha["budget"].is_null());
+  // Three hours of data are too few for a rate: no projection, and the basis says why.
+  EXPECT_TRUE(alpha["gpu_hours_projected"].is_null());
+  EXPECT_TRUE(alpha["basis"]["from"].is_null());
+  EXPECT_THAT(alpha["basis"]["text"].get<std::string>(), HasSubstr("no projection: 3h of data"));
+  const json& bravo = a["quotas"][1];
+  EXPECT_EQ(bravo["spent"], "6.000000");  // 1 GPU x 3 h x 2.00
+  EXPECT_EQ(bravo["budget"], "5.000000");
+  EXPECT_EQ(bravo["crossed"], json({0.5, 0.8, 1.0}));
+  EXPECT_EQ(a["quotas"][2]["owner"], "project");
+  // A viewer of alpha: alpha's team quota, no other team's, no project's.
+  json v = GetJson("/api/v1/quotas", viewer_);
+  ASSERT_EQ(v["quotas"].size(), 1u);
+  EXPECT_EQ(v["quotas"][0]["name"], "alpha");
+  // A second later, the same figures.
+  clock_.Advance(kMsPerSecond);
+  EXPECT_EQ(GetJson("/api/v1/quotas", admin_), a);
+  json q4 = GetJson("/api/v1/quotas?period=2026-Q4", admin_);
+  EXPECT_EQ(q4["quotas"].size(), 0u);  // every quota here is monthly
+  HttpResponse bad = GetRaw("/api/v1/quotas?period=2026-Q5", admin_);
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_THAT(json::parse(bad.body)["message"].get<std::string>(), HasSubstr("period \"2026-Q5\""));
 }
 
 TEST_F(SeriesApiTest, InfoTellsRoleTeamsDataSpanTargetsAndBudgets) {

@@ -443,6 +443,7 @@ struct Server::Impl {
       q.data_first_ms = data->first_ms;
     }
     q.limits = &options.query_limits;
+    q.quotas = &options.quotas;
     Send(res, fn(q));
   }
 
@@ -632,6 +633,9 @@ struct Server::Impl {
              }));
     Get("/api/v1/actions", route("actions", [this](const auto& req, auto& res) {
                Query(req, res, kReaders, [&](const QueryContext& q) { return ActionsReply(q, Params(req)); });
+             }));
+    Get("/api/v1/quotas", route("quotas", [this](const auto& req, auto& res) {
+               Query(req, res, kReaders, [&](const QueryContext& q) { return QuotasReply(q, Params(req)); });
              }));
     Get("/api/v1/waste", route("waste", [this](const auto& req, auto& res) {
                Query(req, res, kAdmins, [&](const QueryContext& q) { return WasteReply(q, Params(req)); });

@@ -18,6 +18,7 @@
 
 #include "core/goals.h"
 #include "core/objective.h"
+#include "core/quota.h"
 #include "core/status.h"
 #include "core/time.h"
 #include "ledger/ledger.h"
@@ -75,6 +76,8 @@ struct ServerOptions {
   // The config's [[objective]]s, judged by /api/v1/objectives (the dashboard's "SLOs and
   // actions" page); the objectives loop (server/objectives_loop.h) alerts on the same.
   std::vector<ObjectiveSpec> objectives;
+  // The config's quotas ([[quota]] and [budgets] as soft monthly budgets): /api/v1/quotas.
+  std::vector<QuotaSpec> quotas;
   // How often the dashboard refreshes itself.
   int64_t dashboard_refresh_ms = 30'000;
   // /api/v1/whatif's replay (server/whatif_api.h), injected by the CLI, which links the

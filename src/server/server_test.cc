@@ -186,6 +186,7 @@ TEST(ServerTest, RolesSeeExactlyWhatTheyShould) {
       "/api/v1/series?from=2026-11-23T08:00:00Z&to=2026-11-23T09:00:00Z&by=node",
       "/api/v1/heatmap?from=2026-11-23T08:00:00Z&to=2026-11-23T09:00:00Z",
       "/api/v1/budgets",
+      "/api/v1/quotas",
       "/metrics"};
   for (const std::string& path : reads) {
     SCOPED_TRACE(path);

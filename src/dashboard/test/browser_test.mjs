@@ -799,6 +799,22 @@ async function adminChecks(browser, base, token, call, outDir, viewerTeam) {
   await expectFigure(page, where, 'cb-total-total', addMoney(shared.lines.map((l) => l.total_cost)), formatMoney);
   await p.shot('chargeback');
   await page.uncheck('[data-testid="chargeback-share-idle"]');
+  // Quotas and budgets (docs/quotas.md): each quota's burn-down and its projection's basis
+  // as /api/v1/quotas gives them; the [budgets] entries are there as soft monthly budgets.
+  const quotas = (await call('/api/v1/quotas')).json;
+  check(quotas.quotas.length === 3, where, `/api/v1/quotas lists ${quotas.quotas.length} quotas, not the config's 3`);
+  for (const x of quotas.quotas) {
+    const id = `${x.owner}:${x.name}:${x.period}:${x.pool || ''}:${x.model || ''}`;
+    const basis = await page.textContent(`[data-testid="${tid('quota-basis', id)}"]`);
+    check(basis === x.basis.text, where, `quota ${id}: basis shown "${basis}", the API's "${x.basis.text}"`);
+    check(/^(trailing \d+[dh] rate|no projection|period over)/.test(x.basis.text), where, `quota ${id}: basis "${x.basis.text}"`);
+    if (x.budget !== null) {
+      await expectFigure(page, where, tid('quota-spent', id), x.spent, formatMoney);
+      await expectFigure(page, where, tid('quota-budget', id), x.budget, formatMoney);
+      if (x.projected_cost !== null) await expectFigure(page, where, tid('quota-projected', id), x.projected_cost, formatMoney);
+    }
+    if (x.gpu_hours_quota !== null) await expectFigure(page, where, tid('quota-hours', id), x.gpu_hours_used, formatHours);
+  }
   p.drain(where);
 
   await p.context.close();
@@ -1209,6 +1225,7 @@ async function main() {
     '[[objective]]', 'name = "fleet-utilization"', 'kind = "utilization"', 'scope = "fleet"', 'target = "60%"', 'window = "1d"', '',
     '[[objective]]', `name = ${JSON.stringify(`${viewerTeam}-budget`)}`, 'kind = "budget"', `scope = ${JSON.stringify(`team:${viewerTeam}`)}`,
     'window = "1d"', '',
+    '[[quota]]', `team = ${JSON.stringify(viewerTeam)}`, 'gpu_hours = 100', 'mode = "hard"', '',
   ].join('\n'));
 
   // The server's clock stands two minutes after the data end (the last sample), within

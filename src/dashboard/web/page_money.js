@@ -2,9 +2,11 @@
 // sources of waste over the window, with their causes, in money (/api/v1/waste, admins
 // only); chargeback is a month's cost per team and project (/api/v1/chargeback), with
 // capacity held by no job as its own lines or, with "share idle", spread over the teams.
-import {getJson} from './api.js';
-import {h, kpi, section, notice, money, fig, tid} from './dom.js';
-import {addMoney, parseMicros, formatCount, formatTime} from './format.js';
+// The chargeback page also shows the quotas and budgets of the period the data ends in
+// (/api/v1/quotas): each one's burn-down and its projection with the projection's basis.
+import {getJson, getOptional} from './api.js';
+import {h, kpi, section, notice, money, fig, tid, bar, ratio, hours} from './dom.js';
+import {addMoney, parseMicros, formatCount, formatTime, formatHours} from './format.js';
 import {SortableTable, moneyColumn, hoursColumn} from './table.js';
 import {stateTag} from './page_gpus.js';
 import {CAUSE_LABELS} from './page_jobs.js';
@@ -99,19 +101,57 @@ export class ChargebackPage {
       moneyColumn('shared', 'shared idle', (r) => r.shared_idle_cost),
       moneyColumn('total', 'total', (r) => r.total_cost, (r) => tid('cb-total', `${r.team}/${r.project}`), {totalTestId: 'cb-total-total'}),
     ], {defaultSort: {key: 'total', dir: -1}, rowTestId: (r) => tid('cb-row', `${r.team}/${r.project}`)});
+    this.quotas = h('div', {testid: 'quotas'});
     this.el = h('div', {class: 'page page-chargeback'}, h('h1', {}, 'Chargeback'),
       h('div', {class: 'filters'}, h('label', {}, 'month ', this.month),
         h('label', {class: 'check'}, this.share, ' share idle capacity over the teams')),
-      this.kpis, section(null, this.note, this.table.el));
+      this.kpis, section(null, this.note, this.table.el), section('Quotas and budgets', this.quotas));
   }
 
   async load({info}) {
     const period = chargebackMonth || defaultMonth(info);
-    const reply = await getJson('/api/v1/chargeback', {period, share_idle: String(shareIdle), format: 'json'});
-    return {reply, period};
+    const [reply, quotas] = await Promise.all([
+      getJson('/api/v1/chargeback', {period, share_idle: String(shareIdle), format: 'json'}),
+      getOptional('/api/v1/quotas'),
+    ]);
+    return {reply, period, quotas};
   }
 
-  render({reply, period}, ctx) {
+  // One row per quota: used against the quota (GPU-hours, money), burn bars, the
+  // projection to the period's end and the basis it came from, all as the API gave them.
+  renderQuotas(q) {
+    if (!q || !(q.quotas || []).length) {
+      this.quotas.replaceChildren(h('p', {class: 'muted'}, 'No quotas or budgets: set [[quota]] or [budgets] in the server\'s config (docs/quotas.md).'));
+      return;
+    }
+    const rows = q.quotas.map((x) => {
+      const id = `${x.owner}:${x.name}:${x.period}:${x.pool || ''}:${x.model || ''}`;
+      const hoursCell = x.gpu_hours_quota === null ? '—' : h('span', {},
+        hours(x.gpu_hours_used, tid('quota-hours', id)), ` of ${formatCount(x.gpu_hours_quota)} GPU-h `,
+        bar(x.gpu_hours_burn_ratio, {over: 1}), ' ', ratio(x.gpu_hours_burn_ratio, tid('quota-hours-burn', id)),
+        x.gpu_hours_projected === null ? '' : h('span', {class: 'muted'}, ` → ${formatHours(x.gpu_hours_projected)} projected`));
+      const moneyCell = x.budget === null ? '—' : h('span', {},
+        money(x.spent, tid('quota-spent', id)), ' of ', money(x.budget, tid('quota-budget', id)), ' ',
+        bar(x.budget_burn_ratio, {over: 1}), ' ', ratio(x.budget_burn_ratio, tid('quota-budget-burn', id)),
+        x.projected_cost === null ? '' : h('span', {class: 'muted'}, ' → ', money(x.projected_cost, tid('quota-projected', id)), ' projected'));
+      const alerts = [...(x.crossed || []).map((t) => `${(t * 100).toFixed(0)}%`), x.projected_to_exceed ? 'projected to exceed' : null].filter(Boolean);
+      return h('tr', {testid: tid('quota-row', id)},
+        h('td', {}, `${x.owner} ${x.name}`, x.pool ? ` (pool ${x.pool})` : '', x.model ? ` (${x.model})` : ''),
+        h('td', {}, `${x.period} (${x.mode})`),
+        h('td', {}, hoursCell), h('td', {}, moneyCell),
+        h('td', {testid: tid('quota-alerts', id)}, alerts.length ? alerts.join(', ') : '—'),
+        h('td', {class: 'muted', testid: tid('quota-basis', id)}, x.basis.text));
+    });
+    this.quotas.replaceChildren(
+      h('p', {class: 'muted', testid: 'quotas-anchor'},
+        q.anchor ? `Up to ${formatTime(q.anchor)}, the last whole hour of data. The projection extends the trailing rate shown in the last column.` : 'No data yet.'),
+      h('table', {class: 'table'},
+        h('thead', {}, h('tr', {}, ['quota', 'period', 'GPU-hours', 'money', 'alerts', 'projection basis'].map((c) => h('th', {}, c)))),
+        h('tbody', {}, rows)));
+  }
+
+  render({reply, period, quotas}, ctx) {
+    this.renderQuotas(quotas);
     this.month.value = period;
     const lines = reply.lines || [];
     const viewer = ctx.info.role !== 'admin';
