@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "cli/test_support.h"
+#include "core/money.h"
 #include "core/time.h"
 #include "server/test_support.h"
 #include "wire/batch.h"
@@ -195,6 +196,11 @@ TEST_F(CliTest, TheDemosDryRunDecisionsAreInTheAuditLog) {
   ASSERT_EQ(table.exit_code, 0) << table.output;
   EXPECT_THAT(table.output, HasSubstr("freed/h (USD)"));
   EXPECT_THAT(table.output, HasSubstr("taken 0, proposed (dry-run) "));
+  // The table is for people: money to the cent, as the JSON's exact figure rounds.
+  auto proposed = Money::Parse(j["totals"]["proposed_per_hour"].get<std::string>());
+  ASSERT_TRUE(proposed.ok()) << proposed.status().ToString();
+  EXPECT_THAT(table.output, HasSubstr(proposed->ToDisplay() + " per hour proposed"));
+  EXPECT_THAT(table.output, Not(HasSubstr("0.000000")));
   EXPECT_THAT(Gpuledger("actions --config " + config + " --outcome done").output, HasSubstr("--outcome"));
 }
 

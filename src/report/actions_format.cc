@@ -50,13 +50,13 @@ std::string RenderActions(const std::vector<ledger::RecordedAction>& actions, co
       if (!more->empty()) why += (why.empty() ? "" : "; ") + *more;
     }
     rows.push_back({FormatTime(a.at_ms), a.rule, a.job, a.team, a.action, a.outcome, Mode(a), why,
-                    a.per_hour_freed.ToString()});
+                    a.per_hour_freed.ToDisplay()});
   }
   std::string out = fmt::format("Interventions {} to {}\n", FormatTime(window.begin_ms), FormatTime(window.end_ms));
   out += rows.size() == 1 ? "(no decisions in this window)\n" : Table(rows, 8, /*total_row=*/false);
   out += fmt::format("taken {}, proposed (dry-run) {}, warned {}, skipped {}; freed {} per hour, {} per hour proposed\n",
-                     t.taken, t.proposed, t.warned, t.skipped, t.freed_per_hour.ToString(),
-                     t.proposed_per_hour.ToString());
+                     t.taken, t.proposed, t.warned, t.skipped, t.freed_per_hour.ToDisplay(),
+                     t.proposed_per_hour.ToDisplay());
   return out;
 }
 
