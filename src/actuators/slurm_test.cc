@@ -20,7 +20,7 @@
 namespace gpuledger::actuators {
 namespace {
 
-Result<std::string> RunSlurm(const std::vector<std::string>& argv) { return agent::RunCommand(argv, 30'000); }
+constexpr auto RunSlurm = &agent::local_slurm::Run;
 
 struct Cluster {
   std::filesystem::path dir =
@@ -39,18 +39,6 @@ struct Cluster {
     auto out = RunSlurm(argv);
     EXPECT_TRUE(out.ok()) << out.status().ToString();
     return out.ok() ? out->substr(0, out->find_first_of(";\n")) : "";
-  }
-  std::string Show(const std::string& id) {
-    auto out = RunSlurm({"scontrol", "show", "job", id});
-    return out.ok() ? *out : out.status().message();
-  }
-  // Waits until the job's `scontrol show job` contains `text`.
-  bool WaitFor(const std::string& id, const std::string& text, int seconds = 30) {
-    for (int i = 0; i < seconds * 10; ++i) {
-      if (Show(id).find(text) != std::string::npos) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
   }
 };
 
@@ -77,28 +65,28 @@ TEST(SlurmActuatorTest, HoldsReprioritizesRequeuesAndStopsRealJobs) {
   std::string pending_b = cluster.Submit({"--begin=now+1hour"});
   std::string running_a = cluster.Submit({"--gres=gpu:1"});
   std::string running_b = cluster.Submit({"--gres=gpu:1"});
-  ASSERT_TRUE(cluster.WaitFor(running_a, "JobState=RUNNING")) << cluster.Show(running_a);
-  ASSERT_TRUE(cluster.WaitFor(running_b, "JobState=RUNNING")) << cluster.Show(running_b);
+  ASSERT_TRUE(agent::local_slurm::WaitForJob(running_a, "JobState=RUNNING")) << agent::local_slurm::ShowJob(running_a);
+  ASSERT_TRUE(agent::local_slurm::WaitForJob(running_b, "JobState=RUNNING")) << agent::local_slurm::ShowJob(running_b);
 
   auto held = slurm->Apply(Acting(InterventionAction::kHold, pending_a));
   ASSERT_TRUE(held.ok()) << held.status().ToString();
   EXPECT_EQ(*held, "held");
-  EXPECT_TRUE(cluster.WaitFor(pending_a, "Priority=0 ")) << cluster.Show(pending_a);
-  EXPECT_TRUE(cluster.WaitFor(pending_a, "JobHeld")) << cluster.Show(pending_a);
+  EXPECT_TRUE(agent::local_slurm::WaitForJob(pending_a, "Priority=0 ")) << agent::local_slurm::ShowJob(pending_a);
+  EXPECT_TRUE(agent::local_slurm::WaitForJob(pending_a, "JobHeld")) << agent::local_slurm::ShowJob(pending_a);
 
   auto raised = slurm->Apply(Acting(InterventionAction::kReprioritize, pending_b, 4242));
   ASSERT_TRUE(raised.ok()) << raised.status().ToString();
   EXPECT_EQ(*raised, "priority 4242");
-  EXPECT_TRUE(cluster.WaitFor(pending_b, "Priority=4242 ")) << cluster.Show(pending_b);
+  EXPECT_TRUE(agent::local_slurm::WaitForJob(pending_b, "Priority=4242 ")) << agent::local_slurm::ShowJob(pending_b);
 
   auto requeued = slurm->Apply(Acting(InterventionAction::kRequeue, running_a));
   ASSERT_TRUE(requeued.ok()) << requeued.status().ToString();
-  EXPECT_TRUE(cluster.WaitFor(running_a, "Restarts=1")) << cluster.Show(running_a);
+  EXPECT_TRUE(agent::local_slurm::WaitForJob(running_a, "Restarts=1")) << agent::local_slurm::ShowJob(running_a);
 
   auto stopped = slurm->Apply(Acting(InterventionAction::kStop, running_b));
   ASSERT_TRUE(stopped.ok()) << stopped.status().ToString();
-  EXPECT_TRUE(cluster.WaitFor(running_b, "JobState=CANCELLED") || cluster.WaitFor(running_b, "JobState=COMPLETED"))
-      << cluster.Show(running_b);
+  EXPECT_TRUE(agent::local_slurm::WaitForJob(running_b, "JobState=CANCELLED") || agent::local_slurm::WaitForJob(running_b, "JobState=COMPLETED"))
+      << agent::local_slurm::ShowJob(running_b);
 
   // A job id Slurm does not know is an error naming the command.
   auto unknown = slurm->Apply(Acting(InterventionAction::kHold, "999999"));

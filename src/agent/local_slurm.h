@@ -7,9 +7,12 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "agent/slurm.h"
 #include "core/testing/free_port.h"
@@ -55,5 +58,23 @@ class Cluster {
   std::string work_;
   std::string error_;
 };
+
+// A Slurm command (sbatch, scontrol, scancel...) with a 30 s limit: its output, or why it failed.
+inline Result<std::string> Run(const std::vector<std::string>& argv) { return RunCommand(argv, 30'000); }
+
+// `scontrol show job ID`, or why it failed.
+inline std::string ShowJob(const std::string& id) {
+  auto out = Run({"scontrol", "show", "job", id});
+  return out.ok() ? *out : out.status().message();
+}
+
+// Waits, at most `seconds`, until the job's `scontrol show job` contains `text`.
+inline bool WaitForJob(const std::string& id, const std::string& text, int seconds = 30) {
+  for (int i = 0; i < seconds * 10; ++i) {
+    if (ShowJob(id).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
 
 }  // namespace gpuledger::agent::local_slurm

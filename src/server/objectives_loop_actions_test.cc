@@ -28,7 +28,7 @@ namespace {
 
 using ledger::testing::kBaseMs;
 
-Result<std::string> RunSlurm(const std::vector<std::string>& argv) { return agent::RunCommand(argv, 30'000); }
+constexpr auto RunSlurm = &agent::local_slurm::Run;
 
 // An actuator that must never be called (a dry-run rule's).
 class NeverCalled final : public actuators::Actuator {
@@ -79,17 +79,6 @@ struct SlurmCluster {
     (void)RunSlurm({"scancel", "--user=root"});
     std::filesystem::remove_all(dir);
   }
-  std::string Show(const std::string& id) {
-    auto out = RunSlurm({"scontrol", "show", "job", id});
-    return out.ok() ? *out : out.status().message();
-  }
-  bool WaitFor(const std::string& id, const std::string& text, int seconds = 30) {
-    for (int i = 0; i < seconds * 10; ++i) {
-      if (Show(id).find(text) != std::string::npos) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
-  }
 };
 
 TEST(ObjectivesLoopActionsTest, AnEnforcedRuleWarnsThenStopsARealSlurmJobAndLogsEachDecision) {
@@ -102,7 +91,7 @@ TEST(ObjectivesLoopActionsTest, AnEnforcedRuleWarnsThenStopsARealSlurmJobAndLogs
                              "--wrap", "exec sleep 300"});
   ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
   std::string job = submitted->substr(0, submitted->find_first_of(";\n"));
-  ASSERT_TRUE(cluster.WaitFor(job, "JobState=RUNNING")) << cluster.Show(job);
+  ASSERT_TRUE(agent::local_slurm::WaitForJob(job, "JobState=RUNNING")) << agent::local_slurm::ShowJob(job);
 
   ledger::testing::TempLedger t;
   // Idle for two hours: the rule's evidence (idle an hour) holds.
@@ -124,7 +113,7 @@ TEST(ObjectivesLoopActionsTest, AnEnforcedRuleWarnsThenStopsARealSlurmJobAndLogs
   EXPECT_EQ(log[0].job, job);
   EXPECT_TRUE(log[0].enforce);
   EXPECT_TRUE(log[0].result.empty());
-  EXPECT_NE(cluster.Show(job).find("JobState=RUNNING"), std::string::npos) << cluster.Show(job);
+  EXPECT_NE(agent::local_slurm::ShowJob(job).find("JobState=RUNNING"), std::string::npos) << agent::local_slurm::ShowJob(job);
 
   // Evaluating the same moment again (a retry) records nothing new.
   ASSERT_TRUE((*loop)->EvaluateOnce().ok());
@@ -135,8 +124,8 @@ TEST(ObjectivesLoopActionsTest, AnEnforcedRuleWarnsThenStopsARealSlurmJobAndLogs
       t.ledger().Ingest(IdleNotebook("b2", job, kBaseMs + 2 * kMsPerHour + kMsPerMinute, kBaseMs + 2 * kMsPerHour + 15 * kMsPerMinute))
           .ok());
   ASSERT_TRUE((*loop)->EvaluateOnce().ok());
-  EXPECT_TRUE(cluster.WaitFor(job, "JobState=CANCELLED") || cluster.WaitFor(job, "JobState=COMPLETED"))
-      << cluster.Show(job);
+  EXPECT_TRUE(agent::local_slurm::WaitForJob(job, "JobState=CANCELLED") || agent::local_slurm::WaitForJob(job, "JobState=COMPLETED"))
+      << agent::local_slurm::ShowJob(job);
   log = AuditLog(t.ledger());
   ASSERT_EQ(log.size(), 2u);
   EXPECT_EQ(log[1].outcome, "taken");
