@@ -71,5 +71,5 @@ include(CPack)
 if(GPULEDGER_BUILD_TESTS)
   add_test(NAME package_deb
            COMMAND sh ${_pkg}/package_test.sh ${PROJECT_BINARY_DIR} ${CMAKE_COMMAND})
-  set_tests_properties(package_deb PROPERTIES LABELS "package;slow" TIMEOUT 900 RUN_SERIAL ON SKIP_RETURN_CODE 77)
+  set_tests_properties(package_deb PROPERTIES LABELS "package;slow" TIMEOUT 900 SKIP_RETURN_CODE 77)
 endif()

@@ -5,15 +5,30 @@
 # each for a bounded time, seeded from their testdata.
 #   scripts/fuzz.sh          20 seconds per target
 #   scripts/fuzz.sh 300      300 seconds per target
-# Environment: FUZZ_BUILD_DIR (default build/fuzz), FUZZ_JOBS (build jobs, default 2),
-# FUZZ_CMAKE_ARGS (extra configure arguments, e.g. -DGPULEDGER_EXCLUDE=...).
+# The asan preset's tree (build/asan) is clang with GPULEDGER_FUZZ=ON, so the targets are
+# already built there and this script uses it as it is. Without it, it configures a
+# clang tree of its own in build/fuzz.
+# Environment: FUZZ_BUILD_DIR (a tree to use or configure; default build/asan when it is
+# configured for fuzzing, else build/fuzz), FUZZ_JOBS (build jobs, default 2),
+# FUZZ_CMAKE_ARGS (extra configure arguments for a tree of its own, e.g. -DGPULEDGER_EXCLUDE=...).
 # The corpora grow under $FUZZ_BUILD_DIR/corpus/ and are kept between runs; a crash
 # leaves its input as $FUZZ_BUILD_DIR/crash-* and makes this script fail.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 seconds="${1:-20}"
-build="${FUZZ_BUILD_DIR:-$root/build/fuzz}"
+# A tree configured for the fuzz targets: clang, GPULEDGER_FUZZ=ON.
+fuzz_tree() {
+  grep -q '^GPULEDGER_FUZZ:[A-Z]*=ON$' "$1/CMakeCache.txt" 2>/dev/null &&
+    grep -q '^CMAKE_CXX_COMPILER:[A-Z]*=.*clang++' "$1/CMakeCache.txt"
+}
+if [ -n "${FUZZ_BUILD_DIR:-}" ]; then
+  build="$FUZZ_BUILD_DIR"
+elif fuzz_tree "$root/build/asan"; then
+  build="$root/build/asan"
+else
+  build="$root/build/fuzz"
+fi
 mkdir -p "$build"
 build="$(cd "$build" && pwd)"
 testdata="$root/src/wire/prometheus/testdata"
@@ -24,7 +39,7 @@ if ! command -v clang++ >/dev/null; then
 fi
 
 sanitize="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja \
+fuzz_tree "$build" || CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DGPULEDGER_FUZZ=ON -DGPULEDGER_WERROR=ON \
   -DGPULEDGER_BUILD_TESTS=OFF -DGPULEDGER_BUILD_BENCH=OFF \

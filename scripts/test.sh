@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds gpuledger and runs every test, on a fresh Debian 12 machine as well as on a
 # developer's: installs what is missing (scripts/deps.sh), builds with the asan preset
-# (ASan + UBSan, warnings as errors), runs ctest, then fuzzes each parser for a bounded
-# time (scripts/fuzz.sh).
+# (clang, ASan + UBSan, warnings as errors; the libFuzzer targets in the same tree), runs
+# ctest, then fuzzes each parser for a bounded time (scripts/fuzz.sh, from that tree).
 #   scripts/test.sh [ctest arguments...]      e.g. scripts/test.sh -L ledger
 # GPULEDGER_PRESET=debug|asan|tsan|release chooses another preset (default asan).
 set -euo pipefail

@@ -39,7 +39,8 @@ namespace {
 using abi::Return;
 
 constexpr int64_t kSampleBufferSize = 120;  // samples the driver's ring keeps per GPU
-constexpr uint32_t kFakeGpmMetricsMax = 210;  // as a driver of the middle generation
+// As a driver of the middle generation (GPM; unused by the old driver's build).
+[[maybe_unused]] constexpr uint32_t kFakeGpmMetricsMax = 210;
 constexpr unsigned kMemoryClockMhz = 2619;
 
 struct GpmSampleState {
