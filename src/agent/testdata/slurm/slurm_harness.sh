@@ -15,16 +15,27 @@ set -euo pipefail
 cmd=$1
 work=$2
 
-stop() {
-  for p in slurmd slurmctld slurmdbd mariadbd munged; do
+# Stops the daemons of the pid files WORK/NAME.pid named, all at once: SIGTERM, then
+# SIGKILL for any still there after 5 s.
+stop_together() {
+  local pids=()
+  for p in "$@"; do
     if [ -f "$work/$p.pid" ]; then
-      pid=$(cat "$work/$p.pid")
-      kill "$pid" 2>/dev/null || true
-      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -9 "$pid" 2>/dev/null || true
+      pids+=("$(cat "$work/$p.pid")")
+      kill "${pids[-1]}" 2>/dev/null || true
       rm -f "$work/$p.pid"
     fi
   done
+  for pid in "${pids[@]}"; do
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+  done
+}
+
+# The Slurm daemons first, then what they talk to.
+stop() {
+  stop_together slurmd slurmctld
+  stop_together slurmdbd mariadbd munged
 }
 
 # MariaDB on a fresh datadir (its socket in WORK, TCP on 127.0.0.1:DB_PORT only), a
