@@ -2,7 +2,6 @@
 // ends (docs/quotas.md). Rendering only: the figures come from ledger::JudgeQuotas.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -74,8 +73,7 @@ int QuotaSlurm(const CommonOptions& common, bool push, const std::string& sacctm
     std::printf("%-20s %16s %16s  %s\n", a.account.c_str(), minutes(a.want_gpu_minutes).c_str(),
                 minutes(a.have_gpu_minutes).c_str(), state.c_str());
   }
-  bool drift = std::any_of(limits->begin(), limits->end(), [](const auto& a) { return a.drift(); });
-  return drift ? 2 : 0;
+  return ledger::HasSlurmDrift(*limits) ? 2 : 0;
 }
 
 }  // namespace

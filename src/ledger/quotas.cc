@@ -183,6 +183,10 @@ std::vector<SlurmAccountLimit> ReconcileSlurmLimits(const std::vector<SlurmLimit
   return out;
 }
 
+bool HasSlurmDrift(const std::vector<SlurmAccountLimit>& limits) {
+  return std::any_of(limits.begin(), limits.end(), [](const SlurmAccountLimit& a) { return a.drift(); });
+}
+
 namespace {
 
 // A DNS-1123 label of `text`: lower case, runs of anything but [a-z0-9] as one '-'.

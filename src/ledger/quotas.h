@@ -125,6 +125,8 @@ struct SlurmAccountLimit {
 std::vector<SlurmAccountLimit> ReconcileSlurmLimits(const std::vector<SlurmLimit>& want,
                                                     const std::map<std::string, int64_t>& enforced,
                                                     const Scope& scope = Scope::All());
+// Whether any of `limits` is not in force: `quota slurm` exits 2, the API says "drift".
+bool HasSlurmDrift(const std::vector<SlurmAccountLimit>& limits);
 
 }  // namespace gpuledger::ledger
 

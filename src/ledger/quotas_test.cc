@@ -174,6 +174,10 @@ TEST(SlurmLimitsTest, ReconcilingNamesEachAccountsStateAndAViewerSeesItsTeamsOnl
   EXPECT_FALSE(all[3].have_gpu_minutes.has_value());
   EXPECT_EQ(SlurmLimitStateName(all[3].state), "not_pushed");
 
+  EXPECT_TRUE(HasSlurmDrift(all));
+  EXPECT_FALSE(HasSlurmDrift({all[0]}));
+  EXPECT_FALSE(HasSlurmDrift({}));
+
   std::vector<SlurmAccountLimit> viewer = ReconcileSlurmLimits(want, have, Scope::Teams({"nlp", "ops"}));
   ASSERT_EQ(viewer.size(), 2u);
   EXPECT_EQ(viewer[0].account, "nlp");

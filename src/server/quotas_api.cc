@@ -28,10 +28,9 @@ HttpReply QuotaDriftReply(const QueryContext& q, const actuators::CommandRunner&
   if (!limits.ok()) return ErrorReply(Unavailable(limits.status().WithContext("reading Slurm's limits").message()));
   auto minutes = [](const std::optional<int64_t>& m) { return m ? nlohmann::json(*m) : nlohmann::json(nullptr); };
   nlohmann::json j;
-  j["drift"] = false;
+  j["drift"] = ledger::HasSlurmDrift(*limits);
   j["accounts"] = nlohmann::json::array();
   for (const ledger::SlurmAccountLimit& a : *limits) {
-    if (a.drift()) j["drift"] = true;
     j["accounts"].push_back({{"account", a.account},
                              {"quota_gpu_minutes", minutes(a.want_gpu_minutes)},
                              {"slurm_gpu_minutes", minutes(a.have_gpu_minutes)},
