@@ -15,10 +15,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <chrono>
+#include <algorithm>
 #include <filesystem>
-#include <memory>
-#include <thread>
 
 #include "actuators/actuators.h"
 #include "agent/local_slurm.h"
