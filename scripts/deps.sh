@@ -23,8 +23,9 @@ packages=(
   # real components the tests and benchmarks start (promtool, Prometheus, VictoriaMetrics,
   # the Alertmanager the alert sink's test sends to)
   prometheus victoria-metrics prometheus-alertmanager
-  # a local Slurm cluster for the agent's Slurm test (src/agent/testdata/slurm)
-  slurmctld slurmd slurm-client munge
+  # a local Slurm cluster for the agent's Slurm test (src/agent/testdata/slurm); with
+  # slurmdbd on a MariaDB of the test's own for the quota enforcement and drift tests
+  slurmctld slurmd slurm-client munge slurmdbd slurm-wlm-mysql-plugin mariadb-server
   # headless Chromium: the dashboard's browser test and `report weekly --pdf`
   chromium
   # checks the Debian package the packaging test builds

@@ -73,4 +73,17 @@ Status PushSlurmLimit(const CommandRunner& run, const ledger::SlurmLimit& limit,
 Result<std::map<std::string, int64_t>> ReadSlurmLimits(const CommandRunner& run,
                                                        const std::string& sacctmgr = "sacctmgr");
 
+// What `gpuledger quota slurm` and GET /api/v1/quotas/drift do (docs/quotas.md): reads
+// what Slurm enforces and reconciles it with `want` (ledger::ReconcileSlurmLimits, over
+// the accounts `scope` may see). With `push`, first sets the limit of each account whose
+// state is not in force and which a quota names (an unmanaged one is left as it is), then
+// reads every limit back: the answer is what Slurm enforces afterwards. Each limit set is
+// appended to `pushed` when not null. Fails with sacctmgr's error (naming the account
+// for a push), having set the limits before it.
+Result<std::vector<ledger::SlurmAccountLimit>> SyncSlurmLimits(const CommandRunner& run,
+                                                               const std::vector<ledger::SlurmLimit>& want, bool push,
+                                                               const std::string& sacctmgr = "sacctmgr",
+                                                               const ledger::Scope& scope = ledger::Scope::All(),
+                                                               std::vector<ledger::SlurmLimit>* pushed = nullptr);
+
 }  // namespace gpuledger::actuators

@@ -50,4 +50,21 @@ Result<std::map<std::string, int64_t>> ReadSlurmLimits(const CommandRunner& run,
   return out;
 }
 
+Result<std::vector<ledger::SlurmAccountLimit>> SyncSlurmLimits(const CommandRunner& run,
+                                                               const std::vector<ledger::SlurmLimit>& want, bool push,
+                                                               const std::string& sacctmgr, const ledger::Scope& scope,
+                                                               std::vector<ledger::SlurmLimit>* pushed) {
+  GPULEDGER_ASSIGN_OR_RETURN(auto enforced, ReadSlurmLimits(run, sacctmgr));
+  std::vector<ledger::SlurmAccountLimit> limits = ledger::ReconcileSlurmLimits(want, enforced, scope);
+  if (!push) return limits;
+  for (const ledger::SlurmAccountLimit& a : limits) {
+    if (!a.drift() || !a.want_gpu_minutes) continue;
+    ledger::SlurmLimit limit{a.account, *a.want_gpu_minutes, a.source};
+    GPULEDGER_RETURN_IF_ERROR(PushSlurmLimit(run, limit, sacctmgr));
+    if (pushed != nullptr) pushed->push_back(std::move(limit));
+  }
+  GPULEDGER_ASSIGN_OR_RETURN(enforced, ReadSlurmLimits(run, sacctmgr));
+  return ledger::ReconcileSlurmLimits(want, enforced, scope);
+}
+
 }  // namespace gpuledger::actuators

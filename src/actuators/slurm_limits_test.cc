@@ -1,5 +1,5 @@
 // Hard quotas pushed into Slurm and read back, through a recording command runner (the
-// commands and the parsing; a real slurmdbd is not part of this test).
+// commands and the parsing; slurm_limits_real_test.cc runs them against a real slurmdbd).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -56,6 +56,45 @@ TEST(SlurmLimitsTest, ALineItCannotReadIsNamed) {
   auto n = ReadSlurmLimits(not_a_number);
   ASSERT_FALSE(n.ok());
   EXPECT_THAT(n.status().message(), HasSubstr("\"gres/gpu=lots\": not a number of minutes"));
+}
+
+TEST(SlurmLimitsTest, PushSetsOnlyTheQuotasAccountsThatDifferAndAnswersWhatItReadsBack) {
+  // Slurm, as a map the pushes change: nlp in force, cv changed by hand, ops limited by
+  // nobody's quota; vision has no limit.
+  std::map<std::string, int64_t> slurm = {{"nlp", 600}, {"cv", 999}, {"ops", 7}};
+  std::vector<std::vector<std::string>> pushes;
+  CommandRunner run = [&](const std::vector<std::string>& argv) -> Result<std::string> {
+    if (argv[3] == "account") {  // sacctmgr -i modify account name=A set GrpTRESMins=gres/gpu=N
+      pushes.push_back(argv);
+      slurm[argv[4].substr(5)] = std::stoll(argv[6].substr(argv[6].rfind('=') + 1));
+      return std::string();
+    }
+    std::string text;
+    for (const auto& [account, minutes] : slurm) text += account + "||gres/gpu=" + std::to_string(minutes) + "\n";
+    return text;
+  };
+  std::vector<ledger::SlurmLimit> want = {{"cv", 60, "q:1"}, {"nlp", 600, "q:5"}, {"vision", 120, "q:9"}};
+
+  auto checked = SyncSlurmLimits(run, want, /*push=*/false);
+  ASSERT_TRUE(checked.ok()) << checked.status().ToString();
+  EXPECT_TRUE(pushes.empty());
+  ASSERT_EQ(checked->size(), 4u);
+  EXPECT_EQ((*checked)[0].state, ledger::SlurmLimitState::kDiffers);  // cv
+
+  std::vector<ledger::SlurmLimit> pushed;
+  auto synced = SyncSlurmLimits(run, want, /*push=*/true, "sacctmgr", ledger::Scope::All(), &pushed);
+  ASSERT_TRUE(synced.ok()) << synced.status().ToString();
+  ASSERT_EQ(pushes.size(), 2u);  // cv and vision; not nlp (in force), not ops (unmanaged)
+  EXPECT_EQ(pushes[0].back(), "GrpTRESMins=gres/gpu=60");
+  EXPECT_EQ(pushes[1][4], "name=vision");
+  ASSERT_EQ(pushed.size(), 2u);
+  EXPECT_EQ(pushed[1].source, "q:9");
+  ASSERT_EQ(synced->size(), 4u);
+  for (const ledger::SlurmAccountLimit& a : *synced) {
+    EXPECT_EQ(a.state, a.account == "ops" ? ledger::SlurmLimitState::kUnmanaged : ledger::SlurmLimitState::kInForce)
+        << a.account;
+  }
+  EXPECT_EQ(slurm["ops"], 7);  // left as it was
 }
 
 }  // namespace

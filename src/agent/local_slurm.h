@@ -1,7 +1,9 @@
 // A throwaway Slurm cluster on localhost for tests (the agent's and the actuators'):
 // munged, slurmctld and slurmd from Debian, started by testdata/slurm/slurm_harness.sh
 // under a folder of the test's, on free loopback ports, with SLURM_CONF pointing at it
-// until the cluster is destroyed. Header-only, for test binaries.
+// until the cluster is destroyed. With Accounting::kSlurmdbd also a MariaDB on a fresh
+// datadir and slurmdbd storing into it, slurmctld enforcing association limits on
+// gres/gpu (the harness's header says how). Header-only, for test binaries.
 #pragma once
 
 #include <fmt/format.h>
@@ -33,13 +35,34 @@ inline std::string Missing() {
   return "";
 }
 
+// Why a cluster with accounting cannot run here, or "" when it can.
+inline std::string MissingAccounting() {
+  if (std::string why = Missing(); !why.empty()) return why;
+  for (const char* bin : {"/usr/sbin/slurmdbd", "/usr/bin/sacctmgr", "/usr/sbin/mariadbd", "/usr/bin/mariadb-install-db",
+                          "/usr/bin/mariadb"}) {
+    if (!std::filesystem::exists(bin)) {
+      return fmt::format("{} missing (Debian: slurmdbd slurm-wlm-mysql-plugin mariadb-server)", bin);
+    }
+  }
+  return "";
+}
+
+enum class Accounting {
+  kNone,      // AccountingStorageType=accounting_storage/none
+  kSlurmdbd,  // slurmdbd on a MariaDB of its own; limits enforced; cluster gltest, account nlp with user root
+};
+
 class Cluster {
  public:
   // Starts the cluster with its state under `work`; error() says why when it did not.
-  explicit Cluster(std::string work) : work_(std::move(work)) {
-    auto out = RunCommand({Harness(), "start", work_, std::to_string(test_env::FreeLoopbackPort()),
-                           std::to_string(test_env::FreeLoopbackPort())},
-                          60'000);
+  explicit Cluster(std::string work, Accounting accounting = Accounting::kNone) : work_(std::move(work)) {
+    std::vector<std::string> argv = {Harness(), "start", work_, std::to_string(test_env::FreeLoopbackPort()),
+                                     std::to_string(test_env::FreeLoopbackPort())};
+    if (accounting == Accounting::kSlurmdbd) {
+      argv.push_back(std::to_string(test_env::FreeLoopbackPort()));
+      argv.push_back(std::to_string(test_env::FreeLoopbackPort()));
+    }
+    auto out = RunCommand(argv, accounting == Accounting::kSlurmdbd ? 180'000 : 60'000);
     if (!out.ok()) {
       error_ = out.status().message();
       return;

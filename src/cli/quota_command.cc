@@ -52,7 +52,7 @@ int QuotaKueue(const CommonOptions& common) {
 }
 
 // Each hard quota's Slurm limit against what Slurm enforces; with `push`, sets those that
-// differ first and reads them back.
+// differ first and reads them back (actuators::SyncSlurmLimits). Exit 2 on drift.
 int QuotaSlurm(const CommonOptions& common, bool push, const std::string& sacctmgr) {
   auto config = QuotasConfig(common);
   if (!config.ok()) return Fail(config.status());
@@ -60,35 +60,20 @@ int QuotaSlurm(const CommonOptions& common, bool push, const std::string& sacctm
   std::vector<ledger::SlurmLimit> want = ledger::SlurmLimits(config->quotas, &skipped);
   PrintSkipped(skipped);
   actuators::CommandRunner run = [](const std::vector<std::string>& argv) { return agent::RunCommand(argv, 30'000); };
-  auto have = actuators::ReadSlurmLimits(run, sacctmgr);
-  if (!have.ok()) return Fail(have.status());
-  auto drift = ledger::CompareSlurmLimits(want, *have);
-  if (push) {
-    for (const ledger::SlurmDrift& d : drift) {
-      if (!d.want_gpu_minutes) continue;  // an account no quota names is left as it is
-      Status st = actuators::PushSlurmLimit(run, {d.account, *d.want_gpu_minutes, ""}, sacctmgr);
-      if (!st.ok()) return Fail(st);
-      std::printf("set %s GrpTRESMins=gres/gpu=%lld\n", d.account.c_str(), static_cast<long long>(*d.want_gpu_minutes));
-    }
-    have = actuators::ReadSlurmLimits(run, sacctmgr);
-    if (!have.ok()) return Fail(have.status());
-    drift = ledger::CompareSlurmLimits(want, *have);
+  std::vector<ledger::SlurmLimit> pushed;
+  auto limits = actuators::SyncSlurmLimits(run, want, push, sacctmgr, ledger::Scope::All(), &pushed);
+  for (const ledger::SlurmLimit& l : pushed) {
+    std::printf("set %s GrpTRESMins=gres/gpu=%lld\n", l.account.c_str(), static_cast<long long>(l.gpu_minutes));
   }
+  if (!limits.ok()) return Fail(limits.status());
   auto minutes = [](const std::optional<int64_t>& m) { return m ? std::to_string(*m) : std::string("-"); };
-  std::printf("%-20s %16s %16s  %s\n", "ACCOUNT", "QUOTA GPU-MIN", "SLURM GPU-MIN", "");
-  for (const ledger::SlurmLimit& l : want) {
-    auto it = have->find(l.account);
-    std::optional<int64_t> enforced = it == have->end() ? std::nullopt : std::optional<int64_t>(it->second);
-    std::printf("%-20s %16lld %16s  %s\n", l.account.c_str(), static_cast<long long>(l.gpu_minutes),
-                minutes(enforced).c_str(), enforced == l.gpu_minutes ? "in force" : "DRIFT");
+  std::printf("%-20s %16s %16s  %s\n", "ACCOUNT", "QUOTA GPU-MIN", "SLURM GPU-MIN", "STATE");
+  for (const ledger::SlurmAccountLimit& a : *limits) {
+    std::string state = a.drift() ? "DRIFT (" + std::string(ledger::SlurmLimitStateName(a.state)) + ")" : "in force";
+    std::printf("%-20s %16s %16s  %s\n", a.account.c_str(), minutes(a.want_gpu_minutes).c_str(),
+                minutes(a.have_gpu_minutes).c_str(), state.c_str());
   }
-  for (const ledger::SlurmDrift& d : drift) {
-    if (!d.want_gpu_minutes) {
-      std::printf("%-20s %16s %16s  %s\n", d.account.c_str(), "-", minutes(d.have_gpu_minutes).c_str(),
-                  "DRIFT (no hard quota names it)");
-    }
-  }
-  return drift.empty() ? 0 : 2;
+  return ledger::HasSlurmDrift(*limits) ? 2 : 0;
 }
 
 }  // namespace

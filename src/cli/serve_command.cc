@@ -107,6 +107,14 @@ void AddServeCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    options.goals = config.goals;
                    options.objectives = config.objectives;
                    options.quotas = config.quotas;
+                   // /api/v1/quotas/drift reads Slurm's limits with the sacctmgr beside [agent] scontrol.
+                   options.slurm_runner = [](const std::vector<std::string>& argv) {
+                     return agent::RunCommand(argv, 30'000);
+                   };
+                   if (config.agent.scontrol) {
+                     std::filesystem::path dir = std::filesystem::path(*config.agent.scontrol).parent_path();
+                     if (!dir.empty()) options.sacctmgr = (dir / "sacctmgr").string();
+                   }
                    PrintTargets(options.goals);
                    options.what_if = WhatIfForServer();
                    auto srv = server::Server::Create(**ledger, clock, options);

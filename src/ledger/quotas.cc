@@ -149,19 +149,42 @@ std::vector<SlurmLimit> SlurmLimits(const std::vector<QuotaSpec>& quotas, std::v
   return out;
 }
 
-std::vector<SlurmDrift> CompareSlurmLimits(const std::vector<SlurmLimit>& want,
-                                           const std::map<std::string, int64_t>& enforced) {
-  std::map<std::string, SlurmDrift> drift;
-  for (const SlurmLimit& l : want) drift[l.account] = {l.account, l.gpu_minutes, std::nullopt};
+std::string_view SlurmLimitStateName(SlurmLimitState s) {
+  switch (s) {
+    case SlurmLimitState::kInForce: return "in_force";
+    case SlurmLimitState::kDiffers: return "differs";
+    case SlurmLimitState::kNotPushed: return "not_pushed";
+    case SlurmLimitState::kUnmanaged: return "unmanaged";
+  }
+  return "in_force";
+}
+
+std::vector<SlurmAccountLimit> ReconcileSlurmLimits(const std::vector<SlurmLimit>& want,
+                                                    const std::map<std::string, int64_t>& enforced,
+                                                    const Scope& scope) {
+  std::map<std::string, SlurmAccountLimit> by_account;
+  for (const SlurmLimit& l : want) by_account[l.account] = {l.account, l.gpu_minutes, std::nullopt, l.source};
   for (const auto& [account, minutes] : enforced) {
-    auto [it, fresh] = drift.try_emplace(account, SlurmDrift{account, std::nullopt, std::nullopt});
+    auto [it, fresh] = by_account.try_emplace(account, SlurmAccountLimit{account, std::nullopt, std::nullopt, ""});
     it->second.have_gpu_minutes = minutes;
   }
-  std::vector<SlurmDrift> out;
-  for (auto& [account, d] : drift) {
-    if (d.want_gpu_minutes != d.have_gpu_minutes) out.push_back(std::move(d));
+  std::vector<SlurmAccountLimit> out;
+  for (auto& [account, a] : by_account) {
+    if (!scope.MaySee(account)) continue;
+    if (!a.want_gpu_minutes) {
+      a.state = SlurmLimitState::kUnmanaged;
+    } else if (!a.have_gpu_minutes) {
+      a.state = SlurmLimitState::kNotPushed;
+    } else {
+      a.state = *a.want_gpu_minutes == *a.have_gpu_minutes ? SlurmLimitState::kInForce : SlurmLimitState::kDiffers;
+    }
+    out.push_back(std::move(a));
   }
   return out;
+}
+
+bool HasSlurmDrift(const std::vector<SlurmAccountLimit>& limits) {
+  return std::any_of(limits.begin(), limits.end(), [](const SlurmAccountLimit& a) { return a.drift(); });
 }
 
 namespace {

@@ -97,17 +97,36 @@ struct SlurmLimit {
 // not expressible as one account limit: each is left out with the reason in `skipped`.
 std::vector<SlurmLimit> SlurmLimits(const std::vector<QuotaSpec>& quotas, std::vector<std::string>* skipped);
 
-// One account where what Slurm enforces differs from what the quotas say.
-struct SlurmDrift {
+// How an account's limit in Slurm stands against the hard quota that names it.
+enum class SlurmLimitState : uint8_t {
+  kInForce,    // Slurm enforces the quota's GPU-minutes
+  kDiffers,    // Slurm enforces another number (changed by hand, or an older quota's)
+  kNotPushed,  // Slurm has no gres/gpu limit on the account
+  kUnmanaged,  // Slurm limits an account that no hard quota names
+};
+std::string_view SlurmLimitStateName(SlurmLimitState s);  // "in_force", "differs", "not_pushed", "unmanaged"
+
+// One account's limit: the quotas' and Slurm's.
+struct SlurmAccountLimit {
   std::string account;
   std::optional<int64_t> want_gpu_minutes;  // none: no hard quota names the account
   std::optional<int64_t> have_gpu_minutes;  // none: Slurm has no gres/gpu limit on it
+  std::string source;                       // the quota's FILE:LINE; empty when none names it
+  SlurmLimitState state = SlurmLimitState::kInForce;
+  // Anything but in force: what `quota slurm` exits 2 for and --push would mend (but an
+  // unmanaged account, which no quota speaks for, is left as it is).
+  bool drift() const { return state != SlurmLimitState::kInForce; }
 };
 
-// The accounts whose limit differs, by account. `enforced`: account -> gres/gpu minutes
-// as read back from Slurm (accounts without a limit absent).
-std::vector<SlurmDrift> CompareSlurmLimits(const std::vector<SlurmLimit>& want,
-                                           const std::map<std::string, int64_t>& enforced);
+// Reconciles the quotas' limits with Slurm's: every account of `want`, then every account
+// `enforced` limits that `want` does not name, by account, each with its state.
+// `enforced`: account -> gres/gpu GPU-minutes as read back from Slurm (accounts without a
+// limit absent). `scope`: only the accounts (team names) it may see.
+std::vector<SlurmAccountLimit> ReconcileSlurmLimits(const std::vector<SlurmLimit>& want,
+                                                    const std::map<std::string, int64_t>& enforced,
+                                                    const Scope& scope = Scope::All());
+// Whether any of `limits` is not in force: `quota slurm` exits 2, the API says "drift".
+bool HasSlurmDrift(const std::vector<SlurmAccountLimit>& limits);
 
 }  // namespace gpuledger::ledger
 

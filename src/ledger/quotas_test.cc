@@ -150,19 +150,38 @@ TEST(SlurmLimitsTest, HardTeamQuotasBecomeAccountGpuMinutesAndTheRestSayWhyNot) 
   EXPECT_THAT(skipped[2], HasSubstr("Slurm keeps one GrpTRESMins per account"));
 }
 
-TEST(SlurmLimitsTest, DriftIsEveryAccountWhoseEnforcedLimitDiffers) {
-  std::vector<SlurmLimit> want = {{"cv", 600, ""}, {"nlp", 30'000, ""}, {"vision", 60, ""}};
+TEST(SlurmLimitsTest, ReconcilingNamesEachAccountsStateAndAViewerSeesItsTeamsOnly) {
+  std::vector<SlurmLimit> want = {{"cv", 600, "q.toml:1"}, {"nlp", 30'000, "q.toml:5"}, {"vision", 60, "q.toml:9"}};
   // cv as wanted; nlp changed by hand; vision never pushed; ops limited by nobody's quota.
   std::map<std::string, int64_t> have = {{"cv", 600}, {"nlp", 99'999}, {"ops", 10}};
-  std::vector<SlurmDrift> drift = CompareSlurmLimits(want, have);
-  ASSERT_EQ(drift.size(), 3u);
-  EXPECT_EQ(drift[0].account, "nlp");
-  EXPECT_EQ(drift[0].want_gpu_minutes, 30'000);
-  EXPECT_EQ(drift[0].have_gpu_minutes, 99'999);
-  EXPECT_EQ(drift[1].account, "ops");
-  EXPECT_FALSE(drift[1].want_gpu_minutes.has_value());
-  EXPECT_EQ(drift[2].account, "vision");
-  EXPECT_FALSE(drift[2].have_gpu_minutes.has_value());
+  std::vector<SlurmAccountLimit> all = ReconcileSlurmLimits(want, have);
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[0].account, "cv");
+  EXPECT_EQ(all[0].state, SlurmLimitState::kInForce);
+  EXPECT_FALSE(all[0].drift());
+  EXPECT_EQ(all[1].account, "nlp");
+  EXPECT_EQ(all[1].state, SlurmLimitState::kDiffers);
+  EXPECT_EQ(all[1].want_gpu_minutes, 30'000);
+  EXPECT_EQ(all[1].have_gpu_minutes, 99'999);
+  EXPECT_EQ(all[1].source, "q.toml:5");
+  EXPECT_TRUE(all[1].drift());
+  EXPECT_EQ(all[2].account, "ops");
+  EXPECT_EQ(all[2].state, SlurmLimitState::kUnmanaged);
+  EXPECT_FALSE(all[2].want_gpu_minutes.has_value());
+  EXPECT_EQ(all[2].source, "");
+  EXPECT_EQ(all[3].account, "vision");
+  EXPECT_EQ(all[3].state, SlurmLimitState::kNotPushed);
+  EXPECT_FALSE(all[3].have_gpu_minutes.has_value());
+  EXPECT_EQ(SlurmLimitStateName(all[3].state), "not_pushed");
+
+  EXPECT_TRUE(HasSlurmDrift(all));
+  EXPECT_FALSE(HasSlurmDrift({all[0]}));
+  EXPECT_FALSE(HasSlurmDrift({}));
+
+  std::vector<SlurmAccountLimit> viewer = ReconcileSlurmLimits(want, have, Scope::Teams({"nlp", "ops"}));
+  ASSERT_EQ(viewer.size(), 2u);
+  EXPECT_EQ(viewer[0].account, "nlp");
+  EXPECT_EQ(viewer[1].account, "ops");
 }
 
 TEST(KueueQueuesTest, AQuotaIsSpreadOverItsPeriodsHoursAndOnlyASoftOneBorrows) {

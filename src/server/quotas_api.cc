@@ -1,5 +1,7 @@
 // GET /api/v1/quotas: the config's quotas judged by the ledger (ledger/quotas.h),
 // rendered as the CLI's `quota status --format json` renders them (report/quota_format.h).
+// GET /api/v1/quotas/drift: the hard quotas' Slurm limits reconciled with Slurm's
+// (ledger::ReconcileSlurmLimits, read through actuators::SyncSlurmLimits), rendered.
 #include <nlohmann/json.hpp>
 
 #include "ledger/quotas.h"
@@ -14,6 +16,30 @@ HttpReply QuotasReply(const QueryContext& q, const QueryParams& params) {
                                Param(params, "period"));
   if (!r.ok()) return ErrorReply(r.status().WithContext("period"));
   return {200, "application/json", report::QuotasJson(*r).dump(1) + "\n"};
+}
+
+HttpReply QuotaDriftReply(const QueryContext& q, const actuators::CommandRunner& run, const std::string& sacctmgr) {
+  if (!run) return ErrorReply(501, "not_implemented", "this server was started without a Slurm to read limits from");
+  static const std::vector<QuotaSpec> kNone;
+  std::vector<std::string> skipped;
+  std::vector<ledger::SlurmLimit> want = ledger::SlurmLimits(q.quotas ? *q.quotas : kNone, &skipped);
+  auto limits = actuators::SyncSlurmLimits(run, want, /*push=*/false, sacctmgr, ScopeOf(q.who));
+  // Whatever failed, it is the server's Slurm, not the request: 503.
+  if (!limits.ok()) return ErrorReply(Unavailable(limits.status().WithContext("reading Slurm's limits").message()));
+  auto minutes = [](const std::optional<int64_t>& m) { return m ? nlohmann::json(*m) : nlohmann::json(nullptr); };
+  nlohmann::json j;
+  j["drift"] = ledger::HasSlurmDrift(*limits);
+  j["accounts"] = nlohmann::json::array();
+  for (const ledger::SlurmAccountLimit& a : *limits) {
+    j["accounts"].push_back({{"account", a.account},
+                             {"quota_gpu_minutes", minutes(a.want_gpu_minutes)},
+                             {"slurm_gpu_minutes", minutes(a.have_gpu_minutes)},
+                             {"state", ledger::SlurmLimitStateName(a.state)},
+                             {"source", a.source}});
+  }
+  // Why a quota is not an account limit names other teams' quotas: for admins.
+  j["left_out"] = ScopeOf(q.who).all_teams ? nlohmann::json(skipped) : nlohmann::json::array();
+  return {200, "application/json", j.dump(1) + "\n"};
 }
 
 }  // namespace gpuledger::server

@@ -41,7 +41,7 @@ class SeriesApiTest : public ::testing::Test {
     o.goals.fleet_target = 0.6;
     o.goals.pool_targets = {{"training", 0.7}};
     o.goals.monthly_budgets = {{"alpha", *Money::Parse("100.00")}, {"bravo", *Money::Parse("5.00")}};
-    o.quotas = {QuotaSpec{.name = "alpha", .gpu_hours = 10, .source = "q.toml:1"},
+    o.quotas = {QuotaSpec{.name = "alpha", .mode = QuotaMode::kHard, .gpu_hours = 10, .source = "q.toml:1"},
                 QuotaSpec{.name = "bravo", .budget = *Money::Parse("5.00"), .source = "q.toml:5"},
                 QuotaSpec{.owner = QuotaSpec::Owner::kProject, .name = "p", .gpu_hours = 1, .source = "q.toml:9"}};
     // The what-if replay stands in for the simulator (the CLI injects the real one): it
@@ -50,6 +50,13 @@ class SeriesApiTest : public ::testing::Test {
       ++replays_;
       return json{{"jobs", w.jobs.size()}, {"window", {{"begin", FormatTime(w.window.begin_ms)}}}}.dump();
     });
+    // sacctmgr stands in for Slurm here (actuators_test:slurmdbd reads a real one): it
+    // answers with slurm_text_, or fails with slurm_error_.
+    o.slurm_runner = [this](const std::vector<std::string>& argv) -> Result<std::string> {
+      slurm_argv_ = argv;
+      if (!slurm_error_.empty()) return Unavailable(slurm_error_);
+      return slurm_text_;
+    };
     h_ = std::make_unique<Harness>(dir_.File("ledger.db"), clock_, o, true,
                                    ledger::LedgerOptions{.currency = *Currency::Iso4217("EUR")});
     ASSERT_EQ(h_->error, "");
@@ -83,6 +90,8 @@ class SeriesApiTest : public ::testing::Test {
   std::string admin_ = NewToken(), viewer_ = NewToken();
   std::unique_ptr<Harness> h_;
   int replays_ = 0;
+  std::vector<std::string> slurm_argv_;
+  std::string slurm_text_, slurm_error_;
 };
 
 Money Sum(const json& costs) {
@@ -314,6 +323,41 @@ TEST_F(SeriesApiTest, QuotasRunToTheLastWholeHourOfDataAndAViewerSeesItsTeamsOnl
   HttpResponse bad = GetRaw("/api/v1/quotas?period=2026-Q5", admin_);
   EXPECT_EQ(bad.status, 400);
   EXPECT_THAT(json::parse(bad.body)["message"].get<std::string>(), HasSubstr("period \"2026-Q5\""));
+}
+
+TEST_F(SeriesApiTest, QuotaDriftSetsTheHardQuotasBesideWhatSlurmEnforcesAndAViewerSeesItsAccounts) {
+  // alpha's hard 10 GPU-hours are 600 GPU-minutes; Slurm has 900 (raised by hand), and
+  // limits ops, which no quota names.
+  slurm_text_ = "root||\nalpha||cpu=10,gres/gpu=900\nalpha|ann|\nops||gres/gpu=7\n";
+  json a = GetJson("/api/v1/quotas/drift", admin_);
+  EXPECT_EQ(slurm_argv_, (std::vector<std::string>{"sacctmgr", "-n", "-P", "show", "assoc",
+                                                   "format=Account,User,GrpTRESMins"}));
+  EXPECT_EQ(a["drift"], true);
+  ASSERT_EQ(a["accounts"].size(), 2u) << a.dump();
+  EXPECT_EQ(a["accounts"][0], json({{"account", "alpha"},
+                                    {"quota_gpu_minutes", 600},
+                                    {"slurm_gpu_minutes", 900},
+                                    {"state", "differs"},
+                                    {"source", "q.toml:1"}}));
+  EXPECT_EQ(a["accounts"][1]["account"], "ops");
+  EXPECT_TRUE(a["accounts"][1]["quota_gpu_minutes"].is_null());
+  EXPECT_EQ(a["accounts"][1]["state"], "unmanaged");
+  EXPECT_EQ(a["left_out"], json::array());
+  // A viewer of alpha sees alpha's account only.
+  json v = GetJson("/api/v1/quotas/drift", viewer_);
+  ASSERT_EQ(v["accounts"].size(), 1u);
+  EXPECT_EQ(v["accounts"][0]["account"], "alpha");
+  // The limit pushed: in force, no drift.
+  slurm_text_ = "alpha||gres/gpu=600\n";
+  json ok = GetJson("/api/v1/quotas/drift", admin_);
+  EXPECT_EQ(ok["drift"], false);
+  EXPECT_EQ(ok["accounts"][0]["state"], "in_force");
+  // Slurm not answering is the server's trouble: 503, with sacctmgr's words.
+  slurm_error_ = "sacctmgr: error: Problem talking to the database";
+  HttpResponse down = GetRaw("/api/v1/quotas/drift", admin_);
+  EXPECT_EQ(down.status, 503);
+  EXPECT_THAT(json::parse(down.body)["message"].get<std::string>(),
+              HasSubstr("reading Slurm's limits: sacctmgr: error: Problem talking to the database"));
 }
 
 TEST_F(SeriesApiTest, InfoTellsRoleTeamsDataSpanTargetsAndBudgets) {

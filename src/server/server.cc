@@ -637,6 +637,11 @@ struct Server::Impl {
     Get("/api/v1/quotas", route("quotas", [this](const auto& req, auto& res) {
                Query(req, res, kReaders, [&](const QueryContext& q) { return QuotasReply(q, Params(req)); });
              }));
+    Get("/api/v1/quotas/drift", route("quotas_drift", [this](const auto& req, auto& res) {
+               Query(req, res, kReaders, [&](const QueryContext& q) {
+                 return QuotaDriftReply(q, options.slurm_runner, options.sacctmgr);
+               });
+             }));
     Get("/api/v1/waste", route("waste", [this](const auto& req, auto& res) {
                Query(req, res, kAdmins, [&](const QueryContext& q) { return WasteReply(q, Params(req)); });
              }));

@@ -18,6 +18,7 @@
 
 #include "core/goals.h"
 #include "core/objective.h"
+#include "actuators/actuators.h"
 #include "core/quota.h"
 #include "core/status.h"
 #include "core/time.h"
@@ -78,6 +79,11 @@ struct ServerOptions {
   std::vector<ObjectiveSpec> objectives;
   // The config's quotas ([[quota]] and [budgets] as soft monthly budgets): /api/v1/quotas.
   std::vector<QuotaSpec> quotas;
+  // What Slurm enforces for the hard quotas, for GET /api/v1/quotas/drift (docs/quotas.md):
+  // the runner sacctmgr is run through (serve: the real command, 30 s at most) and the
+  // sacctmgr it runs. Null: the route answers 501.
+  actuators::CommandRunner slurm_runner;
+  std::string sacctmgr = "sacctmgr";
   // How often the dashboard refreshes itself.
   int64_t dashboard_refresh_ms = 30'000;
   // /api/v1/whatif's replay (server/whatif_api.h), injected by the CLI, which links the
