@@ -516,6 +516,31 @@ TEST(ObjectivesLoopActionsTest, TheApiShowsAViewerItsOwnTeamsActionsAndObjective
   EXPECT_EQ(viewer_body.find("speech"), std::string::npos);
   EXPECT_EQ(get("/api/v1/actions?outcome=done", "admin-token").first, 400);
 
+  // Paged: one decision a page, through `next`, each once; the cursor in a header too.
+  std::vector<std::string> paged;
+  std::string after;
+  for (int i = 0; i < 5; ++i) {
+    auto r = c.Get("/api/v1/actions?limit=1" + (after.empty() ? "" : "&after=" + httplib::detail::encode_query_param(after)),
+                   {{"Authorization", "Bearer admin-token"}});
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    auto page = nlohmann::json::parse(r->body);
+    EXPECT_EQ(page["limit"], 1);
+    for (const auto& a : page["actions"]) paged.push_back(a["decision_id"]);
+    after = page["next"].is_null() ? "" : page["next"].get<std::string>();
+    EXPECT_EQ(r->get_header_value("Gpuledger-Next-After"), after);
+    if (after.empty()) break;
+  }
+  EXPECT_EQ(paged, (std::vector<std::string>{"d-speech", "d-vision"}));
+  for (const char* bad : {"limit=0", "limit=5001", "limit=5abc", "limit=-1"}) {
+    auto [status, body] = get(std::string("/api/v1/actions?") + bad, "admin-token");
+    EXPECT_EQ(status, 400) << bad;
+    EXPECT_NE(body.find("limit"), std::string::npos) << body;
+  }
+  auto [bad_cursor, cursor_body] = get("/api/v1/actions?after=yesterday", "admin-token");
+  EXPECT_EQ(bad_cursor, 400);
+  EXPECT_NE(cursor_body.find("after \\\"yesterday\\\": not a cursor a page gave"), std::string::npos) << cursor_body;
+
   auto [objectives_status, objectives_body] = get("/api/v1/objectives?history=3h", "vision-token");
   ASSERT_EQ(objectives_status, 200) << objectives_body;
   auto objectives = nlohmann::json::parse(objectives_body)["objectives"];
