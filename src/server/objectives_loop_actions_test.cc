@@ -211,7 +211,7 @@ TEST(ObjectivesLoopActionsTest, AnEnforcedRuleWarnsThenStopsARealSlurmJobAndLogs
   EXPECT_EQ(log[1].outcome, "taken");
   EXPECT_EQ(log[1].action, "stop");
   EXPECT_EQ(log[1].team, "vision");
-  EXPECT_EQ(log[1].result, "SIGTERM, then cancelled 1 s later");
+  EXPECT_EQ(log[1].result, "SIGTERM; scancel follows in 1 s");
   EXPECT_GE(log[1].at_ms - log[0].at_ms, 10 * kMsPerMinute);
   EXPECT_FALSE(log[1].evidence.empty());
   EXPECT_EQ(metrics.Value(MetricId::kInterventionActions, {"idle-notebooks", "stop", "ok"}), 1);
@@ -471,6 +471,37 @@ TEST(ObjectivesLoopActionsTest, AnEnforcedRuleWarnsThenEvictsIdlePodsAndRetriesA
   EXPECT_NE(cooled[0].reason.find("cooldown"), std::string::npos) << cooled[0].reason;
   EXPECT_EQ(metrics.Value(MetricId::kInterventionActions, {"idle-notebooks", "stop", "ok"}), 2);
   EXPECT_EQ(metrics.Value(MetricId::kInterventionActions, {"idle-notebooks", "stop", "retry_later"}), 1);
+}
+
+// A Slurm stop's 30 s SIGTERM grace is the actuator's to wait, on its own thread: the
+// evaluation that takes the stop returns at once, and the cancel follows (here when the
+// loop, and its actuator, go: the server stopping cancels what is still in its grace).
+TEST(ObjectivesLoopActionsTest, ASlurmStopsGraceDoesNotHoldTheEvaluation) {
+  ledger::testing::TempLedger t;
+  ASSERT_TRUE(t.ledger().Ingest(IdleNotebook("b1", "4242", kBaseMs, kBaseMs + 2 * kMsPerHour)).ok());
+  std::mutex mu;
+  std::vector<std::string> ran;
+  auto record = [&](const std::vector<std::string>& argv) -> Result<std::string> {
+    std::lock_guard lock(mu);
+    ran.push_back(argv[0] + " " + argv[1]);
+    return std::string();
+  };
+  MetricsRegistry metrics;
+  {
+    LoopActuators a;
+    a.slurm = actuators::SlurmActuator(record, {.term_grace_ms = 30'000});
+    auto loop = ObjectivesLoop::Create(t.ledger(), t.clock(), metrics, StopIdleNotebooks(/*enforce=*/true, 0), std::move(a));
+    ASSERT_TRUE(loop.ok()) << loop.status().ToString();
+    auto started = std::chrono::steady_clock::now();
+    ASSERT_TRUE((*loop)->EvaluateOnce().ok());
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+    std::lock_guard lock(mu);
+    EXPECT_EQ(ran, std::vector<std::string>{"scancel --signal=TERM"});
+  }
+  EXPECT_EQ(ran, (std::vector<std::string>{"scancel --signal=TERM", "scancel 4242"}));
+  std::vector<ledger::RecordedAction> log = AuditLog(t.ledger());
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].result, "SIGTERM; scancel follows in 30 s");
 }
 
 // GET /api/v1/actions and /api/v1/objectives, role-scoped: a viewer of team vision sees
