@@ -34,14 +34,17 @@ using CommandRunner = std::function<Result<std::string>(const std::vector<std::s
 struct SlurmOptions {
   std::string scontrol = "scontrol";
   std::string scancel = "scancel";
-  // stop: SIGTERM first, then the cancel this long after (the job's chance to checkpoint).
+  // stop: SIGTERM first, then the cancel this long after (the job's chance to checkpoint),
+  // on the actuator's own thread: Apply returns once the SIGTERM is sent. 0: cancel at once.
   int64_t term_grace_ms = 30'000;
 };
 
 // The job's Slurm id is its ledger id. hold: `scontrol hold ID`; reprioritize:
 // `scontrol update JobId=ID Priority=N`; stop: `scancel --signal=TERM ID`, then after the
-// grace `scancel ID` (a job already gone counts as stopped); requeue: `scontrol requeue ID`;
-// notify runs nothing (the alert sinks notify).
+// grace `scancel ID` (a job already gone counts as stopped) on a thread of the actuator's,
+// which logs the cancel's result (event=slurm_cancel) and, when the actuator is destroyed,
+// runs the cancels still waiting at once; requeue: `scontrol requeue ID`; notify runs
+// nothing (the alert sinks notify).
 std::unique_ptr<Actuator> SlurmActuator(CommandRunner run, SlurmOptions options = {});
 
 struct KubernetesOptions {

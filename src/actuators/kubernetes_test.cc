@@ -6,84 +6,15 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
-#include <map>
-#include <mutex>
-#include <nlohmann/json.hpp>
 #include <set>
-#include <thread>
 
 #include "actuators/actuators.h"
-#include "core/testing/http_server.h"
+#include "actuators/testing/eviction_stand_in.h"
 
 namespace gpuledger::actuators {
 namespace {
 
-using nlohmann::json;
-
-class StandInApiServer {
- public:
-  StandInApiServer() = default;
-  void Routes(httplib::Server& http) {
-    http.Get(R"(/api/v1/namespaces/([^/]+)/pods)", [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard lock(mu_);
-      json items = json::array();
-      for (const auto& [key, status] : pods_) {
-        if (key.first == req.matches[1].str()) items.push_back({{"metadata", {{"name", key.second}}}});
-      }
-      res.set_content(json{{"apiVersion", "v1"}, {"kind", "PodList"}, {"items", items}}.dump(), "application/json");
-    });
-    http.Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/eviction)",
-               [this](const httplib::Request& req, httplib::Response& res) {
-                 std::lock_guard lock(mu_);
-                 auth_ = req.get_header_value("Authorization");
-                 json body = json::parse(req.body, nullptr, false);
-                 bool valid = !body.is_discarded() && body.value("apiVersion", "") == "policy/v1" &&
-                              body.value("kind", "") == "Eviction" &&
-                              body["metadata"].value("name", "") == req.matches[2].str() &&
-                              body["metadata"].value("namespace", "") == req.matches[1].str();
-                 if (!valid) {
-                   res.status = 400;
-                   return;
-                 }
-                 auto it = pods_.find({req.matches[1].str(), req.matches[2].str()});
-                 if (it == pods_.end()) {
-                   res.status = 404;
-                   res.set_content(R"({"kind":"Status","reason":"NotFound"})", "application/json");
-                   return;
-                 }
-                 res.status = it->second;
-                 if (it->second == 201) {
-                   evicted_.insert(it->first.first + "/" + it->first.second);
-                   pods_.erase(it);
-                 } else if (it->second == 429) {
-                   res.set_content(R"({"kind":"Status","reason":"TooManyRequests","message":"Cannot evict pod as it )"
-                                   R"(would violate the pod's disruption budget."})",
-                                   "application/json");
-                 }
-               });
-  }
-  // A pod whose eviction is answered with `status`.
-  void AddPod(const std::string& ns, const std::string& name, int status) {
-    std::lock_guard lock(mu_);
-    pods_[{ns, name}] = status;
-  }
-  std::string url() const { return server_.url(); }
-  std::set<std::string> evicted() {
-    std::lock_guard lock(mu_);
-    return evicted_;
-  }
-  std::string auth() {
-    std::lock_guard lock(mu_);
-    return auth_;
-  }
-
- private:
-  std::mutex mu_;
-  std::map<std::pair<std::string, std::string>, int> pods_;
-  std::set<std::string> evicted_;
-  std::string auth_;
-  test_env::LoopbackHttpServer server_{[this](httplib::Server& http) { Routes(http); }};
-};
+using testing::StandInApiServer;
 
 objectives::Decision Stop(const std::string& job) {
   objectives::Decision d;

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include "actuators/actuators.h"
@@ -50,6 +51,55 @@ objectives::Decision Acting(InterventionAction action, const std::string& job, i
   d.job.id = job;
   d.new_priority = priority;
   return d;
+}
+
+// The commands a stop runs, with when they ran: Apply returns once the SIGTERM is sent,
+// and the cancel follows after the grace on the actuator's thread, so that a loop stopping
+// several jobs is not held for a grace each.
+TEST(SlurmActuatorTest, AStopReturnsAtOnceAndCancelsAfterItsGraceOnItsOwnThread) {
+  using Steady = std::chrono::steady_clock;
+  std::mutex mu;
+  std::vector<std::pair<std::string, Steady::time_point>> ran;
+  CommandRunner record = [&](const std::vector<std::string>& argv) -> Result<std::string> {
+    std::string line;
+    for (const std::string& a : argv) line += (line.empty() ? "" : " ") + a;
+    std::lock_guard lock(mu);
+    ran.emplace_back(line, Steady::now());
+    return std::string();
+  };
+  auto ran_now = [&] {
+    std::lock_guard lock(mu);
+    return ran;
+  };
+  Steady::time_point started = Steady::now();
+  {
+    auto slurm = SlurmActuator(record, {.term_grace_ms = 400});
+    for (const char* job : {"41", "42"}) {
+      auto stopped = slurm->Apply(Acting(InterventionAction::kStop, job));
+      ASSERT_TRUE(stopped.ok()) << stopped.status().ToString();
+      EXPECT_EQ(*stopped, "SIGTERM; scancel follows in 400 ms");
+    }
+    EXPECT_LT(Steady::now() - started, std::chrono::milliseconds(300));  // no grace waited here
+    ASSERT_EQ(ran_now().size(), 2u);
+    EXPECT_EQ(ran_now()[0].first, "scancel --signal=TERM 41");
+    EXPECT_EQ(ran_now()[1].first, "scancel --signal=TERM 42");
+    for (int i = 0; i < 100 && ran_now().size() < 4; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::vector<std::pair<std::string, Steady::time_point>> all = ran_now();
+    ASSERT_EQ(all.size(), 4u);
+    EXPECT_EQ(all[2].first, "scancel 41");
+    EXPECT_EQ(all[3].first, "scancel 42");
+    EXPECT_GE(all[2].second - all[0].second, std::chrono::milliseconds(390));
+    // Both graces ran side by side, not one after the other.
+    EXPECT_LT(all[3].second - all[0].second, std::chrono::milliseconds(790));
+
+    // A stop still in its grace when the actuator goes (the server stopping) is cancelled then.
+    ASSERT_TRUE(slurm->Apply(Acting(InterventionAction::kStop, "43")).ok());
+  }
+  std::vector<std::pair<std::string, Steady::time_point>> all = ran_now();
+  ASSERT_EQ(all.size(), 6u);
+  EXPECT_EQ(all[4].first, "scancel --signal=TERM 43");
+  EXPECT_EQ(all[5].first, "scancel 43");
+  EXPECT_LT(all[5].second - all[4].second, std::chrono::milliseconds(300));
 }
 
 TEST(SlurmActuatorTest, HoldsReprioritizesRequeuesAndStopsRealJobs) {

@@ -95,6 +95,43 @@ Alert AlertOf(const objectives::QuotaAlert& q, const Currency& currency, int64_t
   return a;
 }
 
+Alert NoticeOf(const objectives::Decision& d, const Currency& currency, int64_t ends_at_ms) {
+  bool warning = d.outcome == objectives::Outcome::kWarned;
+  std::string action(InterventionActionName(d.action));
+  Alert a;
+  a.labels = {{"alertname", kInterventionAlertName},
+              {"rule", d.rule},
+              {"action", action},
+              {"job", d.job.id},
+              {"team", d.job.team},
+              {"severity", warning ? "warning" : "info"}};
+  if (!d.job.user.empty()) a.labels["user"] = d.job.user;
+  std::string owner = d.job.user.empty() ? fmt::format("team {}", d.job.team)
+                                         : fmt::format("team {}, user {}", d.job.team, d.job.user);
+  std::string per_hour = d.per_hour_held.ToDisplay() + currency.Suffix();
+  std::string cost = fmt::format("Its {:g} GPUs cost {} per hour.", d.gpus, per_hour);
+  std::string deadline = warning ? FormatTime(d.deadline_ms) : "";
+  a.annotations = {
+      {"summary", warning ? fmt::format("job {} ({}): rule {} will {} it at {} unless it starts working", d.job.id, owner,
+                                        d.rule, action, deadline)
+                          : fmt::format("job {} ({}): rule {} notifies its owner", d.job.id, owner, d.rule)},
+      {"description", warning ? fmt::format("Job {} ({}): {}. {} Rule {} will {} it at {} unless the evidence changes.",
+                                            d.job.id, owner, d.evidence, cost, d.rule, action, deadline)
+                              : fmt::format("Job {} ({}): {}. {} (rule {})", d.job.id, owner, d.evidence, cost, d.rule)},
+      {"evidence", d.evidence},
+      {"per_hour", per_hour},
+  };
+  if (warning) a.annotations["deadline"] = deadline;
+  a.starts_at_ms = d.at_ms;
+  a.ends_at_ms = ends_at_ms;
+  return a;
+}
+
+bool IsNotice(const Alert& a) {
+  auto it = a.labels.find("alertname");
+  return it != a.labels.end() && it->second == kInterventionAlertName;
+}
+
 std::vector<Alert> AlertTracker::Update(const std::vector<objectives::ObjectiveStatus>& statuses, int64_t now_ms) {
   return Update(statuses, {}, now_ms);
 }

@@ -14,6 +14,7 @@
 
 #include "core/currency.h"
 #include "objectives/evaluate.h"
+#include "objectives/interventions.h"
 #include "objectives/quota_alerts.h"
 
 namespace gpuledger::alerting {
@@ -35,6 +36,19 @@ Alert AlertOf(const objectives::ObjectiveStatus& status, const objectives::Alert
 // labels quota, team or project, pool, period, threshold and severity; the figures
 // (used, projected, the projection's basis, in `currency`) in annotations.
 Alert AlertOf(const objectives::QuotaAlert& q, const Currency& currency, int64_t now_ms);
+
+// The alertname of an intervention's notice to a job's owner.
+inline constexpr const char* kInterventionAlertName = "GpuledgerIntervention";
+
+// An intervention's notice to the owner of `d.job` (docs/objectives.md, "Owner notices"):
+// the warning before a stop (d.outcome kWarned: its deadline is d.deadline_ms) or a notify
+// rule's message. Identity labels alertname GpuledgerIntervention, rule, action, job, team
+// (and user, when known), severity "warning" for a warning and "info" for a notice; the
+// summary and description name the job, the rule, the evidence, the deadline and the
+// money per hour its GPUs cost (in `currency`), each also an annotation of its own.
+// startsAt is d.at_ms, endsAt `ends_at_ms`; sent once, not tracked.
+Alert NoticeOf(const objectives::Decision& d, const Currency& currency, int64_t ends_at_ms);
+bool IsNotice(const Alert& a);  // an alert NoticeOf made
 
 struct TrackerOptions {
   int64_t resend_interval_ms = kMsPerMinute;

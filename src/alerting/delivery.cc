@@ -17,17 +17,20 @@ DeliveryQueue::~DeliveryQueue() {
   worker_.join();
 }
 
-void DeliveryQueue::Enqueue(std::vector<Alert> alerts) {
+void DeliveryQueue::Enqueue(std::vector<Alert> alerts, DeliveryDone done) {
   if (alerts.empty()) return;
+  DeliveryDone dropped;
   {
     std::lock_guard lock(mu_);
     if (queue_.size() >= options_.max_queued) {
+      dropped = std::move(queue_.front().done);
       queue_.pop_front();
       ++counters_.dropped_total;
     }
-    queue_.push_back(std::move(alerts));
+    queue_.push_back(Batch{std::move(alerts), std::move(done)});
   }
   cv_.notify_all();
+  if (dropped) dropped(DeliveryReport{.sink = name_, .error = "dropped unsent: the delivery queue was full"});
 }
 
 DeliveryCounters DeliveryQueue::counters() const {
@@ -49,9 +52,11 @@ void DeliveryQueue::Run() {
   while (true) {
     cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (stop_) return;
-    std::vector<Alert> batch = std::move(queue_.front());
+    std::vector<Alert> batch = std::move(queue_.front().alerts);
+    DeliveryDone done = std::move(queue_.front().done);
     queue_.pop_front();
     in_flight_ = true;
+    DeliveryReport report{.sink = name_};
     int64_t backoff_ms = options_.initial_backoff_ms;
     for (int attempt = 1;; ++attempt) {
       // Keep the sink's interval, and the wait a failure asked for; a stop ends the wait.
@@ -59,14 +64,17 @@ void DeliveryQueue::Run() {
       lock.unlock();
       Attempt result = sink_->Send(batch);
       lock.lock();
+      report.attempts = attempt;
       next_send = Steady::now() + std::chrono::milliseconds(sink_->min_interval_ms());
       if (result.status.ok()) {
         ++counters_.sent_total;
         counters_.alerts_sent_total += static_cast<int64_t>(batch.size());
+        report.delivered = true;
         break;
       }
       ++counters_.failed_attempts_total;
       counters_.last_error = result.status.message();
+      report.error = result.status.message();
       if (!result.retryable || attempt >= options_.max_attempts) {
         ++counters_.given_up_total;
         break;
@@ -74,6 +82,12 @@ void DeliveryQueue::Run() {
       int64_t wait_ms = result.retry_after_ms > 0 ? result.retry_after_ms : backoff_ms;
       next_send = std::max(next_send, Steady::now() + std::chrono::milliseconds(wait_ms));
       backoff_ms = std::min(options_.max_backoff_ms, backoff_ms * 2);
+    }
+    if (done) {
+      // Before the queue reads idle, so that WaitIdle's caller sees the callback's effect.
+      lock.unlock();
+      done(report);
+      lock.lock();
     }
     in_flight_ = false;
     cv_.notify_all();

@@ -2,7 +2,9 @@
 // never blocks evaluation or ingest. Each queue owns one worker thread that sends the
 // batches in order, retrying a failed one with exponential backoff (or after the
 // receiver's Retry-After), keeping at least the sink's minimum interval between sends,
-// and dropping the oldest batch when the queue is full. Its counters feed /metrics.
+// and dropping the oldest batch when the queue is full. Its counters feed /metrics. A
+// batch may carry a callback that learns how its delivery ended (an owner's notice, whose
+// outcome the audit log records).
 //
 // Thread-safety: Enqueue, counters and WaitIdle may be called from any thread.
 #pragma once
@@ -10,6 +12,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -38,6 +41,18 @@ struct DeliveryCounters {
   std::string last_error;
 };
 
+// How one batch's delivery ended: delivered, given up, or dropped unsent.
+struct DeliveryReport {
+  std::string sink;  // the sink's name ("slack:platform")
+  bool delivered = false;
+  int attempts = 0;   // 0: never sent (dropped from a full queue)
+  std::string error;  // the last failure, when not delivered
+};
+// Called once per batch that ends, on the queue's worker thread (or Enqueue's caller's, for
+// a batch dropped from a full queue), with no lock of the queue held. Not called for what
+// is still queued or in flight when the queue is destroyed.
+using DeliveryDone = std::function<void(const DeliveryReport&)>;
+
 class DeliveryQueue {
  public:
   DeliveryQueue(std::unique_ptr<Sink> sink, DeliveryOptions options = {});
@@ -45,8 +60,9 @@ class DeliveryQueue {
   DeliveryQueue(const DeliveryQueue&) = delete;
   DeliveryQueue& operator=(const DeliveryQueue&) = delete;
 
-  // Queues `alerts` (ignored when empty). Never blocks on the sink.
-  void Enqueue(std::vector<Alert> alerts);
+  // Queues `alerts` (ignored when empty), with `done` to call when their delivery ends.
+  // Never blocks on the sink.
+  void Enqueue(std::vector<Alert> alerts, DeliveryDone done = nullptr);
   DeliveryCounters counters() const;
   const std::string& name() const { return name_; }
   // Waits until nothing is queued or in flight, at most `timeout_ms`; true when idle.
@@ -60,7 +76,11 @@ class DeliveryQueue {
   DeliveryOptions options_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::vector<Alert>> queue_;  // GUARDED_BY(mu_)
+  struct Batch {
+    std::vector<Alert> alerts;
+    DeliveryDone done;
+  };
+  std::deque<Batch> queue_;  // GUARDED_BY(mu_)
   bool in_flight_ = false;                // GUARDED_BY(mu_)
   bool stop_ = false;                     // GUARDED_BY(mu_)
   DeliveryCounters counters_;             // GUARDED_BY(mu_)

@@ -125,10 +125,16 @@ std::string AlertmanagerBody(const std::vector<Alert>& alerts) {
 }
 
 std::string SlackMessage(const std::vector<Alert>& alerts) {
-  size_t firing = 0;
-  for (const Alert& a : alerts) firing += a.resolved ? 0 : 1;
-  std::string headline = fmt::format("gpuledger: {} objective alert{} firing, {} resolved", firing,
-                                     firing == 1 ? "" : "s", alerts.size() - firing);
+  size_t firing = 0, notices = 0;
+  for (const Alert& a : alerts) {
+    notices += IsNotice(a) ? 1 : 0;
+    firing += a.resolved || IsNotice(a) ? 0 : 1;
+  }
+  std::string headline =
+      notices == alerts.size()
+          ? fmt::format("gpuledger: {} intervention notice{}", notices, notices == 1 ? "" : "s")
+          : fmt::format("gpuledger: {} objective alert{} firing, {} resolved", firing, firing == 1 ? "" : "s",
+                        alerts.size() - firing - notices);
   std::string text = headline;
   json blocks = json::array();
   blocks.push_back({{"type", "header"}, {"text", {{"type", "plain_text"}, {"text", Cut(headline, 150)}}}});
@@ -140,7 +146,10 @@ std::string SlackMessage(const std::vector<Alert>& alerts) {
       auto it = a.annotations.find(key);
       return it == a.annotations.end() ? std::string() : it->second;
     };
-    std::string line = fmt::format("{} {}", a.resolved ? "RESOLVED" : "FIRING", get("summary"));
+    bool notice = IsNotice(a);
+    std::string state = notice ? (a.labels.at("severity") == "warning" ? "WARNING" : "NOTICE")
+                               : (a.resolved ? "RESOLVED" : "FIRING");
+    std::string line = fmt::format("{} {}", state, get("summary"));
     text += "\n" + line;
     if (blocks.size() == room && i + 1 < alerts.size()) {
       blocks.push_back({{"type", "context"},
@@ -154,8 +163,11 @@ std::string SlackMessage(const std::vector<Alert>& alerts) {
       if (it == a.labels.end()) it = a.labels.find(other);
       return it == a.labels.end() ? std::string() : it->second;
     };
-    std::string body = fmt::format("*{}* `{}` ({})\n{}", a.resolved ? "Resolved" : "Firing", label("slo", "quota"),
-                                   label("window", "threshold"), get("description"));
+    // A notice names its rule and job.
+    std::string body = notice ? fmt::format("*{}* `{}` on job `{}`\n{}", state == "WARNING" ? "Warning" : "Notice",
+                                            label("rule", "rule"), label("job", "job"), get("description"))
+                              : fmt::format("*{}* `{}` ({})\n{}", a.resolved ? "Resolved" : "Firing",
+                                            label("slo", "quota"), label("window", "threshold"), get("description"));
     blocks.push_back({{"type", "section"}, {"text", {{"type", "mrkdwn"}, {"text", Cut(body, kSlackMaxSectionChars)}}}});
   }
   return json{{"text", Cut(text, 40000)}, {"blocks", std::move(blocks)}}.dump();

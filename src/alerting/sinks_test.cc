@@ -156,6 +156,121 @@ TEST(DeliveryQueueTest, ARefusalIsNotRetriedAndAFullQueueDropsTheOldest) {
   EXPECT_LE(c.queued, 3);  // two waiting and the one in flight
 }
 
+TEST(DeliveryQueueTest, TellsEachBatchsCallbackHowItsDeliveryEnded) {
+  Receiver hook({500});
+  auto sink = WebhookSink(hook.url(), "owner");
+  ASSERT_TRUE(sink.ok());
+  DeliveryQueue queue(std::move(*sink), {.initial_backoff_ms = 10});
+  std::mutex mu;
+  std::vector<DeliveryReport> reports;
+  auto record = [&](const DeliveryReport& r) {
+    std::lock_guard lock(mu);
+    reports.push_back(r);
+  };
+  queue.Enqueue({MakeAlert(1)}, record);  // one 500, then delivered
+  ASSERT_TRUE(queue.WaitIdle(5'000));
+  {
+    std::lock_guard lock(mu);
+    ASSERT_EQ(reports.size(), 1u);  // reported before the queue read idle
+    EXPECT_EQ(reports[0].sink, "webhook:owner");
+    EXPECT_TRUE(reports[0].delivered);
+    EXPECT_EQ(reports[0].attempts, 2);
+  }
+
+  // Given up after its attempts: not delivered, the last error kept.
+  auto dead = WebhookSink("http://127.0.0.1:1/hook", "dead");
+  ASSERT_TRUE(dead.ok());
+  DeliveryQueue failing(std::move(*dead), {.initial_backoff_ms = 10, .max_attempts = 2});
+  failing.Enqueue({MakeAlert(2)}, record);
+  ASSERT_TRUE(failing.WaitIdle(10'000));
+  std::lock_guard lock(mu);
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_FALSE(reports[1].delivered);
+  EXPECT_EQ(reports[1].attempts, 2);
+  EXPECT_NE(reports[1].error.find("webhook:dead: POST"), std::string::npos) << reports[1].error;
+}
+
+TEST(DeliveryQueueTest, ABatchDroppedFromAFullQueueIsReportedNeverTried) {
+  auto dead = WebhookSink("http://127.0.0.1:1/hook");
+  ASSERT_TRUE(dead.ok());
+  DeliveryQueue stuck(std::move(*dead), {.initial_backoff_ms = 60'000, .max_queued = 1});
+  std::mutex mu;
+  std::vector<DeliveryReport> reports;
+  for (int i = 0; i < 3; ++i) {
+    stuck.Enqueue({MakeAlert(i)}, [&](const DeliveryReport& r) {
+      std::lock_guard lock(mu);
+      reports.push_back(r);
+    });
+  }
+  // The first is in flight or queued; at least one was pushed out unsent.
+  std::lock_guard lock(mu);
+  ASSERT_GE(reports.size(), 1u);
+  EXPECT_FALSE(reports[0].delivered);
+  EXPECT_EQ(reports[0].attempts, 0);
+  EXPECT_EQ(reports[0].error, "dropped unsent: the delivery queue was full");
+}
+
+// The warning before a stop, as the owner reads it in Slack and as Alertmanager gets it.
+objectives::Decision Warning() {
+  objectives::Decision d;
+  d.rule = "idle-notebooks";
+  d.at_ms = 1'795'392'000'000;  // 2026-11-23T00:00:00Z
+  d.action = InterventionAction::kStop;
+  d.outcome = objectives::Outcome::kWarned;
+  d.job = Job{.id = "ml/nb-7", .team = "vision", .user = "ada", .kind = JobKind::kNotebook};
+  d.gpus = 2;
+  d.evidence = "notebook idle for 1h 0m: every sample of its 2 GPUs under 5% activity (highest 0.0%, 60 samples)";
+  d.per_hour_held = Money::FromMicros(6'500'000);
+  d.deadline_ms = d.at_ms + 30 * kMsPerMinute;
+  return d;
+}
+
+TEST(NoticeTest, AWarningNamesTheJobRuleEvidenceDeadlineAndMoneyPerHour) {
+  auto eur = Currency::Iso4217("EUR");
+  ASSERT_TRUE(eur.ok());
+  objectives::Decision d = Warning();
+  Alert a = NoticeOf(d, *eur, d.deadline_ms);
+  EXPECT_TRUE(IsNotice(a));
+  EXPECT_EQ(a.labels, (std::map<std::string, std::string>{{"alertname", "GpuledgerIntervention"},
+                                                          {"rule", "idle-notebooks"},
+                                                          {"action", "stop"},
+                                                          {"job", "ml/nb-7"},
+                                                          {"team", "vision"},
+                                                          {"user", "ada"},
+                                                          {"severity", "warning"}}));
+  EXPECT_EQ(a.annotations["deadline"], "2026-11-23T00:30:00Z");
+  EXPECT_EQ(a.annotations["per_hour"], "6.50 EUR");
+  EXPECT_EQ(a.annotations["evidence"], d.evidence);
+  EXPECT_EQ(a.annotations["description"],
+            "Job ml/nb-7 (team vision, user ada): " + d.evidence +
+                ". Its 2 GPUs cost 6.50 EUR per hour. Rule idle-notebooks will stop it at 2026-11-23T00:30:00Z unless "
+                "the evidence changes.");
+  EXPECT_EQ(a.starts_at_ms, d.at_ms);
+  EXPECT_EQ(a.ends_at_ms, d.deadline_ms);
+
+  Receiver slack;
+  auto sink = SlackSink(slack.url("/services/T0/B0/x"), "vision");
+  ASSERT_TRUE(sink.ok());
+  ASSERT_TRUE((*sink)->Send({a}).status.ok());
+  json msg = json::parse(slack.bodies().at(0));
+  EXPECT_EQ(msg["blocks"][0]["text"]["text"], "gpuledger: 1 intervention notice");
+  std::string section = msg["blocks"][1]["text"]["text"];
+  EXPECT_TRUE(section.starts_with("*Warning* `idle-notebooks` on job `ml/nb-7`\n")) << section;
+  EXPECT_NE(section.find("6.50 EUR per hour"), std::string::npos) << section;
+  EXPECT_NE(msg["text"].get<std::string>().find("WARNING job ml/nb-7 (team vision, user ada): rule idle-notebooks "
+                                                "will stop it at 2026-11-23T00:30:00Z"),
+            std::string::npos)
+      << msg["text"];
+
+  // A notify rule's notice: no deadline, severity info.
+  d.outcome = objectives::Outcome::kTaken;
+  d.action = InterventionAction::kNotify;
+  Alert n = NoticeOf(d, *eur, d.at_ms + kMsPerHour);
+  EXPECT_EQ(n.labels["severity"], "info");
+  EXPECT_EQ(n.annotations.count("deadline"), 0u);
+  EXPECT_EQ(n.annotations["summary"], "job ml/nb-7 (team vision, user ada): rule idle-notebooks notifies its owner");
+}
+
 TEST(SinkTest, RefusesAnUrlThatIsNotHttp) {
   EXPECT_FALSE(SlackSink("hooks.slack.com/x").ok());
   EXPECT_FALSE(AlertmanagerSink("ftp://am:9093").ok());

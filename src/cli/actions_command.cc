@@ -16,6 +16,8 @@ struct ActionsOpts {
   WindowOptions window;
   std::string rule, outcome, format = "table";
   std::vector<std::string> teams;
+  int64_t limit = ledger::kDefaultActionsPage;
+  std::string after;
 };
 
 int Actions(const CommonOptions& common, const ActionsOpts& o) {
@@ -31,12 +33,17 @@ int Actions(const CommonOptions& common, const ActionsOpts& o) {
   // trailing window's whole hours may leave out).
   if (o.window.to.empty()) query.range.end_ms = kForever;
   if (!o.teams.empty()) query.teams = std::set<std::string>(o.teams.begin(), o.teams.end());
-  auto actions = ledger::Actions(**ledger, query);
-  if (!actions.ok()) return Fail(actions.status());
+  auto page = ledger::ActionsPage(**ledger, query, o.after, o.limit);
+  if (!page.ok()) return Fail(page.status().WithContext(o.limit < 1 || o.limit > ledger::kMaxActionsPage ? "--limit" : "--after"));
   auto prices = (*ledger)->Prices();
   if (!prices.ok()) return Fail(prices.status());
-  std::string out = report::RenderActions(*actions, *window, *format, prices->currency());
+  std::string out = report::RenderActions(page->actions, *window, *format, prices->currency());
   std::fwrite(out.data(), 1, out.size(), stdout);
+  // Standard error, so that the CSV or JSON on standard output stays whole.
+  if (!page->next.empty()) {
+    std::fprintf(stderr, "more decisions: the next page is --after '%s' (%zu shown, --limit %lld)\n", page->next.c_str(),
+                 page->actions.size(), static_cast<long long>(o.limit));
+  }
   return 0;
 }
 
@@ -54,6 +61,10 @@ void AddActionsCommand(CLI::App& app, CommonOptions& common, Commands& out) {
       ->check(CLI::IsMember({"proposed", "taken", "warned", "skipped"}));
   sub->add_option("--team", o->teams, "only these teams' jobs (repeat for several)");
   sub->add_option("--format", o->format, "table, json or csv")->capture_default_str();
+  sub->add_option("--limit", o->limit,
+                  fmt::format("at most this many decisions, oldest first (1..{})", ledger::kMaxActionsPage))
+      ->capture_default_str();
+  sub->add_option("--after", o->after, "the page after this cursor (what the previous page named)");
   out.push_back({sub, [o, &common]() -> int { return Actions(common, *o); }});
 }
 

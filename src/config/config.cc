@@ -677,7 +677,7 @@ Status ReadObjectives(const std::string& file, const Reader& root, const Goals& 
 
 // [[intervention]] tables (docs/objectives.md); `objectives` are those already read.
 Status ReadInterventions(const std::string& file, const Reader& root, const std::vector<ObjectiveSpec>& objectives,
-                         std::vector<InterventionRule>& out) {
+                         const AlertingSection& alerting, std::vector<InterventionRule>& out) {
   return root.EachTable("intervention", [&](const toml::table& t, int64_t line) -> Status {
     Where where(file, line, "intervention");
     where.MarkArray();
@@ -708,6 +708,7 @@ Status ReadInterventions(const std::string& file, const Reader& root, const std:
     }));
     Overlay(enforce, rule.enforce);
     GPULEDGER_RETURN_IF_ERROR(r.String("objective", rule.objective));
+
     if (!rule.objective.empty() &&
         std::none_of(objectives.begin(), objectives.end(),
                      [&](const ObjectiveSpec& o) { return o.name == rule.objective; })) {
@@ -734,6 +735,16 @@ Status ReadInterventions(const std::string& file, const Reader& root, const std:
       std::optional<int64_t> v;
       GPULEDGER_RETURN_IF_ERROR(r.Duration(key, v));
       Overlay(v, *field);
+    }
+    // An enforced rule that tells the owner first (a notice, or the warning before a stop)
+    // needs somewhere to send it: without one its stops would never follow a warning.
+    bool warns = rule.action == InterventionAction::kHold || rule.action == InterventionAction::kStop ||
+                 rule.action == InterventionAction::kRequeue;
+    if (rule.enforce && !alerting.HasSink() && (rule.action == InterventionAction::kNotify || (warns && rule.grace_ms > 0))) {
+      return r.FailKey("mode", fmt::format("an enforced {} rule tells the job's owner first, and [alerting] has no sink to "
+                                           "carry it: add an [[alerting.route]], [[alerting.slack]], [[alerting.webhook]] "
+                                           "or [[alerting.alertmanager]]",
+                                           InterventionActionName(rule.action)));
     }
     GPULEDGER_RETURN_IF_ERROR(r.StringList("exempt", rule.exempt));
     for (const std::string& e : rule.exempt) {
@@ -831,7 +842,7 @@ Status ReadQuotas(const std::string& file, const toml::table& root_table, const 
 Status ReadAlerting(const std::string& file, const toml::table& t, int64_t line, AlertingSection& s) {
   s.where = Where(file, line, "alerting");
   Reader r(file, t, s.where);
-  GPULEDGER_RETURN_IF_ERROR(r.Known({"resend_interval", "alertmanager", "slack", "webhook"}));
+  GPULEDGER_RETURN_IF_ERROR(r.Known({"resend_interval", "alertmanager", "slack", "webhook", "route"}));
   GPULEDGER_RETURN_IF_ERROR(r.Duration("resend_interval", s.resend_interval_ms));
   struct Sink {
     const char* name;
@@ -857,7 +868,40 @@ Status ReadAlerting(const std::string& file, const toml::table& t, int64_t line,
       return Status::Ok();
     }));
   }
-  return Status::Ok();
+  return r.EachTable("route", [&](const toml::table& tt, int64_t at) -> Status {
+    AlertRouteTable route{.where = Where(file, at, "alerting.route")};
+    route.where.MarkArray();
+    Reader e(file, tt, route.where);
+    GPULEDGER_RETURN_IF_ERROR(e.Known({"team", "user", "slack", "webhook", "name"}));
+    GPULEDGER_RETURN_IF_ERROR(e.String("team", route.team));
+    GPULEDGER_RETURN_IF_ERROR(e.String("user", route.user));
+    GPULEDGER_RETURN_IF_ERROR(e.String("slack", route.slack_url));
+    GPULEDGER_RETURN_IF_ERROR(e.String("webhook", route.webhook_url));
+    GPULEDGER_RETURN_IF_ERROR(e.String("name", route.name));
+    if (route.team.empty() == route.user.empty()) {
+      if (e.Has("user")) return e.FailKey("user", "a route is a team's or a user's: set team or user, not both");
+      return InvalidArgument(fmt::format("{}: needs team = \"NAME\" or user = \"NAME\"", route.where.Table()));
+    }
+    if (route.slack_url.empty() && route.webhook_url.empty()) {
+      return InvalidArgument(fmt::format("{}: needs slack = \"URL\" (an incoming webhook) or webhook = \"URL\", or both",
+                                         route.where.Table()));
+    }
+    for (const char* key : {"slack", "webhook"}) {
+      const std::string& url = std::string_view(key) == "slack" ? route.slack_url : route.webhook_url;
+      if (e.Has(key) && !url.starts_with("http://") && !url.starts_with("https://")) {
+        return e.FailKey(key, fmt::format("\"{}\": want an http:// or https:// URL", url));
+      }
+    }
+    const char* key = route.team.empty() ? "user" : "team";
+    for (const AlertRouteTable& other : s.routes) {
+      if (other.team == route.team && other.user == route.user) {
+        return e.FailKey(key, fmt::format("{} \"{}\" is routed at {} too", key,
+                                          route.team.empty() ? route.user : route.team, other.where.Source(key)));
+      }
+    }
+    s.routes.push_back(std::move(route));
+    return Status::Ok();
+  });
 }
 
 }  // namespace
@@ -892,7 +936,7 @@ Result<Config> Load(const std::string& path) {
     GPULEDGER_ASSIGN_OR_RETURN(c.prices, ReadPrices(path, r));
   }
   GPULEDGER_RETURN_IF_ERROR(ReadObjectives(path, r, c.goals, c.objectives));
-  GPULEDGER_RETURN_IF_ERROR(ReadInterventions(path, r, c.objectives, c.interventions));
+  GPULEDGER_RETURN_IF_ERROR(ReadInterventions(path, r, c.objectives, c.alerting, c.interventions));
   GPULEDGER_RETURN_IF_ERROR(ReadQuotas(path, root, r, c.goals, c.quotas));
   return c;
 }

@@ -205,12 +205,27 @@ struct AlertSinkTable {
   Where where;
 };
 
+// [[alerting.route]]: where the intervention rules' notices to the owners of one team's
+// (or one user's) jobs go (docs/objectives.md, "Owner notices"): a Slack incoming webhook,
+// a generic webhook, or both. Exactly one of team and user; no two routes for the same one.
+struct AlertRouteTable {
+  std::string team;  // empty when the route is a user's
+  std::string user;
+  std::string slack_url;    // `slack`; empty: none
+  std::string webhook_url;  // `webhook`; empty: none
+  std::optional<std::string> name;  // how counters and logs call its sinks; default: route-TEAM or route-USER
+  Where where;
+};
+
 // [alerting]
 struct AlertingSection {
   std::optional<int64_t> resend_interval_ms;  // how often a firing alert is sent again
   std::vector<AlertSinkTable> alertmanagers;
   std::vector<AlertSinkTable> slack;
   std::vector<AlertSinkTable> webhooks;
+  std::vector<AlertRouteTable> routes;
+  // Whether any sink is configured: an Alertmanager, a shared Slack or webhook, a route.
+  bool HasSink() const { return !alertmanagers.empty() || !slack.empty() || !webhooks.empty() || !routes.empty(); }
   Where where{"", 0, "alerting"};
 };
 

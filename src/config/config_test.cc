@@ -615,6 +615,14 @@ webhook_url = "https://hooks.example.com/T0/B0/x"
 name = "platform"
 [[alerting.webhook]]
 url = "http://127.0.0.1:8080/hook"
+[[alerting.route]]
+team = "nlp"
+slack = "https://hooks.example.com/T0/B1/nlp"
+webhook = "http://127.0.0.1:8080/nlp"
+name = "nlp-owners"
+[[alerting.route]]
+user = "alice"
+webhook = "http://127.0.0.1:8080/alice"
 )toml");
   auto c = Load(path);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
@@ -663,6 +671,15 @@ url = "http://127.0.0.1:8080/hook"
   EXPECT_EQ(c->alerting.slack[0].url, "https://hooks.example.com/T0/B0/x");
   EXPECT_EQ(c->alerting.slack[0].name, "platform");
   ASSERT_EQ(c->alerting.webhooks.size(), 1u);
+  ASSERT_EQ(c->alerting.routes.size(), 2u);
+  const AlertRouteTable& nlp = c->alerting.routes[0];
+  EXPECT_EQ(nlp.team, "nlp");
+  EXPECT_EQ(nlp.slack_url, "https://hooks.example.com/T0/B1/nlp");
+  EXPECT_EQ(nlp.webhook_url, "http://127.0.0.1:8080/nlp");
+  EXPECT_EQ(nlp.name, "nlp-owners");
+  EXPECT_EQ(c->alerting.routes[1].user, "alice");
+  EXPECT_TRUE(c->alerting.routes[1].slack_url.empty());
+  EXPECT_EQ(c->alerting.routes[1].where.Table(), path + ":57: [[alerting.route]]");
 }
 
 // A rule is dry-run unless it says enforce; the safety limits have their defaults.
@@ -724,6 +741,21 @@ TEST(ConfigTest, ObjectiveAndInterventionErrorsNameTheLine) {
       {"[[alerting.slack]]\nwebhook_url = \"hooks.slack.com/x\"\n",
        ":2: alerting.slack.webhook_url: \"hooks.slack.com/x\": want an http:// or https:// URL"},
       {"[alerting]\nresend_interval = \"often\"\n", ":2: alerting.resend_interval: duration \"often\""},
+      // An enforced rule that tells the owner first needs a sink to tell them through.
+      {"[[intervention]]\nname = \"r\"\naction = \"stop\"\nmode = \"enforce\"\n",
+       ":4: intervention.mode: an enforced stop rule tells the job's owner first, and [alerting] has no sink"},
+      {"[[intervention]]\nname = \"r\"\naction = \"notify\"\nmode = \"enforce\"\n",
+       ":4: intervention.mode: an enforced notify rule tells the job's owner first"},
+      {"[[alerting.route]]\nslack = \"https://hooks.slack.com/x\"\n",
+       ":1: [[alerting.route]]: needs team = \"NAME\" or user = \"NAME\""},
+      {"[[alerting.route]]\nteam = \"nlp\"\nuser = \"ada\"\nslack = \"https://hooks.slack.com/x\"\n",
+       ":3: alerting.route.user: a route is a team's or a user's"},
+      {"[[alerting.route]]\nteam = \"nlp\"\n", ":1: [[alerting.route]]: needs slack = \"URL\""},
+      {"[[alerting.route]]\nteam = \"nlp\"\nwebhook = \"hooks/x\"\n",
+       ":3: alerting.route.webhook: \"hooks/x\": want an http:// or https:// URL"},
+      {"[[alerting.route]]\nteam = \"nlp\"\nchannel = \"#nlp\"\n", ":3: alerting.route.channel"},
+      {"[[alerting.route]]\nteam = \"nlp\"\nslack = \"https://a/\"\n[[alerting.route]]\nteam = \"nlp\"\nwebhook = \"https://b/\"\n",
+       ":5: alerting.route.team: team \"nlp\" is routed at "},
   };
   ExpectEachFails(cases);
 }

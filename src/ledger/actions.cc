@@ -32,6 +32,14 @@ Status CheckAction(const RecordedAction& a, size_t i) {
   return Status::Ok();
 }
 
+RecordedAction FromRecord(store::ActionRecord&& r) {
+  return RecordedAction{.decision_id = std::move(r.decision_id), .at_ms = r.at_ms, .rule = std::move(r.rule),
+                        .job = std::move(r.job_key), .team = std::move(r.team), .action = std::move(r.action),
+                        .outcome = std::move(r.outcome), .enforce = r.enforce, .evidence = std::move(r.evidence),
+                        .reason = std::move(r.reason), .result = std::move(r.result),
+                        .per_hour_freed = Money::FromMicros(r.per_hour_freed_micros)};
+}
+
 }  // namespace
 
 Result<size_t> RecordActions(Ledger& ledger, const std::vector<RecordedAction>& actions) {
@@ -58,14 +66,38 @@ Result<std::vector<RecordedAction>> Actions(Ledger& ledger, const ActionQuery& q
     if (query.teams && !query.teams->contains(r.team)) continue;
     if (!query.rule.empty() && r.rule != query.rule) continue;
     if (!query.outcome.empty() && r.outcome != query.outcome) continue;
-    out.push_back(RecordedAction{.decision_id = std::move(r.decision_id), .at_ms = r.at_ms, .rule = std::move(r.rule),
-                                 .job = std::move(r.job_key), .team = std::move(r.team), .action = std::move(r.action),
-                                 .outcome = std::move(r.outcome), .enforce = r.enforce,
-                                 .evidence = std::move(r.evidence), .reason = std::move(r.reason),
-                                 .result = std::move(r.result),
-                                 .per_hour_freed = Money::FromMicros(r.per_hour_freed_micros)});
+    out.push_back(FromRecord(std::move(r)));
   }
   return out;
+}
+
+Result<ActionPage> ActionsPage(Ledger& ledger, const ActionQuery& query, const std::string& after, int64_t limit) {
+  if (limit < 1 || limit > kMaxActionsPage) {
+    return InvalidArgument(fmt::format("limit {}: want a whole number within 1..{}", limit, kMaxActionsPage));
+  }
+  store::ActionSelection selection{.range = query.range, .rule = query.rule, .outcome = query.outcome,
+                                   .limit = limit + 1};  // one more tells whether a next page exists
+  if (query.teams) selection.teams = std::vector<std::string>(query.teams->begin(), query.teams->end());
+  if (!after.empty()) {
+    // "AT_MS:DECISION_ID", as `next` writes it.
+    size_t colon = after.find(':');
+    std::string_view at = std::string_view(after).substr(0, colon);
+    bool digits = colon != std::string::npos && !at.empty() && at.size() <= 18 &&
+                  at.find_first_not_of("0123456789") == std::string_view::npos;
+    if (!digits || colon + 1 == after.size()) {
+      return InvalidArgument(fmt::format("after \"{}\": not a cursor a page gave (want the `next` of the previous page)",
+                                         after.substr(0, 80)));
+    }
+    selection.after = std::make_pair(std::stoll(std::string(at)), after.substr(colon + 1));
+  }
+  GPULEDGER_ASSIGN_OR_RETURN(store::ActionLog * log, store::ActionLogOf(internal_StoreOf(ledger)));
+  GPULEDGER_ASSIGN_OR_RETURN(std::vector<store::ActionRecord> rows, log->SelectActions(selection));
+  ActionPage page;
+  bool more = static_cast<int64_t>(rows.size()) > limit;
+  if (more) rows.resize(static_cast<size_t>(limit));
+  for (store::ActionRecord& r : rows) page.actions.push_back(FromRecord(std::move(r)));
+  if (more) page.next = fmt::format("{}:{}", page.actions.back().at_ms, page.actions.back().decision_id);
+  return page;
 }
 
 ActionTotals TotalActions(const std::vector<RecordedAction>& actions) {

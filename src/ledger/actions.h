@@ -50,6 +50,22 @@ struct ActionQuery {
 // The decisions `query` selects, oldest first.
 Result<std::vector<RecordedAction>> Actions(Ledger& ledger, const ActionQuery& query);
 
+// Paging the audit log (GET /api/v1/actions, `gpuledger actions`): every read is bounded.
+inline constexpr int64_t kDefaultActionsPage = 1'000;
+inline constexpr int64_t kMaxActionsPage = 5'000;
+
+struct ActionPage {
+  std::vector<RecordedAction> actions;  // oldest first (then by decision id)
+  // Where the next page begins (pass it as `after`), or "" on the last page.
+  std::string next;
+};
+
+// At most `limit` of the decisions `query` selects, oldest first, after the cursor `after`
+// (a previous page's `next`; "" for the first page). Paging through every page reads each
+// decision exactly once, whatever is recorded meanwhile behind the cursor. Fails naming
+// `limit` outside 1..kMaxActionsPage and `after` that is not a cursor a page gave.
+Result<ActionPage> ActionsPage(Ledger& ledger, const ActionQuery& query, const std::string& after, int64_t limit);
+
 struct ActionTotals {
   int64_t taken = 0, proposed = 0, warned = 0, skipped = 0;
   Money freed_per_hour;    // the money per hour of the stops taken

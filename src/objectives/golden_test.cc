@@ -216,6 +216,9 @@ std::string RenderDecision(const Decision& d) {
   std::string line = fmt::format("{} {} {} {}", ClockText(d.at_ms), d.rule, d.job.id, OutcomeName(d.outcome));
   if (d.new_priority != 0) line += fmt::format(" priority={}", d.new_priority);
   if (d.per_hour_freed.micros() != 0) line += " per_hour=" + d.per_hour_freed.ToString();
+  // A warning: when the action follows, and what the job's GPUs cost meanwhile (its notice's).
+  if (d.deadline_ms != 0) line += " deadline=" + ClockText(d.deadline_ms);
+  if (d.outcome == Outcome::kWarned && d.per_hour_held.micros() != 0) line += " held_per_hour=" + d.per_hour_held.ToString();
   if (!d.reason.empty()) line += " | " + d.reason;
   return Joined(Words(line));
 }

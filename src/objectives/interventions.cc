@@ -37,11 +37,17 @@ bool Conclude(const InterventionRule& rule, int64_t at_ms, Decision& d, Interven
     if (warned == h.warned_ms.end()) {
       h.warned_ms[key] = at_ms;
       d.outcome = Outcome::kWarned;
+      d.deadline_ms = at_ms + rule.grace_ms;
       d.reason = fmt::format("owner warned: {} follows at {} unless the evidence changes", InterventionActionName(rule.action),
                              FormatTime(at_ms + rule.grace_ms));
       return true;
     }
     if (at_ms - warned->second < rule.grace_ms) return false;
+    if (auto why = h.warning_unconfirmed.find(key); why != h.warning_unconfirmed.end()) {
+      d.outcome = Outcome::kSkipped;
+      d.reason = "owner not warned yet: " + why->second;
+      return true;
+    }
   }
   std::deque<int64_t>& recent = h.actions[rule.name];
   if (static_cast<int64_t>(recent.size()) >= rule.max_actions_per_hour) {
@@ -53,6 +59,7 @@ bool Conclude(const InterventionRule& rule, int64_t at_ms, Decision& d, Interven
   recent.push_back(at_ms);
   h.last_action_ms[key] = at_ms;
   h.warned_ms.erase(key);
+  h.warning_unconfirmed.erase(key);
   return true;
 }
 
@@ -72,6 +79,7 @@ void DecideHeld(const InterventionRule& rule, const DecisionInputs& in, Interven
     Decision d = Base(rule, in.at_ms, held.job);
     d.devices = held.devices;
     d.gpus = held.gpus;
+    d.per_hour_held = held.price_per_hour;
     if (held.evidence_until_ms == 0 || in.at_ms - held.evidence_until_ms > rule.staleness_limit_ms) {
       d.outcome = Outcome::kSkipped;
       d.reason = held.evidence_until_ms == 0
@@ -85,6 +93,7 @@ void DecideHeld(const InterventionRule& rule, const DecisionInputs& in, Interven
                 held.max_activity < rule.idle_below;
     if (!idle) {
       h.warned_ms.erase({rule.name, held.job.id});  // the evidence changed: a new warning next time
+      h.warning_unconfirmed.erase({rule.name, held.job.id});
       continue;
     }
     d.evidence = fmt::format("{} idle for {}: every sample of its {:.3g} GPUs under {:g}% activity (highest {:.1f}%, {} samples)",

@@ -13,7 +13,8 @@
 //     have acted on;
 //  4. cooldown: at most one action per job per rule per `cooldown`;
 //  5. grace: a stop (hold, stop, requeue) is first a warning to the owner; the action
-//     follows once `grace` has passed and the evidence still holds;
+//     follows once `grace` has passed, the evidence still holds and the warning's delivery
+//     was at least attempted (InterventionHistory::warning_unconfirmed);
 //  6. the rule's max actions per hour (dry-run proposals count too, so that a backtest
 //     shows what the limit would have let through).
 // A rule with an objective acts only while that objective has an alert firing.
@@ -55,6 +56,8 @@ struct Decision {
   int32_t new_priority = 0;  // reprioritize
   double gpus = 0;
   Money per_hour_freed;  // what the job's GPUs cost per hour (stops); zero otherwise
+  Money per_hour_held;   // what the job's GPUs cost per hour now (jobs holding GPUs), for its owner's notice
+  int64_t deadline_ms = 0;  // a warning: when the action follows unless the evidence changes
 };
 
 // What a rule has done so far: the state its cooldown, grace and rate limits read.
@@ -62,6 +65,10 @@ struct InterventionHistory {
   std::map<std::pair<std::string, std::string>, int64_t> last_action_ms;  // (rule, job)
   std::map<std::pair<std::string, std::string>, int64_t> warned_ms;       // (rule, job)
   std::map<std::string, std::deque<int64_t>> actions;                     // rule -> times within the last hour
+  // (rule, job) -> why its warning cannot count yet: the delivery to the owner has not been
+  // attempted (the server's loop sets and clears it; the backtest never does). While a key
+  // is here, the action waits past its grace, as a skip saying so.
+  std::map<std::pair<std::string, std::string>, std::string> warning_unconfirmed;
 };
 
 struct DecisionInputs {

@@ -89,6 +89,32 @@ TEST(InterventionsTest, WorkDuringTheGracePeriodWithdrawsTheWarning) {
   EXPECT_EQ(d[0].outcome, Outcome::kWarned);
 }
 
+TEST(InterventionsTest, TheStopWaitsPastItsGraceWhileTheWarningIsUnconfirmed) {
+  InterventionRule rule = StopIdleNotebooks();
+  rule.grace_ms = 30 * kMsPerMinute;
+  DecisionInputs in{.at_ms = kT0, .held = {IdleNotebook("a", kT0)}};
+  InterventionHistory history;
+  std::vector<Decision> d = Decide({rule}, in, history);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].outcome, Outcome::kWarned);
+  EXPECT_EQ(d[0].deadline_ms, kT0 + 30 * kMsPerMinute);
+  EXPECT_EQ(d[0].per_hour_held, Money::FromUnits(2));  // for the owner's notice
+  EXPECT_EQ(d[0].per_hour_freed, Money());              // a warning frees nothing
+  history.warning_unconfirmed[{"idle", "a"}] = "the warning is still being delivered";
+  in.at_ms = kT0 + 31 * kMsPerMinute;
+  in.held = {IdleNotebook("a", in.at_ms)};
+  d = Decide({rule}, in, history);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].outcome, Outcome::kSkipped);
+  EXPECT_EQ(d[0].reason, "owner not warned yet: the warning is still being delivered");
+  // Confirmed (the delivery was tried): the stop follows.
+  history.warning_unconfirmed.clear();
+  d = Decide({rule}, in, history);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].outcome, Outcome::kTaken);
+  EXPECT_EQ(d[0].per_hour_freed, Money::FromUnits(2));
+}
+
 TEST(InterventionsTest, AJobHeldForLessThanTheEvidenceWindowIsNotIdleYet) {
   InterventionRule rule = StopIdleNotebooks();
   rule.idle_for_ms = 2 * kMsPerHour;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "ledger/actions.h"
@@ -30,15 +31,27 @@ HttpReply ActionsReply(const QueryContext& q, const QueryParams& params) {
     query.range = {window->begin_ms, window->end_ms + 1};
   }
   if (q.who.role != Role::kAdmin) query.teams = std::set<std::string>(q.who.teams.begin(), q.who.teams.end());
-  auto actions = ledger::Actions(q.ledger, query);
-  if (!actions.ok()) return ErrorReply(actions.status());
+  auto limit = CountParam(params, "limit", ledger::kDefaultActionsPage, 1, ledger::kMaxActionsPage);
+  if (!limit.ok()) return ErrorReply(limit.status());
+  auto page = ledger::ActionsPage(q.ledger, query, Param(params, "after"), *limit);
+  if (!page.ok()) return ErrorReply(page.status());
   auto prices = q.ledger.Prices();
   if (!prices.ok()) return ErrorReply(prices.status());
-  std::string body = report::RenderActions(*actions, query.range, *format, prices->currency());
+  std::string body = report::RenderActions(page->actions, query.range, *format, prices->currency());
   const char* type = *format == report::Format::kJson  ? "application/json"
                      : *format == report::Format::kCsv ? "text/csv; charset=utf-8"
                                                        : "text/plain; charset=utf-8";
-  return {200, type, std::move(body)};
+  if (*format == report::Format::kJson) {
+    // The page's place: `next` is the cursor of the next page (after=), null on the last.
+    nlohmann::json out = nlohmann::json::parse(body);
+    out["limit"] = *limit;
+    out["next"] = page->next.empty() ? nlohmann::json(nullptr) : nlohmann::json(page->next);
+    body = out.dump(2) + "\n";
+  }
+  HttpReply reply{200, type, std::move(body)};
+  // Every format carries the cursor in a header too (CSV and text have no place for it).
+  if (!page->next.empty()) reply.headers.emplace_back("Gpuledger-Next-After", page->next);
+  return reply;
 }
 
 }  // namespace gpuledger::server

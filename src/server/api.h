@@ -24,6 +24,7 @@ struct HttpReply {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // besides Content-Type
 };
 
 using QueryParams = std::map<std::string, std::string>;

@@ -123,7 +123,7 @@ const std::vector<CatalogEntry>& Catalog() {
        "objectives::Decide"},
       {MetricId::kInterventionActions,
        {"gpuledger_intervention_actions_total", MetricType::kCounter, "",
-        "Enforced decisions carried out by an actuator, by rule, action and result (ok, failed)."},
+        "Enforced decisions carried out by an actuator or an owner notice, by rule, action and result (ok, failed, retry_later)."},
        {"rule", "action", "result"},
        "actuators::Actuator"},
       {MetricId::kAuditLogPending,

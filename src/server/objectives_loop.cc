@@ -1,14 +1,17 @@
 #include "server/objectives_loop.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <map>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "actuators/actuators.h"
 #include "alerting/alerts.h"
@@ -28,6 +31,11 @@ std::string DecisionId(const objectives::Decision& d) {
   return fmt::format("{}|{}|{}|{}|{}", d.rule, d.job.id, InterventionActionName(d.action),
                      objectives::OutcomeName(d.outcome), d.at_ms);
 }
+
+// How an owner's notice that no sink tried is recorded (its result's start).
+constexpr std::string_view kNotSent = "not sent";
+// How a taken decision the scheduler refused for now is recorded (its result's start).
+constexpr std::string_view kRetryLater = "retry later";
 
 // The most decisions kept for the audit log while the store refuses them.
 constexpr size_t kMaxUnrecorded = 10'000;
@@ -52,7 +60,30 @@ struct ObjectivesLoop::Impl {
   int64_t interval_ms = kMsPerMinute;
   alerting::AlertTracker tracker{alerting::TrackerOptions{}};
   objectives::InterventionHistory history;
-  std::vector<std::unique_ptr<alerting::DeliveryQueue>> queues;
+  // Owner notices awaiting their sinks' reports (NoticeQueues), by decision id: each is
+  // recorded in the audit log once every sink has reported. Declared before the queues,
+  // whose workers call back into it, so that it outlives them.
+  struct PendingNotice {
+    ledger::RecordedAction row;  // its result written when every sink has reported
+    bool warning = false;        // the warning before a stop (else a notify rule's notice)
+    size_t outstanding = 0;      // sinks yet to report
+    int attempts = 0;            // delivery attempts, all sinks together
+    std::vector<std::string> delivered, failed;
+  };
+  std::mutex notices_mu;
+  std::map<std::string, PendingNotice> notices;  // GUARDED_BY(notices_mu)
+
+  std::vector<std::unique_ptr<alerting::DeliveryQueue>> queues;  // every sink's, routes' too
+  // The objectives' and quotas' alerts go to the shared sinks (Alertmanagers, [[alerting.slack]],
+  // [[alerting.webhook]]); an owner's notice to the Alertmanagers and its team's or user's
+  // routes, or the shared Slack and webhook sinks when no route is theirs.
+  std::vector<alerting::DeliveryQueue*> alertmanager_queues, shared_queues;
+  struct Route {
+    std::string team, user;
+    std::vector<alerting::DeliveryQueue*> queues;
+  };
+  std::vector<Route> routes;
+  Currency currency;  // of the notices' money per hour
   LoopActuators actuators;
   std::map<std::string, bool> enforce;  // rule -> its mode
   // Decisions not yet in the audit log (the store failed): recorded at the next evaluation.
@@ -77,7 +108,12 @@ struct ObjectivesLoop::Impl {
     for (const ledger::RecordedAction& a : past) {
       auto key = std::make_pair(a.rule, a.job);
       if (a.outcome == "warned") {
+        // A warning that never left (no sink took it) warned nobody: warn again.
+        if (a.result.starts_with(kNotSent)) continue;
         history.warned_ms[key] = a.at_ms;
+      } else if (a.outcome == "taken" && a.result.starts_with(kRetryLater)) {
+        // The scheduler refused for now: the warning stands, nothing was done.
+        if (int64_t grace = GraceOf(a.rule); grace > 0) history.warned_ms[key] = a.at_ms - grace;
       } else if (a.outcome == "taken" || a.outcome == "proposed") {
         history.last_action_ms[key] = a.at_ms;
         history.warned_ms.erase(key);
@@ -88,41 +124,175 @@ struct ObjectivesLoop::Impl {
   }
 
   // Carries out a taken decision on the job's scheduler: what the actuator reported, or
-  // its error.
+  // its error ("failed: ..."). A refusal for now (kUnavailable: a PodDisruptionBudget
+  // answering 429, the scheduler out of reach) is "retry later: ...", and the decision does
+  // not count as done: no cooldown, no place in the hourly limit, the warning still
+  // standing, so the next evaluation tries again.
   std::string Carry(const objectives::Decision& d) {
     bool pod = d.job.id.find('/') != std::string::npos;
     actuators::Actuator* a = pod ? actuators.kubernetes.get() : actuators.slurm.get();
-    std::string result;
+    std::string result, outcome = "ok";
     if (a == nullptr) {
       result = fmt::format("failed: no {} actuator configured", pod ? "Kubernetes" : "Slurm");
+      outcome = "failed";
     } else if (auto r = a->Apply(d); r.ok()) {
       result = *r;
+    } else if (r.status().code() == StatusCode::kUnavailable) {
+      result = fmt::format("{}: {}", kRetryLater, r.status().message());
+      outcome = "retry_later";
+      Undo(d);
     } else {
       result = "failed: " + r.status().message();
+      outcome = "failed";
     }
-    bool ok = !result.starts_with("failed: ");
-    metrics.Add(MetricId::kInterventionActions,
-                {d.rule, std::string(InterventionActionName(d.action)), ok ? "ok" : "failed"});
+    metrics.Add(MetricId::kInterventionActions, {d.rule, std::string(InterventionActionName(d.action)), outcome});
     return result;
+  }
+
+  // Takes back what Decide recorded of taken decision `d`, which the scheduler asked to
+  // retry later: its warning stands again (as old as its grace), it is no action yet.
+  void Undo(const objectives::Decision& d) {
+    auto key = std::make_pair(d.rule, d.job.id);
+    history.last_action_ms.erase(key);
+    std::deque<int64_t>& recent = history.actions[d.rule];
+    if (!recent.empty() && recent.back() == d.at_ms) recent.pop_back();
+    if (int64_t grace = GraceOf(d.rule); grace > 0) history.warned_ms[key] = d.at_ms - grace;
+  }
+
+  int64_t GraceOf(const std::string& rule) const {
+    for (const InterventionRule& r : rules) {
+      if (r.name == rule) return r.grace_ms;
+    }
+    return 0;
+  }
+
+  // Whether `d` is to be recorded: not a skip repeating the one last recorded.
+  bool Fresh(const objectives::Decision& d) {
+    auto key = std::make_pair(d.rule, d.job.id);
+    if (d.outcome != objectives::Outcome::kSkipped) {
+      last_skip.erase(key);
+      return true;
+    }
+    // The kind of reason ("cooldown", "stale data", ...), not its figures, which move.
+    std::string kind = d.reason.substr(0, d.reason.find(':'));
+    auto [it, fresh] = last_skip.try_emplace(key, kind);
+    if (!fresh && it->second == kind) return false;
+    it->second = kind;
+    return true;
+  }
+
+  ledger::RecordedAction Row(const objectives::Decision& d, std::string result) {
+    return ledger::RecordedAction{
+        .decision_id = DecisionId(d), .at_ms = d.at_ms, .rule = d.rule, .job = d.job.id, .team = d.job.team,
+        .action = std::string(InterventionActionName(d.action)), .outcome = std::string(objectives::OutcomeName(d.outcome)),
+        .enforce = enforce[d.rule], .evidence = d.evidence, .reason = d.reason, .result = std::move(result),
+        .per_hour_freed = d.per_hour_freed};
   }
 
   // Queues `d` for the audit log, unless it is a skip repeating the one last recorded.
   void Note(const objectives::Decision& d, std::string result) {
-    auto key = std::make_pair(d.rule, d.job.id);
-    if (d.outcome == objectives::Outcome::kSkipped) {
-      // The kind of reason ("cooldown", "stale data", ...), not its figures, which move.
-      std::string kind = d.reason.substr(0, d.reason.find(':'));
-      auto [it, fresh] = last_skip.try_emplace(key, kind);
-      if (!fresh && it->second == kind) return;
-      it->second = kind;
-    } else {
-      last_skip.erase(key);
+    if (Fresh(d)) unrecorded.push_back(Row(d, std::move(result)));
+  }
+
+  // The queues an owner's notice about `job` goes to: every Alertmanager (which routes by
+  // the team label itself), and the routes of the job's team and user, or the shared Slack
+  // and webhook sinks when neither has one.
+  std::vector<alerting::DeliveryQueue*> NoticeQueues(const Job& job) const {
+    std::vector<alerting::DeliveryQueue*> out = alertmanager_queues;
+    bool routed = false;
+    for (const Route& r : routes) {
+      if ((!r.team.empty() && r.team == job.team) || (!r.user.empty() && r.user == job.user)) {
+        out.insert(out.end(), r.queues.begin(), r.queues.end());
+        routed = true;
+      }
     }
-    unrecorded.push_back(ledger::RecordedAction{
-        .decision_id = DecisionId(d), .at_ms = d.at_ms, .rule = d.rule, .job = d.job.id, .team = d.job.team,
-        .action = std::string(InterventionActionName(d.action)), .outcome = std::string(objectives::OutcomeName(d.outcome)),
-        .enforce = enforce[d.rule], .evidence = d.evidence, .reason = d.reason, .result = std::move(result),
-        .per_hour_freed = d.per_hour_freed});
+    if (!routed) out.insert(out.end(), shared_queues.begin(), shared_queues.end());
+    return out;
+  }
+
+  // Sends the owner's notice of an enforced rule's warning or notify decision `d` to its
+  // sinks; the decision is recorded when they have all reported (SettleNotices). With no
+  // sink for the owner, a warning becomes a skip (no stop follows a warning nobody got)
+  // and a notice is recorded as not sent.
+  void SendNotice(objectives::Decision& d) {
+    bool warning = d.outcome == objectives::Outcome::kWarned;
+    auto key = std::make_pair(d.rule, d.job.id);
+    std::vector<alerting::DeliveryQueue*> to = NoticeQueues(d.job);
+    if (to.empty()) {
+      std::string why = fmt::format("no alert sink reaches team {} (no [[alerting.route]] for it or its user, and no "
+                                    "shared sink)", d.job.team);
+      if (warning) {
+        history.warned_ms.erase(key);
+        d.outcome = objectives::Outcome::kSkipped;
+        d.reason = "owner not warned: " + why;
+        Note(d, "");
+      } else {
+        CountNotice(d.rule, d.action, false);
+        Note(d, fmt::format("{}: {}", kNotSent, why));
+      }
+      return;
+    }
+    last_skip.erase(key);
+    const InterventionRule& rule = *std::find_if(rules.begin(), rules.end(), [&](auto& r) { return r.name == d.rule; });
+    alerting::Alert notice = alerting::NoticeOf(d, currency, warning ? d.deadline_ms : d.at_ms + rule.cooldown_ms);
+    std::string id = DecisionId(d);
+    {
+      std::lock_guard lock(notices_mu);
+      notices[id] = PendingNotice{.row = Row(d, ""), .warning = warning, .outstanding = to.size()};
+    }
+    if (warning) history.warning_unconfirmed[key] = "the warning is still being delivered";
+    for (alerting::DeliveryQueue* q : to) {
+      q->Enqueue({notice}, [this, id](const alerting::DeliveryReport& r) {
+        std::lock_guard lock(notices_mu);
+        PendingNotice& n = notices.at(id);
+        n.attempts += r.attempts;
+        if (r.delivered) {
+          n.delivered.push_back(r.sink);
+        } else {
+          n.failed.push_back(fmt::format("{} after {} attempt{}: {}", r.sink, r.attempts, r.attempts == 1 ? "" : "s",
+                                         r.error));
+        }
+        --n.outstanding;
+      });
+    }
+  }
+
+  void CountNotice(const std::string& rule, InterventionAction action, bool ok) {
+    metrics.Add(MetricId::kInterventionActions, {rule, std::string(InterventionActionName(action)), ok ? "ok" : "failed"});
+  }
+
+  // Records the notices every sink has reported on, with what they reported: "delivered to
+  // SINK, ...", "failed: SINK after N attempts: ERROR; ..." (tried, never delivered) or
+  // "not sent: ..." (no sink tried). A warning that was tried lets its stop follow after
+  // the grace; one never tried is forgotten, so the next evaluation warns again.
+  void SettleNotices() {
+    std::lock_guard lock(notices_mu);
+    for (auto it = notices.begin(); it != notices.end();) {
+      PendingNotice& n = it->second;
+      if (n.outstanding > 0) {
+        ++it;
+        continue;
+      }
+      std::string failed;
+      for (const std::string& f : n.failed) failed += (failed.empty() ? "" : "; ") + f;
+      if (!n.delivered.empty()) {
+        n.row.result = "delivered to " + fmt::format("{}", fmt::join(n.delivered, ", "));
+        if (!failed.empty()) n.row.result += "; failed: " + failed;
+      } else {
+        n.row.result = fmt::format("{}: {}", n.attempts > 0 ? "failed" : kNotSent, failed);
+      }
+      auto key = std::make_pair(n.row.rule, n.row.job);
+      if (n.warning) {
+        history.warning_unconfirmed.erase(key);
+        if (n.attempts == 0) history.warned_ms.erase(key);
+      } else {
+        CountNotice(n.row.rule, *ParseInterventionAction(n.row.action), !n.delivered.empty());
+      }
+      spdlog::info("event=owner_notice rule={:?} job={:?} team={:?} outcome={} result={:?}", n.row.rule, n.row.job,
+                   n.row.team, n.row.outcome, n.row.result);
+      unrecorded.push_back(std::move(n.row));
+      it = notices.erase(it);
+    }
   }
 
   // Writes the queued decisions to the audit log; kept for the next evaluation when the
@@ -185,15 +355,33 @@ Result<std::unique_ptr<ObjectivesLoop>> ObjectivesLoop::Create(ledger::Ledger& l
     Result<std::unique_ptr<alerting::Sink>> (*make)(const std::string&, const std::string&);
     const char* key;
   };
+  Impl& m = *impl;
+  auto add = [&m](std::unique_ptr<alerting::Sink> sink) {
+    m.queues.push_back(std::make_unique<alerting::DeliveryQueue>(std::move(sink)));
+    return m.queues.back().get();
+  };
   for (const Kind& k : {Kind{&config.alerting.alertmanagers, alerting::AlertmanagerSink, "url"},
                         Kind{&config.alerting.slack, alerting::SlackSink, "webhook_url"},
                         Kind{&config.alerting.webhooks, alerting::WebhookSink, "url"}}) {
     for (const config::AlertSinkTable& t : *k.tables) {
       auto sink = k.make(t.url, t.name.value_or(""));
       if (!sink.ok()) return sink.status().WithContext(t.where.Of(k.key));
-      impl->queues.push_back(std::make_unique<alerting::DeliveryQueue>(std::move(*sink)));
+      (k.tables == &config.alerting.alertmanagers ? m.alertmanager_queues : m.shared_queues).push_back(add(std::move(*sink)));
     }
   }
+  for (const config::AlertRouteTable& t : config.alerting.routes) {
+    Impl::Route route{.team = t.team, .user = t.user};
+    std::string name = t.name.value_or("route-" + (t.team.empty() ? t.user : t.team));
+    for (auto [url, make, key] : {std::tuple{&t.slack_url, &alerting::SlackSink, "slack"},
+                                  std::tuple{&t.webhook_url, &alerting::WebhookSink, "webhook"}}) {
+      if (url->empty()) continue;
+      auto sink = make(*url, name);
+      if (!sink.ok()) return sink.status().WithContext(t.where.Of(key));
+      route.queues.push_back(add(std::move(*sink)));
+    }
+    m.routes.push_back(std::move(route));
+  }
+  m.currency = ledger.options().currency;
   impl->actuators = std::move(actuators);
   for (const InterventionRule& r : impl->rules) {
     impl->enforce[r.name] = r.enforce;
@@ -241,19 +429,28 @@ Status ObjectivesLoop::EvaluateOnce() {
   }
   std::vector<alerting::Alert> to_send = m.tracker.Update(statuses, quota_alerts, now);
   m.metrics.Set(MetricId::kAlertsFiring, {}, static_cast<double>(m.tracker.firing()));
-  for (const auto& q : m.queues) q->Enqueue(to_send);
+  for (alerting::DeliveryQueue* q : m.alertmanager_queues) q->Enqueue(to_send);
+  for (alerting::DeliveryQueue* q : m.shared_queues) q->Enqueue(to_send);
   if (!m.rules.empty()) {
+    m.SettleNotices();  // a warning delivered since the last evaluation lets its stop follow
     GPULEDGER_ASSIGN_OR_RETURN(objectives::DecisionInputs in,
                                objectives::GatherDecisionInputs(m.ledger, at, m.rules, firing));
-    for (const objectives::Decision& d : objectives::Decide(m.rules, in, m.history)) {
+    for (objectives::Decision& d : objectives::Decide(m.rules, in, m.history)) {
+      // An enforced rule's warning, and its notify, go to the owner through the sinks.
+      bool notice = m.enforce[d.rule] && (d.outcome == objectives::Outcome::kWarned ||
+                                          (d.outcome == objectives::Outcome::kTaken &&
+                                           d.action == InterventionAction::kNotify));
+      bool carried = d.outcome == objectives::Outcome::kTaken && !notice;
+      std::string result = carried ? m.Carry(d) : "";
+      if (notice) m.SendNotice(d);  // a warning no sink can carry becomes a skip
       m.metrics.Add(MetricId::kInterventionDecisions, {d.rule, std::string(objectives::OutcomeName(d.outcome))});
-      std::string result = d.outcome == objectives::Outcome::kTaken ? m.Carry(d) : "";
       spdlog::info("event=intervention rule={:?} job={:?} team={:?} action={} outcome={} per_hour={} evidence={:?} "
                    "reason={:?} result={:?}",
                    d.rule, d.job.id, d.job.team, InterventionActionName(d.action), objectives::OutcomeName(d.outcome),
                    d.per_hour_freed.ToString(), d.evidence, d.reason, result);
-      m.Note(d, std::move(result));
+      if (!notice) m.Note(d, std::move(result));
     }
+    m.SettleNotices();  // those whose sinks already answered
   }
   m.PublishDeliveries();
   return m.Flush();

@@ -2,10 +2,13 @@
 // thread, every `interval` (the shortest of the objectives'), it judges each objective
 // over the ledger (objectives::Evaluate), hands the alerts to send to each sink's
 // delivery queue (alerting::AlertTracker, alerting::DeliveryQueue: a failing sink never
-// blocks it, nor ingest), decides the intervention rules (objectives::Decide), carries out
-// the decisions an enforce rule takes through the actuator of the job's scheduler, records
-// every decision in the ledger's audit log (ledger/actions.h), and keeps its counters in
-// the server's /metrics. The config's quotas are judged at each evaluation too
+// blocks it, nor ingest), decides the intervention rules (objectives::Decide), sends an
+// enforce rule's warnings and notices to the job's owner (its team's or user's
+// [[alerting.route]], or the shared sinks, and every Alertmanager; recorded once the sinks
+// have reported, and no stop follows a warning that was never tried), carries out the
+// decisions an enforce rule takes through the actuator of the job's scheduler (a refusal for
+// now, kUnavailable, is retried at the next evaluation), records every decision in the
+// ledger's audit log (ledger/actions.h), and keeps its counters in the server's /metrics. The config's quotas are judged at each evaluation too
 // (ledger::JudgeQuotas) and their threshold alerts (objectives::QuotaAlerts) go through the
 // same tracker and sinks.
 //

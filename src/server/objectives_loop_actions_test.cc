@@ -1,6 +1,7 @@
 // The server's objectives loop carrying out its rules' decisions: an enforce rule against
 // the project's real local Slurm (src/agent/testdata/slurm), warning first and stopping the
-// job after its grace, every decision read back from the audit log; a restarted loop
+// job after its grace, every decision read back from the audit log; the owner's warning
+// delivered through the alert sinks (local HTTP receivers), and no stop without it; a restarted loop
 // keeping the cooldown the log holds; a dry-run rule recording proposals and acting on
 // nothing; the API showing a viewer its own team's decisions and objectives only. Slurm
 // needs root and the packages slurmctld, slurmd, slurm-client and munge.
@@ -9,14 +10,18 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "actuators/actuators.h"
+#include "actuators/testing/eviction_stand_in.h"
 #include "agent/local_slurm.h"
 #include "agent/slurm.h"
+#include "core/testing/http_server.h"
 #include "core/testing/missing_component.h"
 #include "ledger/actions.h"
 #include "ledger/test_fixture.h"
@@ -37,6 +42,75 @@ class NeverCalled final : public actuators::Actuator {
     ADD_FAILURE() << "a dry-run rule acted on " << d.job.id;
     return std::string("acted");
   }
+};
+
+// An actuator that records what it was asked to do (and does it: "done").
+class Recording final : public actuators::Actuator {
+ public:
+  Result<std::string> Apply(const objectives::Decision& d) override {
+    std::lock_guard lock(mu_);
+    applied_.push_back(d.job.id + " " + std::string(InterventionActionName(d.action)));
+    return std::string("done");
+  }
+  std::vector<std::string> applied() {
+    std::lock_guard lock(mu_);
+    return applied_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> applied_;
+};
+
+// A loop over `t`'s ledger with `config`, its Slurm actuator a Recording one.
+struct RecordedLoop {
+  RecordedLoop(ledger::testing::TempLedger& t, MetricsRegistry& metrics, const config::Config& config) {
+    LoopActuators a;
+    a.slurm.reset(actuator);
+    loop = ObjectivesLoop::Create(t.ledger(), t.clock(), metrics, config, std::move(a));
+  }
+  Recording* actuator = new Recording;  // owned by the loop
+  Result<std::unique_ptr<ObjectivesLoop>> loop = Internal("not created");
+};
+
+// A local HTTP receiver (a Slack or generic webhook, an Alertmanager) that records each
+// body it gets and answers `status`; while held, it keeps each request waiting.
+class Receiver {
+ public:
+  explicit Receiver(int status = 200) : status_(status) {}
+  ~Receiver() { Release(); }
+  std::string url(const std::string& path = "/hook") const { return server_.url(path); }
+  std::vector<nlohmann::json> bodies() {
+    std::lock_guard lock(mu_);
+    return bodies_;
+  }
+  void Hold() {
+    std::lock_guard lock(mu_);
+    held_ = true;
+  }
+  void Release() {
+    {
+      std::lock_guard lock(mu_);
+      held_ = false;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int status_;
+  bool held_ = false;
+  std::vector<nlohmann::json> bodies_;
+  test_env::LoopbackHttpServer server_{[this](httplib::Server& http) {
+    http.Post(".*", [this](const httplib::Request& req, httplib::Response& res) {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return !held_; });
+      bodies_.push_back(nlohmann::json::parse(req.body));
+      res.status = status_;
+      res.set_content(status_ == 200 ? "ok" : "refused", "text/plain");
+    });
+  }};
 };
 
 // Notebook `job` of team vision holding GPU-1 from kBaseMs, idle at every sample of
@@ -97,22 +171,28 @@ TEST(ObjectivesLoopActionsTest, AnEnforcedRuleWarnsThenStopsARealSlurmJobAndLogs
   // Idle for two hours: the rule's evidence (idle an hour) holds.
   ASSERT_TRUE(t.ledger().Ingest(IdleNotebook("b1", job, kBaseMs, kBaseMs + 2 * kMsPerHour)).ok());
   MetricsRegistry metrics;
+  Receiver owner;  // team vision's webhook: the warning goes there
+  config::Config config = StopIdleNotebooks(/*enforce=*/true, 10 * kMsPerMinute);
+  config.alerting.routes.push_back({.team = "vision", .webhook_url = owner.url(), .name = "vision"});
   auto make_loop = [&] {
     LoopActuators a;
     a.slurm = actuators::SlurmActuator(RunSlurm, {.term_grace_ms = 1'000});
-    return ObjectivesLoop::Create(t.ledger(), t.clock(), metrics, StopIdleNotebooks(/*enforce=*/true, 10 * kMsPerMinute), std::move(a));
+    return ObjectivesLoop::Create(t.ledger(), t.clock(), metrics, config, std::move(a));
   };
   auto loop = make_loop();
   ASSERT_TRUE(loop.ok()) << loop.status().ToString();
 
   // First the owner's warning: the job still runs.
   ASSERT_TRUE((*loop)->EvaluateOnce().ok());
+  ASSERT_TRUE((*loop)->WaitDelivered(5'000));
+  ASSERT_TRUE((*loop)->EvaluateOnce().ok());  // records the warning with its delivery
   std::vector<ledger::RecordedAction> log = AuditLog(t.ledger());
   ASSERT_EQ(log.size(), 1u);
   EXPECT_EQ(log[0].outcome, "warned");
   EXPECT_EQ(log[0].job, job);
   EXPECT_TRUE(log[0].enforce);
-  EXPECT_TRUE(log[0].result.empty());
+  EXPECT_EQ(log[0].result, "delivered to webhook:vision");
+  EXPECT_EQ(owner.bodies().size(), 1u);
   EXPECT_NE(agent::local_slurm::ShowJob(job).find("JobState=RUNNING"), std::string::npos) << agent::local_slurm::ShowJob(job);
 
   // Evaluating the same moment again (a retry) records nothing new.
@@ -131,7 +211,7 @@ TEST(ObjectivesLoopActionsTest, AnEnforcedRuleWarnsThenStopsARealSlurmJobAndLogs
   EXPECT_EQ(log[1].outcome, "taken");
   EXPECT_EQ(log[1].action, "stop");
   EXPECT_EQ(log[1].team, "vision");
-  EXPECT_EQ(log[1].result, "SIGTERM, then cancelled 1 s later");
+  EXPECT_EQ(log[1].result, "SIGTERM; scancel follows in 1 s");
   EXPECT_GE(log[1].at_ms - log[0].at_ms, 10 * kMsPerMinute);
   EXPECT_FALSE(log[1].evidence.empty());
   EXPECT_EQ(metrics.Value(MetricId::kInterventionActions, {"idle-notebooks", "stop", "ok"}), 1);
@@ -169,6 +249,259 @@ TEST(ObjectivesLoopActionsTest, ADryRunRuleRecordsProposalsAndActsOnNothing) {
   EXPECT_TRUE(log[0].result.empty());
   EXPECT_EQ(metrics.Value(MetricId::kInterventionActions, {"idle-notebooks", "stop", "ok"}), 0);
   EXPECT_EQ(metrics.Value(MetricId::kInterventionDecisions, {"idle-notebooks", "proposed"}), 1);
+}
+
+// The owner's warning before a stop, delivered through the alert sinks: the team's route
+// (a webhook here) and every Alertmanager get it, the shared webhook does not (the team has
+// its own route); the audit log records where it was delivered; the stop follows only once
+// the grace has passed.
+TEST(ObjectivesLoopActionsTest, TheOwnersWarningReachesItsTeamsRouteAndAlertmanagerBeforeTheStop) {
+  ledger::testing::TempLedger t;
+  ASSERT_TRUE(t.ledger().Ingest(IdleNotebook("b1", "4242", kBaseMs, kBaseMs + 2 * kMsPerHour)).ok());
+  Receiver team_hook, alertmanager, platform;
+  config::Config config = StopIdleNotebooks(/*enforce=*/true, 10 * kMsPerMinute);
+  config.alerting.routes.push_back({.team = "vision", .webhook_url = team_hook.url(), .name = "vision"});
+  config.alerting.alertmanagers.push_back({.url = alertmanager.url(""), .name = "am"});
+  config.alerting.webhooks.push_back({.url = platform.url(), .name = "platform"});
+  MetricsRegistry metrics;
+  RecordedLoop recorded(t, metrics, config);
+  ASSERT_TRUE(recorded.loop.ok()) << recorded.loop.status().ToString();
+  auto& loop = recorded.loop;
+  Recording* actuator = recorded.actuator;
+
+  ASSERT_TRUE((*loop)->EvaluateOnce().ok());
+  ASSERT_TRUE((*loop)->WaitDelivered(5'000));
+  ASSERT_TRUE((*loop)->EvaluateOnce().ok());  // the same moment again: records what the sinks reported
+  std::vector<ledger::RecordedAction> log = AuditLog(t.ledger());
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].outcome, "warned");
+  EXPECT_TRUE(log[0].result.starts_with("delivered to ")) << log[0].result;
+  EXPECT_NE(log[0].result.find("webhook:vision"), std::string::npos) << log[0].result;
+  EXPECT_NE(log[0].result.find("alertmanager:am"), std::string::npos) << log[0].result;
+  EXPECT_TRUE(actuator->applied().empty());
+
+  int64_t at = kBaseMs + 2 * kMsPerHour;
+  ASSERT_EQ(team_hook.bodies().size(), 1u);
+  const nlohmann::json notice = team_hook.bodies()[0]["alerts"][0];
+  EXPECT_EQ(notice["labels"]["alertname"], "GpuledgerIntervention");
+  EXPECT_EQ(notice["labels"]["job"], "4242");
+  EXPECT_EQ(notice["labels"]["rule"], "idle-notebooks");
+  EXPECT_EQ(notice["annotations"]["deadline"], FormatTime(at + 10 * kMsPerMinute));
+  EXPECT_EQ(notice["endsAt"], FormatTime(at + 10 * kMsPerMinute));
+  EXPECT_EQ(notice["annotations"]["evidence"], log[0].evidence);
+  EXPECT_EQ(notice["annotations"]["per_hour"], "0.00 unnamed unit");  // no price book
+  ASSERT_EQ(alertmanager.bodies().size(), 1u);
+  const nlohmann::json alert = alertmanager.bodies()[0][0];  // API v2: a list of alerts
+  EXPECT_EQ(alert["labels"]["team"], "vision");
+  EXPECT_EQ(alert["labels"]["job"], "4242");
+  EXPECT_EQ(alert["labels"]["rule"], "idle-notebooks");
+  EXPECT_TRUE(platform.bodies().empty());
+
+  // Within the grace: nothing; after it, still idle: stopped.
+  ASSERT_TRUE(t.ledger().Ingest(IdleNotebook("b2", "4242", at + kMsPerMinute, at + 9 * kMsPerMinute)).ok());
+  ASSERT_TRUE((*loop)->EvaluateOnce().ok());
+  EXPECT_TRUE(actuator->applied().empty());
+  ASSERT_TRUE(t.ledger().Ingest(IdleNotebook("b3", "4242", at + 10 * kMsPerMinute, at + 11 * kMsPerMinute)).ok());
+  ASSERT_TRUE((*loop)->EvaluateOnce().ok());
+  EXPECT_EQ(actuator->applied(), std::vector<std::string>{"4242 stop"});
+  log = AuditLog(t.ledger());
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[1].outcome, "taken");
+  EXPECT_EQ(log[1].result, "done");
+}
+
+// No stop follows a warning that was not at least attempted: while its delivery is in
+// flight the stop waits (a skip saying so); a warning the sink refused was still tried,
+// and the stop follows; an owner no sink reaches is never warned, and never stopped.
+TEST(ObjectivesLoopActionsTest, AStopWaitsForItsWarningToBeTriedAndNeverFollowsOneNobodyCouldGet) {
+  ledger::testing::TempLedger t;
+  int64_t at = kBaseMs + 2 * kMsPerHour;
+  ASSERT_TRUE(t.ledger().Ingest(IdleNotebook("b1", "4242", kBaseMs, at)).ok());
+  Receiver slow_then_refusing(400);
+  slow_then_refusing.Hold();
+  config::Config config = StopIdleNotebooks(/*enforce=*/true, 10 * kMsPerMinute);
+  config.alerting.webhooks.push_back({.url = slow_then_refusing.url(), .name = "shared"});
+  MetricsRegistry metrics;
+  RecordedLoop recorded(t, metrics, config);
+  ASSERT_TRUE(recorded.loop.ok()) << recorded.loop.status().ToString();
+  auto& loop = recorded.loop;
+  Recording* actuator = recorded.actuator;
+  ASSERT_TRUE((*loop)->EvaluateOnce().ok());  // warned; the receiver holds the request
+
+  // The grace has passed, the warning is still in flight: no stop.
+  ASSERT_TRUE(t.ledger().Ingest(IdleNotebook("b2", "4242", at + kMsPerMinute, at + 11 * kMsPerMinute)).ok());
+  ASSERT_TRUE((*loop)->EvaluateOnce().ok());
+  EXPECT_TRUE(actuator->applied().empty());
+  std::vector<ledger::RecordedAction> log = AuditLog(t.ledger());
+  ASSERT_EQ(log.size(), 1u);  // the warning itself waits for its sink's report
+  EXPECT_EQ(log[0].outcome, "skipped");
+  EXPECT_EQ(log[0].reason, "owner not warned yet: the warning is still being delivered");
+
+  // The sink answers 400: tried, refused, given up. The stop follows.
+  slow_then_refusing.Release();
+  ASSERT_TRUE((*loop)->WaitDelivered(5'000));
+  ASSERT_TRUE((*loop)->EvaluateOnce().ok());
+  EXPECT_EQ(actuator->applied(), std::vector<std::string>{"4242 stop"});
+  log = AuditLog(t.ledger());
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_EQ(log[0].outcome, "warned");
+  EXPECT_TRUE(log[0].result.starts_with("failed: webhook:shared after 1 attempt: ")) << log[0].result;
+  EXPECT_NE(log[0].result.find("HTTP 400"), std::string::npos) << log[0].result;
+  EXPECT_EQ(log[2].outcome, "taken");
+
+  // Team vision has no route and there is no shared sink: the owner cannot be warned.
+  ledger::testing::TempLedger t2;
+  ASSERT_TRUE(t2.ledger().Ingest(IdleNotebook("b1", "4243", kBaseMs, at)).ok());
+  Receiver speech;
+  config = StopIdleNotebooks(/*enforce=*/true, 10 * kMsPerMinute);
+  config.alerting.routes.push_back({.team = "speech", .slack_url = speech.url()});
+  RecordedLoop recorded2(t2, metrics, config);
+  ASSERT_TRUE(recorded2.loop.ok()) << recorded2.loop.status().ToString();
+  auto& loop2 = recorded2.loop;
+  Recording* untouched = recorded2.actuator;
+  ASSERT_TRUE((*loop2)->EvaluateOnce().ok());
+  ASSERT_TRUE(t2.ledger().Ingest(IdleNotebook("b2", "4243", at + kMsPerMinute, at + 11 * kMsPerMinute)).ok());
+  ASSERT_TRUE((*loop2)->EvaluateOnce().ok());
+  EXPECT_TRUE(untouched->applied().empty());
+  EXPECT_TRUE(speech.bodies().empty());
+  log = AuditLog(t2.ledger());
+  ASSERT_EQ(log.size(), 1u);  // recorded once, not at every evaluation
+  EXPECT_EQ(log[0].outcome, "skipped");
+  EXPECT_EQ(log[0].reason, "owner not warned: no alert sink reaches team vision (no [[alerting.route]] for it or its "
+                           "user, and no shared sink)");
+}
+
+// Three notebook pods of team vision in namespace ml-dev, each holding a GPU from kBaseMs,
+// idle at every sample of [from, to]; nb-keep's user is exempt from the rule below.
+Batch IdlePods(const std::string& batch_id, int64_t from, int64_t to) {
+  Batch b;
+  b.batch_id = batch_id;
+  b.source = "n1";
+  int gpu = 0;
+  for (const char* pod : {"nb-idle", "nb-guarded", "nb-keep"}) {
+    std::string uuid = "GPU-" + std::to_string(++gpu), job = std::string("ml-dev/") + pod;
+    b.devices.push_back(Device{.uuid = uuid, .node = "n1", .model = "GPU", .pool = "dev", .sample_interval_ms = kMsPerMinute});
+    b.jobs.push_back(Job{.id = job, .team = "vision", .user = pod == std::string("nb-keep") ? "keeper" : "ada",
+                         .kind = JobKind::kNotebook, .pool = "dev"});
+    if (from == kBaseMs) b.allocations.push_back(Allocation{uuid, job, kBaseMs, std::nullopt});
+    for (int64_t at = from; at <= to; at += kMsPerMinute) {
+      b.samples.push_back(Sample{.device_uuid = uuid, .t_ms = at, .sm_active = 0.0});
+    }
+  }
+  return b;
+}
+
+std::vector<ledger::RecordedAction> RowsOf(const std::vector<ledger::RecordedAction>& log, const std::string& job,
+                                           const std::string& outcome) {
+  std::vector<ledger::RecordedAction> out;
+  for (const auto& a : log) {
+    if (a.job == job && a.outcome == outcome) out.push_back(a);
+  }
+  return out;
+}
+
+// The loop as `serve` runs it, a rule in enforce mode, against the Kubernetes Eviction API
+// (the contract stand-in; the client is real): idle notebook pods are warned, then evicted
+// after the grace; a 429 from a PodDisruptionBudget is recorded as "retry later" and
+// retried at the next evaluation, without waiting out a cooldown; the exempt pod is left
+// alone. (The ledger records no pod labels: an exemption matches the job's recorded
+// attributes, which the agent's pod rules take from the labels.)
+TEST(ObjectivesLoopActionsTest, AnEnforcedRuleWarnsThenEvictsIdlePodsAndRetriesAPodDisruptionBudgetsRefusal) {
+  actuators::testing::StandInApiServer api;
+  api.AddPod("ml-dev", "nb-idle", 201);
+  api.AddPod("ml-dev", "nb-guarded", 429);
+  api.AddPod("ml-dev", "nb-keep", 201);
+  ledger::testing::TempLedger t;
+  int64_t at = kBaseMs + 2 * kMsPerHour;
+  ASSERT_TRUE(t.ledger().Ingest(IdlePods("b1", kBaseMs, at)).ok());
+  Receiver owner;
+  config::Config config = StopIdleNotebooks(/*enforce=*/true, 10 * kMsPerMinute);
+  config.interventions[0].exempt = {"user:keeper"};
+  config.alerting.routes.push_back({.team = "vision", .webhook_url = owner.url(), .name = "vision"});
+  MetricsRegistry metrics;
+  LoopActuators a;
+  auto kube = actuators::KubernetesActuator({.api_server = api.url()});
+  ASSERT_TRUE(kube.ok()) << kube.status().ToString();
+  a.kubernetes = std::move(*kube);
+  auto loop = ObjectivesLoop::Create(t.ledger(), t.clock(), metrics, config, std::move(a));
+  ASSERT_TRUE(loop.ok()) << loop.status().ToString();
+
+  // Warned, both idle pods; nothing evicted yet.
+  ASSERT_TRUE((*loop)->EvaluateOnce().ok());
+  ASSERT_TRUE((*loop)->WaitDelivered(5'000));
+  ASSERT_TRUE((*loop)->EvaluateOnce().ok());
+  EXPECT_EQ(owner.bodies().size(), 2u);
+  EXPECT_EQ(api.eviction_requests(), 0);
+
+  // After the grace: nb-idle evicted; nb-guarded refused by its budget, to retry.
+  ASSERT_TRUE(t.ledger().Ingest(IdlePods("b2", at + kMsPerMinute, at + 11 * kMsPerMinute)).ok());
+  ASSERT_TRUE((*loop)->EvaluateOnce().ok());
+  EXPECT_EQ(api.evicted(), (std::set<std::string>{"ml-dev/nb-idle"}));
+  // The budget allows it now: the next evaluation evicts it.
+  api.AddPod("ml-dev", "nb-guarded", 201);
+  ASSERT_TRUE(t.ledger().Ingest(IdlePods("b3", at + 12 * kMsPerMinute, at + 12 * kMsPerMinute)).ok());
+  ASSERT_TRUE((*loop)->EvaluateOnce().ok());
+  EXPECT_EQ(api.evicted(), (std::set<std::string>{"ml-dev/nb-idle", "ml-dev/nb-guarded"}));
+  EXPECT_EQ(api.eviction_requests(), 3);  // nb-keep never asked for
+  EXPECT_EQ(*actuators::ListPods({.api_server = api.url()}, "ml-dev"), std::vector<std::string>{"nb-keep"});
+
+  std::vector<ledger::RecordedAction> log = AuditLog(t.ledger());
+  for (const char* pod : {"ml-dev/nb-idle", "ml-dev/nb-guarded"}) {
+    auto warned = RowsOf(log, pod, "warned");
+    ASSERT_EQ(warned.size(), 1u) << pod;
+    EXPECT_EQ(warned[0].result, "delivered to webhook:vision") << pod;
+  }
+  auto idle = RowsOf(log, "ml-dev/nb-idle", "taken");
+  ASSERT_EQ(idle.size(), 1u);
+  EXPECT_EQ(idle[0].result, "evicted");
+  EXPECT_EQ(idle[0].at_ms, at + 11 * kMsPerMinute);
+  auto guarded = RowsOf(log, "ml-dev/nb-guarded", "taken");
+  ASSERT_EQ(guarded.size(), 2u);
+  EXPECT_TRUE(guarded[0].result.starts_with("retry later: ")) << guarded[0].result;
+  EXPECT_NE(guarded[0].result.find("PodDisruptionBudget"), std::string::npos) << guarded[0].result;
+  EXPECT_EQ(guarded[1].result, "evicted");
+  EXPECT_EQ(guarded[1].at_ms, at + 12 * kMsPerMinute);
+  auto kept = RowsOf(log, "ml-dev/nb-keep", "skipped");
+  ASSERT_EQ(kept.size(), 1u);  // recorded once, not at each evaluation
+  EXPECT_EQ(kept[0].reason, "exempt (user:keeper)");
+  EXPECT_TRUE(RowsOf(log, "ml-dev/nb-keep", "warned").empty());
+  // The evicted pod is still allocated as far as the data knows: its cooldown holds.
+  auto cooled = RowsOf(log, "ml-dev/nb-idle", "skipped");
+  ASSERT_EQ(cooled.size(), 1u);
+  EXPECT_NE(cooled[0].reason.find("cooldown"), std::string::npos) << cooled[0].reason;
+  EXPECT_EQ(metrics.Value(MetricId::kInterventionActions, {"idle-notebooks", "stop", "ok"}), 2);
+  EXPECT_EQ(metrics.Value(MetricId::kInterventionActions, {"idle-notebooks", "stop", "retry_later"}), 1);
+}
+
+// A Slurm stop's 30 s SIGTERM grace is the actuator's to wait, on its own thread: the
+// evaluation that takes the stop returns at once, and the cancel follows (here when the
+// loop, and its actuator, go: the server stopping cancels what is still in its grace).
+TEST(ObjectivesLoopActionsTest, ASlurmStopsGraceDoesNotHoldTheEvaluation) {
+  ledger::testing::TempLedger t;
+  ASSERT_TRUE(t.ledger().Ingest(IdleNotebook("b1", "4242", kBaseMs, kBaseMs + 2 * kMsPerHour)).ok());
+  std::mutex mu;
+  std::vector<std::string> ran;
+  auto record = [&](const std::vector<std::string>& argv) -> Result<std::string> {
+    std::lock_guard lock(mu);
+    ran.push_back(argv[0] + " " + argv[1]);
+    return std::string();
+  };
+  MetricsRegistry metrics;
+  {
+    LoopActuators a;
+    a.slurm = actuators::SlurmActuator(record, {.term_grace_ms = 30'000});
+    auto loop = ObjectivesLoop::Create(t.ledger(), t.clock(), metrics, StopIdleNotebooks(/*enforce=*/true, 0), std::move(a));
+    ASSERT_TRUE(loop.ok()) << loop.status().ToString();
+    auto started = std::chrono::steady_clock::now();
+    ASSERT_TRUE((*loop)->EvaluateOnce().ok());
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+    std::lock_guard lock(mu);
+    EXPECT_EQ(ran, std::vector<std::string>{"scancel --signal=TERM"});
+  }
+  EXPECT_EQ(ran, (std::vector<std::string>{"scancel --signal=TERM", "scancel 4242"}));
+  std::vector<ledger::RecordedAction> log = AuditLog(t.ledger());
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].result, "SIGTERM; scancel follows in 30 s");
 }
 
 // GET /api/v1/actions and /api/v1/objectives, role-scoped: a viewer of team vision sees
@@ -213,6 +546,31 @@ TEST(ObjectivesLoopActionsTest, TheApiShowsAViewerItsOwnTeamsActionsAndObjective
   EXPECT_EQ(seen["totals"]["proposed"].get<int>(), 1);
   EXPECT_EQ(viewer_body.find("speech"), std::string::npos);
   EXPECT_EQ(get("/api/v1/actions?outcome=done", "admin-token").first, 400);
+
+  // Paged: one decision a page, through `next`, each once; the cursor in a header too.
+  std::vector<std::string> paged;
+  std::string after;
+  for (int i = 0; i < 5; ++i) {
+    auto r = c.Get("/api/v1/actions?limit=1" + (after.empty() ? "" : "&after=" + httplib::detail::encode_query_param(after)),
+                   {{"Authorization", "Bearer admin-token"}});
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    auto page = nlohmann::json::parse(r->body);
+    EXPECT_EQ(page["limit"], 1);
+    for (const auto& a : page["actions"]) paged.push_back(a["decision_id"]);
+    after = page["next"].is_null() ? "" : page["next"].get<std::string>();
+    EXPECT_EQ(r->get_header_value("Gpuledger-Next-After"), after);
+    if (after.empty()) break;
+  }
+  EXPECT_EQ(paged, (std::vector<std::string>{"d-speech", "d-vision"}));
+  for (const char* bad : {"limit=0", "limit=5001", "limit=5abc", "limit=-1"}) {
+    auto [status, body] = get(std::string("/api/v1/actions?") + bad, "admin-token");
+    EXPECT_EQ(status, 400) << bad;
+    EXPECT_NE(body.find("limit"), std::string::npos) << body;
+  }
+  auto [bad_cursor, cursor_body] = get("/api/v1/actions?after=yesterday", "admin-token");
+  EXPECT_EQ(bad_cursor, 400);
+  EXPECT_NE(cursor_body.find("after \\\"yesterday\\\": not a cursor a page gave"), std::string::npos) << cursor_body;
 
   auto [objectives_status, objectives_body] = get("/api/v1/objectives?history=3h", "vision-token");
   ASSERT_EQ(objectives_status, 200) << objectives_body;

@@ -57,6 +57,7 @@ std::string RefusalBeforeRouting(int status) {
 
 void Send(httplib::Response& res, const HttpReply& reply) {
   res.status = reply.status;
+  for (const auto& [name, value] : reply.headers) res.set_header(name, value);
   res.set_content(reply.body, reply.content_type.c_str());
 }
 

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -33,6 +35,19 @@ struct ActionRecord {
   bool operator==(const ActionRecord&) const = default;
 };
 
+// One page of the audit log: the rows in `range` that the filters keep, in (at_ms,
+// decision_id) order, after the key `after` (a keyset: the previous page's last row), at
+// most `limit` of them. Each page reads through the time index from its key: no OFFSET,
+// so a page costs the same wherever it starts.
+struct ActionSelection {
+  TimeRange range;
+  std::optional<std::vector<std::string>> teams;  // only these teams' rows (none: no rows)
+  std::string rule;     // empty: every rule
+  std::string outcome;  // empty: every outcome
+  std::optional<std::pair<int64_t, std::string>> after;  // (at_ms, decision_id), exclusive
+  int64_t limit = 1000;  // REQUIRES: > 0
+};
+
 // The audit log's table in a store.
 class ActionLog {
  public:
@@ -42,6 +57,8 @@ class ActionLog {
   virtual Result<size_t> RecordActions(std::span<const ActionRecord> actions) = 0;
   // The decisions made in `range` (at_ms), oldest first (then by decision id). Thread-safe.
   virtual Result<std::vector<ActionRecord>> ActionsIn(const TimeRange& range) = 0;
+  // The page `selection` names (above), oldest first. Thread-safe.
+  virtual Result<std::vector<ActionRecord>> SelectActions(const ActionSelection& selection) = 0;
 };
 
 // The audit log of `store`: both of the project's stores keep one; kUnimplemented for a

@@ -5,6 +5,8 @@
 #include <sqlite3.h>
 
 #include <span>
+#include <string>
+#include <variant>
 #include <vector>
 
 #include "store/actions.h"
@@ -16,16 +18,27 @@ namespace gpuledger::store {
 extern const char* const kSqliteActionsMigration;
 extern const char* const kPgActionsMigration;
 
+// The WHERE ... ORDER BY ... LIMIT of a page's SELECT, with placeholders numbered from 1
+// in each store's style ('?' for SQLite's ?N, '$' for PostgreSQL's $N), and the values
+// they take, in order. REQUIRES: selection.teams, when set, is not empty.
+struct ActionSelectionSql {
+  std::string clause;
+  std::vector<std::variant<int64_t, std::string>> args;
+};
+ActionSelectionSql SelectionSql(const ActionSelection& selection, char placeholder);
+
 namespace sqlite {
 // REQUIRES: inside a write transaction on `db`.
 Result<size_t> InsertActions(sqlite3* db, std::span<const ActionRecord> actions);
 Result<std::vector<ActionRecord>> ReadActions(sqlite3* db, const TimeRange& range);
+Result<std::vector<ActionRecord>> SelectActions(sqlite3* db, const ActionSelection& selection);
 }  // namespace sqlite
 
 namespace pg {
 // REQUIRES: inside a transaction on `c`.
 Result<size_t> InsertActions(Conn& c, std::span<const ActionRecord> actions);
 Result<std::vector<ActionRecord>> ReadActions(Conn& c, const TimeRange& range);
+Result<std::vector<ActionRecord>> SelectActions(Conn& c, const ActionSelection& selection);
 }  // namespace pg
 
 }  // namespace gpuledger::store

@@ -31,12 +31,13 @@ Result<size_t> InsertActions(Conn& c, std::span<const ActionRecord> actions) {
   return added;
 }
 
-Result<std::vector<ActionRecord>> ReadActions(Conn& c, const TimeRange& range) {
-  GPULEDGER_ASSIGN_OR_RETURN(
-      Rows r, c.Query("SELECT decision_id, at_ms, rule, job_key, team, action, outcome, enforce, evidence, reason,"
-                      " result, per_hour_freed_micros FROM actions WHERE at_ms >= $1 AND at_ms < $2"
-                      " ORDER BY at_ms, decision_id",
-                      Params().Add(range.begin_ms).Add(range.end_ms), "reading the audit log"));
+namespace {
+
+constexpr const char* kColumns =
+    "SELECT decision_id, at_ms, rule, job_key, team, action, outcome, enforce, evidence, reason,"
+    " result, per_hour_freed_micros FROM actions";
+
+std::vector<ActionRecord> Records(const Rows& r) {
   std::vector<ActionRecord> out;
   out.reserve(static_cast<size_t>(r.rows()));
   for (int i = 0; i < r.rows(); ++i) {
@@ -47,6 +48,24 @@ Result<std::vector<ActionRecord>> ReadActions(Conn& c, const TimeRange& range) {
                                .per_hour_freed_micros = r.Int(i, 11)});
   }
   return out;
+}
+
+}  // namespace
+
+Result<std::vector<ActionRecord>> ReadActions(Conn& c, const TimeRange& range) {
+  GPULEDGER_ASSIGN_OR_RETURN(Rows r, c.Query(std::string(kColumns) +
+                                                 " WHERE at_ms >= $1 AND at_ms < $2 ORDER BY at_ms, decision_id",
+                                             Params().Add(range.begin_ms).Add(range.end_ms), "reading the audit log"));
+  return Records(r);
+}
+
+Result<std::vector<ActionRecord>> SelectActions(Conn& c, const ActionSelection& selection) {
+  if (selection.teams && selection.teams->empty()) return std::vector<ActionRecord>{};
+  ActionSelectionSql sql = SelectionSql(selection, '$');
+  Params p;
+  for (const auto& arg : sql.args) std::visit([&](const auto& v) { p.Add(v); }, arg);
+  GPULEDGER_ASSIGN_OR_RETURN(Rows r, c.Query(kColumns + sql.clause, p, "reading a page of the audit log"));
+  return Records(r);
 }
 
 }  // namespace pg

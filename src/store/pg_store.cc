@@ -236,6 +236,11 @@ class PgStore final : public Store, public ActionLog {
     GPULEDGER_ASSIGN_OR_RETURN(Conn * c, Writer());
     return pg::ReadActions(*c, range);
   }
+  Result<std::vector<ActionRecord>> SelectActions(const ActionSelection& selection) override {
+    std::lock_guard lock(mu_);
+    GPULEDGER_ASSIGN_OR_RETURN(Conn * c, Writer());
+    return pg::SelectActions(*c, selection);
+  }
 
  private:
   class Group;

@@ -13,6 +13,28 @@ const char* const kSqliteActionsMigration =
     "  per_hour_freed_micros INTEGER NOT NULL);"
     "CREATE INDEX actions_by_time ON actions(at_ms);";
 
+ActionSelectionSql SelectionSql(const ActionSelection& s, char placeholder) {
+  ActionSelectionSql out;
+  auto arg = [&](std::variant<int64_t, std::string> v) {
+    out.args.push_back(std::move(v));
+    return fmt::format("{}{}", placeholder, out.args.size());
+  };
+  out.clause = fmt::format(" WHERE at_ms >= {} AND at_ms < {}", arg(s.range.begin_ms), arg(s.range.end_ms));
+  if (s.after) {
+    std::string at = arg(s.after->first);
+    out.clause += fmt::format(" AND (at_ms > {} OR (at_ms = {} AND decision_id > {}))", at, at, arg(s.after->second));
+  }
+  if (!s.rule.empty()) out.clause += " AND rule = " + arg(s.rule);
+  if (!s.outcome.empty()) out.clause += " AND outcome = " + arg(s.outcome);
+  if (s.teams) {
+    std::string list;
+    for (const std::string& t : *s.teams) list += (list.empty() ? "" : ", ") + arg(t);
+    out.clause += " AND team IN (" + list + ")";
+  }
+  out.clause += " ORDER BY at_ms, decision_id LIMIT " + arg(s.limit);
+  return out;
+}
+
 namespace sqlite {
 
 Result<size_t> InsertActions(sqlite3* db, std::span<const ActionRecord> actions) {
@@ -35,13 +57,13 @@ Result<size_t> InsertActions(sqlite3* db, std::span<const ActionRecord> actions)
   return added;
 }
 
-Result<std::vector<ActionRecord>> ReadActions(sqlite3* db, const TimeRange& range) {
-  Stmt q;
-  GPULEDGER_RETURN_IF_ERROR(q.Prepare(
-      db,
-      "SELECT decision_id, at_ms, rule, job_key, team, action, outcome, enforce, evidence, reason, result,"
-      " per_hour_freed_micros FROM actions WHERE at_ms >= ?1 AND at_ms < ?2 ORDER BY at_ms, decision_id"));
-  q.Bind(1, range.begin_ms).Bind(2, range.end_ms);
+namespace {
+
+constexpr const char* kColumns =
+    "SELECT decision_id, at_ms, rule, job_key, team, action, outcome, enforce, evidence, reason, result,"
+    " per_hour_freed_micros FROM actions";
+
+Result<std::vector<ActionRecord>> Rows(sqlite3* db, Stmt& q) {
   std::vector<ActionRecord> out;
   GPULEDGER_RETURN_IF_ERROR(ForEach(db, q, "the audit log", [&] {
     out.push_back(ActionRecord{.decision_id = q.Text(0), .at_ms = q.Int(1), .rule = q.Text(2), .job_key = q.Text(3),
@@ -51,6 +73,28 @@ Result<std::vector<ActionRecord>> ReadActions(sqlite3* db, const TimeRange& rang
     return Status::Ok();
   }));
   return out;
+}
+
+}  // namespace
+
+Result<std::vector<ActionRecord>> ReadActions(sqlite3* db, const TimeRange& range) {
+  Stmt q;
+  GPULEDGER_RETURN_IF_ERROR(
+      q.Prepare(db, std::string(kColumns) + " WHERE at_ms >= ?1 AND at_ms < ?2 ORDER BY at_ms, decision_id"));
+  q.Bind(1, range.begin_ms).Bind(2, range.end_ms);
+  return Rows(db, q);
+}
+
+Result<std::vector<ActionRecord>> SelectActions(sqlite3* db, const ActionSelection& selection) {
+  if (selection.teams && selection.teams->empty()) return std::vector<ActionRecord>{};
+  ActionSelectionSql sql = SelectionSql(selection, '?');
+  Stmt q;
+  GPULEDGER_RETURN_IF_ERROR(q.Prepare(db, kColumns + sql.clause));
+  for (size_t i = 0; i < sql.args.size(); ++i) {
+    int n = static_cast<int>(i + 1);
+    std::visit([&](const auto& v) { q.Bind(n, v); }, sql.args[i]);
+  }
+  return Rows(db, q);
 }
 
 }  // namespace sqlite

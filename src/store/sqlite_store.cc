@@ -299,6 +299,9 @@ class SqliteStore final : public Store, public ActionLog {
   Result<std::vector<ActionRecord>> ActionsIn(const TimeRange& range) override {
     return Locked([&] { return sqlite::ReadActions(db_, range); });
   }
+  Result<std::vector<ActionRecord>> SelectActions(const ActionSelection& selection) override {
+    return Locked([&] { return sqlite::SelectActions(db_, selection); });
+  }
 
   Status WriteRollups(const std::vector<RollupUpdate>& updates) override {
     std::lock_guard lock(mu_);
