@@ -114,6 +114,7 @@ tr.total td{font-weight:600;border-top:2px solid #c9ced4}
 .legend i{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}
 .met{color:#2e7d32;font-weight:600} .missed{color:#c62828;font-weight:600}
 td.id{white-space:nowrap}
+table.advice td{font-size:12px;vertical-align:top} table.advice td.ev{width:42%}
 .note{color:#59636e} .note.bad{color:#c62828}
 .assumptions{color:#59636e;font-size:12px}
 footer{margin-top:32px;color:#59636e;font-size:12px}
@@ -138,13 +139,13 @@ std::string AdviceSection(const std::vector<ledger::Recommendation>& recs, size_
       "job's pieces of advice compound (each applies to what the larger ones leave), so no job saves more "
       "than it cost.</p>",
       top.size(), recs.size(), period_words, Esc(ledger::TotalNetSaving(recs).ToDisplay()), period_words);
-  html += "<table><thead><tr><th class=\"l\">advice</th><th class=\"l\">job</th><th class=\"l\">team</th>"
+  html += "<table class=\"advice\"><thead><tr><th class=\"l\">advice</th><th class=\"l\">job</th><th class=\"l\">team</th>"
           "<th class=\"l\">action</th><th class=\"l\">evidence</th><th class=\"l\">confidence</th>"
           "<th>saving alone</th><th>net saving</th></tr></thead>";
   for (const auto& r : top) {
     html += fmt::format(
         "<tr data-recommendation=\"{}\"><td class=\"l\">{}</td><td class=\"id\">{}</td>"
-        "<td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td>"
+        "<td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l ev\">{}</td><td class=\"l\">{}</td><td>{}</td>"
         "<td>{}</td></tr>",
         Esc(r.job_id), Esc(std::string(ledger::RecommendationKindName(r.kind))),
         Esc(r.job_id), Esc(r.team), Esc(r.action), Esc(r.evidence), Esc(r.confidence), Esc(r.saving.ToDisplay()),

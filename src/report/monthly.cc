@@ -188,7 +188,10 @@ std::string ExperimentsSection(const ledger::ExperimentReport& r, const std::str
          "<th>team cost (" + currency + ")</th></tr></thead>";
   for (const ledger::TeamExperiments& t : r.teams) {
     const ledger::CostDistribution& d = t.distribution;
-    Money unlabelled = t.cost - d.total;
+    Money unlabelled;  // the team's "(none)" row, when it has one
+    for (const ledger::ExperimentCost& e : t.experiments) {
+      if (!e.labeled) unlabelled = e.cost;
+    }
     out += fmt::format(
         "<tr data-experiments=\"{}\" data-team-cost=\"{}\" data-count=\"{}\" data-median=\"{}\" data-p90=\"{}\">"
         "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td>"

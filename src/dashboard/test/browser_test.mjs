@@ -821,7 +821,7 @@ async function adminChecks(browser, base, token, call, outDir, viewerTeam) {
   // them, a team's rows adding up to its chargeback lines to the micro-unit, and
   // "Download CSV" saving the API's own CSV of the month, byte for byte.
   where = 'experiments';
-  await page.click('[data-testid="nav-experiments"]');
+  await page.click('[data-testid="chargeback-experiments"]');
   await waitReady(page, '#/experiments');
   check(await page.inputValue('[data-testid="experiments-month"]') === month, where, `the month shown is not ${month}`);
   const ex = (await call('/api/v1/experiments', {period: month, format: 'json'})).json;

@@ -33,7 +33,7 @@ const ROUTES = [
   {re: /^#\/recommendations$/, nav: 'recommendations', make: () => new RecommendationsPage()},
   {re: /^#\/waste$/, nav: 'waste', make: () => new WastePage()},
   {re: /^#\/chargeback$/, nav: 'chargeback', make: () => new ChargebackPage()},
-  {re: /^#\/experiments$/, nav: 'experiments', make: () => new ExperimentsPage()},
+  {re: /^#\/experiments$/, nav: 'chargeback', make: () => new ExperimentsPage()},
   {re: /^#\/whatif$/, nav: 'whatif', make: () => new WhatIfPage()},
   {re: /^#\/slos$/, nav: 'slos', make: () => new SlosPage()},
 ];
@@ -45,7 +45,6 @@ const NAV = [
   ['gpus', 'GPUs'],
   ['waste', 'Waste'],
   ['chargeback', 'Chargeback'],
-  ['experiments', 'Experiments'],
   ['recommendations', 'Recommendations'],
   ['whatif', 'What-if'],
   ['slos', 'SLOs'],

@@ -3,19 +3,15 @@
 // (count, median, p90, the costliest) as the ledger computes it (docs/reports.md). A
 // team's jobs without an experiment label are its "(none)" row. "Download CSV" asks the
 // API for the same month as CSV (format=csv), so the file is the server's, to the
-// micro-unit, not a copy of the page.
+// micro-unit, not a copy of the page. Reached from the Chargeback page (the month's money
+// per team and project), under whose navigation entry it sits.
 import {getJson, getText} from './api.js';
 import {h, kpi, section, notice, money, fig, tid, ratio} from './dom.js';
 import {formatCount} from './format.js';
 import {SortableTable, moneyColumn, hoursColumn, downloadCsv} from './table.js';
+import {defaultMonth} from './page_money.js';
 
 let experimentsMonth = '';
-
-// The month the page shows by default: the one the data ends in.
-function defaultMonth(info) {
-  const t = info.data && info.data.to ? info.data.to : info.now;
-  return String(t).slice(0, 7);
-}
 
 function teamTable(team) {
   const id = (e) => `${team.team}/${e.experiment}`;
