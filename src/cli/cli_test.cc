@@ -66,6 +66,26 @@ TEST_F(CliTest, ImportsAndReportsUsage) {
   ASSERT_EQ(cb.exit_code, 0) << cb.output;
   EXPECT_THAT(cb.output, HasSubstr("nlp,llm,2.000000,0.500000,1.500000,7.200000,0.000000,7.200000,0.000000,0.000000,0.000000,5.400000"));
 
+  // The job has no experiment label: the team's one row is its "(none)", and it costs what
+  // chargeback bills the team.
+  Outcome ex = Gpuledger("experiments --db " + db_ + " --period 2026-11 --format json");
+  ASSERT_EQ(ex.exit_code, 0) << ex.output;
+  auto e = nlohmann::json::parse(ex.output);
+  ASSERT_EQ(e["teams"].size(), 1u);
+  EXPECT_EQ(e["teams"][0]["cost"], "7.200000");
+  EXPECT_EQ(e["teams"][0]["experiments"][0]["experiment"], "(none)");
+  EXPECT_EQ(e["teams"][0]["distribution"]["count"], 0);
+  EXPECT_THAT(Gpuledger("experiments --db " + db_ + " --period 2026-11").output, HasSubstr("team nlp: 0 experiments"));
+  EXPECT_THAT(Gpuledger("experiments --db " + db_ + " --period 11-2026").output, HasSubstr("--period"));
+
+  // The monthly review's spend is the month's chargeback total.
+  Outcome monthly = Gpuledger("report monthly --db " + db_ + " --month 2026-11 --out " + Path("m.html"));
+  ASSERT_EQ(monthly.exit_code, 0) << monthly.output;
+  std::ifstream page(Path("m.html"));
+  std::string html((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(html, HasSubstr("<span data-spend=\"7.200000\">"));
+  EXPECT_THAT(html, HasSubstr("<h2>What if</h2>"));
+
   Outcome table = Gpuledger("usage --db " + db_ + " --window 7d --now 2026-11-23T02:30:00Z --by pool");
   EXPECT_EQ(table.exit_code, 0);
   EXPECT_THAT(table.output, HasSubstr("training"));
@@ -108,6 +128,8 @@ TEST_F(CliTest, UsageAndChargebackFromAServerEqualTheLocalStore) {
       "usage" + window + " --by device",
       "chargeback --period 2026-11 --format csv",
       "chargeback --period 2026-11 --share-idle --format json",
+      "experiments --period 2026-11 --format csv",
+      "experiments --period 2026-11 --format json --team nlp",
   };
   std::vector<Outcome> local;
   for (const auto& q : queries) {

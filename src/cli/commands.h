@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/config.h"
+#include "core/workload.h"
 #include "ledger/ledger.h"
 
 namespace gpuledger::server {
@@ -27,7 +28,7 @@ using Commands = std::vector<Command>;
 void AddCommonOptions(CLI::App& sub, CommonOptions& common);
 
 void AddImportCommand(CLI::App& app, CommonOptions& common, Commands& out);
-void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out);  // usage, chargeback
+void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out);  // usage, chargeback, experiments
 void AddPricesCommand(CLI::App& app, CommonOptions& common, Commands& out);
 void AddStoreCommand(CLI::App& app, CommonOptions& common, Commands& out);
 // `period close MONTH`, `period list`: billing periods (ledger::Ledger::ClosePeriod).
@@ -46,8 +47,12 @@ void AddActionsCommand(CLI::App& app, CommonOptions& common, Commands& out);  //
 void AddQuotaCommand(CLI::App& app, CommonOptions& common, Commands& out);  // quota status (docs/quotas.md)
 // `simulate` runs in its CLI11 callback (src/sim); --from-ledger reads `common`'s store.
 void AddSimulateCommand(CLI::App& app, CommonOptions& common);
-// The server's /api/v1/whatif replay: the simulator's what-if with `gpuledger whatif`'s
-// defaults (every question, fifo against fair-share and backfill, 95% within 10m).
+// The simulator's what-if with `gpuledger whatif`'s defaults (every question, fifo
+// against fair-share and backfill, 95% within 10m), as JSON (sim::RenderWhatIfJson): for
+// the server's /api/v1/whatif and the monthly report's what-if section.
+using WhatIfReplay = std::function<Result<std::string>(const Workload&)>;
+WhatIfReplay WhatIfReplayWithDefaults();
+// The server's /api/v1/whatif replay (WhatIfReplayWithDefaults).
 std::shared_ptr<server::WhatIfService> WhatIfForServer();
 
 // The window a command reports on: --window D (trailing), or --from T [--to T].

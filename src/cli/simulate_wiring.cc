@@ -19,11 +19,15 @@ Result<Workload> Recorded(const CommonOptions& common, int64_t window_ms) {
 
 }  // namespace
 
-std::shared_ptr<server::WhatIfService> WhatIfForServer() {
-  return std::make_shared<server::WhatIfService>([](const Workload& w) -> Result<std::string> {
+WhatIfReplay WhatIfReplayWithDefaults() {
+  return [](const Workload& w) -> Result<std::string> {
     GPULEDGER_ASSIGN_OR_RETURN(sim::WhatIfReport report, sim::WhatIf(w, sim::WhatIfOptions()));
     return sim::RenderWhatIfJson(report);
-  });
+  };
+}
+
+std::shared_ptr<server::WhatIfService> WhatIfForServer() {
+  return std::make_shared<server::WhatIfService>(WhatIfReplayWithDefaults());
 }
 
 void AddSimulateCommand(CLI::App& app, CommonOptions& common) {

@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "cli/commands.h"
+#include "ledger/experiments.h"
 #include "ledger/focus_lines.h"
+#include "report/experiments_format.h"
 #include "report/focus.h"
 #include "report/usage_format.h"
 #include "server/client.h"
@@ -40,6 +42,39 @@ int PrintFromServer(const RemoteOptions& r, const std::string& path) {
 // person reading them hears it on stderr too.
 void WarnUnpriced(report::Format f, const std::vector<ledger::UnpricedCapacity>& unpriced) {
   if (f != report::Format::kTable) std::fputs(report::UnpricedNote(unpriced).c_str(), stderr);
+}
+
+// The month a --period left empty means: the month the store's data end in, or with no
+// store (--server) this month.
+Result<std::string> DefaultMonth(ledger::Ledger* local, const Clock& clock) {
+  int64_t at = clock.NowMs();
+  if (local != nullptr) {
+    GPULEDGER_ASSIGN_OR_RETURN(ledger::DataSpan data, local->Data());
+    if (data.end_ms > 0) at = data.end_ms - 1;  // the end is exclusive
+  }
+  return FormatTime(at).substr(0, 7);
+}
+
+// What a monthly command reads: the store (none with --server) and the month its --period
+// names, `period` set to the default month (DefaultMonth) when it was left empty.
+struct MonthQuery {
+  std::unique_ptr<ledger::Ledger> local;
+  TimeRange month;
+};
+
+Result<MonthQuery> OpenMonth(const CommonOptions& common, const RemoteOptions& remote, std::string& period,
+                             const Clock& clock) {
+  MonthQuery q;
+  if (remote.server.empty()) {
+    GPULEDGER_ASSIGN_OR_RETURN(q.local, OpenLedger(common, clock));
+  }
+  if (period.empty()) {
+    GPULEDGER_ASSIGN_OR_RETURN(period, DefaultMonth(q.local.get(), clock));
+  }
+  auto month = ParseMonth(period);
+  if (!month.ok()) return month.status().WithContext("--period");
+  q.month = *month;
+  return q;
 }
 
 }  // namespace
@@ -124,23 +159,10 @@ void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out) {
                    }
                    auto format = focus ? Result<report::Format>(report::Format::kCsv) : report::ParseFormat(c->format);
                    if (!format.ok()) return Fail(format.status());
-                   std::unique_ptr<ledger::Ledger> local;
-                   if (c->remote.server.empty()) {
-                     auto ledger = OpenLedger(common, clock);
-                     if (!ledger.ok()) return Fail(ledger.status());
-                     local = std::move(*ledger);
-                   }
-                   if (c->period.empty()) {
-                     int64_t at = clock.NowMs();
-                     if (local) {
-                       auto data = local->Data();
-                       if (!data.ok()) return Fail(data.status());
-                       if (data->end_ms > 0) at = data->end_ms - 1;  // the end is exclusive
-                     }
-                     c->period = FormatTime(at).substr(0, 7);
-                   }
-                   auto period = ParseMonth(c->period);
-                   if (!period.ok()) return Fail(period.status());
+                   auto opened = OpenMonth(common, c->remote, c->period, clock);
+                   if (!opened.ok()) return Fail(opened.status());
+                   std::unique_ptr<ledger::Ledger> local = std::move(opened->local);
+                   const TimeRange* period = &opened->month;
                    if (!c->remote.server.empty() && focus) {
                      return PrintFromServer(c->remote, "/api/v1/focus?period=" + server::UrlEncode(c->period));
                    }
@@ -160,6 +182,41 @@ void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out) {
                    auto r = local->Chargeback(*period, c->share_idle);
                    if (!r.ok()) return Fail(r.status());
                    std::fputs(report::RenderChargeback(*r, *format).c_str(), stdout);
+                   WarnUnpriced(*format, r->unpriced);
+                   return 0;
+                 }});
+
+  struct ExperimentsOpts {
+    std::string period;
+    std::string team;
+    std::string format = "table";
+    RemoteOptions remote;
+  };
+  auto e = std::make_shared<ExperimentsOpts>();
+  CLI::App* ex = app.add_subcommand(
+      "experiments", "Cost per experiment for a month, per team: cost, GPU-hours, waste, effective "
+                     "utilization, and each team's distribution (count, median, p90, the costliest)");
+  AddCommonOptions(*ex, common);
+  ex->add_option("--period", e->period,
+                 "the month, YYYY-MM (default: the month the store's data end in; with --server, this month)");
+  ex->add_option("--team", e->team, "only this team's experiments");
+  ex->add_option("--format", e->format, "table, csv or json")->capture_default_str();
+  AddRemoteOptions(*ex, e->remote);
+  out.push_back({ex, [e, &common]() -> int {
+                   SystemClock clock;
+                   auto format = report::ParseFormat(e->format);
+                   if (!format.ok()) return Fail(format.status());
+                   auto opened = OpenMonth(common, e->remote, e->period, clock);
+                   if (!opened.ok()) return Fail(opened.status());
+                   if (!e->remote.server.empty()) {
+                     std::string path = fmt::format("/api/v1/experiments?period={}&format={}",
+                                                    server::UrlEncode(e->period), server::UrlEncode(e->format));
+                     if (!e->team.empty()) path += "&team=" + server::UrlEncode(e->team);
+                     return PrintFromServer(e->remote, path);
+                   }
+                   auto r = ledger::Experiments(*opened->local, opened->month, ledger::Scope::All(), e->team);
+                   if (!r.ok()) return Fail(r.status());
+                   std::fputs(report::RenderExperiments(*r, *format).c_str(), stdout);
                    WarnUnpriced(*format, r->unpriced);
                    return 0;
                  }});

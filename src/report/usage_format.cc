@@ -1,4 +1,5 @@
 #include "report/usage_format.h"
+#include "report/format_internal.h"
 #include "report/table.h"
 
 #include "core/csv.h"
@@ -10,14 +11,10 @@
 #include <cmath>
 
 namespace gpuledger::report {
-namespace {
-
 using ledger::UsageRow;
 
 std::string Percent(double ratio) { return fmt::format("{:.1f}%", ratio * 100.0); }
 std::string Hours(double h) { return fmt::format("{:.1f}", h); }
-
-}  // namespace
 
 std::string Table(const std::vector<std::vector<std::string>>& rows, size_t left, bool total_row) {
   std::vector<size_t> width;
@@ -91,15 +88,9 @@ std::vector<std::string> UsageCells(const UsageRow& r) {
 
 }  // namespace
 
-namespace {
-
-// The heading of a table's money column: "cost EUR", "cost GPU credits", or
-// "cost (unnamed unit)" when no currency was set.
 std::string CostHeading(std::string_view what, const Currency& c) {
   return c.is_set() ? fmt::format("{} {}", what, c.name()) : fmt::format("{} ({})", what, c.Label());
 }
-
-}  // namespace
 
 void AddCurrencyJson(nlohmann::json& j, const Currency& c) {
   j["currency_unit"] = "1e-6";
@@ -128,8 +119,6 @@ std::string UnpricedNote(const std::vector<ledger::UnpricedCapacity>& unpriced) 
       hours, what);
 }
 
-namespace {
-
 nlohmann::json UnpricedJson(const std::vector<ledger::UnpricedCapacity>& unpriced) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& u : unpriced) {
@@ -141,13 +130,10 @@ nlohmann::json UnpricedJson(const std::vector<ledger::UnpricedCapacity>& unprice
   return list;
 }
 
-// " (asked until X; the data ends at Y)" when the window was cut at the data's end.
 std::string WindowNote(const TimeRange& window, const TimeRange& requested) {
   if (requested.empty() || requested.end_ms == window.end_ms) return "";
   return fmt::format(" (asked until {}; the data ends there)", FormatTime(requested.end_ms));
 }
-
-}  // namespace
 
 Result<Format> ParseFormat(std::string_view text) {
   if (text == "table") return Format::kTable;

@@ -1,7 +1,5 @@
 #include "report/weekly.h"
 
-#include "objectives/evaluate.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,90 +7,23 @@
 
 #include "ledger/rightsizing.h"
 #include "ledger/targets.h"
+#include "report/html_internal.h"
 #include "report/usage_format.h"
 
 namespace gpuledger::report {
 namespace {
 
+using html::BucketWords;
+using html::DeltaMoney;
+using html::DeltaPoints;
+using html::Esc;
+using html::GpuHours;
+using html::Kpi;
+using html::Pct;
+using html::kStyle;
 using ledger::Dimension;
 using ledger::UsageReport;
 using ledger::UsageRow;
-
-std::string Esc(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-std::string Pct(double r) { return fmt::format("{:.1f}%", r * 100.0); }
-
-// "7d", "36h", "90m": an objective's window as a config writes it.
-std::string WindowText(int64_t ms) {
-  if (ms % kMsPerDay == 0) return fmt::format("{}d", ms / kMsPerDay);
-  if (ms % kMsPerHour == 0) return fmt::format("{}h", ms / kMsPerHour);
-  return fmt::format("{}m", ms / kMsPerMinute);
-}
-
-// GPU-hours as the dashboard shows them: one decimal, thousands grouped ("12,288.0").
-std::string GpuHours(double h) {
-  std::string text = fmt::format("{:.1f}", h);
-  size_t digits_end = text.find('.');
-  size_t digits_begin = text[0] == '-' ? 1 : 0;
-  for (size_t i = digits_end; i > digits_begin + 3; i -= 3) text.insert(i - 3, ",");
-  return text;
-}
-
-// A bucket in words, as the dashboard's legends say it: "allocated idle", not
-// "allocated_idle".
-std::string BucketWords(Bucket b) {
-  std::string name(BucketName(b));
-  std::replace(name.begin(), name.end(), '_', ' ');
-  return name;
-}
-
-// Why a source of waste cost what it did: the idle causes by money for held GPUs, what
-// the bucket means otherwise.
-std::string WasteCauses(const ledger::WasteItem& w) {
-  switch (w.bucket) {
-    case Bucket::kUnallocated: return "no job held it";
-    case Bucket::kUnavailable: return "unhealthy or lost";
-    case Bucket::kUnmonitored: return "no telemetry (agent or exporter silent)";
-    default: break;
-  }
-  std::vector<std::pair<Money, IdleCause>> causes;
-  for (IdleCause c : kAllIdleCauses) {
-    Money m = w.idle_cause_cost[static_cast<size_t>(c)];
-    if (m != Money()) causes.push_back({m, c});
-  }
-  std::stable_sort(causes.begin(), causes.end(), [](auto& a, auto& b) { return a.first > b.first; });
-  std::string out;
-  for (const auto& [m, c] : causes) {
-    std::string name(IdleCauseName(c));
-    std::replace(name.begin(), name.end(), '_', ' ');
-    out += fmt::format("{}{} {}", out.empty() ? "" : " · ", name, m.ToDisplay());
-  }
-  return out.empty() ? "—" : out;
-}
-
-// "+3.2 pts" / "-1.0 pts" for ratios, "+12.5%" for money.
-std::string DeltaPoints(double now, double before) {
-  return fmt::format("{:+.1f} pts", (now - before) * 100.0);
-}
-std::string DeltaMoney(Money now, Money before) {
-  if (before == Money()) return "new";
-  double change = static_cast<double>(now.micros() - before.micros()) /
-                  static_cast<double>(before.micros());
-  return fmt::format("{:+.1f}%", change * 100.0);
-}
 
 const char* kBucketColors[kBucketCount] = {"#2e7d32", "#f9a825", "#90a4ae", "#c62828", "#6d4c41"};
 
@@ -180,42 +111,6 @@ const UsageRow* FindRow(const UsageReport& r, const UsageRow& like) {
   return nullptr;
 }
 
-std::string Kpi(const std::string& label, const std::string& value, const std::string& detail,
-                const std::string& cls = "") {
-  return fmt::format(
-      "<div class=\"kpi {}\"><div class=\"label\">{}</div><div class=\"value\">{}</div>"
-      "<div class=\"detail\">{}</div></div>",
-      cls, Esc(label), value, detail);
-}
-
-constexpr const char* kStyle = R"(
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1b1f24;margin:32px auto;max-width:960px;padding:0 16px}
-h1{font-size:24px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #e3e6ea;padding-bottom:4px}
-.sub{color:#59636e;margin-bottom:20px}
-.kpis{display:grid;grid-template-columns:repeat(5,1fr);gap:10px}
-.kpi{border:1px solid #e3e6ea;border-radius:8px;padding:10px 12px}
-.kpi .label{color:#59636e;font-size:12px;text-transform:uppercase;letter-spacing:.03em}
-.kpi .value{font-size:22px;font-weight:600;margin:2px 0}
-.kpi .detail{color:#59636e;font-size:12px}
-.kpi.bad .value{color:#c62828} .kpi.good .value{color:#2e7d32}
-table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums}
-th,td{padding:5px 8px;border-bottom:1px solid #eef0f2;text-align:right}
-th:first-child,td:first-child,td.l,th.l{text-align:left}
-th{font-size:12px;color:#59636e;font-weight:600}
-tr.total td{font-weight:600;border-top:2px solid #c9ced4}
-.chart{width:100%;height:auto} .grid{stroke:#eef0f2} .axis{font-size:11px;fill:#59636e}
-.target{stroke:#1b1f24;stroke-dasharray:4 3}
-.legend span{display:inline-block;margin-right:14px;font-size:12px}
-.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}
-.met{color:#2e7d32;font-weight:600} .missed{color:#c62828;font-weight:600}
-td.id{white-space:nowrap}
-footer{margin-top:32px;color:#59636e;font-size:12px}
-@media print{body{margin:0;max-width:none}.kpis{grid-template-columns:repeat(5,1fr)}
-h2,h2+p,h2+.legend{break-after:avoid;break-inside:avoid}
-svg,tr,.kpis{break-inside:avoid}
-table{break-inside:auto}}
-)";
-
 }  // namespace
 
 Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& week,
@@ -298,27 +193,7 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
 
   // The report leads with where the money is: the top advice, as `gpuledger recommend`
   // lists it (group by group, kind and team, the largest money first).
-  {
-    std::vector<ledger::Recommendation> top = ledger::TopAdvice(recs, options.recommendations);
-    html += fmt::format(
-        "<h2>Where the money is</h2><p>The top {} of {} pieces of advice from the week's samples "
-        "(<code>gpuledger recommend</code>), saving an estimated {} in all over a week like this one, net: a "
-        "job's pieces of advice compound (each applies to what the larger ones leave), so no job saves more "
-        "than it cost.</p>",
-        top.size(), recs.size(), Esc(ledger::TotalNetSaving(recs).ToDisplay()));
-    html += "<table><thead><tr><th class=\"l\">advice</th><th class=\"l\">job</th><th class=\"l\">team</th>"
-            "<th class=\"l\">action</th><th class=\"l\">evidence</th><th class=\"l\">confidence</th>"
-            "<th>saving alone</th><th>net saving</th></tr></thead>";
-    for (const auto& r : top) {
-      html += fmt::format(
-          "<tr data-recommendation=\"{}\"><td class=\"l\">{}</td><td class=\"id\">{}</td><td class=\"l\">{}</td>"
-          "<td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td></tr>",
-          Esc(r.job_id), Esc(std::string(ledger::RecommendationKindName(r.kind))), Esc(r.job_id), Esc(r.team),
-          Esc(r.action), Esc(r.evidence), Esc(r.confidence), Esc(r.saving.ToDisplay()),
-          Esc(r.net_saving.ToDisplay()));
-    }
-    html += "</table>";
-  }
+  html += html::AdviceSection(recs, options.recommendations, "week");
 
   html += "<h2>Where the capacity went</h2><div class=\"legend\">";
   for (size_t b = 0; b < kBucketCount; ++b) {
@@ -332,32 +207,14 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
   // week against its budget's share of the week.
   html += "<h2>SLO status</h2><table><thead><tr><th class=\"l\">objective</th><th>target</th>"
           "<th>this week</th><th class=\"l\">status</th></tr></thead>";
-  auto slo = [&](const std::string& key, const std::string& what, const std::string& target,
-                 const std::string& actual, bool met) {
-    html += fmt::format("<tr data-slo=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td class=\"l {}\">{}</td></tr>",
-                        Esc(key), Esc(what), target, actual, met ? "met" : "missed", met ? "met" : "missed");
-  };
-  for (const ledger::TargetStatus& st : targets) {
-    std::string what = st.scope == "fleet" ? "fleet effective utilization"
-                                           : "pool " + st.scope.substr(5) + " effective utilization";
-    slo(st.scope == "fleet" ? "fleet" : "pool/" + st.scope.substr(5), what, Pct(st.target), Pct(st.actual), st.met);
-  }
+  html += html::TargetRows(targets);
   for (const ledger::BudgetStatus& b : ledger::JudgeWeeklyBudgets(goals, by_team, week)) {
-    slo("budget/" + b.team, "team " + b.team + " spend within budget", Esc(b.budget.ToDisplay()),
-        Esc(b.spent.ToDisplay()), b.within);
+    html += html::SloRow("budget/" + b.team, "team " + b.team + " spend within budget", Esc(b.budget.ToDisplay()),
+                         Esc(b.spent.ToDisplay()), b.within);
   }
   // The config's objectives at the week's end, judged as `gpuledger slo status` judges them.
-  auto source = objectives::LedgerSource(ledger);
-  for (const ObjectiveSpec& spec : options.objectives) {
-    GPULEDGER_ASSIGN_OR_RETURN(objectives::ObjectiveStatus st, objectives::Evaluate(spec, *source, week.end_ms));
-    std::string value = !st.tally.has_data                     ? "no data"
-                        : spec.kind == ObjectiveKind::kBudget ? fmt::format("{:.2f}x pace", st.tally.sli)
-                                                               : Pct(st.tally.sli);
-    std::string what = fmt::format("{} ({} {} over {}; error budget left {}{})", spec.name,
-                                   ObjectiveKindName(spec.kind), spec.scope.ToString(), WindowText(spec.window_ms),
-                                   Pct(st.budget_left), st.firing() ? "; alert firing" : "");
-    slo("objective/" + spec.name, what, Pct(spec.target), value, st.met);
-  }
+  GPULEDGER_ASSIGN_OR_RETURN(std::string objective_rows, html::ObjectiveRows(ledger, options.objectives, week.end_ms));
+  html += objective_rows;
   html += "</table>";
 
   html += "<h2>Teams</h2><table><thead><tr><th class=\"l\">team</th><th>GPU-hours</th><th>effective util.</th>"
@@ -431,21 +288,9 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
   }
   html += "</table>";
 
-  html += "<h2>Largest sources of waste</h2><table><thead><tr><th class=\"l\">#</th><th class=\"l\">what</th>"
-          "<th class=\"l\">bucket</th><th>GPU-hours</th><th>cost (" + currency + ")</th><th class=\"l\">causes</th></tr></thead>";
-  for (size_t i = 0; i < waste.size(); ++i) {
-    html += fmt::format(
-        "<tr data-waste=\"{}\"><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td>"
-        "<td class=\"l\">{}</td></tr>",
-        i + 1, i + 1, Esc(waste[i].what), BucketWords(waste[i].bucket), GpuHours(waste[i].gpu_hours),
-        Esc(waste[i].cost.ToDisplay()), Esc(WasteCauses(waste[i])));
-  }
-  html += "</table>";
+  html += html::WasteSection(waste, currency);
 
-  html += fmt::format(
-      "<footer>gpuledger · costs in {} are exact to the micro-unit and add up across every table · "
-      "activity from {} · generated from the ledger for {} .. {}</footer></body></html>\n",
-      currency, t.activity_source(), FormatTime(week.begin_ms), FormatTime(week.end_ms));
+  html += html::Footer(currency, t.activity_source(), week);
   return html;
 }
 

@@ -12,6 +12,7 @@
 #include "ledger/rightsizing.h"
 #include "ledger/serving.h"
 #include "report/focus.h"
+#include "report/experiments_format.h"
 #include "report/usage_format.h"
 #include "report/weekly.h"
 #include "store/store.h"
@@ -25,6 +26,15 @@ HttpReply JsonReply(const json& j) { return {200, "application/json", j.dump(2) 
 
 Result<report::Format> FormatFrom(const QueryParams& p) {
   return report::ParseFormat(Param(p, "format", "json"));
+}
+
+// The required period=YYYY-MM of a monthly query; a missing or bad one names the parameter.
+Result<TimeRange> PeriodFrom(const QueryParams& p) {
+  std::string text = Param(p, "period");
+  if (text.empty()) return InvalidArgument("give period=YYYY-MM");
+  auto period = ParseMonth(text);
+  if (!period.ok()) return period.status().WithContext("period");
+  return period;
 }
 
 std::string ContentType(report::Format f) {
@@ -253,10 +263,8 @@ HttpReply ClosePeriodReply(const QueryContext& q, const std::string& month) {
 }
 
 HttpReply ChargebackReply(const QueryContext& q, const QueryParams& params) {
-  std::string period_text = Param(params, "period");
-  if (period_text.empty()) return ErrorReply(InvalidArgument("give period=YYYY-MM"));
-  auto period = ParseMonth(period_text);
-  if (!period.ok()) return ErrorReply(period.status().WithContext("period"));
+  auto period = PeriodFrom(params);
+  if (!period.ok()) return ErrorReply(period.status());
   auto format = FormatFrom(params);
   if (!format.ok()) return ErrorReply(format.status());
   std::string share = Param(params, "share_idle", "false");
@@ -273,13 +281,21 @@ HttpReply ChargebackReply(const QueryContext& q, const QueryParams& params) {
 }
 
 HttpReply FocusReply(const QueryContext& q, const QueryParams& params) {
-  std::string period_text = Param(params, "period");
-  if (period_text.empty()) return ErrorReply(InvalidArgument("give period=YYYY-MM"));
-  auto period = ParseMonth(period_text);
-  if (!period.ok()) return ErrorReply(period.status().WithContext("period"));
+  auto period = PeriodFrom(params);
+  if (!period.ok()) return ErrorReply(period.status());
   auto e = ledger::FocusLines(q.ledger, *period, ScopeOf(q.who));
   if (!e.ok()) return ErrorReply(e.status());
   return {200, ContentType(report::Format::kCsv), report::RenderFocusCsv(*e)};
+}
+
+HttpReply ExperimentsReply(const QueryContext& q, const QueryParams& params) {
+  auto period = PeriodFrom(params);
+  if (!period.ok()) return ErrorReply(period.status());
+  auto format = FormatFrom(params);
+  if (!format.ok()) return ErrorReply(format.status());
+  auto r = ledger::Experiments(q.ledger, *period, ScopeOf(q.who), Param(params, "team"));
+  if (!r.ok()) return ErrorReply(r.status());
+  return {200, ContentType(*format), report::RenderExperiments(*r, *format)};
 }
 
 HttpReply JobsReply(const QueryContext& q, const QueryParams& params) {
@@ -459,24 +475,30 @@ HttpReply JobServingReply(const QueryContext& q, const std::string& job_id,
   return {200, "application/json", report::ServingJson(job_id, *reports)};
 }
 
-HttpReply WeeklyReportReply(const QueryContext& q, const QueryParams& params,
-                            const std::vector<ObjectiveSpec>& objectives) {
-  std::string week_name = Param(params, "week", IsoWeekOf(q.now_ms - 7 * kMsPerDay));
-  auto week = ParseIsoWeek(week_name);
-  if (!week.ok()) return ErrorReply(week.status().WithContext("week"));
-  report::WeeklyOptions options;
+Result<Goals> ReportGoals(const QueryContext& q, const QueryParams& params) {
   Goals goals = q.goals != nullptr ? *q.goals : Goals{};
   std::string target = Param(params, "target");
   if (!target.empty()) {
     char* end = nullptr;
     double v = std::strtod(target.c_str(), &end);
     if (end == target.c_str() || *end != '\0' || !(v >= 0 && v <= 1)) {
-      return ErrorReply(InvalidArgument(fmt::format("target \"{}\": want a ratio in 0..1", target)));
+      return InvalidArgument(fmt::format("target \"{}\": want a ratio in 0..1", target));
     }
     goals.fleet_target = v;
     goals.fleet_target_source = "the request's target parameter";
   }
-  options.goals = goals;
+  return goals;
+}
+
+HttpReply WeeklyReportReply(const QueryContext& q, const QueryParams& params,
+                            const std::vector<ObjectiveSpec>& objectives) {
+  std::string week_name = Param(params, "week", IsoWeekOf(q.now_ms - 7 * kMsPerDay));
+  auto week = ParseIsoWeek(week_name);
+  if (!week.ok()) return ErrorReply(week.status().WithContext("week"));
+  report::WeeklyOptions options;
+  auto goals = ReportGoals(q, params);
+  if (!goals.ok()) return ErrorReply(goals.status());
+  options.goals = *goals;
   options.objectives = objectives;
   auto html = report::RenderWeeklyReport(q.ledger, *week, options);
   if (!html.ok()) return ErrorReply(html.status());

@@ -72,6 +72,9 @@ HttpReply ChargebackReply(const QueryContext& q, const QueryParams& params);
 // GET /api/v1/focus?period=YYYY-MM: the month's FOCUS 1.2 CSV (report/focus.h), a viewer's
 // teams' rows only.
 HttpReply FocusReply(const QueryContext& q, const QueryParams& params);
+// GET /api/v1/experiments?period=YYYY-MM, team=T, format=json|csv|table: cost per
+// experiment per team (ledger::Experiments), a viewer's teams only.
+HttpReply ExperimentsReply(const QueryContext& q, const QueryParams& params);
 // GET /api/v1/jobs: the jobs the principal may see.
 // GET /api/v1/jobs: `limit` (1..5000, default 5000) jobs in id order after `after`; `next`.
 HttpReply JobsReply(const QueryContext& q, const QueryParams& params);
@@ -94,6 +97,16 @@ HttpReply JobServingReply(const QueryContext& q, const std::string& job_id,
 // `objectives`: the config's, for the report's SLO section (report::WeeklyOptions).
 HttpReply WeeklyReportReply(const QueryContext& q, const QueryParams& params,
                             const std::vector<ObjectiveSpec>& objectives = {});
+// The goals a report request is judged against: the server's, with `target` (a ratio in
+// 0..1) as the fleet's target when given; a bad one is refused naming it.
+Result<Goals> ReportGoals(const QueryContext& q, const QueryParams& params);
+class WhatIfService;  // server/whatif_api.h
+// GET /api/v1/reports/monthly?month=2026-11 (default: the month the data end in)&target=0.6
+// (admin): the monthly review's
+// HTML (report::RenderMonthlyReport), judged against the server's objectives and quotas;
+// its what-if section replayed by `what_if` (none: the section says it was not run).
+HttpReply MonthlyReportReply(const QueryContext& q, const QueryParams& params,
+                             const std::vector<ObjectiveSpec>& objectives, WhatIfService* what_if);
 // GET /api/v1/info: the server's time, the caller's role and teams, the span of the
 // recorded data, targets, the caller's teams' budgets, the dashboard's refresh.
 HttpReply InfoReply(const QueryContext& q);

@@ -582,6 +582,9 @@ struct Server::Impl {
     Get("/api/v1/focus", route("focus", [this](const auto& req, auto& res) {
                Query(req, res, kReaders, [&](const QueryContext& q) { return FocusReply(q, Params(req)); });
              }));
+    Get("/api/v1/experiments", route("experiments", [this](const auto& req, auto& res) {
+               Query(req, res, kReaders, [&](const QueryContext& q) { return ExperimentsReply(q, Params(req)); });
+             }));
     Get("/api/v1/jobs", route("jobs", [this](const auto& req, auto& res) {
                Query(req, res, kReaders, [&](const QueryContext& q) { return JobsReply(q, Params(req)); });
              }));
@@ -600,6 +603,11 @@ struct Server::Impl {
              }));
     Get("/api/v1/reports/weekly", route("report_weekly", [this](const auto& req, auto& res) {
                Query(req, res, kAdmins, [&](const QueryContext& q) { return WeeklyReportReply(q, Params(req), options.objectives); });
+             }));
+    Get("/api/v1/reports/monthly", route("report_monthly", [this](const auto& req, auto& res) {
+               Query(req, res, kAdmins, [&](const QueryContext& q) {
+                 return MonthlyReportReply(q, Params(req), options.objectives, options.what_if.get());
+               });
              }));
     Get("/api/v1/periods", route("periods", [this](const auto& req, auto& res) {
                Query(req, res, kReaders, [&](const QueryContext& q) { return PeriodsReply(q); });

@@ -173,6 +173,9 @@ TEST(ServerTest, RolesSeeExactlyWhatTheyShould) {
       "/api/v1/chargeback?period=2026-11",
       "/api/v1/chargeback?period=2026-11&share_idle=true&format=json",
       "/api/v1/focus?period=2026-11",
+      "/api/v1/experiments?period=2026-11",
+      "/api/v1/experiments?period=2026-11&format=csv",
+      "/api/v1/experiments?period=2026-11&format=table&team=bravo",
       "/api/v1/jobs",
       "/api/v1/jobs/bravonode-job",
       "/api/v1/jobs/alphanode-job",
@@ -223,6 +226,17 @@ TEST(ServerTest, RolesSeeExactlyWhatTheyShould) {
   json all = json::parse(Get(h.url(), "/api/v1/usage?from=2026-11-23T08:00:00Z&to=2026-11-23T09:00:00Z&by=job",
                              tok["admin"]).body);
   EXPECT_EQ(u["total"], all["total"]);
+  // Experiments: a viewer's teams only, an admin's every team; a bad period names itself.
+  json ex_a = json::parse(Get(h.url(), "/api/v1/experiments?period=2026-11", tok["viewer_a"]).body);
+  ASSERT_EQ(ex_a["teams"].size(), 1u);
+  EXPECT_EQ(ex_a["teams"][0]["team"], "alpha");
+  json ex_all = json::parse(Get(h.url(), "/api/v1/experiments?period=2026-11", tok["admin"]).body);
+  EXPECT_EQ(ex_all["teams"].size(), 2u);
+  EXPECT_TRUE(json::parse(Get(h.url(), "/api/v1/experiments?period=2026-11&team=bravo", tok["viewer_a"]).body)["teams"]
+                  .empty());
+  auto bad = Get(h.url(), "/api/v1/experiments?period=2026-13", tok["admin"]);
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("period"), std::string::npos) << bad.body;
   EXPECT_EQ(Get(h.url(), "/api/v1/waste", tok["viewer_a"]).status, 403);
   EXPECT_EQ(Get(h.url(), "/api/v1/waste", tok["admin"]).status, 200);
   // The weekly report names every team: admins only.
@@ -231,6 +245,14 @@ TEST(ServerTest, RolesSeeExactlyWhatTheyShould) {
   EXPECT_EQ(weekly.status, 200);
   EXPECT_NE(weekly.body.find("week 2026-W48"), std::string::npos);
   EXPECT_EQ(Get(h.url(), "/api/v1/reports/weekly?week=2026-W48&target=7", tok["admin"]).status, 400);
+  // The monthly review too: admins only, its month named, a bad month refused naming it.
+  EXPECT_EQ(Get(h.url(), "/api/v1/reports/monthly?month=2026-11", tok["viewer_a"]).status, 403);
+  auto monthly = Get(h.url(), "/api/v1/reports/monthly?month=2026-11", tok["admin"]);
+  EXPECT_EQ(monthly.status, 200) << monthly.body;
+  EXPECT_NE(monthly.body.find("— 2026-11"), std::string::npos);
+  auto bad_month = Get(h.url(), "/api/v1/reports/monthly?month=November", tok["admin"]);
+  EXPECT_EQ(bad_month.status, 400);
+  EXPECT_NE(bad_month.body.find("month"), std::string::npos) << bad_month.body;
   // A job's MFU without progress reports: no MFU, the labelled estimate where there is one.
   json mfu = json::parse(Get(h.url(), "/api/v1/jobs/alphanode-job/mfu?from=2026-11-23T08:00:00Z&to=2026-11-23T09:00:00Z",
                              tok["viewer_a"]).body);

@@ -44,6 +44,18 @@ HttpReply WhatIfService::Reply(const QueryContext& q, const QueryParams& params)
   return {200, "application/json", std::move(*body)};
 }
 
+Result<std::string> WhatIfService::Replay(const Workload& w) {
+  if (w.jobs.size() > kMaxWhatIfJobs) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("{} recorded jobs: a what-if replays at most {}", w.jobs.size(), kMaxWhatIfJobs));
+  }
+  std::unique_lock run(run_mu_, std::try_to_lock);
+  if (!run.owns_lock()) {
+    return Status(StatusCode::kUnavailable, "a what-if replay is running; one runs at a time: ask again in a few seconds");
+  }
+  return answer_(w);
+}
+
 HttpReply WhatIfReply(const QueryContext& q, const QueryParams& params, WhatIfService* service) {
   if (service == nullptr) {
     return ErrorReply(501, "not_implemented", "this server was started without the what-if replay");

@@ -36,6 +36,9 @@ class WhatIfService {
   explicit WhatIfService(Answer answer) : answer_(std::move(answer)) {}
 
   HttpReply Reply(const QueryContext& q, const QueryParams& params);
+  // Replays `w` once (no cache): the what-if document, or kUnavailable while another
+  // replay runs and kResourceExhausted past kMaxWhatIfJobs jobs. For the monthly report.
+  Result<std::string> Replay(const Workload& w);
 
  private:
   using Key = std::tuple<int64_t, int64_t, int64_t>;  // window begin, window end, data end

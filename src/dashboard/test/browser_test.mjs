@@ -817,6 +817,42 @@ async function adminChecks(browser, base, token, call, outDir, viewerTeam) {
   }
   p.drain(where);
 
+  // Experiments (docs/reports.md): each team's distribution and rows as the API gives
+  // them, a team's rows adding up to its chargeback lines to the micro-unit, and
+  // "Download CSV" saving the API's own CSV of the month, byte for byte.
+  where = 'experiments';
+  await page.click('[data-testid="chargeback-experiments"]');
+  await waitReady(page, '#/experiments');
+  check(await page.inputValue('[data-testid="experiments-month"]') === month, where, `the month shown is not ${month}`);
+  const ex = (await call('/api/v1/experiments', {period: month, format: 'json'})).json;
+  check(ex.teams.length > 0 && ex.teams.some((t) => t.distribution.count > 0), where, 'no team has a labelled experiment');
+  for (const t of ex.teams) {
+    const billed = addMoney(cb.lines.filter((l) => !l.capacity && l.team === t.team).map((l) => l.total_cost));
+    const rows = addMoney(t.experiments.map((e) => e.cost));
+    check(rows === billed, where, `team ${t.team}: its experiments cost ${rows}, its chargeback lines ${billed}`);
+    await expectFigure(page, where, tid('exp-team-cost', t.team), t.cost, formatMoney);
+    if (t.distribution.count > 0) {
+      await expectFigure(page, where, tid('exp-median', t.team), t.distribution.median, formatMoney);
+      await expectFigure(page, where, tid('exp-p90', t.team), t.distribution.p90, formatMoney);
+      await expectFigure(page, where, tid('exp-costliest', t.team), t.distribution.costliest.cost, formatMoney);
+    }
+    for (const e of t.experiments.slice(0, 5)) {
+      await expectFigure(page, where, tid('exp-cost', `${t.team}/${e.experiment}`), e.cost, formatMoney);
+      await expectFigure(page, where, tid('exp-waste', `${t.team}/${e.experiment}`), e.waste, formatMoney);
+    }
+  }
+  const currencyShown = await page.locator('[data-testid^="exp-median-"]').first().evaluate((el) => el.parentElement.textContent);
+  check(currencyShown.includes(CURRENCY), where, `a median is shown without its currency: "${currencyShown}"`);
+  const [exDownload] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid="experiments-download-csv"]')]);
+  const saved = fs.readFileSync(await exDownload.path(), 'utf8');
+  const apiCsv = await (await fetch(`${base}/api/v1/experiments?period=${month}&format=csv`,
+    {headers: {Authorization: `Bearer ${token}`}})).text();
+  check(saved === apiCsv, where, 'the downloaded CSV is not the API\'s CSV of the month');
+  check(parseCsv(saved).length === 1 + ex.teams.reduce((n, t) => n + t.experiments.length, 0), where,
+    'the CSV does not have a line per experiment');
+  await p.shot('experiments');
+  p.drain(where);
+
   await p.context.close();
 }
 
@@ -1078,7 +1114,7 @@ async function jobFigures(page, call, id, where) {
   }
 }
 
-const VIEWER_ROUTES = ['#/fleet', '#/teams', '#/jobs', '#/gpus', '#/recommendations', '#/waste', '#/chargeback', '#/slos'];
+const VIEWER_ROUTES = ['#/fleet', '#/teams', '#/jobs', '#/gpus', '#/recommendations', '#/waste', '#/chargeback', '#/experiments', '#/slos'];
 
 async function viewerChecks(browser, base, viewerToken, adminCall, viewerCall, outDir, team) {
   const p = await openPage(browser, base, viewerToken, outDir);

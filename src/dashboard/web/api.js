@@ -34,20 +34,25 @@ export function setToken(token) {
   memoryToken = token || '';
 }
 
-// GET a JSON endpoint. Resolves to the parsed body; rejects with ApiError for any
-// non-2xx answer (401: no or wrong token; 404: unknown or not this token's).
-export async function getJson(path, params = {}) {
+// GET `path` with `params` (empty ones left out) and the token: the response and its text.
+async function request(path, params, accept) {
   const query = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) {
     if (v !== undefined && v !== null && v !== '') query.set(k, v);
   }
   const qs = query.toString();
   const url = qs ? `${path}?${qs}` : path;
-  const headers = {Accept: 'application/json'};
+  const headers = accept ? {Accept: accept} : {};
   const token = getToken() || memoryToken;
   if (token) headers.Authorization = `Bearer ${token}`;
   const res = await fetch(url, {headers, cache: 'no-store'});
-  const text = await res.text();
+  return {res, text: await res.text()};
+}
+
+// GET a JSON endpoint. Resolves to the parsed body; rejects with ApiError for any
+// non-2xx answer (401: no or wrong token; 404: unknown or not this token's).
+export async function getJson(path, params = {}) {
+  const {res, text} = await request(path, params, 'application/json');
   let body = null;
   try {
     body = text ? JSON.parse(text) : null;
@@ -58,6 +63,14 @@ export async function getJson(path, params = {}) {
     throw new ApiError(res.status, body && body.error, body && body.message, path);
   }
   return body;
+}
+
+// GET an endpoint's body as text (a CSV the API renders); rejects with ApiError for any
+// non-2xx answer.
+export async function getText(path, params = {}) {
+  const {res, text} = await request(path, params, null);
+  if (!res.ok) throw new ApiError(res.status, null, text, path);
+  return text;
 }
 
 // The same request, answering null instead of rejecting when the server does not have

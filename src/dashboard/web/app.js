@@ -15,6 +15,7 @@ import {GpusPage} from './page_gpus.js';
 import {RecommendationsPage} from './page_recommendations.js';
 import {WastePage, ChargebackPage} from './page_money.js';
 import {WhatIfPage} from './page_whatif.js';
+import {ExperimentsPage} from './page_experiments.js';
 import {SlosPage} from './page_slos.js';
 
 const SPAN_KEY = 'gpuledger.span';
@@ -32,6 +33,7 @@ const ROUTES = [
   {re: /^#\/recommendations$/, nav: 'recommendations', make: () => new RecommendationsPage()},
   {re: /^#\/waste$/, nav: 'waste', make: () => new WastePage()},
   {re: /^#\/chargeback$/, nav: 'chargeback', make: () => new ChargebackPage()},
+  {re: /^#\/experiments$/, nav: 'chargeback', make: () => new ExperimentsPage()},
   {re: /^#\/whatif$/, nav: 'whatif', make: () => new WhatIfPage()},
   {re: /^#\/slos$/, nav: 'slos', make: () => new SlosPage()},
 ];

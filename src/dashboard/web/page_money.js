@@ -68,8 +68,8 @@ export class WastePage {
   }
 }
 
-// The month a chargeback page shows by default: the one the data ends in.
-function defaultMonth(info) {
+// The month a chargeback (or experiments) page shows by default: the one the data ends in.
+export function defaultMonth(info) {
   const t = info.data && info.data.to ? info.data.to : info.now;
   return String(t).slice(0, 7);
 }
@@ -104,7 +104,8 @@ export class ChargebackPage {
     this.quotas = h('div', {testid: 'quotas'});
     this.el = h('div', {class: 'page page-chargeback'}, h('h1', {}, 'Chargeback'),
       h('div', {class: 'filters'}, h('label', {}, 'month ', this.month),
-        h('label', {class: 'check'}, this.share, ' share idle capacity over the teams')),
+        h('label', {class: 'check'}, this.share, ' share idle capacity over the teams'),
+        h('a', {href: '#/experiments', testid: 'chargeback-experiments'}, 'Cost per experiment →')),
       this.kpis, section(null, this.note, this.table.el), section('Quotas and budgets', this.quotas));
   }
 

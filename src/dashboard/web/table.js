@@ -150,7 +150,8 @@ export function csvField(v) {
   return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
-function downloadCsv(filename, text) {
+// Hands `text` to the browser as the download `filename`.
+export function downloadCsv(filename, text) {
   const url = URL.createObjectURL(new Blob([text], {type: 'text/csv'}));
   const a = h('a', {href: url, download: filename});
   document.body.append(a);
