@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/amortization.h"
 #include "core/objective.h"
 #include "core/testing/golden_files.h"
 #include "core/testing/missing_component.h"
@@ -193,9 +194,16 @@ Scenario Load(const fs::path& path) {
       PriceEntry e;
       e.model = Get(o, "model", "*");
       e.pool = Get(o, "pool", "*");
-      e.capacity_type = ParseCapacityType(Get(o, "type", "on-demand")).value();
-      e.per_gpu_hour = Money::Parse(tok[1]).value();
       e.valid = {o.count("from") ? At(o["from"]) : 0, o.count("to") ? At(o["to"]) : kForever};
+      if (tok[1] == "amortized") {
+        // Reserved capacity bought up front, spread over its term as [[price]] purchase is.
+        e.capacity_type = CapacityType::kReserved;
+        e.per_gpu_hour =
+            AmortizedPerGpuHour(Money::Parse(o.at("purchase")).value(), std::stoll(o.at("gpus")), e.valid).value();
+      } else {
+        e.capacity_type = ParseCapacityType(Get(o, "type", "on-demand")).value();
+        e.per_gpu_hour = Money::Parse(tok[1]).value();
+      }
       sc.prices.push_back(e);
     } else if (tok[0] == "currency") {
       sc.currency = Currency::Iso4217(tok[1]).value();
@@ -207,6 +215,7 @@ Scenario Load(const fs::path& path) {
       d.model = Get(o, "model", "GPU");
       d.pool = Get(o, "pool", "default");
       d.node = Get(o, "node", "node-1");
+      if (o.count("type")) d.capacity_type = ParseCapacityType(o["type"]).value();
       if (o.count("interval")) d.sample_interval_ms = ParseDuration(o["interval"]).value();
       if (o.count("parent")) {
         d.parent_uuid = o["parent"];
