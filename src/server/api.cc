@@ -449,7 +449,9 @@ HttpReply JobMfuReply(const QueryContext& q, const std::string& job_id, const Qu
   if (!params.count("window") && !params.count("from")) with_default["window"] = "7d";
   auto window = WindowFrom(with_default, q.now_ms, q.data_end_ms);
   if (!window.ok()) return ErrorReply(window.status());
-  auto e = ledger::JobMfu(q.ledger, job_id, *window);
+  auto recompute = ledger::ParseRecompute(Param(params, "recompute"));
+  if (!recompute.ok()) return ErrorReply(recompute.status());
+  auto e = ledger::JobMfu(q.ledger, job_id, *window, *recompute);
   if (!e.ok()) return ErrorReply(e.status());
   auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
   return JsonReply({{"job", job_id},
@@ -458,6 +460,9 @@ HttpReply JobMfuReply(const QueryContext& q, const std::string& job_id, const Qu
                     {"mfu", opt(e->mfu)},
                     {"achieved_flops", opt(e->achieved_flops)},
                     {"basis", e->basis},
+                    {"recompute", std::string(ledger::RecomputeName(e->recompute))},
+                    {"hfu", opt(e->hfu)},
+                    {"hfu_note", "hardware FLOPs utilization: counts the recomputed activations; not MFU"},
                     {"hardware_estimate", opt(e->hardware_estimate)},
                     {"hardware_estimate_note", "tensor-pipe activity x peak: an estimate, not MFU"}});
 }
