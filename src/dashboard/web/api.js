@@ -96,6 +96,20 @@ export async function getAllJobs() {
   return {jobs};
 }
 
+// Every page of /api/v1/actions for `params` (a window, filters), in order: the audit log
+// answers at most `limit` decisions a page, with `next` for the rest, and each page's
+// totals are of that page only.
+export async function getAllActionPages(params) {
+  const pages = [];
+  let after = null;
+  do {
+    const page = await getJson('/api/v1/actions', {...params, limit: 5000, after});
+    pages.push(page);
+    after = page.next || null;
+  } while (after);
+  return pages;
+}
+
 export function jobPath(id) {
   return `/api/v1/jobs/${encodeURIComponent(id)}`;
 }

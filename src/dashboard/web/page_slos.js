@@ -4,9 +4,9 @@
 // audit log for the window (/api/v1/actions): what the rules took, proposed in dry-run,
 // warned of or skipped, and the money per hour the stops free. A viewer sees its own
 // teams' objectives and actions only (the API scopes them).
-import {getJson} from './api.js';
+import {getJson, getAllActionPages} from './api.js';
 import {h, kpi, section, notice, money, fig, tid} from './dom.js';
-import {formatRatio, formatCount, formatTime} from './format.js';
+import {formatRatio, formatCount, formatTime, addMoney} from './format.js';
 import {SortableTable, moneyColumn} from './table.js';
 import {drawChart, constantSeries, PALETTE, TARGET_COLOR} from './charts.js';
 import {jobLink, teamHref} from './page_jobs.js';
@@ -17,6 +17,21 @@ function firingText(o) {
   const firing = (o.alerts || []).filter((a) => a.firing);
   if (!firing.length) return h('span', {class: 'muted'}, 'none');
   return h('span', {class: 'tag tag-firing'}, firing.map((a) => `${a.window} ${a.severity}`).join(', '));
+}
+
+// The window's decisions from all their pages, in order, with the pages' totals added up
+// (counts, and money exactly as decimal strings).
+function joinActionPages(pages) {
+  const totals = pages.map((p) => p.totals || {});
+  const count = (k) => totals.reduce((n, t) => n + (t[k] || 0), 0);
+  const sum = (k) => addMoney(totals.map((t) => t[k]).filter((v) => v != null));
+  return {
+    ...pages[0],
+    actions: pages.flatMap((p) => p.actions || []),
+    totals: {taken: count('taken'), proposed: count('proposed'), warned: count('warned'),
+             skipped: count('skipped'), freed_per_hour: sum('freed_per_hour'),
+             proposed_per_hour: sum('proposed_per_hour')},
+  };
 }
 
 export class SlosPage {
@@ -57,11 +72,11 @@ export class SlosPage {
   }
 
   async load({win}) {
-    const [objectives, actions] = await Promise.all([
+    const [objectives, pages] = await Promise.all([
       getJson('/api/v1/objectives', {history: '24h'}),
-      getJson('/api/v1/actions', {from: win.from, to: win.to}),
+      getAllActionPages({from: win.from, to: win.to}),
     ]);
-    return {objectives, actions};
+    return {objectives, actions: joinActionPages(pages)};
   }
 
   render({objectives, actions}, ctx) {
