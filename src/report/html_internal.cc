@@ -114,7 +114,11 @@ tr.total td{font-weight:600;border-top:2px solid #c9ced4}
 .legend i{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}
 .met{color:#2e7d32;font-weight:600} .missed{color:#c62828;font-weight:600}
 td.id{white-space:nowrap}
-table.advice td{font-size:12px;vertical-align:top} table.advice td.ev{width:42%}
+table.advice{table-layout:fixed;width:100%} table.advice td{font-size:12px;vertical-align:top;overflow-wrap:anywhere}
+table.advice th:nth-child(1){width:9%} table.advice th:nth-child(2){width:10%} table.advice th:nth-child(3){width:7%}
+table.advice th:nth-child(4){width:24%} table.advice th:nth-child(5){width:25%} table.advice th:nth-child(6){width:7%}
+table.advice th:nth-child(7),table.advice th:nth-child(8){width:9%}
+table.advice td:nth-child(n+7){white-space:nowrap;overflow-wrap:normal} table.advice td.id{white-space:normal;text-align:left}
 .note{color:#59636e} .note.bad{color:#c62828}
 .assumptions{color:#59636e;font-size:12px}
 footer{margin-top:32px;color:#59636e;font-size:12px}
