@@ -9,7 +9,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 preset="${GPULEDGER_PRESET:-asan}"
-cmake --preset "$preset" >/dev/null
+# Where the tree was configured with another compiler (the asan preset was GCC before it
+# became clang), CMake deletes the cache and configures without the preset's variables
+# (no sanitizers, no build type): configure once more, so that they apply.
+if ! out="$(cmake --preset "$preset" 2>&1)"; then
+  echo "$out" >&2
+  exit 1
+fi
+if grep -q "require your cache to be deleted" <<<"$out"; then
+  cmake --preset "$preset" >/dev/null
+fi
 cmake --build --preset "$preset"
 ctest --preset "$preset" "$@"
 # The parsers' fuzz targets, 20 seconds each (GPULEDGER_FUZZ_SECONDS=0 skips them).
