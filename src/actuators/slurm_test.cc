@@ -30,6 +30,7 @@ struct Cluster {
   agent::local_slurm::Cluster slurm{(dir / "slurm").string()};
   ~Cluster() {
     (void)RunSlurm({"scancel", "--user=root"});
+    slurm.Stop();  // before its folder goes: the harness finds the daemons by their pid files
     std::filesystem::remove_all(dir);
   }
   // sbatch's job id for a job running `sleep 300`, with `extra` options.

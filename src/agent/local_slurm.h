@@ -69,7 +69,12 @@ class Cluster {
     }
     ::setenv("SLURM_CONF", (std::filesystem::path(work_) / "slurm.conf").c_str(), 1);
   }
-  ~Cluster() {
+  ~Cluster() { Stop(); }
+  // Stops the daemons (once); call it before removing a folder that holds `work`, whose pid
+  // files the harness reads to stop them.
+  void Stop() {
+    if (stopped_) return;
+    stopped_ = true;
     (void)RunCommand({Harness(), "stop", work_}, 30'000);
     ::unsetenv("SLURM_CONF");
   }
@@ -80,6 +85,7 @@ class Cluster {
  private:
   std::string work_;
   std::string error_;
+  bool stopped_ = false;
 };
 
 // A Slurm command (sbatch, scontrol, scancel...) with a 30 s limit: its output, or why it failed.

@@ -151,6 +151,7 @@ struct SlurmCluster {
   agent::local_slurm::Cluster slurm{(dir / "slurm").string()};
   ~SlurmCluster() {
     (void)RunSlurm({"scancel", "--user=root"});
+    slurm.Stop();  // before its folder goes: the harness finds the daemons by their pid files
     std::filesystem::remove_all(dir);
   }
 };
