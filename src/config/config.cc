@@ -42,6 +42,9 @@ std::string Where::Source(std::string_view key) const {
 
 namespace {
 
+// An alert sink's or route's URL: http:// or https://.
+bool IsHttpUrl(std::string_view url) { return url.starts_with("http://") || url.starts_with("https://"); }
+
 int64_t LineOf(const toml::node& n) { return static_cast<int64_t>(n.source().begin.line); }
 
 // The node's value if it is exactly a T (no conversion), else InvalidArgument(`want`).
@@ -858,7 +861,7 @@ Status ReadAlerting(const std::string& file, const toml::table& t, int64_t line,
       GPULEDGER_RETURN_IF_ERROR(e.Known({sink.url_key, "name"}));
       GPULEDGER_RETURN_IF_ERROR(e.String(sink.url_key, table.url));
       GPULEDGER_RETURN_IF_ERROR(e.String("name", table.name));
-      if (!table.url.starts_with("http://") && !table.url.starts_with("https://")) {
+      if (!IsHttpUrl(table.url)) {
         if (!e.Has(sink.url_key)) {
           return InvalidArgument(fmt::format("{}: {} is required", table.where.Table(), sink.url_key));
         }
@@ -888,7 +891,7 @@ Status ReadAlerting(const std::string& file, const toml::table& t, int64_t line,
     }
     for (const char* key : {"slack", "webhook"}) {
       const std::string& url = std::string_view(key) == "slack" ? route.slack_url : route.webhook_url;
-      if (e.Has(key) && !url.starts_with("http://") && !url.starts_with("https://")) {
+      if (e.Has(key) && !IsHttpUrl(url)) {
         return e.FailKey(key, fmt::format("\"{}\": want an http:// or https:// URL", url));
       }
     }
