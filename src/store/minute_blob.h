@@ -1,10 +1,19 @@
-// A device-hour's minute rollups as one value: 60 minutes x kBucketCount little-endian
-// uint32 milliseconds (the layout both stores keep in rollup_minute.buckets).
+// A device-hour's minute rollups as one value (rollup_minute.buckets in both stores).
+//
+// The format (docs/ARCHITECTURE.md, "Storage"): a tag byte 0x01, then runs of equal
+// minutes from minute 0 on: a varint count of minutes, a pattern byte and the pattern's
+// figures as varints. The pattern byte's low five bits say which buckets hold time; bit 5
+// says the minute is covered whole (its buckets add up to 60,000 ms), and then the last
+// bucket that holds time is left out, being 60,000 less the others. Minutes after the last
+// run hold no time. A device busy or idle the whole hour takes 3 bytes; a minute split between
+// two buckets takes at most 5. At most 60 runs of at most 17 bytes, so an encoded blob is
+// always shorter than the fixed layout it replaced (60 minutes x kBucketCount
+// little-endian uint32, 1,200 bytes), which is still read: a blob of exactly that size.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -13,15 +22,16 @@
 
 namespace gpuledger::store {
 
-inline constexpr size_t kMinuteBlobSize = 60 * kBucketCount * 4;
+// The size of the fixed layout stores written before the compact format hold.
+inline constexpr size_t kLegacyMinuteBlobSize = 60 * kBucketCount * 4;
 
 // The blob of `minute_rows` of the hour starting at `hour_ms`. kInternal when a row lies
-// outside that hour.
-Result<std::array<uint8_t, kMinuteBlobSize>> EncodeMinuteBlob(int64_t hour_ms,
-                                                              const std::vector<RollupRow>& minute_rows);
+// outside that hour or a bucket holds less than nothing or more than a minute.
+Result<std::string> EncodeMinuteBlob(int64_t hour_ms, const std::vector<RollupRow>& minute_rows);
 
 // Calls `fn` with each minute of `blob` (of device `device_id`, hour `hour_ms`) that has
-// any time and lies in `range`. False when the blob has the wrong size.
+// any time and lies in `range`. False when the blob is corrupt (then `fn` may have been
+// called for the minutes before the fault).
 bool DecodeMinuteBlob(std::string_view blob, int64_t hour_ms, int64_t device_id, const TimeRange& range,
                       const std::function<void(const RollupRow&)>& fn);
 

@@ -372,7 +372,7 @@ Status Reads::ScanMinuteRollups(const TimeRange& range, const std::function<void
     int64_t hour = q.Int(i, 0), device = q.Int(i, 1);
     if (!DecodeMinuteBlob(q.Bytes(i, 2), hour, device, range, fn)) {
       return Corrupt("rollup_minute", fmt::format("of device {} at {}", device, FormatTime(hour)),
-                     "the minute blob has the wrong size");
+                     "the minute blob is corrupt");
     }
   }
   return Status::Ok();

@@ -954,7 +954,7 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
         m_hour.push_back(d.hour_ms);
         m_dev.push_back(d.device_id);
         if (m_blobs.size() > 1) m_blobs += ',';
-        pg::AppendHex(m_blobs, std::string_view(reinterpret_cast<const char*>(blob.data()), blob.size()));
+        pg::AppendHex(m_blobs, blob);
       }
     }
     m_blobs += '}';

@@ -4,6 +4,8 @@
 #include <limits>
 #include <optional>
 
+#include "store/varint.h"
+
 namespace gpuledger::store {
 namespace {
 
@@ -22,42 +24,6 @@ enum : uint32_t {
   kGaps = 1u << 8,
 };
 
-void PutVarint(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-}
-uint64_t ZigZag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
-int64_t UnZigZag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
-
-class Reader {
- public:
-  explicit Reader(std::string_view data)
-      : p_(reinterpret_cast<const uint8_t*>(data.data())), end_(p_ + data.size()) {}
-  bool done() const { return p_ == end_; }
-  bool Varint(uint64_t& v) {
-    v = 0;
-    for (int shift = 0; shift < 64 && p_ < end_; shift += 7) {
-      uint8_t b = *p_++;
-      v |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if ((b & 0x80) == 0) return true;
-    }
-    return false;
-  }
-  bool Signed(int64_t& v) {
-    uint64_t u;
-    if (!Varint(u)) return false;
-    v = UnZigZag(u);
-    return true;
-  }
-
- private:
-  const uint8_t* p_;
-  const uint8_t* end_;
-};
-
 // The figures in mask order, with their scale.
 struct Figure {
   uint32_t bit;
@@ -72,7 +38,7 @@ constexpr Figure kFigures[] = {
 };
 
 // Reads one sample's header and figures into `s` (t from `prev`); false when corrupt.
-bool ReadSample(Reader& r, int64_t prev, Sample& s) {
+bool ReadSample(VarintReader& r, int64_t prev, Sample& s) {
   uint64_t mask, delta, health;
   if (!r.Varint(mask) || !r.Varint(delta) || !r.Varint(health)) return false;
   s.t_ms = prev + static_cast<int64_t>(delta);
@@ -122,7 +88,7 @@ void AppendChunkSample(std::string& data, const Sample& s, int64_t prev_t_ms) {
 
 bool DecodeChunk(std::string_view data, int64_t first_ms, int64_t from_ms, int64_t to_ms,
                  std::vector<Sample>& out) {
-  Reader r(data);
+  VarintReader r(data);
   int64_t prev = first_ms;
   while (!r.done()) {
     Sample s;

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/serving.h"
+#include "store/minute_blob.h"
 #include "store/sample_chunk.h"
 #include "store/sqlite_util.h"
 
@@ -422,24 +423,11 @@ Status Reads::ScanMinuteRollups(const TimeRange& range, const std::function<void
   q.Bind(1, FloorTo(range.begin_ms, kMsPerHour)).Bind(2, range.end_ms);
   return ForEach(db_, q, "rollup_minute", [&]() -> Status {
     int64_t hour = q.Int(0);
-    const auto* blob = static_cast<const uint8_t*>(sqlite3_column_blob(q.get(), 2));
-    if (blob == nullptr || sqlite3_column_bytes(q.get(), 2) != kMinuteBlobBytes) {
+    const auto* blob = static_cast<const char*>(sqlite3_column_blob(q.get(), 2));
+    std::string_view bytes(blob == nullptr ? "" : blob, static_cast<size_t>(sqlite3_column_bytes(q.get(), 2)));
+    if (!DecodeMinuteBlob(bytes, hour, q.Int(1), range, fn)) {
       return Corrupt("rollup_minute", fmt::format("of device {} at {}", q.Int(1), FormatTime(hour)),
-                     "the minute blob has the wrong size");
-    }
-    for (size_t m = 0; m < 60; ++m) {
-      RollupRow r;
-      r.period_ms = hour + static_cast<int64_t>(m) * kMsPerMinute;
-      r.device_id = q.Int(1);
-      int64_t any = 0;
-      for (size_t b = 0; b < kBucketCount; ++b) {
-        size_t at = (m * kBucketCount + b) * 4;
-        uint32_t v = 0;
-        for (size_t k = 0; k < 4; ++k) v |= static_cast<uint32_t>(blob[at + k]) << (8 * k);
-        r.ms[b] = v;
-        any |= v;
-      }
-      if (any && range.Contains(r.period_ms)) fn(r);
+                     "the minute blob is corrupt");
     }
     return Status::Ok();
   });

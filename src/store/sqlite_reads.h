@@ -14,9 +14,6 @@ namespace gpuledger::store::sqlite {
 
 class Stmt;
 
-// A minute rollup row is a blob: 60 minutes x kBucketCount little-endian uint32 ms.
-inline constexpr int kMinuteBlobBytes = 60 * static_cast<int>(kBucketCount) * 4;
-
 // Implements StoreReads with SQL on `db` (not owned; it outlives this). Not thread-safe:
 // the owner of the connection serializes its use. A row that cannot be read (a bad enum
 // text, a corrupt chunk or blob) is an error naming its table and key.

@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "store/actions_internal.h"
+#include "store/minute_blob.h"
 #include "store/sample_chunk.h"
 #include "store/sqlite_reads.h"
 #include "store/sqlite_util.h"
@@ -29,7 +30,6 @@
 namespace gpuledger::store {
 namespace {
 
-using sqlite::kMinuteBlobBytes;
 using sqlite::Stmt;
 
 constexpr const char* kSqliteTableSuffix = " WITHOUT ROWID";
@@ -68,8 +68,8 @@ std::vector<std::string> Migrations() {
       "  unallocated_ms INTEGER NOT NULL, unavailable_ms INTEGER NOT NULL,"
       "  unmonitored_ms INTEGER NOT NULL, coarse_ms INTEGER NOT NULL,"
       "  PRIMARY KEY(hour_ms, device_id, job_id))" + wr + ";"
-      // Minute rollups are kept one row per device-hour: 60 minutes x 5 buckets of
-      // little-endian int32 milliseconds (kMinuteBlobBytes), so a device-hour is one row.
+      // Minute rollups are kept one row per device-hour, the hour's minutes packed in one
+      // blob (store/minute_blob.h).
       "CREATE TABLE rollup_minute(hour_ms INTEGER NOT NULL, device_id INTEGER NOT NULL,"
       "  buckets BLOB NOT NULL, PRIMARY KEY(hour_ms, device_id))" + wr + ";"
       "CREATE TABLE dirty_hours(device_id INTEGER NOT NULL, hour_ms INTEGER NOT NULL,"
@@ -332,16 +332,7 @@ class SqliteStore final : public Store, public ActionLog {
         GPULEDGER_RETURN_IF_ERROR(Done(ins));
       }
       if (!minute_rows.empty()) {
-        std::array<uint8_t, kMinuteBlobBytes> blob{};
-        for (const RollupRow& r : minute_rows) {
-          int64_t minute = (r.period_ms - d.hour_ms) / kMsPerMinute;
-          if (minute < 0 || minute >= 60) return Internal("minute rollup outside its hour");
-          for (size_t b = 0; b < kBucketCount; ++b) {
-            auto v = static_cast<uint32_t>(r.ms[b]);
-            size_t at = (static_cast<size_t>(minute) * kBucketCount + b) * 4;
-            for (size_t k = 0; k < 4; ++k) blob[at + k] = static_cast<uint8_t>(v >> (8 * k));
-          }
-        }
+        GPULEDGER_ASSIGN_OR_RETURN(std::string blob, EncodeMinuteBlob(d.hour_ms, minute_rows));
         Stmt& ins = S(kInsertMinuteRollup).Reset();
         ins.Bind(1, d.hour_ms).Bind(2, d.device_id);
         sqlite3_bind_blob(ins.get(), 3, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
