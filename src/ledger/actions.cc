@@ -118,4 +118,18 @@ ActionTotals TotalActions(const std::vector<RecordedAction>& actions) {
   return t;
 }
 
+Result<Lease> HoldLease(Ledger& ledger, const std::string& name, const std::string& holder, int64_t now_ms,
+                        int64_t ttl_ms) {
+  if (name.empty() || holder.empty()) return InvalidArgument("a lease needs a name and a holder");
+  if (ttl_ms <= 0) return InvalidArgument(fmt::format("lease {}: ttl {} ms, want more than 0", name, ttl_ms));
+  GPULEDGER_ASSIGN_OR_RETURN(store::ActionLog * log, store::ActionLogOf(internal_StoreOf(ledger)));
+  GPULEDGER_ASSIGN_OR_RETURN(store::Lease l, log->HoldLease(name, holder, now_ms, ttl_ms));
+  return Lease{.holder = std::move(l.holder), .expires_ms = l.expires_ms};
+}
+
+Status ReleaseLease(Ledger& ledger, const std::string& name, const std::string& holder) {
+  GPULEDGER_ASSIGN_OR_RETURN(store::ActionLog * log, store::ActionLogOf(internal_StoreOf(ledger)));
+  return log->ReleaseLease(name, holder);
+}
+
 }  // namespace gpuledger::ledger

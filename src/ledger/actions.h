@@ -73,4 +73,23 @@ struct ActionTotals {
 };
 ActionTotals TotalActions(const std::vector<RecordedAction>& actions);
 
+// One server's turn at what only one of several servers on a shared store may do: the
+// objectives loop, whose alerts and interventions would otherwise go out once per server
+// (docs/objectives.md, "Several servers"). A lease is held until `expires_ms` and renewed
+// by its holder before then; when its holder stops renewing (stopped, killed, cut off
+// from the database), another takes it once it has run out.
+struct Lease {
+  std::string holder;  // "" when nobody holds it, or the holder lost a race just now
+  int64_t expires_ms = 0;
+  bool HeldBy(const std::string& who) const { return !who.empty() && holder == who; }
+};
+
+// Takes or renews the lease `name` for `holder` until `now_ms + ttl_ms`, unless someone
+// else holds it and their time is not up; returns the lease as it stands then. Fails naming
+// an empty name or holder or a ttl_ms that is not positive.
+Result<Lease> HoldLease(Ledger& ledger, const std::string& name, const std::string& holder, int64_t now_ms,
+                        int64_t ttl_ms);
+// Gives up `name` if `holder` holds it.
+Status ReleaseLease(Ledger& ledger, const std::string& name, const std::string& holder);
+
 }  // namespace gpuledger::ledger

@@ -131,6 +131,12 @@ const std::vector<CatalogEntry>& Catalog() {
         "Decisions not yet recorded in the store's audit log (kept and retried at the next evaluation)."},
        {},
        "ledger::RecordActions"},
+      {MetricId::kObjectivesLeader,
+       {"gpuledger_objectives_leader", MetricType::kGauge, "",
+        "1 on the server that evaluates objectives, sends alerts and acts (it holds the store's lease); 0 on the "
+        "others sharing its store, which stand by."},
+       {},
+       "ledger::HoldLease"},
   };
   return kCatalog;
 }

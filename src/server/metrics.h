@@ -41,6 +41,7 @@ enum class MetricId {
   kInterventionDecisions,
   kInterventionActions,
   kAuditLogPending,
+  kObjectivesLeader,
 };
 
 struct CatalogEntry {

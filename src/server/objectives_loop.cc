@@ -10,8 +10,11 @@
 #include <deque>
 #include <mutex>
 #include <set>
+#include <random>
 #include <thread>
 #include <tuple>
+
+#include <unistd.h>
 
 #include "actuators/actuators.h"
 #include "alerting/alerts.h"
@@ -37,6 +40,20 @@ constexpr std::string_view kNotSent = "not sent";
 // How a taken decision the scheduler refused for now is recorded (its result's start).
 constexpr std::string_view kRetryLater = "retry later";
 
+// The lease that makes one of several servers on a shared store the one that sends alerts
+// and acts (ledger::HoldLease); its time, in evaluations, before another may take it.
+constexpr std::string_view kLoopLease = "objectives-loop";
+constexpr int64_t kLeaseIntervals = 3;
+constexpr int64_t kMinLeaseMs = 30'000;
+
+// This server's name for the lease: host, process and a random part (a restarted process
+// is another holder, and waits for the old lease to run out only if it was not released).
+std::string LeaseHolderName() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  return fmt::format("{}:{}:{:08x}", host[0] ? host : "unknown", getpid(), std::random_device{}());
+}
+
 // The most decisions kept for the audit log while the store refuses them.
 constexpr size_t kMaxUnrecorded = 10'000;
 
@@ -60,6 +77,10 @@ struct ObjectivesLoop::Impl {
   int64_t interval_ms = kMsPerMinute;
   alerting::AlertTracker tracker{alerting::TrackerOptions{}};
   objectives::InterventionHistory history;
+  // The lease (kLoopLease): only its holder evaluates, sends and acts; the others stand by.
+  std::string holder = LeaseHolderName();
+  bool leading = false;
+  int64_t lease_expires_ms = 0;  // this server's lease, as the store last said
   // Owner notices awaiting their sinks' reports (NoticeQueues), by decision id: each is
   // recorded in the audit log once every sink has reported. Declared before the queues,
   // whose workers call back into it, so that it outlives them.
@@ -95,6 +116,49 @@ struct ObjectivesLoop::Impl {
   std::condition_variable cv;
   bool stop = false;  // GUARDED_BY(mu)
   std::thread thread;
+
+  int64_t LeaseTtlMs() const { return std::max(kLeaseIntervals * interval_ms, kMinLeaseMs); }
+
+  // Takes or renews the lease; whether this server leads for this evaluation. A store that
+  // cannot answer (down, full) leaves a leader leading until its lease would have run out:
+  // no one else can have taken it before then. A server that comes to lead (at its first
+  // evaluation, or taking over from another) reads the audit log again, so that what the
+  // others warned of and did still counts: their warnings, cooldowns and hourly limits.
+  Result<bool> Lead() {
+    int64_t now = clock.NowMs();
+    auto lease = ledger::HoldLease(ledger, std::string(kLoopLease), holder, now, LeaseTtlMs());
+    bool was = leading;
+    if (lease.ok()) {
+      leading = lease->HeldBy(holder);
+      if (leading) lease_expires_ms = lease->expires_ms;
+      if (leading != was || !leading) {
+        spdlog::log(leading == was ? spdlog::level::debug : spdlog::level::info,
+                    "event=objectives_lease holder={:?} leads={} lease_holder={:?} expires={}", holder, leading,
+                    lease->holder, lease->expires_ms);
+      }
+    } else {
+      leading = leading && now < lease_expires_ms;
+      spdlog::warn("event=objectives_lease_failed holder={:?} leads={} error={:?}", holder, leading,
+                   lease.status().message());
+    }
+    metrics.Set(MetricId::kObjectivesLeader, {}, leading ? 1 : 0);
+    if (leading && !was && !rules.empty()) {  // what was done while this one did not lead
+      history = {};
+      if (Status st = RestoreHistory(); !st.ok()) {
+        leading = false;  // acting without the history could act twice: try again next time
+        return st;
+      }
+    }
+    return leading;
+  }
+
+  void ReleaseLease() {
+    if (!leading) return;
+    if (Status st = ledger::ReleaseLease(ledger, std::string(kLoopLease), holder); !st.ok()) {
+      spdlog::warn("event=objectives_lease_release_failed holder={:?} error={:?}", holder, st.message());
+    }
+    leading = false;
+  }
 
   // The safety rules' state as the audit log left it: the last action per rule and job
   // (taken, or proposed in dry-run), the warnings, and the last hour's actions per rule.
@@ -393,6 +457,8 @@ Result<std::unique_ptr<ObjectivesLoop>> ObjectivesLoop::Create(ledger::Ledger& l
 
 Status ObjectivesLoop::EvaluateOnce() {
   Impl& m = *impl_;
+  GPULEDGER_ASSIGN_OR_RETURN(bool leads, m.Lead());
+  if (!leads) return Status::Ok();  // another server sends and acts
   GPULEDGER_ASSIGN_OR_RETURN(ledger::DataSpan data, m.ledger.Data());
   int64_t now = m.clock.NowMs();
   if (data.end_ms == 0) return Status::Ok();  // nothing stored yet
@@ -478,6 +544,7 @@ void ObjectivesLoop::Stop() {
   }
   impl_->cv.notify_all();
   if (impl_->thread.joinable()) impl_->thread.join();
+  impl_->ReleaseLease();  // another server takes over at its next evaluation
 }
 
 bool ObjectivesLoop::WaitDelivered(int64_t timeout_ms) {

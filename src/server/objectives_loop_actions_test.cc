@@ -252,6 +252,35 @@ TEST(ObjectivesLoopActionsTest, ADryRunRuleRecordsProposalsAndActsOnNothing) {
   EXPECT_EQ(metrics.Value(MetricId::kInterventionDecisions, {"idle-notebooks", "proposed"}), 1);
 }
 
+// Two servers on one store: the one that leads stops the idle notebook; when it stops and
+// the other takes over, the other reads the stop back from the audit log and keeps its
+// cooldown instead of stopping the job a second time.
+TEST(ObjectivesLoopActionsTest, AServerTakingOverKeepsTheStopsTheOtherMade) {
+  ledger::testing::TempLedger t;
+  ASSERT_TRUE(t.ledger().Ingest(IdleNotebook("b1", "4242", kBaseMs, kBaseMs + 2 * kMsPerHour)).ok());
+  MetricsRegistry ma, mb;
+  RecordedLoop a(t, ma, StopIdleNotebooks(/*enforce=*/true, /*grace_ms=*/0));
+  RecordedLoop b(t, mb, StopIdleNotebooks(/*enforce=*/true, /*grace_ms=*/0));
+  ASSERT_TRUE(a.loop.ok() && b.loop.ok());
+  ASSERT_TRUE((*a.loop)->EvaluateOnce().ok());
+  ASSERT_TRUE((*b.loop)->EvaluateOnce().ok());  // stands by
+  EXPECT_EQ(a.actuator->applied(), std::vector<std::string>{"4242 stop"});
+  EXPECT_TRUE(b.actuator->applied().empty());
+
+  (*a.loop)->Stop();
+  t.clock().Advance(10 * kMsPerMinute);  // the notebook is still there and still idle
+  ASSERT_TRUE(t.ledger()
+                  .Ingest(IdleNotebook("b2", "4242", kBaseMs + 2 * kMsPerHour + kMsPerMinute,
+                                       kBaseMs + 2 * kMsPerHour + 10 * kMsPerMinute))
+                  .ok());
+  ASSERT_TRUE((*b.loop)->EvaluateOnce().ok());
+  EXPECT_EQ(mb.Value(MetricId::kObjectivesLeader, {}), 1);
+  EXPECT_TRUE(b.actuator->applied().empty()) << "stopped twice";
+  int taken = 0;
+  for (const ledger::RecordedAction& r : AuditLog(t.ledger())) taken += r.outcome == "taken";
+  EXPECT_EQ(taken, 1);
+}
+
 // The owner's warning before a stop, delivered through the alert sinks: the team's route
 // (a webhook here) and every Alertmanager get it, the shared webhook does not (the team has
 // its own route); the audit log records where it was delivered; the stop follows only once

@@ -40,9 +40,8 @@ class Recorder {
   }};
 };
 
-TEST(ObjectivesLoopTest, SendsWhatFiresAndCountsItInMetrics) {
-  ledger::testing::TempLedger t;
-  // One GPU standing idle for six hours: 0% against a 50% target burns 2x its budget.
+// One training GPU standing idle for six hours from kBaseMs.
+Batch IdleTrainingGpu() {
   Batch b;
   b.batch_id = "idle";
   b.devices.push_back(Device{.uuid = "GPU-1", .node = "n1", .model = "GPU", .pool = "training",
@@ -50,7 +49,13 @@ TEST(ObjectivesLoopTest, SendsWhatFiresAndCountsItInMetrics) {
   for (int64_t at = kBaseMs; at <= kBaseMs + 6 * kMsPerHour; at += kMsPerMinute) {
     b.samples.push_back(Sample{.device_uuid = "GPU-1", .t_ms = at, .sm_active = 0.0});
   }
-  ASSERT_TRUE(t.ledger().Ingest(b).ok());
+  return b;
+}
+
+TEST(ObjectivesLoopTest, SendsWhatFiresAndCountsItInMetrics) {
+  ledger::testing::TempLedger t;
+  // One GPU standing idle for six hours: 0% against a 50% target burns 2x its budget.
+  ASSERT_TRUE(t.ledger().Ingest(IdleTrainingGpu()).ok());
 
   Recorder hook;
   config::Config config;
@@ -136,6 +141,62 @@ TEST(ObjectivesLoopTest, SendsAQuotasHighestThresholdAndItsProjectedOverrun) {
   EXPECT_EQ(half["annotations"]["value"], "30.00 of 50.00 unnamed unit (60.0%)");
   EXPECT_EQ(half["annotations"]["basis"], "trailing 30h rate (2026-11-23T00:00:00Z to 2026-11-24T06:00:00Z)");
   EXPECT_EQ(metrics.Value(MetricId::kAlertsFiring, {}), 2);
+}
+
+// Several servers on one store (replicas on PostgreSQL; here two loops on one ledger, as
+// two servers would be): one leads and sends, the others stand by; a stopping leader hands
+// over at once, a silent one when its lease runs out (three intervals).
+TEST(ObjectivesLoopTest, OfSeveralServersOnOneStoreOneSends) {
+  ledger::testing::TempLedger t;
+  ASSERT_TRUE(t.ledger().Ingest(IdleTrainingGpu()).ok());
+  struct Server {
+    Recorder hook;
+    MetricsRegistry metrics;
+    std::unique_ptr<ObjectivesLoop> loop;
+    double leads() { return metrics.Value(MetricId::kObjectivesLeader, {}); }
+    size_t sent() {
+      loop->WaitDelivered(3'000);
+      return hook.bodies().size();
+    }
+  };
+  auto start = [&](Server& s) {
+    config::Config config;
+    config.objectives.push_back(ObjectiveSpec{.name = "training-utilization", .kind = ObjectiveKind::kUtilization,
+                                              .scope = {ObjectiveScope::Of::kPool, "training"}, .target = 0.5,
+                                              .window_ms = kMsPerDay});
+    config.alerting.webhooks.push_back({.url = s.hook.url(), .name = "recorder"});
+    auto loop = ObjectivesLoop::Create(t.ledger(), t.clock(), s.metrics, config);
+    ASSERT_TRUE(loop.ok()) << loop.status().ToString();
+    s.loop = std::move(*loop);
+  };
+  Server a, b2, c;
+  start(a);
+  start(b2);
+  ASSERT_TRUE(a.loop->EvaluateOnce().ok());
+  ASSERT_TRUE(b2.loop->EvaluateOnce().ok());
+  EXPECT_EQ(a.leads(), 1);
+  EXPECT_EQ(b2.leads(), 0);
+  EXPECT_EQ(a.sent(), 1u);
+  EXPECT_EQ(b2.sent(), 0u);  // the alert went out once
+
+  a.loop->Stop();  // releases the lease: b takes over at its next evaluation
+  ASSERT_TRUE(b2.loop->EvaluateOnce().ok());
+  EXPECT_EQ(b2.leads(), 1);
+  EXPECT_EQ(b2.sent(), 1u);
+
+  start(c);
+  ASSERT_TRUE(c.loop->EvaluateOnce().ok());
+  EXPECT_EQ(c.leads(), 0);
+  t.clock().Advance(3 * kMsPerMinute - 1);  // b falls silent; its lease has 1 ms left
+  ASSERT_TRUE(c.loop->EvaluateOnce().ok());
+  EXPECT_EQ(c.leads(), 0);
+  t.clock().Advance(1);
+  ASSERT_TRUE(c.loop->EvaluateOnce().ok());
+  EXPECT_EQ(c.leads(), 1);
+  EXPECT_EQ(c.sent(), 1u);
+  ASSERT_TRUE(b2.loop->EvaluateOnce().ok());  // b comes back: c leads now
+  EXPECT_EQ(b2.leads(), 0);
+  EXPECT_EQ(b2.sent(), 1u);
 }
 
 TEST(ObjectivesLoopTest, NothingToRunWithoutObjectivesOrRules) {

@@ -48,7 +48,15 @@ struct ActionSelection {
   int64_t limit = 1000;  // REQUIRES: > 0
 };
 
-// The audit log's table in a store.
+// Who holds a lease (ActionLog::HoldLease), and until when.
+struct Lease {
+  std::string holder;
+  int64_t expires_ms = 0;
+  bool operator==(const Lease&) const = default;
+};
+
+// The audit log's table in a store, and the leases that let one of several servers on a
+// shared store do what only one should (the objectives loop: alerts and interventions).
 class ActionLog {
  public:
   virtual ~ActionLog() = default;
@@ -59,6 +67,18 @@ class ActionLog {
   virtual Result<std::vector<ActionRecord>> ActionsIn(const TimeRange& range) = 0;
   // The page `selection` names (above), oldest first. Thread-safe.
   virtual Result<std::vector<ActionRecord>> SelectActions(const ActionSelection& selection) = 0;
+
+  // Takes or renews the lease `name` for `holder` until `now_ms + ttl_ms`, when no one
+  // holds it, its holder's time is up (expires_ms <= now_ms) or `holder` holds it already;
+  // otherwise leaves it. Returns the lease as it is afterwards: `holder` holds it when the
+  // holder named is `holder`. One statement, so that servers racing for it on one database
+  // get one answer. Times are the callers' clocks, which must agree to well within ttl_ms.
+  // Thread-safe.
+  virtual Result<Lease> HoldLease(const std::string& name, const std::string& holder, int64_t now_ms,
+                                  int64_t ttl_ms) = 0;
+  // Gives up the lease `name` when `holder` holds it (a server stopping), so that another
+  // takes it at once; otherwise does nothing. Thread-safe.
+  virtual Status ReleaseLease(const std::string& name, const std::string& holder) = 0;
 };
 
 // The audit log of `store`: both of the project's stores keep one; kUnimplemented for a

@@ -17,6 +17,9 @@ namespace gpuledger::store {
 // The audit log's table, as each store's migration list appends it.
 extern const char* const kSqliteActionsMigration;
 extern const char* const kPgActionsMigration;
+// The leases' table (ActionLog::HoldLease), likewise.
+extern const char* const kSqliteLeasesMigration;
+extern const char* const kPgLeasesMigration;
 
 // The WHERE ... ORDER BY ... LIMIT of a page's SELECT, with placeholders numbered from 1
 // in each store's style ('?' for SQLite's ?N, '$' for PostgreSQL's $N), and the values
@@ -32,6 +35,9 @@ namespace sqlite {
 Result<size_t> InsertActions(sqlite3* db, std::span<const ActionRecord> actions);
 Result<std::vector<ActionRecord>> ReadActions(sqlite3* db, const TimeRange& range);
 Result<std::vector<ActionRecord>> SelectActions(sqlite3* db, const ActionSelection& selection);
+Result<Lease> HoldLease(sqlite3* db, const std::string& name, const std::string& holder, int64_t now_ms,
+                        int64_t ttl_ms);
+Status ReleaseLease(sqlite3* db, const std::string& name, const std::string& holder);
 }  // namespace sqlite
 
 namespace pg {
@@ -39,6 +45,9 @@ namespace pg {
 Result<size_t> InsertActions(Conn& c, std::span<const ActionRecord> actions);
 Result<std::vector<ActionRecord>> ReadActions(Conn& c, const TimeRange& range);
 Result<std::vector<ActionRecord>> SelectActions(Conn& c, const ActionSelection& selection);
+// Each one statement, outside any transaction (pgbouncer's transaction mode keeps no state).
+Result<Lease> HoldLease(Conn& c, const std::string& name, const std::string& holder, int64_t now_ms, int64_t ttl_ms);
+Status ReleaseLease(Conn& c, const std::string& name, const std::string& holder);
 }  // namespace pg
 
 }  // namespace gpuledger::store

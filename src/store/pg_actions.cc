@@ -12,6 +12,9 @@ const char* const kPgActionsMigration =
     "  per_hour_freed_micros BIGINT NOT NULL);"
     "CREATE INDEX actions_by_time ON actions(at_ms);";
 
+const char* const kPgLeasesMigration =
+    "CREATE TABLE leases(name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_ms BIGINT NOT NULL);";
+
 namespace pg {
 
 Result<size_t> InsertActions(Conn& c, std::span<const ActionRecord> actions) {
@@ -66,6 +69,28 @@ Result<std::vector<ActionRecord>> SelectActions(Conn& c, const ActionSelection& 
   for (const auto& arg : sql.args) std::visit([&](const auto& v) { p.Add(v); }, arg);
   GPULEDGER_ASSIGN_OR_RETURN(Rows r, c.Query(kColumns + sql.clause, p, "reading a page of the audit log"));
   return Records(r);
+}
+
+Result<Lease> HoldLease(Conn& c, const std::string& name, const std::string& holder, int64_t now_ms, int64_t ttl_ms) {
+  // Racing servers serialize on the row; the loser's WHERE is judged on the winner's row.
+  // The WITH's second part reads the snapshot the statement began with, so when the upsert
+  // changed nothing it gives the row as it was: someone else's, still running.
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows r, c.Query("WITH taken AS (INSERT INTO leases(name, holder, expires_ms) VALUES($1, $2, $3::bigint + $4)"
+                      " ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_ms = excluded.expires_ms"
+                      " WHERE leases.holder = excluded.holder OR leases.expires_ms <= $3"
+                      " RETURNING holder, expires_ms)"
+                      " SELECT holder, expires_ms FROM taken"
+                      " UNION ALL SELECT holder, expires_ms FROM leases WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM taken)",
+                      Params().Add(name).Add(holder).Add(now_ms).Add(ttl_ms), fmt::format("taking the lease {}", name)));
+  if (r.rows() == 0) return Lease{};
+  return Lease{r.Text(0, 0), r.Int(0, 1)};
+}
+
+Status ReleaseLease(Conn& c, const std::string& name, const std::string& holder) {
+  return c.Query("DELETE FROM leases WHERE name = $1 AND holder = $2", Params().Add(name).Add(holder),
+                 fmt::format("releasing the lease {}", name))
+      .status();
 }
 
 }  // namespace pg

@@ -103,6 +103,8 @@ std::vector<std::string> Migrations() {
       "  held_idle_micros BIGINT NOT NULL, other_idle_micros BIGINT NOT NULL);",
       // 3: SqliteStore's version 8: the audit log of the intervention rules (pg_actions.cc).
       kPgActionsMigration,
+      // 4: SqliteStore's version 9: leases (pg_actions.cc).
+      kPgLeasesMigration,
   };
 }
 
@@ -240,6 +242,17 @@ class PgStore final : public Store, public ActionLog {
     std::lock_guard lock(mu_);
     GPULEDGER_ASSIGN_OR_RETURN(Conn * c, Writer());
     return pg::SelectActions(*c, selection);
+  }
+  Result<Lease> HoldLease(const std::string& name, const std::string& holder, int64_t now_ms,
+                          int64_t ttl_ms) override {
+    std::lock_guard lock(mu_);
+    GPULEDGER_ASSIGN_OR_RETURN(Conn * c, Writer());
+    return pg::HoldLease(*c, name, holder, now_ms, ttl_ms);
+  }
+  Status ReleaseLease(const std::string& name, const std::string& holder) override {
+    std::lock_guard lock(mu_);
+    GPULEDGER_ASSIGN_OR_RETURN(Conn * c, Writer());
+    return pg::ReleaseLease(*c, name, holder);
   }
 
  private:

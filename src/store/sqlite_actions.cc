@@ -13,6 +13,9 @@ const char* const kSqliteActionsMigration =
     "  per_hour_freed_micros INTEGER NOT NULL);"
     "CREATE INDEX actions_by_time ON actions(at_ms);";
 
+const char* const kSqliteLeasesMigration =
+    "CREATE TABLE leases(name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_ms INTEGER NOT NULL);";
+
 ActionSelectionSql SelectionSql(const ActionSelection& s, char placeholder) {
   ActionSelectionSql out;
   auto arg = [&](std::variant<int64_t, std::string> v) {
@@ -95,6 +98,41 @@ Result<std::vector<ActionRecord>> SelectActions(sqlite3* db, const ActionSelecti
     std::visit([&](const auto& v) { q.Bind(n, v); }, sql.args[i]);
   }
   return Rows(db, q);
+}
+
+Result<Lease> HoldLease(sqlite3* db, const std::string& name, const std::string& holder, int64_t now_ms,
+                        int64_t ttl_ms) {
+  Stmt q;
+  GPULEDGER_RETURN_IF_ERROR(q.Prepare(
+      db,
+      "INSERT INTO leases(name, holder, expires_ms) VALUES(?1, ?2, ?3 + ?4)"
+      " ON CONFLICT(name) DO UPDATE SET holder = excluded.holder, expires_ms = excluded.expires_ms"
+      " WHERE leases.holder = excluded.holder OR leases.expires_ms <= ?3"
+      " RETURNING holder, expires_ms"));
+  q.Bind(1, name).Bind(2, holder).Bind(3, now_ms).Bind(4, ttl_ms);
+  std::optional<Lease> taken;
+  GPULEDGER_RETURN_IF_ERROR(ForEach(db, q, "the leases", [&] {
+    taken = Lease{q.Text(0), q.Int(1)};
+    return Status::Ok();
+  }));
+  if (taken) return *taken;
+  Stmt held;  // someone else's, still running
+  GPULEDGER_RETURN_IF_ERROR(held.Prepare(db, "SELECT holder, expires_ms FROM leases WHERE name = ?1"));
+  held.Bind(1, name);
+  Lease out;
+  GPULEDGER_RETURN_IF_ERROR(ForEach(db, held, "the leases", [&] {
+    out = Lease{held.Text(0), held.Int(1)};
+    return Status::Ok();
+  }));
+  return out;
+}
+
+Status ReleaseLease(sqlite3* db, const std::string& name, const std::string& holder) {
+  Stmt q;
+  GPULEDGER_RETURN_IF_ERROR(q.Prepare(db, "DELETE FROM leases WHERE name = ?1 AND holder = ?2"));
+  q.Bind(1, name).Bind(2, holder);
+  if (int rc = q.Step(); rc != SQLITE_DONE) return Error(db, rc, fmt::format("releasing the lease {}", name));
+  return Status::Ok();
 }
 
 }  // namespace sqlite

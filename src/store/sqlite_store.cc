@@ -130,6 +130,8 @@ std::vector<std::string> Migrations() {
       "  other_idle_micros INTEGER NOT NULL);",
       // 8: the audit log of the intervention rules (store/actions.h, sqlite_actions.cc).
       kSqliteActionsMigration,
+      // 9: leases, one server's turn at the objectives loop (sqlite_actions.cc).
+      kSqliteLeasesMigration,
   };
 }
 
@@ -301,6 +303,13 @@ class SqliteStore final : public Store, public ActionLog {
   }
   Result<std::vector<ActionRecord>> SelectActions(const ActionSelection& selection) override {
     return Locked([&] { return sqlite::SelectActions(db_, selection); });
+  }
+  Result<Lease> HoldLease(const std::string& name, const std::string& holder, int64_t now_ms,
+                          int64_t ttl_ms) override {
+    return Locked([&] { return sqlite::HoldLease(db_, name, holder, now_ms, ttl_ms); });
+  }
+  Status ReleaseLease(const std::string& name, const std::string& holder) override {
+    return Locked([&] { return sqlite::ReleaseLease(db_, name, holder); });
   }
 
   Status WriteRollups(const std::vector<RollupUpdate>& updates) override {

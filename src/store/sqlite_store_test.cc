@@ -9,6 +9,7 @@
 #include <future>
 #include <map>
 #include <filesystem>
+#include <thread>
 
 #include <sqlite3.h>
 
@@ -813,6 +814,64 @@ TEST_P(StoreContractTest, TwoWritersRecordingOneDecisionStoreItOnce) {
     auto all = (*ActionLogOf(*st))->ActionsIn({0, kForever});
     ASSERT_TRUE(all.ok()) << all.status().ToString();
     EXPECT_EQ(all->size(), 1u);
+  }
+}
+
+// The objectives loop's lease (ActionLog::HoldLease): one holder at a time, across two
+// stores on one database, renewed by its holder, taken by another once it has run out or
+// been released.
+TEST_P(StoreContractTest, ALeaseHasOneHolderUntilItRunsOutOrIsReleased) {
+  auto opened = backend_.open(dir_);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<Store> other = std::move(*opened);
+  ActionLog& a = **ActionLogOf(*store_);
+  ActionLog& b = **ActionLogOf(*other);
+  auto hold = [](ActionLog& log, const char* who, int64_t now) {
+    auto l = log.HoldLease("loop", who, now, 30'000);
+    EXPECT_TRUE(l.ok()) << l.status().ToString();
+    return l.ok() ? *l : Lease{};
+  };
+  EXPECT_EQ(hold(a, "srv-a", kT0), (Lease{"srv-a", kT0 + 30'000}));
+  EXPECT_EQ(hold(b, "srv-b", kT0 + 1'000), (Lease{"srv-a", kT0 + 30'000}));    // a's, still running
+  EXPECT_EQ(hold(a, "srv-a", kT0 + 20'000), (Lease{"srv-a", kT0 + 50'000}));   // renewed
+  EXPECT_EQ(hold(b, "srv-b", kT0 + 49'999), (Lease{"srv-a", kT0 + 50'000}));
+  EXPECT_EQ(hold(b, "srv-b", kT0 + 50'000), (Lease{"srv-b", kT0 + 80'000}));   // ran out: b's
+  EXPECT_EQ(hold(a, "srv-a", kT0 + 51'000), (Lease{"srv-b", kT0 + 80'000}));   // a lost it
+  ASSERT_TRUE(a.ReleaseLease("loop", "srv-a").ok());                           // not a's: nothing
+  EXPECT_EQ(hold(a, "srv-a", kT0 + 52'000), (Lease{"srv-b", kT0 + 80'000}));
+  ASSERT_TRUE(b.ReleaseLease("loop", "srv-b").ok());
+  EXPECT_EQ(hold(a, "srv-a", kT0 + 53'000), (Lease{"srv-a", kT0 + 83'000}));   // released: a takes it
+  EXPECT_EQ(hold(b, "srv-b", kT0 + 53'000).holder, "srv-a");
+  EXPECT_EQ(hold(b, "srv-c", kT0 + 53'000).holder, "srv-a");                   // nor a third
+  auto elsewhere = b.HoldLease("another-task", "srv-b", kT0 + 53'000, 30'000);
+  ASSERT_TRUE(elsewhere.ok());
+  EXPECT_EQ(elsewhere->holder, "srv-b");
+}
+
+TEST_P(StoreContractTest, ServersRacingForALeaseGetOneHolder) {
+  std::vector<std::unique_ptr<Store>> stores;
+  for (int i = 0; i < 4; ++i) {
+    auto opened = backend_.open(dir_);
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    stores.push_back(std::move(*opened));
+  }
+  for (int round = 0; round < 5; ++round) {  // each round at a time the last lease ran out
+    const int64_t now = kT0 + round * 60'000;
+    std::vector<std::string> got(stores.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < stores.size(); ++i) {
+      threads.emplace_back([&, i] {
+        auto l = (*ActionLogOf(*stores[i]))->HoldLease("loop", fmt::format("srv-{}", i), now, 60'000);
+        got[i] = l.ok() ? l->holder : "error: " + l.status().ToString();
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    int holders = 0;
+    for (size_t i = 0; i < stores.size(); ++i) {
+      EXPECT_FALSE(got[i].starts_with("error")) << got[i];
+      if (got[i] == fmt::format("srv-{}", i)) ++holders;
+    }
+    EXPECT_EQ(holders, 1) << "round " << round;
   }
 }
 
