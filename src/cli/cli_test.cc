@@ -163,6 +163,58 @@ TEST_F(CliTest, UsageAndChargebackFromAServerEqualTheLocalStore) {
   EXPECT_THAT(gone.output, HasSubstr("127.0.0.1:1"));
 }
 
+// The chart mounts the store's URL from a Secret as a file (deploy/helm): serve reads it
+// from there, over the config's `db`, so a password is neither on the command line nor in
+// the config.
+TEST_F(CliTest, ServeTakesItsStoreFromADbFileOverTheConfigsDb) {
+  ASSERT_EQ(Gpuledger("prices --db " + db_ + " --set " + File("prices.toml", "[[price]]\nper_gpu_hour = \"3.60\"\n")).exit_code, 0);
+  ASSERT_EQ(Gpuledger("import --db " + db_ + " " + File("b.ndjson", Batches())).exit_code, 0);
+  const std::string query = "usage --from 2026-11-23T00:00:00Z --to 2026-11-23T02:00:00Z --by team --format csv";
+  Outcome local = Gpuledger(query + " --db " + db_);
+  ASSERT_EQ(local.exit_code, 0) << local.output;
+
+  auto config = File("server.toml", "db = \"" + Path("other.db") + "\"\n");
+  auto db_file = File("store-url", db_ + "\n");  // as `kubectl create secret --from-file` leaves it
+  int port = server::testing::FreeLoopbackPort();
+  ASSERT_GT(port, 0);
+  std::string url = "http://127.0.0.1:" + std::to_string(port);
+  testing::BackgroundGpuledger serve(
+      "serve --config " + config + " --db-file " + db_file + " --listen 127.0.0.1:" + std::to_string(port),
+      Path("serve.log"));
+  ASSERT_TRUE(serve.started());
+  Outcome remote;
+  for (int i = 0; i < 100; ++i) {  // until the server answers (10 s at most)
+    remote = Gpuledger(query + " --server " + url);
+    if (remote.exit_code == 0) break;
+    ::usleep(100'000);
+  }
+  EXPECT_EQ(remote.output, local.output) << testing::ReadAll(Path("serve.log"));
+  serve.Stop();
+  EXPECT_FALSE(fs::exists(Path("other.db"))) << "the config's db was opened instead of the file's";
+}
+
+TEST_F(CliTest, ServeRefusesADbFileItCannotUseAndNeverPrintsItsPassword) {
+  Outcome missing = Gpuledger("serve --db-file " + Path("no-such-file"));
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.output, HasSubstr("--db-file: cannot read " + Path("no-such-file")));
+
+  auto empty = File("empty", "\n");
+  Outcome blank = Gpuledger("serve --db-file " + empty);
+  EXPECT_EQ(blank.exit_code, 1);
+  EXPECT_THAT(blank.output, HasSubstr("--db-file: " + empty + " is empty"));
+
+  Outcome both = Gpuledger("serve --db " + db_ + " --db-file " + empty);
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_THAT(both.output, HasSubstr("--db excludes --db-file"));
+
+  // Nothing listens on port 1: the store cannot connect, and says so with the password masked.
+  auto pg = File("pg-url", "postgresql://gpuledger:s3cret-pw@127.0.0.1:1/ledger?connect_timeout=5\n");
+  Outcome unreachable = Gpuledger("serve --db-file " + pg);
+  EXPECT_EQ(unreachable.exit_code, 1);
+  EXPECT_THAT(unreachable.output, HasSubstr("cannot connect to postgresql://gpuledger:***@127.0.0.1:1/ledger"));
+  EXPECT_THAT(unreachable.output, Not(HasSubstr("s3cret-pw")));
+}
+
 TEST_F(CliTest, ABadBatchNamesFileLineAndFieldAndChangesNothing) {
   std::string good = Batches();
   std::string bad = good;
