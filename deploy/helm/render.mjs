@@ -10,7 +10,9 @@
 // scalars, `|` blocks, {} and []); later files override earlier ones key by key.
 //
 //   node render.mjs CHART [-f values.yaml]... [--release NAME] [--namespace NS]
-//   node render.mjs --check     renders the committed examples and compares them
+//   node render.mjs --check [--gpuledger BINARY]
+//                               renders the committed examples and compares them (with the
+//                               binary: and has it read every config they carry)
 //   node render.mjs --update    rewrites them
 import fs from 'node:fs';
 import os from 'node:os';
@@ -466,7 +468,44 @@ function checkPostgres(def, pg) {
          expectRefused('server:\n  replicas: 0\n', 'server.replicas: at least 1');
 }
 
-function check() {
+// The TOML files a rendering carries (ConfigMap data, Secret stringData): {name, text}.
+function tomlFiles(text) {
+  const out = [];
+  for (const d of documents(text).filter((d) => /^kind: (ConfigMap|Secret)$/m.test(d))) {
+    const lines = d.split('\n');
+    lines.forEach((line, k) => {
+      const m = /^  (\S+\.toml): \|$/.exec(line);
+      if (!m) return;
+      const body = [];
+      for (let j = k + 1; j < lines.length && (lines[j] === '' || lines[j].startsWith('    ')); ++j) body.push(lines[j].slice(4));
+      out.push({name: m[1], text: body.join('\n') + '\n'});
+    });
+  }
+  return out;
+}
+
+// Every config the chart writes is read by gpuledger's own config reader (every table
+// checked, unknown keys refused), through a command that reads the whole file.
+function checkConfigs(gpuledger, e, text) {
+  let failures = 0;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpuledger-helm-'));
+  try {
+    for (const f of tomlFiles(text)) {
+      fs.writeFileSync(path.join(dir, f.name), f.text);
+      const r = spawnSync(gpuledger, ['usage', '--config', path.join(dir, f.name), '--db', path.join(dir, 'ledger.db'),
+                                      '--window', '1h'], {encoding: 'utf8'});
+      if (r.status !== 0) {
+        console.error(`${path.relative(here, e.out)}: ${f.name} is refused by gpuledger: ${r.stderr || r.error}`);
+        ++failures;
+      }
+    }
+  } finally {
+    fs.rmSync(dir, {recursive: true, force: true});
+  }
+  return failures;
+}
+
+function check(gpuledger) {
   let failures = 0;
   const rendered = examples.map((e) => {
     const text = renderExample(e);
@@ -497,6 +536,8 @@ function check() {
   expect(full.includes('"--db-file", "/etc/gpuledger/store/url"') && full.includes('secretName: ledger-postgres'),
          'full: the PostgreSQL URL from its Secret, as a file');
   failures += checkPostgres(def, pg);
+  expect(tomlFiles(def).map((f) => f.name).join() === 'agent.toml,server.toml', 'the defaults carry both configs');
+  if (gpuledger) examples.forEach((e, k) => { failures += checkConfigs(gpuledger, e, rendered[k]); });
   expect(JSON.stringify(kinds(agentOnly)) ===
              JSON.stringify(['ConfigMap', 'DaemonSet', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding']),
          `agent only: ${kinds(agentOnly)}`);
@@ -531,7 +572,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const args = process.argv.slice(2);
   try {
     if (args[0] === '--check') {
-      process.exit(check());
+      if (args.length > 1 && (args[1] !== '--gpuledger' || args.length !== 3)) throw new Error('--check [--gpuledger BINARY]');
+      process.exit(check(args[2]));
     } else if (args[0] === '--update') {
       for (const e of examples) fs.writeFileSync(e.out, renderExample(e));
     } else {
