@@ -11,9 +11,10 @@ the document (kind and name) and the field's path:
 
   - a field the model does not have (a misspelt key);
   - a value of the wrong type: string, integer, boolean, number, a map, a list, an object
-    of a model; IntOrString fields (typed `object` by the generator) take any value, and
-    resource quantities (`resources.limits`, `resources.requests`, `emptyDir.sizeLimit`)
-    a string or a number, as the API server does;
+    of a model; IntOrString fields (a port, maxUnavailable: the table INT_OR_STRING) an
+    integer or a string; resource quantities (`resources.limits`, `resources.requests`,
+    `emptyDir.sizeLimit`) a string or a number, as the API server takes them; the few
+    free-form `object` fields anything;
   - a required field that is missing (or null);
   - a document without apiVersion, kind or metadata.name, a kind the API does not have,
     a namespace on a cluster-scoped kind, and a key given twice in one map.
@@ -52,6 +53,13 @@ except ImportError as err:  # the test's skip, or a failure in CI
 # which the API server also takes as a number.
 QUANTITIES = {("V1ResourceRequirements", "limits"), ("V1ResourceRequirements", "requests"),
               ("V1EmptyDirVolumeSource", "sizeLimit")}
+# The IntOrString fields (the OpenAPI spec's int-or-string, typed `object` by the
+# generator like the truly free-form ones): an integer or a string.
+INT_OR_STRING = {("V1HTTPGetAction", "port"), ("V1TCPSocketAction", "port"), ("V1ServicePort", "targetPort"),
+                 ("V1NetworkPolicyPort", "port"), ("V1RollingUpdateDeployment", "maxSurge"),
+                 ("V1RollingUpdateDeployment", "maxUnavailable"), ("V1RollingUpdateDaemonSet", "maxSurge"),
+                 ("V1RollingUpdateDaemonSet", "maxUnavailable"), ("V1PodDisruptionBudgetSpec", "minAvailable"),
+                 ("V1PodDisruptionBudgetSpec", "maxUnavailable"), ("MonitoringV1Endpoint", "targetPort")}
 
 
 class Model:
@@ -172,6 +180,8 @@ class Checker:
         list_of = re.fullmatch(r"list\[(.+)\]", type_name)
         dict_of = re.fullmatch(r"dict\(str, (.+)\)", type_name)
         if type_name == "object":
+            if (owner, field) in INT_OR_STRING and not (isinstance(node, yaml.ScalarNode) and node.tag in (INT, STR)):
+                self.error(where, node, path, f"want an integer or a string, found {describe(node)}")
             return
         if list_of:
             if not isinstance(node, yaml.SequenceNode):
