@@ -30,6 +30,8 @@ packages=(
   chromium
   # checks the Debian package the packaging test builds
   lintian
+  # checks the Helm chart's renderings against the Kubernetes API's schemas (deploy/helm/check_schema.py)
+  python3-kubernetes python3-yaml
 )
 # Node.js and npm build the dashboard (its pinned packages) and drive its browser test.
 # A machine that already has them (e.g. from NodeSource) keeps its own.

@@ -3,12 +3,16 @@
 // uses, with Helm's meaning, and refuses anything else:
 //   {{ .Values.a.b }}  {{ .Release.Name|Namespace|Service }}  {{ .Chart.Name|Version|AppVersion }}
 //   {{ x | quote }}  {{ x | nindent N }}  {{ toYaml x }}  {{ include "name" . }}
-//   {{- if x }} / {{- if not x }} / {{- else }} / {{- end }}  {{- define "name" -}}
+//   {{ not x }}  {{ and x y }}  {{ or x y }}  {{ gt x y }}  {{ int x }}  {{ fail "why" }}
+//   (parenthesized pipelines as arguments)  {{/* comments */}}
+//   {{- if x }} / {{- else }} / {{- end }}  {{- define "name" -}}
 // with {{- and -}} trimming whitespace. values files: a YAML subset (maps, lists,
 // scalars, `|` blocks, {} and []); later files override earlier ones key by key.
 //
 //   node render.mjs CHART [-f values.yaml]... [--release NAME] [--namespace NS]
-//   node render.mjs --check     renders the committed examples and compares them
+//   node render.mjs --check [--gpuledger BINARY]
+//                               renders the committed examples and compares them (with the
+//                               binary: and has it read every config they carry)
 //   node render.mjs --update    rewrites them
 import fs from 'node:fs';
 import os from 'node:os';
@@ -203,6 +207,7 @@ function parseTemplate(tokens) {
       const head = t.action.split(/\s+/)[0];
       if (stops.includes(head)) return nodes;
       ++i;
+      if (t.action.startsWith('/*') && t.action.endsWith('*/')) continue;  // a comment
       if (head === 'if') {
         const node = {cond: t.action.slice(2).trim(), then: seq(['else', 'end']), else: []};
         if (tokens[i].action.startsWith('else')) {
@@ -252,33 +257,95 @@ function show(v) {
   return String(v);
 }
 
-function evalPipeline(expr, ctx, defines, file) {
-  const stages = expr.split('|').map((s) => s.trim());
-  const words = stages[0].match(/"[^"]*"|\S+/g);
-  let v;
-  if (words[0] === 'toYaml') {
-    v = toYaml(lookup(ctx, words[1], file));
-  } else if (words[0] === 'include') {
-    v = render(defines[JSON.parse(words[1])], ctx, defines, file);
-  } else if (words[0] === 'not') {
-    v = !truthy(lookup(ctx, words[1], file));
-  } else if (words.length === 1 && words[0].startsWith('.')) {
-    v = lookup(ctx, words[0], file);
-  } else {
-    throw new Error(`${file}: unsupported {{ ${expr} }}`);
-  }
-  for (const stage of stages.slice(1)) {
-    const [fn, arg] = stage.split(/\s+/);
-    if (fn === 'quote') {
-      v = JSON.stringify(show(v));
-    } else if (fn === 'nindent' || fn === 'indent') {
-      const pad = ' '.repeat(Number(arg));
-      v = (fn === 'nindent' ? '\n' : '') + show(v).split('\n').map((l) => pad + l).join('\n');
+// An action's pipeline: COMMAND ( | COMMAND )*, each command a function and its arguments
+// (literals, references, parenthesized pipelines), the value of a stage passed as the last
+// argument of the next, as in Go's text/template.
+function tokenizeExpr(expr, file) {
+  const re = /\s*("(?:[^"\\]|\\.)*"|\(|\)|\||-?\d+|[.\w$-]+)/y;
+  const out = [];
+  for (let m; re.lastIndex < expr.length && (m = re.exec(expr));) out.push(m[1]);
+  if (out.join('').length !== expr.replace(/\s+/g, '').length) throw new Error(`${file}: cannot parse {{ ${expr} }}`);
+  return out;
+}
+
+function parsePipeline(tokens, k, file, expr) {
+  const stages = [];
+  let words = [];
+  for (; k.i < tokens.length; ++k.i) {
+    const t = tokens[k.i];
+    if (t === ')') break;
+    if (t === '|') {
+      stages.push(words);
+      words = [];
+    } else if (t === '(') {
+      ++k.i;
+      words.push({pipeline: parsePipeline(tokens, k, file, expr)});
+      if (tokens[k.i] !== ')') throw new Error(`${file}: unbalanced ( in {{ ${expr} }}`);
     } else {
-      throw new Error(`${file}: unsupported function ${fn}`);
+      words.push(t);
     }
   }
-  return v;
+  stages.push(words);
+  if (stages.some((w) => !w.length)) throw new Error(`${file}: empty command in {{ ${expr} }}`);
+  return stages;
+}
+
+function evalArg(a, ctx, defines, file) {
+  if (a.pipeline) return evalStages(a.pipeline, ctx, defines, file);
+  if (a.startsWith('"')) return JSON.parse(a);
+  if (/^-?\d+$/.test(a)) return Number(a);
+  if (a === '.') return ctx;
+  if (a.startsWith('.')) return lookup(ctx, a, file);
+  throw new Error(`${file}: unsupported argument ${a}`);
+}
+
+const firstOr = (index, fallback) => (index < 0 ? fallback : index);
+
+// The functions the chart uses, with Helm's (text/template's and sprig's) meaning.
+const functions = {
+  toYaml: (v) => toYaml(v),
+  not: (v) => !truthy(v),
+  and: (...vs) => vs[firstOr(vs.findIndex((v) => !truthy(v)), vs.length - 1)],
+  or: (...vs) => vs[firstOr(vs.findIndex((v) => truthy(v)), vs.length - 1)],
+  int: (v) => Math.trunc(Number(v)) || 0,
+  gt: (a, b) => {
+    if (typeof a !== 'number' || typeof b !== 'number') throw new Error(`gt: incompatible types (${a}, ${b})`);
+    return a > b;
+  },
+  quote: (v) => JSON.stringify(show(v)),
+  nindent: (n, v) => '\n' + show(v).split('\n').map((l) => ' '.repeat(n) + l).join('\n'),
+  indent: (n, v) => show(v).split('\n').map((l) => ' '.repeat(n) + l).join('\n'),
+};
+
+function evalStages(stages, ctx, defines, file) {
+  let piped;
+  stages.forEach((words, n) => {
+    const [head, ...rest] = words;
+    const args = rest.map((a) => evalArg(a, ctx, defines, file));
+    if (n > 0) args.push(piped);
+    if (typeof head !== 'string' || head.startsWith('.') || head.startsWith('"') || head === '(') {
+      if (args.length) throw new Error(`${file}: ${JSON.stringify(head)} is not a function`);
+      piped = evalArg(head, ctx, defines, file);
+    } else if (head === 'include') {
+      if (!defines[args[0]]) throw new Error(`${file}: include: no template "${args[0]}"`);
+      piped = render(defines[args[0]], args[1], defines, file);
+    } else if (head === 'fail') {
+      throw new Error(`${file}: ${show(args[0])}`);  // helm: "execution error at (FILE...): MESSAGE"
+    } else if (functions[head]) {
+      piped = functions[head](...args);
+    } else {
+      throw new Error(`${file}: unsupported function ${head}`);
+    }
+  });
+  return piped;
+}
+
+function evalPipeline(expr, ctx, defines, file) {
+  const tokens = tokenizeExpr(expr, file);
+  const k = {i: 0};
+  const stages = parsePipeline(tokens, k, file, expr);
+  if (k.i !== tokens.length) throw new Error(`${file}: unbalanced ) in {{ ${expr} }}`);
+  return evalStages(stages, ctx, defines, file);
 }
 
 function render(nodes, ctx, defines, file) {
@@ -323,8 +390,11 @@ const chartDir = path.join(here, 'gpuledger');
 const examples = [
   // The defaults: agent and server, SQLite on a volume.
   {out: path.join(here, 'rendered', 'default.yaml'), values: []},
-  // Every option on: PostgreSQL by URL, an existing Secret, a ServiceMonitor.
+  // Every option on: PostgreSQL by URL from an existing Secret, two servers, the tokens'
+  // existing Secret, a ServiceMonitor.
   {out: path.join(here, 'rendered', 'full.yaml'), values: [path.join(here, 'ci', 'full-values.yaml')]},
+  // PostgreSQL by URL in a Secret the chart makes, three servers.
+  {out: path.join(here, 'rendered', 'postgresql.yaml'), values: [path.join(here, 'ci', 'postgresql-values.yaml')]},
   // The agent alone, for sites with their server elsewhere.
   {out: path.join(here, '..', 'daemonset.yaml'), values: [path.join(here, 'ci', 'agent-only-values.yaml')],
    header: '# The gpuledger agent as a DaemonSet, rendered from the Helm chart (deploy/helm/gpuledger)\n' +
@@ -346,7 +416,96 @@ function expect(ok, what) {
   if (!ok) throw new Error(`check failed: ${what}`);
 }
 
-function check() {
+// The document of `kind` (the first, or the one whose name is `name`).
+function documentOf(text, kind, name) {
+  return documents(text).find((d) => new RegExp(`^kind: ${kind}$`, 'm').test(d) &&
+                                     (!name || new RegExp(`^  name: ${name}$`, 'm').test(d)));
+}
+
+// The rendering must fail, saying `why`.
+function expectRefused(values, why) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpuledger-helm-'));
+  try {
+    fs.writeFileSync(path.join(dir, 'values.yaml'), values);
+    renderChart(chartDir, [path.join(dir, 'values.yaml')], {Name: 'gpuledger', Namespace: 'gpuledger'});
+  } catch (err) {
+    if (err.message.includes(why)) return 0;
+    console.error(`refused, but not saying "${why}": ${err.message}`);
+    return 1;
+  } finally {
+    fs.rmSync(dir, {recursive: true, force: true});
+  }
+  console.error(`rendered, though it should fail saying "${why}":\n${values}`);
+  return 1;
+}
+
+// PostgreSQL by URL: no volume, several servers rolled one at a time, the URL only in a
+// Secret; SQLite: one server, and more are refused.
+function checkPostgres(def, pg) {
+  const sqlite = documentOf(def, 'Deployment');
+  expect(/^  replicas: 1$/m.test(sqlite) && sqlite.includes('type: Recreate'),
+         'SQLite: one server, stopped before the next starts (its exclusive lock)');
+  expect(!kinds(pg).includes('PersistentVolumeClaim') && kinds(pg).includes('PodDisruptionBudget'),
+         `postgresql: no volume, a PodDisruptionBudget (${kinds(pg)})`);
+  const server = documentOf(pg, 'Deployment');
+  expect(/^  replicas: 3$/m.test(server), 'postgresql: the values\' three servers');
+  expect(server.includes('type: RollingUpdate') && server.includes('maxUnavailable: 0'),
+         'postgresql: a rolling update that keeps every ready server until its successor is ready');
+  expect(server.includes('readinessProbe:\n            httpGet:\n              path: /healthz'),
+         'postgresql: a readiness probe on /healthz');
+  expect(server.includes('"--db-file", "/etc/gpuledger/store/url"') && server.includes('secretName: gpuledger-postgres') &&
+             server.includes('emptyDir: {}'),
+         'postgresql: the URL as a file from the chart\'s Secret, no volume');
+  expect(documentOf(pg, 'PodDisruptionBudget').includes('minAvailable: 1'), 'postgresql: one server survives a drain');
+  const holders = documents(pg).filter((d) => d.includes('PLACEHOLDER-PASSWORD'));
+  expect(holders.length === 1 && /^kind: Secret$/m.test(holders[0]) && holders[0].includes('name: gpuledger-postgres'),
+         'postgresql: the password only in the chart\'s Secret (not in arguments, environment or a ConfigMap)');
+  expect(!documentOf(pg, 'Secret', 'gpuledger-tokens').includes('db = '),
+         'postgresql: the server\'s config names no SQLite file');
+  return expectRefused('server:\n  replicas: 2\n', 'server.replicas > 1 needs PostgreSQL') +
+         expectRefused('server:\n  postgres:\n    existingSecret: a\n    url: "postgresql://x@y/z"\n',
+                       'give existingSecret or url, not both') +
+         expectRefused('server:\n  replicas: 0\n', 'server.replicas: at least 1');
+}
+
+// The TOML files a rendering carries (ConfigMap data, Secret stringData): {name, text}.
+function tomlFiles(text) {
+  const out = [];
+  for (const d of documents(text).filter((d) => /^kind: (ConfigMap|Secret)$/m.test(d))) {
+    const lines = d.split('\n');
+    lines.forEach((line, k) => {
+      const m = /^  (\S+\.toml): \|$/.exec(line);
+      if (!m) return;
+      const body = [];
+      for (let j = k + 1; j < lines.length && (lines[j] === '' || lines[j].startsWith('    ')); ++j) body.push(lines[j].slice(4));
+      out.push({name: m[1], text: body.join('\n') + '\n'});
+    });
+  }
+  return out;
+}
+
+// Every config the chart writes is read by gpuledger's own config reader (every table
+// checked, unknown keys refused), through a command that reads the whole file.
+function checkConfigs(gpuledger, e, text) {
+  let failures = 0;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpuledger-helm-'));
+  try {
+    for (const f of tomlFiles(text)) {
+      fs.writeFileSync(path.join(dir, f.name), f.text);
+      const r = spawnSync(gpuledger, ['usage', '--config', path.join(dir, f.name), '--db', path.join(dir, 'ledger.db'),
+                                      '--window', '1h'], {encoding: 'utf8'});
+      if (r.status !== 0) {
+        console.error(`${path.relative(here, e.out)}: ${f.name} is refused by gpuledger: ${r.stderr || r.error}`);
+        ++failures;
+      }
+    }
+  } finally {
+    fs.rmSync(dir, {recursive: true, force: true});
+  }
+  return failures;
+}
+
+function check(gpuledger) {
   let failures = 0;
   const rendered = examples.map((e) => {
     const text = renderExample(e);
@@ -358,7 +517,7 @@ function check() {
     }
     return text;
   });
-  const [def, full, agentOnly] = rendered;
+  const [def, full, pg, agentOnly] = rendered;
   const ds = documents(def).find((d) => /^kind: DaemonSet$/m.test(d));
   expect(ds.includes('path: /var/lib/kubelet/pod-resources'), 'the DaemonSet mounts the pod-resources folder');
   expect(ds.includes('nvidia.com/gpu.present: "true"'), 'the DaemonSet selects GPU nodes');
@@ -374,8 +533,11 @@ function check() {
   expect(kinds(full).includes('ServiceMonitor') && !kinds(full).includes('Secret') &&
              !kinds(full).includes('PersistentVolumeClaim'),
          'full: a ServiceMonitor, the existing Secret, no volume with PostgreSQL');
-  expect(full.includes('"--db", "$(GPULEDGER_DB)"') && full.includes('name: ledger-postgres'),
-         'full: the PostgreSQL URL from its Secret');
+  expect(full.includes('"--db-file", "/etc/gpuledger/store/url"') && full.includes('secretName: ledger-postgres'),
+         'full: the PostgreSQL URL from its Secret, as a file');
+  failures += checkPostgres(def, pg);
+  expect(tomlFiles(def).map((f) => f.name).join() === 'agent.toml,server.toml', 'the defaults carry both configs');
+  if (gpuledger) examples.forEach((e, k) => { failures += checkConfigs(gpuledger, e, rendered[k]); });
   expect(JSON.stringify(kinds(agentOnly)) ===
              JSON.stringify(['ConfigMap', 'DaemonSet', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding']),
          `agent only: ${kinds(agentOnly)}`);
@@ -410,7 +572,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const args = process.argv.slice(2);
   try {
     if (args[0] === '--check') {
-      process.exit(check());
+      if (args.length > 1 && (args[1] !== '--gpuledger' || args.length !== 3)) throw new Error('--check [--gpuledger BINARY]');
+      process.exit(check(args[2]));
     } else if (args[0] === '--update') {
       for (const e of examples) fs.writeFileSync(e.out, renderExample(e));
     } else {

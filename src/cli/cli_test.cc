@@ -15,7 +15,9 @@
 #include "cli/test_support.h"
 #include "core/money.h"
 #include "core/time.h"
+#include "core/testing/missing_component.h"
 #include "server/test_support.h"
+#include "store/testing/pg_server.h"
 #include "wire/batch.h"
 
 namespace gpuledger::cli {
@@ -37,6 +39,32 @@ class CliTest : public testing::TempDirTest {
 
   // Two hours of one GPU held by one job at 25% activity, in NDJSON, one batch an hour.
   std::string Batches() { return testing::TwoHoursOfOneGpu(); }
+
+  // Starts `gpuledger serve SERVE_ARGS` on a free loopback port, asks it `query` (a command
+  // given --server) until it answers (10 s at most), stops it, and returns the answer;
+  // `log` gets the server's output.
+  Outcome AskAServer(const std::string& serve_args, const std::string& query, std::string* log) {
+    int port = server::testing::FreeLoopbackPort();
+    if (port <= 0) return {-1, "no free port"};
+    testing::BackgroundGpuledger serve(serve_args + " --listen 127.0.0.1:" + std::to_string(port), Path("serve.log"));
+    Outcome answer{-1, "the server did not start"};
+    for (int i = 0; serve.started() && i < 100; ++i) {
+      answer = Gpuledger(query + " --server http://127.0.0.1:" + std::to_string(port));
+      if (answer.exit_code == 0) break;
+      ::usleep(100'000);
+    }
+    serve.Stop();
+    *log = testing::ReadAll(Path("serve.log"));
+    return answer;
+  }
+
+  // Sets a price and imports Batches() into the store `db` (a path or a URL).
+  void PriceAndImport(const std::string& db) {
+    auto prices = File("prices.toml", "[[price]]\nper_gpu_hour = \"3.60\"\n");
+    ASSERT_EQ(Gpuledger("prices --db '" + db + "' --set " + prices).exit_code, 0);
+    Outcome imported = Gpuledger("import --db '" + db + "' " + File("b.ndjson", Batches()));
+    ASSERT_EQ(imported.exit_code, 0) << imported.output;
+  }
 
   std::string db_;
 };
@@ -161,6 +189,68 @@ TEST_F(CliTest, UsageAndChargebackFromAServerEqualTheLocalStore) {
   Outcome gone = Gpuledger("usage" + window + " --server http://127.0.0.1:1");
   EXPECT_EQ(gone.exit_code, 1);
   EXPECT_THAT(gone.output, HasSubstr("127.0.0.1:1"));
+}
+
+// The chart mounts the store's URL from a Secret as a file (deploy/helm): serve reads it
+// from there, over the config's `db`, so a password is neither on the command line nor in
+// the config.
+TEST_F(CliTest, ServeTakesItsStoreFromADbFileOverTheConfigsDb) {
+  PriceAndImport(db_);
+  const std::string query = "usage --from 2026-11-23T00:00:00Z --to 2026-11-23T02:00:00Z --by team --format csv";
+  Outcome local = Gpuledger(query + " --db " + db_);
+  ASSERT_EQ(local.exit_code, 0) << local.output;
+
+  auto config = File("server.toml", "db = \"" + Path("other.db") + "\"\n");
+  auto db_file = File("store-url", db_ + "\n");  // as `kubectl create secret --from-file` leaves it
+  std::string log;
+  Outcome remote = AskAServer("serve --config " + config + " --db-file " + db_file, query, &log);
+  EXPECT_EQ(remote.output, local.output) << log;
+  EXPECT_FALSE(fs::exists(Path("other.db"))) << "the config's db was opened instead of the file's";
+}
+
+// What the Helm chart runs with PostgreSQL: the URL, password and all, from a file; the
+// server serves that database and never prints the password.
+TEST_F(CliTest, ServeTakesAPostgresqlUrlWithItsPasswordFromADbFile) {
+  auto pg = store::pgtest::PgTestServer::Shared();
+  if (!pg.ok()) GPULEDGER_SKIP_OR_FAIL_IN_CI() << pg.status().ToString();
+  auto database = (*pg)->CreateDatabase("cli_db_file");
+  ASSERT_TRUE(database.ok()) << database.status().ToString();
+  std::string url = (*pg)->Url(*database);  // postgresql://gpuledger@/DB?host=...
+  url.insert(url.find('@'), ":s3cret-pw");    // the test server trusts its socket: any password opens it
+  PriceAndImport(url);
+  PriceAndImport(db_);
+  const std::string query = "usage --from 2026-11-23T00:00:00Z --to 2026-11-23T02:00:00Z --by team --format csv";
+  Outcome local = Gpuledger(query + " --db " + db_);
+  ASSERT_EQ(local.exit_code, 0) << local.output;
+
+  std::string log;
+  Outcome remote = AskAServer("serve --db-file " + File("url", url + "\n"), query, &log);
+  EXPECT_EQ(remote.exit_code, 0) << remote.output << log;
+  EXPECT_EQ(remote.output, local.output) << "PostgreSQL's figures differ from SQLite's";
+  EXPECT_THAT(log, HasSubstr("serving on"));
+  EXPECT_THAT(log, Not(HasSubstr("s3cret-pw")));
+}
+
+TEST_F(CliTest, ServeRefusesADbFileItCannotUseAndNeverPrintsItsPassword) {
+  Outcome missing = Gpuledger("serve --db-file " + Path("no-such-file"));
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.output, HasSubstr("--db-file: cannot read " + Path("no-such-file")));
+
+  auto empty = File("empty", "\n");
+  Outcome blank = Gpuledger("serve --db-file " + empty);
+  EXPECT_EQ(blank.exit_code, 1);
+  EXPECT_THAT(blank.output, HasSubstr("--db-file: " + empty + " is empty"));
+
+  Outcome both = Gpuledger("serve --db " + db_ + " --db-file " + empty);
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_THAT(both.output, HasSubstr("--db excludes --db-file"));
+
+  // Nothing listens on port 1: the store cannot connect, and says so with the password masked.
+  auto pg = File("pg-url", "postgresql://gpuledger:s3cret-pw@127.0.0.1:1/ledger?connect_timeout=5\n");
+  Outcome unreachable = Gpuledger("serve --db-file " + pg);
+  EXPECT_EQ(unreachable.exit_code, 1);
+  EXPECT_THAT(unreachable.output, HasSubstr("cannot connect to postgresql://gpuledger:***@127.0.0.1:1/ledger"));
+  EXPECT_THAT(unreachable.output, Not(HasSubstr("s3cret-pw")));
 }
 
 TEST_F(CliTest, ABadBatchNamesFileLineAndFieldAndChangesNothing) {

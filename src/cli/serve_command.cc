@@ -30,6 +30,25 @@ sigset_t BlockStopSignals() {
   return set;
 }
 
+namespace {
+
+// The text of a file that holds a secret (a token, a store URL with its password): its
+// trailing whitespace dropped, since `kubectl create secret --from-file` and editors leave a
+// newline. Fails naming `what` and the file when it cannot be read or holds nothing; the
+// secret itself never appears in the error.
+Result<std::string> ReadSecretFile(const std::string& path, const std::string& what) {
+  std::ifstream in(path);
+  if (!in) return InvalidArgument(fmt::format("{}: cannot read {}", what, path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::string secret = text.str();
+  while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back()))) secret.pop_back();
+  if (secret.empty()) return InvalidArgument(fmt::format("{}: {} is empty", what, path));
+  return secret;
+}
+
+}  // namespace
+
 // Who carries out serve's enforced decisions (docs/objectives.md): Slurm through the
 // tools the config's [agent] scontrol names (scancel beside it; both from PATH by default),
 // Kubernetes through [agent.kubernetes] api_server with its token_file, when one is set.
@@ -47,12 +66,7 @@ Result<server::LoopActuators> ServeActuators(const Config& config) {
   if (k.api_server && *k.api_server != "none") {
     actuators::KubernetesOptions options{.api_server = *k.api_server};
     if (k.token_file) {
-      std::ifstream in(*k.token_file);
-      if (!in) return InvalidArgument(fmt::format("{}: cannot read token_file {}", k.where.Of("token_file"), *k.token_file));
-      std::ostringstream text;
-      text << in.rdbuf();
-      options.token = text.str();
-      while (!options.token.empty() && std::isspace(static_cast<unsigned char>(options.token.back()))) options.token.pop_back();
+      GPULEDGER_ASSIGN_OR_RETURN(options.token, ReadSecretFile(*k.token_file, k.where.Of("token_file")));
     }
     auto kube = actuators::KubernetesActuator(options);
     if (!kube.ok()) return kube.status().WithContext(k.where.Of("api_server"));
@@ -64,6 +78,7 @@ Result<server::LoopActuators> ServeActuators(const Config& config) {
 void AddServeCommand(CLI::App& app, CommonOptions& common, Commands& out) {
   struct Opts {
     std::string listen;
+    std::string db_file;
     bool insecure = false;
     std::string now;
   };
@@ -72,6 +87,12 @@ void AddServeCommand(CLI::App& app, CommonOptions& common, Commands& out) {
       "serve", "Run the central server: ingest (native batches, Prometheus remote-write, scrapes), "
                "the JSON API and /metrics (docs/server.md)");
   AddCommonOptions(*sub, common);
+  // A PostgreSQL URL carries its password: from a file (a mounted Kubernetes Secret) it
+  // stays out of the command line that `ps` shows, and out of the config file.
+  sub->add_option("--db-file", o->db_file,
+                  "read the store (a postgresql:// URL or a SQLite path) from this file, e.g. a mounted "
+                  "Secret, so that a password is not on the command line; overrides the config's db")
+      ->excludes(sub->get_option("--db"));
   sub->add_option("--listen", o->listen, "host:port to listen on (default 127.0.0.1:8080; [server] listen)");
   sub->add_flag("--insecure", o->insecure,
                 "allow a non-loopback address without any token configured (everyone is admin)");
@@ -87,6 +108,11 @@ void AddServeCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                      frozen.emplace(*at);
                    }
                    const Clock& clock = frozen ? static_cast<const Clock&>(*frozen) : system_clock;
+                   if (!o->db_file.empty()) {
+                     auto db = ReadSecretFile(o->db_file, "--db-file");
+                     if (!db.ok()) return Fail(db.status());
+                     common.db_path = std::move(*db);
+                   }
                    // Every acknowledged batch is durable against power loss.
                    Config config;
                    auto ledger = OpenLedger(common, clock, &config, {.synchronous_full = true, .exclusive_writer = true});
