@@ -198,36 +198,18 @@ void RemoteWrite(int requests_per_sender) {
                 CpuSeconds() - c0);
   }
 
-  if (access("/usr/bin/victoria-metrics", X_OK) != 0) {
-    std::printf("%-58s %s\n", "remote-write, VictoriaMetrics", "skipped: /usr/bin/victoria-metrics not installed");
+  testing::VictoriaMetricsProcess vm_process(dir.File("vm"));
+  if (vm_process.url().empty()) {
+    std::printf("%-58s skipped: %s\n", "remote-write, VictoriaMetrics", vm_process.error().c_str());
     return;
   }
-  int port = testing::FreeLoopbackPort();
-  std::fflush(stdout);  // the child must not write our buffered lines again
-  pid_t pid = fork();
-  if (pid == 0) {
-    std::string listen = fmt::format("-httpListenAddr=127.0.0.1:{}", port);
-    std::string data = "-storageDataPath=" + dir.File("vm");
-    FILE* f = std::freopen("/dev/null", "w", stderr);
-    f = std::freopen("/dev/null", "w", stdout);
-    (void)f;
-    execl("/usr/bin/victoria-metrics", "victoria-metrics", listen.c_str(), data.c_str(), "-retentionPeriod=100y",
-          nullptr);
-    _exit(127);
-  }
-  std::string vm = fmt::format("http://127.0.0.1:{}", port);
-  for (int i = 0; i < 100; ++i) {
-    auto r = HttpGet(vm, "/health", {.timeout_ms = 500});
-    if (r.ok() && r->status == 200) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  const std::string& vm = vm_process.url();
   // VictoriaMetrics's CPU time is read after it exits: it includes its start-up and
   // shutdown, so it is an upper bound of what the stream cost it.
   double senders0 = CpuSeconds(), vm0 = CpuSeconds(RUSAGE_CHILDREN);
   double theirs = PostAll(vm, "/api/v1/write", stream, "application/x-protobuf", headers, 204);
   double senders = CpuSeconds() - senders0;
-  kill(pid, SIGTERM);
-  waitpid(pid, nullptr, 0);
+  vm_process.Stop();
   double vm_cpu = CpuSeconds(RUSAGE_CHILDREN) - vm0;
   if (theirs < 0) return;
   double p_theirs = static_cast<double>(points) / theirs;

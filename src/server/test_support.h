@@ -12,9 +12,15 @@
 #include <string>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
 
 #include "core/batch.h"
 #include "core/testing/free_port.h"
@@ -58,6 +64,60 @@ inline std::string ReadFileOrEmpty(const std::string& path) {
 // A loopback port free now (for a child process that must be told its port up front,
 // such as Prometheus or VictoriaMetrics); 0 on failure.
 using test_env::FreeLoopbackPort;
+
+// Debian's victoria-metrics (/usr/bin/victoria-metrics) in a child process on a free
+// loopback port, its data under `data_dir`, for the benchmarks that compare with it. url()
+// is empty, and error() says why, when it is not installed or not healthy within 10 s.
+class VictoriaMetricsProcess {
+ public:
+  explicit VictoriaMetricsProcess(const std::string& data_dir) {
+    if (access("/usr/bin/victoria-metrics", X_OK) != 0) {
+      error_ = "/usr/bin/victoria-metrics not installed (Debian package victoria-metrics)";
+      return;
+    }
+    int port = FreeLoopbackPort();
+    std::fflush(stdout);  // the child must not write our buffered lines again
+    pid_ = fork();
+    if (pid_ == 0) {
+      std::string listen = fmt::format("-httpListenAddr=127.0.0.1:{}", port);
+      std::string data = "-storageDataPath=" + data_dir;
+      FILE* f = std::freopen("/dev/null", "w", stderr);
+      f = std::freopen("/dev/null", "w", stdout);
+      (void)f;
+      execl("/usr/bin/victoria-metrics", "victoria-metrics", listen.c_str(), data.c_str(), "-retentionPeriod=100y",
+            nullptr);
+      _exit(127);
+    }
+    std::string url = fmt::format("http://127.0.0.1:{}", port);
+    for (int i = 0; i < 100; ++i) {
+      auto r = HttpGet(url, "/health", {.timeout_ms = 500});
+      if (r.ok() && r->status == 200) {
+        url_ = url;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    error_ = "victoria-metrics did not answer /health within 10 s";
+    Stop();
+  }
+  ~VictoriaMetricsProcess() { Stop(); }
+  VictoriaMetricsProcess(const VictoriaMetricsProcess&) = delete;
+  VictoriaMetricsProcess& operator=(const VictoriaMetricsProcess&) = delete;
+
+  const std::string& url() const { return url_; }
+  const std::string& error() const { return error_; }
+  // SIGTERM, and waits: VictoriaMetrics writes out what it holds in memory on the way out.
+  void Stop() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGTERM);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  std::string url_, error_;
+};
 
 // `raw` gzip-compressed (for bodies sent with or without Content-Encoding: gzip).
 inline std::string Gzip(std::string_view raw) {
