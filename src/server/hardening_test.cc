@@ -344,8 +344,9 @@ TEST_F(HardeningTest, JobLabelsAreRefusedNamingTheEntryOrKeptAndShown) {
     changes.push_back(fmt::format("{} {}: {} -> {}", c["batch_id"].get<std::string>(), c["field"].get<std::string>(),
                                   c["from"].get<std::string>(), c["to"].get<std::string>()));
   }
-  EXPECT_EQ(changes, (std::vector<std::string>{"labels-replaced label:gpuledger.io/exempt: true -> (absent)"}))
-      << "the first set was the job's first: nothing changed then";
+  EXPECT_EQ(changes, (std::vector<std::string>{"labels-kept label:gpuledger.io/exempt: (absent) -> true",
+                                                "labels-kept annotation:gpuledger.io/reason: (absent) -> demo",
+                                                "labels-replaced label:gpuledger.io/exempt: true -> (absent)"}));
   // A job that never had a set shows none (not an empty one).
   EXPECT_FALSE(GetJson("/api/v1/jobs/bnode-job", admin_)["job"].contains("labels"));
 }
