@@ -63,6 +63,14 @@ Status FinishKubernetes(const config::KubernetesSection& s, KubernetesConfig& k)
       f.out.push_back(std::move(src).value());
     }
   }
+  if (s.keep) {
+    k.rules.keep.clear();
+    for (const std::string& text : *s.keep) {
+      auto pattern = kube::ParseKeepPattern(text);
+      if (!pattern.ok()) return InvalidArgument(fmt::format("{}: {}", w.Of("keep"), pattern.status().message()));
+      k.rules.keep.push_back(std::move(pattern).value());
+    }
+  }
   if (s.kinds) {
     k.rules.kinds.clear();
     for (const config::KubernetesKindTable& t : *s.kinds) {

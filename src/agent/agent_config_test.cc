@@ -125,6 +125,7 @@ pod_resources_socket = "/run/kubelet.sock"
 api_server = "none"
 stale_after = "2m"
 team = ["annotation:cost-center", "namespace"]
+keep = ["label:example.com/exempt", "annotation:example.com/*"]
 [[agent.kubernetes.kind]]
 kind = "serving"
 when = "label:app"
@@ -141,6 +142,9 @@ equals = "vllm"
   ASSERT_EQ(c->kubernetes.rules.team.size(), 2u);
   EXPECT_EQ(c->kubernetes.rules.team[0].ToString(), "annotation:cost-center");
   EXPECT_EQ(c->kubernetes.rules.project.size(), kube::PodRules::Defaults().project.size()) << "not set: defaults";
+  ASSERT_EQ(c->kubernetes.rules.keep.size(), 2u);
+  EXPECT_EQ(c->kubernetes.rules.keep[0].ToString(), "label:example.com/exempt");
+  EXPECT_EQ(c->kubernetes.rules.keep[1].ToString(), "annotation:example.com/*");
   ASSERT_EQ(c->kubernetes.rules.kinds.size(), 1u);
   EXPECT_EQ(c->kubernetes.rules.kinds[0].kind, JobKind::kServing);
   EXPECT_EQ(c->kubernetes.rules.kinds[0].equals, std::optional<std::string>("vllm"));
@@ -155,6 +159,10 @@ TEST(AgentConfigTest, KubernetesMistakesNameTheFileLineAndKey) {
   for (const Case& k : std::vector<Case>{
            {"[agent.kubernetes]\nsocket = \"/x\"\n", "c.toml:2: agent.kubernetes.socket: unknown key"},
            {"[agent.kubernetes]\n\nteam = [\"labels:team\"]\n", "c.toml:3: agent.kubernetes.team: source \"labels:team\""},
+           {"[agent.kubernetes]\nkeep = [\"label:gpuledger.io/*\", \"tag:x\"]\n",
+            "c.toml:2: agent.kubernetes.keep: \"tag:x\": want label:KEY or annotation:KEY (KEY may end in *)"},
+           {"[agent.kubernetes]\n\nkeep = [\"annotation:*\"]\n",
+            "c.toml:3: agent.kubernetes.keep: \"annotation:*\": a prefix before the *"},
            {"[agent.kubernetes]\n[[agent.kubernetes.kind]]\nkind = \"inference\"\nwhen = \"pod\"\n",
             "c.toml:3: agent.kubernetes.kind.kind: "},
            {"[agent.kubernetes]\n[[agent.kubernetes.kind]]\nkind = \"batch\"\nwhen = \"owner:\"\n",

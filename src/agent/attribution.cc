@@ -272,6 +272,7 @@ Job Attributor::SlurmJob(const std::string& id) {
   job.pool = info->partition;
   job.experiment = info->name;
   job.requested_gpus = info->gpus;
+  job.labels = SlurmCommentLabels(info->comment);
   return job;
 }
 

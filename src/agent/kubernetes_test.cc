@@ -88,7 +88,10 @@ struct KubeNode {
     api->AddPod({.name = "trainer-0", .ns = "ml", .uid = kTrainerUid,
                  .labels = {{"team", "vision"}, {"kueue.x-k8s.io/queue-name", "a100-queue"}, {"job-name", "resnet"}},
                  .owners = {{"Job", "resnet", true}}});
-    api->AddPod({.name = "my-nb-0", .ns = "kubeflow-ana", .uid = "uid-nb", .labels = {{"notebook-name", "my-nb"}},
+    api->AddPod({.name = "my-nb-0", .ns = "kubeflow-ana", .uid = "uid-nb",
+                 .labels = {{"notebook-name", "my-nb"}, {"gpuledger.io/exempt", "true"}},
+                 .annotations = {{"kubectl.kubernetes.io/last-applied-configuration", std::string(2'000, '{')},
+                                 {"gpuledger.io/reason", "demo"}},
                  .owners = {{"StatefulSet", "my-nb", true}}});
     api->AddNamespace({.name = "kubeflow-ana", .annotations = {{"owner", "ana@example.com"}}});
     api->SetDown(!api_reachable);
@@ -173,6 +176,11 @@ TEST(AgentKubernetesTest, PodsBecomeJobsByTheirLabelsAndAHeldIdleMigInstanceIsAl
   EXPECT_EQ(jobs["k8s/kubeflow-ana/my-nb"].kind, JobKind::kNotebook);
   EXPECT_EQ(jobs["k8s/kubeflow-ana/my-nb"].user, "ana@example.com");
   EXPECT_NEAR(node.JobSeconds("k8s/kubeflow-ana/my-nb", Bucket::kAllocatedIdle, 10), 600 * kMig4, 600 * kMig4 * 0.01);
+  // Its gpuledger.io/ label and annotation went with it into the ledger (the default
+  // `keep`), for exemptions; kubectl's large annotation did not, nor did the other labels.
+  EXPECT_EQ(jobs["k8s/kubeflow-ana/my-nb"].labels, (JobMetadata{{"gpuledger.io/exempt", "true"}}));
+  EXPECT_EQ(jobs["k8s/kubeflow-ana/my-nb"].annotations, (JobMetadata{{"gpuledger.io/reason", "demo"}}));
+  EXPECT_EQ(jobs["k8s/ml/resnet"].labels, JobMetadata{}) << "a pod with none kept: an empty set";
 
   // Both pods sharing GPU 1 hold it.
   EXPECT_TRUE(jobs.contains("k8s/a/x-0"));
@@ -200,6 +208,7 @@ TEST(AgentKubernetesTest, WithoutTheApiServerJobsAreThePodsOfTheirNamespacesAndM
   EXPECT_EQ(jobs["k8s/ml/trainer-0"].team, "ml");
   EXPECT_NEAR(node.JobSeconds("k8s/ml/trainer-0", Bucket::kActive, 2), 120 * 0.6, 2);
   EXPECT_TRUE(jobs.contains("k8s/kubeflow-ana/my-nb-0"));
+  EXPECT_FALSE(jobs["k8s/kubeflow-ana/my-nb-0"].labels.has_value()) << "no API server: nothing said of labels";
   std::string text = *node.agent->MetricsText();
   EXPECT_THAT(text, HasSubstr("gpuledger_agent_kubernetes_api_server_up{Hostname=\"k8s-node\"} 0\n"));
   EXPECT_THAT(text, HasSubstr("gpuledger_agent_kubernetes_kubelet_only{Hostname=\"k8s-node\"} 1\n"));

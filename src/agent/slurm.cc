@@ -12,6 +12,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "core/batch.h"
+
 namespace gpuledger::agent {
 
 Result<SlurmJobInfo> ParseScontrolJob(std::string_view text) {
@@ -40,6 +44,8 @@ Result<SlurmJobInfo> ParseScontrolJob(std::string_view text) {
       info.partition = std::string(value);
     } else if (key == "JobState") {
       info.state = std::string(value);
+    } else if (key == "Comment") {
+      info.comment = std::string(value);
     } else if (key == "TresPerNode" || key == "TresPerJob" || key == "Gres") {
       // "gres:gpu:2", "gres/gpu:2", "gpu:2", "gres/gpu=2"
       size_t g = value.find("gpu");
@@ -61,6 +67,22 @@ Result<SlurmJobInfo> ParseScontrolJob(std::string_view text) {
                                        text.substr(0, std::min<size_t>(text.size(), 120))));
   }
   return info;
+}
+
+JobMetadata SlurmCommentLabels(std::string_view comment) {
+  constexpr std::string_view kForm = "gpuledger:";
+  JobMetadata out;
+  if (!comment.starts_with(kForm)) return out;
+  comment.remove_prefix(kForm.size());
+  while (!comment.empty() && out.size() < kMaxJobMetadataEntries) {
+    std::string_view entry = comment.substr(0, comment.find(','));
+    comment.remove_prefix(std::min(comment.size(), entry.size() + 1));
+    size_t eq = entry.find('=');
+    if (eq == std::string_view::npos) continue;
+    std::string_view key = entry.substr(0, eq), value = entry.substr(eq + 1);
+    if (JobMetadataEntryError(key, value).empty()) out.emplace(std::string(key), std::string(value));
+  }
+  return out;
 }
 
 Result<std::string> RunCommand(const std::vector<std::string>& argv, int64_t timeout_ms) {

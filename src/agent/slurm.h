@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/model.h"
 #include "core/mutex.h"
 #include "core/status.h"
 #include "core/time.h"
@@ -26,7 +27,15 @@ struct SlurmJobInfo {
   std::string partition;  // Partition: the pool
   std::string state;      // JobState, e.g. RUNNING
   int32_t gpus = 0;       // GPUs requested through gres/TRES, 0 when not stated
+  std::string comment;    // Comment (up to its first space)
 };
+
+// Labels a Slurm job gives itself in its comment, which has no labels of its own:
+// `sbatch --comment=gpuledger:KEY=VALUE,KEY=VALUE` (no spaces: `scontrol -o` separates
+// fields by them). Empty for any other comment (the job's whole set: none). An entry with
+// no '=', or one the batch format would refuse (core/batch.h), is left out, and so is
+// what exceeds 32 entries.
+JobMetadata SlurmCommentLabels(std::string_view comment);
 
 // Parses one line of `scontrol show job -o` (space-separated Key=Value pairs; a value
 // may contain '=' but no space, except Command/WorkDir-like keys at the end, which are

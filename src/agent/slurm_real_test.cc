@@ -51,7 +51,8 @@ TEST(SlurmRealTest, SbatchJobIsAttributedAndEnrichedFromSlurm) {
   }
 
   std::string pid_file = cluster.dir / "job.pid";
-  auto submitted = RunCommand({"sbatch", "--parsable", "--gres=gpu:2", "-A", "nlp", "-J", "bert-ft", "-o",
+  auto submitted = RunCommand({"sbatch", "--parsable", "--gres=gpu:2", "-A", "nlp", "-J", "bert-ft",
+                               "--comment=gpuledger:exempt=true,queue=dev", "-o",
                                cluster.dir / "job.out", "--wrap", "echo $$ > " + pid_file + "; exec sleep 300"},
                               30'000);
   ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
@@ -121,6 +122,7 @@ TEST(SlurmRealTest, SbatchJobIsAttributedAndEnrichedFromSlurm) {
   EXPECT_EQ(job.pool, "gpu-a");       // the partition
   EXPECT_EQ(job.experiment, "bert-ft");
   EXPECT_EQ(job.user, "root");
+  EXPECT_EQ(job.labels, (JobMetadata{{"exempt", "true"}, {"queue", "dev"}}));  // from --comment
   auto allocations = ledger::internal_StoreOf(l).AllocationsOverlapping({kScenarioEpochMs, kScenarioEpochMs + 60'000});
   ASSERT_TRUE(allocations.ok());
   EXPECT_EQ(allocations->size(), 2u);  // both GPUs

@@ -1,5 +1,6 @@
 #include "agent/slurm.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -30,6 +31,23 @@ TEST(ScontrolTest, ParsesOneLineOutput) {
   EXPECT_EQ(info->gpus, 2);
   EXPECT_THAT(ParseScontrolJob("slurm_load_jobs error: Invalid job id specified").status().message(),
               HasSubstr("no JobId"));
+}
+
+// A Slurm job labels itself through its comment, for intervention exemptions.
+TEST(ScontrolTest, ACommentInTheGpuledgerFormGivesTheJobsLabels) {
+  std::string line = kLine;
+  line.insert(line.find(" Command="), " Comment=gpuledger:exempt=true,queue=dev");
+  auto info = ParseScontrolJob(line);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->comment, "gpuledger:exempt=true,queue=dev");
+  EXPECT_EQ(SlurmCommentLabels(info->comment), (JobMetadata{{"exempt", "true"}, {"queue", "dev"}}));
+  EXPECT_EQ(SlurmCommentLabels("nightly run"), JobMetadata{}) << "another comment: no labels";
+  EXPECT_EQ(SlurmCommentLabels(""), JobMetadata{});
+  EXPECT_EQ(SlurmCommentLabels("gpuledger:novalue,=x,ok=1,(x)=2,bell=a\ab"), (JobMetadata{{"ok", "1"}}))
+      << "entries the batch would refuse are left out";
+  std::string many = "gpuledger:";
+  for (int i = 0; i < 40; ++i) many += fmt::format("{}k{:02}=v", i ? "," : "", i);
+  EXPECT_EQ(SlurmCommentLabels(many).size(), 32u);
 }
 
 TEST(ScontrolTest, CachesAnswersAndFailures) {

@@ -544,7 +544,8 @@ Status ReadKubernetes(const std::string& file, const toml::table& t, int64_t lin
   s.where = Where(file, line, "agent.kubernetes");
   Reader r(file, t, s.where);
   GPULEDGER_RETURN_IF_ERROR(r.Known({"enabled", "pod_resources_socket", "api_server", "token_file", "ca_file",
-                                     "stale_after", "job", "team", "project", "experiment", "user", "kind"}));
+                                     "stale_after", "job", "team", "project", "experiment", "user", "keep",
+                                     "kind"}));
   GPULEDGER_RETURN_IF_ERROR(r.Bool("enabled", s.enabled));
   for (auto [key, field] : {std::pair{"pod_resources_socket", &s.pod_resources_socket},
                             {"api_server", &s.api_server}, {"token_file", &s.token_file}, {"ca_file", &s.ca_file}}) {
@@ -552,7 +553,7 @@ Status ReadKubernetes(const std::string& file, const toml::table& t, int64_t lin
   }
   GPULEDGER_RETURN_IF_ERROR(r.Duration("stale_after", s.stale_after_ms));
   for (auto [key, field] : {std::pair{"job", &s.job}, {"team", &s.team}, {"project", &s.project},
-                            {"experiment", &s.experiment}, {"user", &s.user}}) {
+                            {"experiment", &s.experiment}, {"user", &s.user}, {"keep", &s.keep}}) {
     std::vector<std::string> list;
     GPULEDGER_RETURN_IF_ERROR(r.StringList(key, list));
     if (t.get(key) != nullptr) *field = std::move(list);
@@ -751,11 +752,7 @@ Status ReadInterventions(const std::string& file, const Reader& root, const std:
     }
     GPULEDGER_RETURN_IF_ERROR(r.StringList("exempt", rule.exempt));
     for (const std::string& e : rule.exempt) {
-      auto colon = e.find(':');
-      std::string field = colon == std::string::npos ? "" : e.substr(0, colon);
-      if (colon == e.size() - 1 || (field != "team" && field != "project" && field != "user" && field != "job")) {
-        return r.FailKey("exempt", fmt::format("\"{}\": want team:NAME, project:NAME, user:NAME or job:ID", e));
-      }
+      if (auto parsed = ParseExemption(e); !parsed.ok()) return r.FailKey("exempt", parsed.status().message());
     }
     out.push_back(std::move(rule));
     return Status::Ok();

@@ -170,6 +170,7 @@ struct KubernetesSection {
   std::optional<std::string> ca_file;
   std::optional<int64_t> stale_after_ms;
   std::optional<std::vector<std::string>> job, team, project, experiment, user;
+  std::optional<std::vector<std::string>> keep;  // the labels and annotations jobs keep
   std::optional<std::vector<KubernetesKindTable>> kinds;
   Where where{"", 0, "agent.kubernetes"};
 };

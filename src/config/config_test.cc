@@ -602,7 +602,7 @@ idle_below = "5%"
 idle_for = "2h"
 raise_to = 500
 grace = "15m"
-exempt = ["user:alice", "job:nb-7"]
+exempt = ["user:alice", "job:nb-7", "label:gpuledger.io/exempt=true", "annotation:gpuledger.io/keep"]
 max_actions_per_hour = 3
 staleness_limit = "5m"
 cooldown = "1d"
@@ -659,7 +659,8 @@ webhook = "http://127.0.0.1:8080/alice"
   EXPECT_EQ(rule.idle_for_ms, 2 * kMsPerHour);
   EXPECT_EQ(rule.raise_to, 500);
   EXPECT_EQ(rule.grace_ms, 15 * kMsPerMinute);
-  EXPECT_EQ(rule.exempt, (std::vector<std::string>{"user:alice", "job:nb-7"}));
+  EXPECT_EQ(rule.exempt, (std::vector<std::string>{"user:alice", "job:nb-7", "label:gpuledger.io/exempt=true",
+                                                   "annotation:gpuledger.io/keep"}));
   EXPECT_EQ(rule.max_actions_per_hour, 3);
   EXPECT_EQ(rule.staleness_limit_ms, 5 * kMsPerMinute);
   EXPECT_EQ(rule.cooldown_ms, kMsPerDay);
@@ -733,8 +734,13 @@ TEST(ConfigTest, ObjectiveAndInterventionErrorsNameTheLine) {
       {"[[intervention]]\nname = \"r\"\naction = \"hold\"\ngrace = 30\n", ":4: intervention.grace: want a duration"},
       {"[[intervention]]\nname = \"r\"\naction = \"hold\"\nmax_actions_per_hour = 0\n",
        ":4: intervention.max_actions_per_hour: want a positive integer"},
-      {"[[intervention]]\nname = \"r\"\naction = \"hold\"\nexempt = [\"label:x\"]\n",
-       ":4: intervention.exempt: \"label:x\": want team:NAME"},
+      {"[[intervention]]\nname = \"r\"\naction = \"hold\"\nexempt = [\"tag:x\"]\n",
+       ":4: intervention.exempt: \"tag:x\": want team:NAME, project:NAME, user:NAME, job:ID, label:KEY=VALUE, "
+       "label:KEY, annotation:KEY=VALUE or annotation:KEY"},
+      {"[[intervention]]\nname = \"r\"\naction = \"hold\"\nexempt = [\"label:=true\"]\n",
+       ":4: intervention.exempt: \"label:=true\": want team:NAME"},
+      {"[[intervention]]\nname = \"r\"\naction = \"hold\"\nexempt = [\"annotation:\"]\n",
+       ":4: intervention.exempt: \"annotation:\": want team:NAME"},
       {"[[intervention]]\nname = \"r\"\naction = \"hold\"\n[[intervention]]\nname = \"r\"\naction = \"notify\"\n",
        ":5: intervention.name: \"r\" names the intervention at "},
       {"[[alerting.alertmanager]]\nname = \"am\"\n", ":1: [[alerting.alertmanager]]: url is required"},

@@ -44,6 +44,22 @@ std::string StringError(std::string_view s) {
 
 }  // namespace
 
+std::string JobMetadataEntryError(std::string_view key, std::string_view value) {
+  if (key.empty()) return "a key is empty";
+  if (std::string why = StringError(key); !why.empty()) return "a key " + why;
+  return StringError(value);
+}
+
+std::string JobMetadataKeyPath(std::string_view key) {
+  std::string out = "[\"";
+  for (char c : key) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  out += "\"]";
+  return out;
+}
+
 namespace {
 
 // Whether `text` matches `pattern`, where '*' matches any run of characters (none too).
@@ -147,6 +163,26 @@ Status ValidateBatch(const Batch& b, int64_t now_ms, int64_t max_future_skew_ms)
     }
     if (j.start_ms && j.end_ms && *j.end_ms < *j.start_ms) {
       return bad(fmt::format("jobs[{}].end", i), "before its start");
+    }
+    size_t metadata_bytes = 0;
+    for (auto [name, m] : {std::pair{"labels", &j.labels}, std::pair{"annotations", &j.annotations}}) {
+      if (!*m) continue;
+      std::string where = fmt::format("jobs[{}].{}", i, name);
+      if ((*m)->size() > kMaxJobMetadataEntries) {
+        return bad(where, fmt::format("more than {} entries ({})", kMaxJobMetadataEntries, (*m)->size()));
+      }
+      for (const auto& [key, value] : **m) {
+        if (std::string why = JobMetadataEntryError(key, value); !why.empty()) {
+          // A bad key is named by its map only: it may be huge, or hold a control character.
+          bool key_ok = !key.empty() && StringError(key).empty();
+          return bad(key_ok ? where + JobMetadataKeyPath(key) : where, why);
+        }
+        metadata_bytes += key.size() + value.size();
+      }
+    }
+    if (metadata_bytes > kMaxJobMetadataBytes) {
+      return bad(fmt::format("jobs[{}]", i), fmt::format("labels and annotations take more than {} bytes ({})",
+                                                         kMaxJobMetadataBytes, metadata_bytes));
     }
   }
   for (size_t i = 0; i < b.allocations.size(); ++i) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/model.h"
@@ -38,8 +39,20 @@ struct BatchSender {
   bool MayReportFor(std::string_view node) const;
 };
 
+// Why a job's label or annotation `key` = `value` would be refused (ValidateBatch), or "":
+// "a key contains a control character", "longer than 256 bytes (300 bytes)" (the value).
+std::string JobMetadataEntryError(std::string_view key, std::string_view value);
+
+// An entry's place in a refusal, appended to its map's path: `["team"]` (`"` and `\`
+// escaped), so that `jobs[3].labels["a.b/c"]` reads unambiguously.
+std::string JobMetadataKeyPath(std::string_view key);
+
 // The longest string a batch may carry (an id, a name, a label), in bytes.
 inline constexpr size_t kMaxBatchStringBytes = 256;
+// The most labels a job may carry, and the most annotations (Job::labels, ::annotations).
+inline constexpr size_t kMaxJobMetadataEntries = 32;
+// The most bytes a job's labels and annotations may take together (keys and values).
+inline constexpr size_t kMaxJobMetadataBytes = 8 * 1024;
 
 // Checks what a batch can check alone, whether it was parsed from text or built in
 // memory (the dcgm-exporter mapping, scrapes, the demo): ids present (the batch's, each
@@ -56,7 +69,10 @@ inline constexpr size_t kMaxBatchStringBytes = 256;
 // "(unset)", ...), as the v1 format requires, so that a batch mapped from
 // remote-write or a scrape obeys the native path's rules. A refusal is kInvalidArgument
 // naming the batch and the field as the v1 format spells it: "batch n7-42: samples[3].sm_active:
-// must be within 0..1, not 1.5".
+// must be within 0..1, not 1.5". A job's labels and annotations: at most
+// kMaxJobMetadataEntries of each, kMaxJobMetadataBytes together, every key non-empty and
+// every key and value following the string rules (JobMetadataEntryError); a refusal names
+// the entry, `jobs[3].labels["team"]` (a bad key is not quoted: it may be huge).
 Status ValidateBatch(const Batch& batch, int64_t now_ms, int64_t max_future_skew_ms = 10 * 60'000);
 
 }  // namespace gpuledger

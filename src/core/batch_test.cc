@@ -146,7 +146,38 @@ INSTANTIATE_TEST_SUITE_P(
                 },
                 "samples[0]: a healthy sample needs an activity figure"},
         BadCase{"TimeBackwards", [](Batch& b) { std::swap(b.samples[0].t_ms, b.samples[1].t_ms); },
-                "samples[1].t: time goes backwards"}),
+                "samples[1].t: time goes backwards"},
+        // A job's labels and annotations, as an agent or a hostile client sends them.
+        BadCase{"LabelValueWithControlChar",
+                [](Batch& b) { b.jobs[0].labels = JobMetadata{{"gpuledger.io/exempt", "yes\x1b[2J"}}; },
+                "batch n1-7: jobs[0].labels[\"gpuledger.io/exempt\"]: contains a control character"},
+        BadCase{"LabelKeyWithControlChar",
+                [](Batch& b) { b.jobs[0].labels = JobMetadata{{"a\nb", "x"}}; },
+                "batch n1-7: jobs[0].labels: a key contains a control character"},
+        BadCase{"EmptyAnnotationKey",
+                [](Batch& b) { b.jobs[0].annotations = JobMetadata{{"", "x"}}; },
+                "batch n1-7: jobs[0].annotations: a key is empty"},
+        BadCase{"HundredLabels",
+                [](Batch& b) {
+                  JobMetadata m;
+                  for (int i = 0; i < 100; ++i) m["l" + std::to_string(i)] = "v";
+                  b.jobs[0].labels = m;
+                },
+                "batch n1-7: jobs[0].labels: more than 32 entries (100)"},
+        BadCase{"MebibyteAnnotation",
+                [](Batch& b) { b.jobs[0].annotations = JobMetadata{{"note", std::string(1 << 20, 'a')}}; },
+                "batch n1-7: jobs[0].annotations[\"note\"]: longer than 256 bytes (1048576 bytes)"},
+        BadCase{"LabelsAndAnnotationsTooLargeTogether",
+                [](Batch& b) {
+                  JobMetadata m;
+                  for (int i = 0; i < 20; ++i) m["k" + std::to_string(i)] = std::string(250, 'v');
+                  b.jobs[0].labels = m;
+                  b.jobs[0].annotations = m;
+                },
+                "batch n1-7: jobs[0]: labels and annotations take more than 8192 bytes (10100)"},
+        BadCase{"QuoteInKeyIsEscaped",
+                [](Batch& b) { b.jobs[0].labels = JobMetadata{{"a\"b", "(none)"}}; },
+                "jobs[0].labels[\"a\\\"b\"]: is reserved"}),
     [](const ::testing::TestParamInfo<BadCase>& param) { return param.param.name; });
 
 // Absent figures are not refused: only present ones must be numbers in range.
@@ -160,6 +191,17 @@ TEST(ValidateBatchTest, AbsentFiguresAreFine) {
     s.processes[0].sm_share.reset();
     s.processes[0].job_id.clear();  // a process the agent could not attribute
   }
+  Status st = ValidateBatch(b, kNow);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+}
+
+// Labels and annotations within the limits pass, an empty set too (it says "none now").
+TEST(ValidateBatchTest, AcceptsLabelsWithinTheLimits) {
+  Batch b = GoodBatch();
+  JobMetadata full;
+  for (size_t i = 0; i < kMaxJobMetadataEntries; ++i) full["gpuledger.io/k" + std::to_string(i)] = "v";
+  b.jobs[0].labels = full;
+  b.jobs[0].annotations = JobMetadata{};
   Status st = ValidateBatch(b, kNow);
   EXPECT_TRUE(st.ok()) << st.ToString();
 }

@@ -5,6 +5,8 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -103,6 +105,11 @@ struct Device {
   bool is_mig() const { return !parent_uuid.empty(); }
 };
 
+// A job's labels or annotations, by key. A sorted map rather than a vector: keys are
+// unique (as in Kubernetes), and the batch writer's canonical form, over which a batch's
+// content digest is taken, does not depend on the order the scheduler listed them in.
+using JobMetadata = std::map<std::string, std::string, std::less<>>;
+
 struct Job {
   std::string id;
   std::string team;
@@ -123,6 +130,13 @@ struct Job {
   int64_t model_hidden = 0;
   int64_t model_sequence = 0;
   std::string model_dtype;  // "bf16" when empty
+  // The scheduler's labels and annotations the agent was configured to keep
+  // (docs/agent.md), which exemptions match (`label:KEY=VALUE`, core/objective.h).
+  // Absent: the declaration says nothing of them, and a stored job keeps its set; present,
+  // even empty: the job's whole set now, which replaces the stored one (so a label taken
+  // off a pod is taken off its job).
+  std::optional<JobMetadata> labels;
+  std::optional<JobMetadata> annotations;
 };
 
 // A job's own report of the work it did over (t_ms - interval_ms, t_ms]: tokens trained,

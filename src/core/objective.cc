@@ -107,18 +107,55 @@ Result<InterventionAction> ParseInterventionAction(std::string_view text) {
   return ParseNamed<InterventionAction>("action", text, kActions, InterventionActionName);
 }
 
+Result<Exemption> ParseExemption(std::string_view entry) {
+  static constexpr std::pair<std::string_view, Exemption::Of> kForms[] = {
+      {"team", Exemption::Of::kTeam},   {"project", Exemption::Of::kProject}, {"user", Exemption::Of::kUser},
+      {"job", Exemption::Of::kJob},     {"label", Exemption::Of::kLabel},     {"annotation", Exemption::Of::kAnnotation},
+  };
+  auto bad = [&] {
+    return InvalidArgument(fmt::format(
+        "\"{}\": want team:NAME, project:NAME, user:NAME, job:ID, label:KEY=VALUE, label:KEY, "
+        "annotation:KEY=VALUE or annotation:KEY",
+        entry));
+  };
+  auto colon = entry.find(':');
+  if (colon == std::string_view::npos || colon + 1 == entry.size()) return bad();
+  std::string_view field = entry.substr(0, colon), rest = entry.substr(colon + 1);
+  for (const auto& [name, of] : kForms) {
+    if (field != name) continue;
+    Exemption e{.of = of, .name = std::string(rest)};
+    if (of == Exemption::Of::kLabel || of == Exemption::Of::kAnnotation) {
+      // A key holds no '=' (Kubernetes' key syntax), so the first one ends it.
+      if (auto eq = rest.find('='); eq != std::string_view::npos) {
+        if (eq == 0) return bad();
+        e.name = std::string(rest.substr(0, eq));
+        e.value = std::string(rest.substr(eq + 1));
+      }
+    }
+    return e;
+  }
+  return bad();
+}
+
 std::string ExemptionOf(const std::vector<std::string>& exempt, const Job& job) {
-  for (const std::string& e : exempt) {
-    auto colon = e.find(':');
-    if (colon == std::string::npos) continue;
-    std::string_view field(e.data(), colon);
-    std::string_view value(e.data() + colon + 1, e.size() - colon - 1);
-    const std::string* of = field == "team"      ? &job.team
-                            : field == "project" ? &job.project
-                            : field == "user"    ? &job.user
-                            : field == "job"     ? &job.id
-                                                 : nullptr;
-    if (of != nullptr && *of == value) return e;
+  auto has = [](const std::optional<JobMetadata>& m, const Exemption& e) {
+    if (!m) return false;
+    auto it = m->find(e.name);
+    return it != m->end() && (!e.value || it->second == *e.value);
+  };
+  for (const std::string& entry : exempt) {
+    auto e = ParseExemption(entry);
+    if (!e.ok()) continue;
+    bool match = false;
+    switch (e->of) {
+      case Exemption::Of::kTeam: match = job.team == e->name; break;
+      case Exemption::Of::kProject: match = job.project == e->name; break;
+      case Exemption::Of::kUser: match = job.user == e->name; break;
+      case Exemption::Of::kJob: match = job.id == e->name; break;
+      case Exemption::Of::kLabel: match = has(job.labels, *e); break;
+      case Exemption::Of::kAnnotation: match = has(job.annotations, *e); break;
+    }
+    if (match) return entry;
   }
   return "";
 }

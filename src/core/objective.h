@@ -80,8 +80,10 @@ struct InterventionRule {
   int32_t raise_to = 1000;
   // Safety.
   int64_t grace_ms = 30 * kMsPerMinute;  // warning before a stop (hold, stop, requeue)
-  // Jobs exempt: "team:NAME", "project:NAME", "user:NAME", "job:ID" (the ledger records no
-  // scheduler labels, so exemptions match the job's recorded attributes).
+  // Jobs exempt: "team:NAME", "project:NAME", "user:NAME", "job:ID" (the job's recorded
+  // attributes), "label:KEY=VALUE", "label:KEY" (the label present, any value),
+  // "annotation:KEY=VALUE", "annotation:KEY" (the scheduler metadata the agent kept,
+  // Job::labels and ::annotations). ParseExemption checks an entry.
   std::vector<std::string> exempt;
   int32_t max_actions_per_hour = 10;
   int64_t staleness_limit_ms = 10 * kMsPerMinute;  // never act on data older than this
@@ -89,8 +91,19 @@ struct InterventionRule {
   std::string source;                              // "FILE:LINE" of its [[intervention]] header
 };
 
-// Whether `exempt` entries (as in InterventionRule::exempt) exempt `job`; the entry that
-// did, or "".
+// One exemption entry (InterventionRule::exempt), parsed.
+struct Exemption {
+  enum class Of : uint8_t { kTeam, kProject, kUser, kJob, kLabel, kAnnotation };
+  Of of = Of::kJob;
+  std::string name;                  // the attribute's value, or the label's (annotation's) key
+  std::optional<std::string> value;  // a label's (annotation's) value; absent: any value
+};
+
+// Parses an entry; kInvalidArgument naming the entry and the forms when it is none of them.
+Result<Exemption> ParseExemption(std::string_view entry);
+
+// Whether `exempt` entries (as in InterventionRule::exempt) exempt `job`; the first entry
+// that did, as written, or "". Entries that do not parse exempt nothing (config checks them).
 std::string ExemptionOf(const std::vector<std::string>& exempt, const Job& job);
 
 }  // namespace gpuledger

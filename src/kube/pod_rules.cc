@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "core/batch.h"
+
 namespace gpuledger::kube {
 
 namespace {
@@ -53,6 +57,27 @@ constexpr DefaultKind kDefaultKinds[] = {
     {JobKind::kBatch, "owner:Job", nullptr},
 };
 
+constexpr const char* kDefaultKeep[] = {"label:gpuledger.io/*", "annotation:gpuledger.io/*"};
+
+// The entries of `from` that `keep` keeps, for labels or annotations, within the batch
+// format's rules; `bytes` counts what the job's kept sets take so far.
+JobMetadata Kept(const std::map<std::string, std::string>& from, const std::vector<KeepPattern>& keep,
+                 bool annotation, size_t& bytes) {
+  JobMetadata out;
+  for (const auto& entry : from) {
+    const std::string& key = entry.first;  // clang 14 captures no structured binding in a lambda
+    const std::string& value = entry.second;
+    bool wanted = std::any_of(keep.begin(), keep.end(), [&](const KeepPattern& p) {
+      return p.annotation == annotation && p.Matches(key);
+    });
+    if (!wanted || !JobMetadataEntryError(key, value).empty()) continue;
+    if (out.size() == kMaxJobMetadataEntries || bytes + key.size() + value.size() > kMaxJobMetadataBytes) continue;
+    bytes += key.size() + value.size();
+    out.emplace(key, value);
+  }
+  return out;
+}
+
 struct DefaultField {
   const char* name;
   std::vector<const char*> sources;
@@ -96,6 +121,40 @@ Result<MetaSource> ParseMetaSource(std::string_view text) {
       text));
 }
 
+std::string KeepPattern::ToString() const {
+  return fmt::format("{}:{}{}", annotation ? "annotation" : "label", key, prefix ? "*" : "");
+}
+
+bool KeepPattern::Matches(std::string_view k) const { return prefix ? k.starts_with(key) : k == key; }
+
+Result<KeepPattern> ParseKeepPattern(std::string_view text) {
+  KeepPattern p;
+  std::string_view key;
+  if (text.starts_with("label:")) {
+    key = text.substr(6);
+  } else if (text.starts_with("annotation:")) {
+    p.annotation = true;
+    key = text.substr(11);
+  } else {
+    return InvalidArgument(fmt::format("\"{}\": want label:KEY or annotation:KEY (KEY may end in *)", text));
+  }
+  if (key.ends_with('*')) {
+    p.prefix = true;
+    key.remove_suffix(1);
+    if (key.empty()) {
+      return InvalidArgument(fmt::format(
+          "\"{}\": a prefix before the * (keeping every {} would take large ones such as "
+          "kubectl's last-applied-configuration)",
+          text, p.annotation ? "annotation" : "label"));
+    }
+  }
+  if (key.empty() || key.find('*') != std::string_view::npos) {
+    return InvalidArgument(fmt::format("\"{}\": want label:KEY or annotation:KEY (KEY may end in *)", text));
+  }
+  p.key = std::string(key);
+  return p;
+}
+
 PodRules PodRules::Defaults() {
   PodRules r;
   std::vector<MetaSource>* targets[] = {&r.job, &r.team, &r.project, &r.experiment, &r.user};
@@ -108,6 +167,7 @@ PodRules PodRules::Defaults() {
     if (k.equals != nullptr) rule.equals = k.equals;
     r.kinds.push_back(std::move(rule));
   }
+  for (const char* k : kDefaultKeep) r.keep.push_back(ParseKeepPattern(k).value());
   return r;
 }
 
@@ -118,6 +178,9 @@ std::string DefaultPodRulesToml() {
     for (const char* s : f.sources) list += fmt::format("{}\"{}\"", list.empty() ? "" : ", ", s);
     out += fmt::format("{} = [{}]\n", f.name, list);
   }
+  std::string keep;
+  for (const char* k : kDefaultKeep) keep += fmt::format("{}\"{}\"", keep.empty() ? "" : ", ", k);
+  out += fmt::format("keep = [{}]\n", keep);
   for (const DefaultKind& k : kDefaultKinds) {
     out += fmt::format("\n[[agent.kubernetes.kind]]\nkind = \"{}\"\nwhen = \"{}\"\n", JobKindName(k.kind), k.when);
     if (k.equals != nullptr) out += fmt::format("equals = \"{}\"\n", k.equals);
@@ -165,6 +228,11 @@ Job ApplyPodRules(const PodRules& rules, const PodFacts& facts) {
     if (v.empty() || (k.equals && v != *k.equals)) continue;
     job.kind = k.kind;
     break;
+  }
+  if (facts.pod_meta) {
+    size_t bytes = 0;
+    job.labels = Kept(facts.pod_meta->labels, rules.keep, false, bytes);
+    job.annotations = Kept(facts.pod_meta->annotations, rules.keep, true, bytes);
   }
   return job;
 }

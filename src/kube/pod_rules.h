@@ -43,9 +43,27 @@ struct KindRule {
   std::optional<std::string> equals;
 };
 
+// Which of a pod's labels or annotations its job keeps (Job::labels, ::annotations), which
+// intervention exemptions match: "label:KEY" or "annotation:KEY", where a KEY ending in '*'
+// stands for every key starting with what is before it. That prefix may not be empty: pods
+// carry large annotations (kubectl's last-applied-configuration) that are never to be kept
+// wholesale.
+struct KeepPattern {
+  bool annotation = false;  // else a label
+  std::string key;          // the key, or the prefix when `prefix`
+  bool prefix = false;
+  std::string ToString() const;  // as parsed
+  bool Matches(std::string_view key) const;
+};
+
+// Parses one pattern; fails naming the text and the forms.
+Result<KeepPattern> ParseKeepPattern(std::string_view text);
+
 struct PodRules {
   std::vector<MetaSource> job, team, project, experiment, user;
   std::vector<KindRule> kinds;
+  // The labels and annotations kept; by default every gpuledger.io/ label and annotation.
+  std::vector<KeepPattern> keep;
   // The defaults: gpuledger.io/* labels first, then the conventions of Kubeflow
   // notebooks, KubeRay, Kueue, the Kubeflow training operator and batch Jobs
   // (docs/agent.md lists them, from DefaultPodRulesToml).
@@ -66,7 +84,12 @@ struct PodFacts {
 std::string SourceValue(const MetaSource& source, const PodFacts& facts);
 
 // The job the rules make of `facts`: id "k8s/<ns>/<job value>" (the pod's name when no
-// job source gives a value), team, project, experiment, user and kind.
+// job source gives a value), team, project, experiment, user and kind, and, when the pod's
+// metadata is known, the labels and annotations `rules.keep` keeps (the whole set, even
+// empty: it replaces what the ledger held). Without the metadata they are left absent, so
+// a kubelet-only agent says nothing of them. A kept entry the batch format would refuse
+// (core/batch.h: a key or value over 256 bytes, a control character), and entries beyond
+// 32 of a kind or 8 KiB together (in key order), are left out rather than lose the batch.
 Job ApplyPodRules(const PodRules& rules, const PodFacts& facts);
 
 }  // namespace gpuledger::kube

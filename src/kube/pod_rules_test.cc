@@ -3,7 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <fstream>
+
+#include "core/batch.h"
 
 namespace gpuledger::kube {
 namespace {
@@ -95,6 +99,72 @@ TEST(PodRulesTest, ConfiguredRulesReplaceTheDefaults) {
   EXPECT_EQ(job.kind, JobKind::kServing);
   pod.labels["app"] = "other";
   EXPECT_EQ(ApplyPodRules(rules, Facts(&pod)).kind, JobKind::kUnknown);
+}
+
+// What the job keeps of its pod's metadata, for exemptions: by default every gpuledger.io/
+// label and annotation, and nothing else (not kubectl's last-applied-configuration).
+TEST(PodRulesTest, TheJobKeepsItsPodsGpuledgerLabelsAndAnnotationsByDefault) {
+  ObjectMeta pod{.name = "nb-0", .ns = "ml",
+                 .labels = {{"gpuledger.io/exempt", "true"}, {"app", "jupyter"}},
+                 .annotations = {{"gpuledger.io/reason", "demo"},
+                                 {"kubectl.kubernetes.io/last-applied-configuration", std::string(200, '{')}}};
+  Job job = ApplyPodRules(PodRules::Defaults(), Facts(&pod));
+  EXPECT_EQ(job.labels, (JobMetadata{{"gpuledger.io/exempt", "true"}}));
+  EXPECT_EQ(job.annotations, (JobMetadata{{"gpuledger.io/reason", "demo"}}));
+}
+
+TEST(PodRulesTest, APodWithNoneKeptGivesAnEmptySetAndNoMetadataGivesNone) {
+  ObjectMeta pod{.name = "nb-0", .ns = "ml", .labels = {{"app", "jupyter"}}};
+  Job job = ApplyPodRules(PodRules::Defaults(), Facts(&pod));
+  EXPECT_EQ(job.labels, JobMetadata{}) << "the whole set now: none (a label taken off is taken off the job)";
+  EXPECT_EQ(job.annotations, JobMetadata{});
+  Job kubelet_only = ApplyPodRules(PodRules::Defaults(), PodFacts{"ml", "nb-0", "main", nullptr, nullptr});
+  EXPECT_FALSE(kubelet_only.labels.has_value()) << "without the API server the agent says nothing of them";
+  EXPECT_FALSE(kubelet_only.annotations.has_value());
+}
+
+TEST(PodRulesTest, KeepPatternsAreExactKeysOrPrefixes) {
+  PodRules rules;
+  rules.keep = {ParseKeepPattern("label:app").value(), ParseKeepPattern("annotation:example.com/*").value()};
+  ObjectMeta pod{.name = "p", .ns = "ml", .labels = {{"app", "vllm"}, {"application", "x"}},
+                 .annotations = {{"example.com/owner", "ana"}, {"example.com/", "root"}, {"example.org/x", "no"},
+                                 {"app", "not a label"}}};
+  Job job = ApplyPodRules(rules, Facts(&pod));
+  EXPECT_EQ(job.labels, (JobMetadata{{"app", "vllm"}}));
+  EXPECT_EQ(job.annotations, (JobMetadata{{"example.com/", "root"}, {"example.com/owner", "ana"}}));
+}
+
+// What the batch format would refuse is left out, so one pod's odd annotation cannot cost
+// the node its batch.
+TEST(PodRulesTest, WhatTheBatchWouldRefuseIsLeftOut) {
+  ObjectMeta pod{.name = "p", .ns = "ml"};
+  pod.annotations["gpuledger.io/huge"] = std::string(1 << 20, 'a');
+  pod.annotations["gpuledger.io/bell"] = "a\ab";
+  pod.annotations["gpuledger.io/ok"] = "fine";
+  for (int i = 0; i < 100; ++i) pod.labels[fmt::format("gpuledger.io/l{:03}", i)] = "v";
+  Job job = ApplyPodRules(PodRules::Defaults(), Facts(&pod));
+  EXPECT_EQ(job.annotations, (JobMetadata{{"gpuledger.io/ok", "fine"}}));
+  ASSERT_TRUE(job.labels.has_value());
+  EXPECT_EQ(job.labels->size(), 32u);
+  EXPECT_EQ(job.labels->begin()->first, "gpuledger.io/l000") << "the first 32 in key order";
+  Batch b;
+  b.batch_id = "n-1";
+  b.jobs.push_back(job);
+  Status st = ValidateBatch(b, 0);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+}
+
+TEST(PodRulesTest, ParsesKeepPatternsAndRefusesKeepingEverything) {
+  for (const char* p : {"label:gpuledger.io/exempt", "annotation:gpuledger.io/*", "label:a*"}) {
+    auto k = ParseKeepPattern(p);
+    ASSERT_TRUE(k.ok()) << p << ": " << k.status().message();
+    EXPECT_EQ(k->ToString(), p);
+  }
+  EXPECT_THAT(ParseKeepPattern("label:*").status().message(), HasSubstr("a prefix before the *"));
+  EXPECT_THAT(ParseKeepPattern("annotation:*").status().message(), HasSubstr("last-applied-configuration"));
+  for (const char* bad : {"*", "tag:x", "label:", "label:a*b", "labels:x"}) {
+    EXPECT_THAT(ParseKeepPattern(bad).status().message(), HasSubstr("want label:KEY or annotation:KEY")) << bad;
+  }
 }
 
 }  // namespace

@@ -77,6 +77,16 @@ Job JobFrom(const std::string& id, const Keys& k) {
   if (k.count("submit")) j.submit_ms = Clock(k.at("submit"));
   if (k.count("start")) j.start_ms = Clock(k.at("start"));
   if (k.count("end")) j.end_ms = Clock(k.at("end"));
+  // labels=KEY=VALUE,KEY=VALUE (annotations= alike): the set the agent kept.
+  for (auto [key, out] : {std::pair{"labels", &j.labels}, std::pair{"annotations", &j.annotations}}) {
+    if (!k.count(key)) continue;
+    out->emplace();
+    std::istringstream entries(k.at(key));
+    for (std::string e; std::getline(entries, e, ',');) {
+      auto eq = e.find('=');
+      (**out)[e.substr(0, eq)] = eq == std::string::npos ? "" : e.substr(eq + 1);
+    }
+  }
   return j;
 }
 

@@ -63,6 +63,9 @@ json JobJson(const Job& j) {
   if (j.submit_ms) o["submit"] = FormatTime(*j.submit_ms);
   if (j.start_ms) o["start"] = FormatTime(*j.start_ms);
   if (j.end_ms) o["end"] = FormatTime(*j.end_ms);
+  // As kept, even empty: "none now" is not "never reported" (then absent).
+  if (j.labels) o["labels"] = json(*j.labels);
+  if (j.annotations) o["annotations"] = json(*j.annotations);
   return o;
 }
 

@@ -19,6 +19,7 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "server/client.h"
@@ -291,6 +292,63 @@ TEST_F(HardeningTest, EveryInputPathRefusesTheSameStrings) {
   ASSERT_TRUE(devices_after.ok());
   EXPECT_EQ(devices_after->size(), devices_before->size());
   EXPECT_EQ(write({}).status, 204);  // the same series with honest labels is taken
+}
+
+// A job's kept labels and annotations over HTTP: hostile ones refused whole with a 400
+// naming the entry, honest ones shown by GET /api/v1/jobs/ID, and a later set replacing
+// them, each key's change in the job's history.
+TEST_F(HardeningTest, JobLabelsAreRefusedNamingTheEntryOrKeptAndShown) {
+  const int64_t before = StoredBatches();
+  for (const auto& [what, mutate, names] : std::vector<std::tuple<std::string, std::function<void(Job&)>, std::string>>{
+           {"control character", [](Job& j) { j.labels = JobMetadata{{"gpuledger.io/exempt", "t\x01"}}; },
+            "jobs[0].labels[\\\"gpuledger.io/exempt\\\"]: contains a control character"},
+           {"100 labels",
+            [](Job& j) {
+              j.labels.emplace();
+              for (int i = 0; i < 100; ++i) (*j.labels)[fmt::format("l{}", i)] = "v";
+            },
+            "jobs[0].labels: more than 32 entries"},
+           {"1 MiB annotation", [](Job& j) { j.annotations = JobMetadata{{"note", std::string(1 << 20, 'a')}}; },
+            "jobs[0].annotations[\\\"note\\\"]: longer than 256 bytes"},
+       }) {
+    Batch b = MakeBatch("labels-" + std::to_string(what.size()), "anode", 1, kNow - 10 * kMsPerMinute, 1, "alpha");
+    mutate(b.jobs[0]);
+    HttpResponse r = Post("/api/v1/batches", wire::WriteBatch(b));
+    EXPECT_EQ(r.status, 400) << what << ": " << r.body.substr(0, 300);
+    EXPECT_NE(r.body.find(names), std::string::npos) << what << ": " << r.body.substr(0, 300);
+  }
+  EXPECT_EQ(StoredBatches(), before);
+
+  Batch b;
+  b.batch_id = "labels-kept";
+  Job j;
+  j.id = "anode-job";
+  j.labels = JobMetadata{{"gpuledger.io/exempt", "true"}};
+  j.annotations = JobMetadata{{"gpuledger.io/reason", "demo"}};
+  b.jobs = {j};
+  EXPECT_EQ(Post("/api/v1/batches", wire::WriteBatch(b)).status, 200);
+  json job = GetJson("/api/v1/jobs/anode-job", admin_);
+  EXPECT_EQ(job["job"]["labels"], (json{{"gpuledger.io/exempt", "true"}})) << job["job"].dump();
+  EXPECT_EQ(job["job"]["annotations"], (json{{"gpuledger.io/reason", "demo"}}));
+  EXPECT_EQ(job["job"]["team"], "alpha") << "a batch of labels alone blanks nothing";
+
+  b.batch_id = "labels-replaced";
+  b.jobs[0].labels = JobMetadata{};
+  b.jobs[0].annotations.reset();  // says nothing of them
+  EXPECT_EQ(Post("/api/v1/batches", wire::WriteBatch(b)).status, 200);
+  job = GetJson("/api/v1/jobs/anode-job", admin_);
+  EXPECT_EQ(job["job"]["labels"], json::object());
+  EXPECT_EQ(job["job"]["annotations"], (json{{"gpuledger.io/reason", "demo"}}));
+  std::vector<std::string> changes;
+  for (const json& c : job["changes"]) {
+    changes.push_back(fmt::format("{} {}: {} -> {}", c["batch_id"].get<std::string>(), c["field"].get<std::string>(),
+                                  c["from"].get<std::string>(), c["to"].get<std::string>()));
+  }
+  EXPECT_EQ(changes, (std::vector<std::string>{"labels-kept label:gpuledger.io/exempt: (absent) -> true",
+                                                "labels-kept annotation:gpuledger.io/reason: (absent) -> demo",
+                                                "labels-replaced label:gpuledger.io/exempt: true -> (absent)"}));
+  // A job that never had a set shows none (not an empty one).
+  EXPECT_FALSE(GetJson("/api/v1/jobs/bnode-job", admin_)["job"].contains("labels"));
 }
 
 // Item 10: an agent token bound to its node reports for that node alone: it can neither

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -23,10 +24,14 @@
 #include "agent/slurm.h"
 #include "core/testing/http_server.h"
 #include "core/testing/missing_component.h"
+#include "kube/api_client.h"
+#include "kube/fake_api_server.h"
+#include "kube/pod_rules.h"
 #include "ledger/actions.h"
 #include "ledger/test_fixture.h"
 #include "server/objectives_loop.h"
 #include "server/test_support.h"
+#include "wire/batch.h"
 
 namespace gpuledger::server {
 namespace {
@@ -403,7 +408,9 @@ TEST(ObjectivesLoopActionsTest, AStopWaitsForItsWarningToBeTriedAndNeverFollowsO
 
 // Three notebook pods of team vision in namespace ml-dev, each holding a GPU from kBaseMs,
 // idle at every sample of [from, to]; nb-keep's user is exempt from the rule below.
-Batch IdlePods(const std::string& batch_id, int64_t from, int64_t to) {
+// `kept`: the labels and annotations the agent's pod rules kept of nb-keep's pod (the other
+// two pods carry none the rules keep).
+Batch IdlePods(const std::string& batch_id, int64_t from, int64_t to, const Job& kept = {}) {
   Batch b;
   b.batch_id = batch_id;
   b.source = "n1";
@@ -411,14 +418,45 @@ Batch IdlePods(const std::string& batch_id, int64_t from, int64_t to) {
   for (const char* pod : {"nb-idle", "nb-guarded", "nb-keep"}) {
     std::string uuid = "GPU-" + std::to_string(++gpu), job = std::string("ml-dev/") + pod;
     b.devices.push_back(Device{.uuid = uuid, .node = "n1", .model = "GPU", .pool = "dev", .sample_interval_ms = kMsPerMinute});
-    b.jobs.push_back(Job{.id = job, .team = "vision", .user = pod == std::string("nb-keep") ? "keeper" : "ada",
-                         .kind = JobKind::kNotebook, .pool = "dev"});
+    b.jobs.push_back(Job{.id = job, .team = "vision", .user = "ada", .kind = JobKind::kNotebook, .pool = "dev"});
+    if (pod == std::string("nb-keep")) {
+      b.jobs.back().labels = kept.labels;
+      b.jobs.back().annotations = kept.annotations;
+    }
     if (from == kBaseMs) b.allocations.push_back(Allocation{uuid, job, kBaseMs, std::nullopt});
     for (int64_t at = from; at <= to; at += kMsPerMinute) {
       b.samples.push_back(Sample{.device_uuid = uuid, .t_ms = at, .sm_active = 0.0});
     }
   }
-  return b;
+  // As the agent sends it: written in the v1 format and read back as the server's ingest does.
+  auto parsed = wire::ParseBatch(wire::WriteBatch(b));
+  EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
+  return parsed.ok() ? std::move(*parsed) : b;
+}
+
+// What the agent's real pod rules (kube/pod_rules.h, the defaults) keep of nb-keep's pod,
+// its metadata read with the agent's API client from the API server's stand-in: the
+// gpuledger.io/exempt label, and not kubectl's large annotation.
+Job KeptOfTheExemptPod() {
+  auto api = kube::testing::FakeApiServer::Start("t0ken");
+  EXPECT_TRUE(api.ok()) << api.status().ToString();
+  if (!api.ok()) return {};
+  (*api)->AddPod(kube::ObjectMeta{
+      .name = "nb-keep", .ns = "ml-dev",
+      .labels = {{"gpuledger.io/exempt", "true"}, {"notebook-name", "nb-keep"}},
+      .annotations = {{"kubectl.kubernetes.io/last-applied-configuration", std::string(4'000, 'x')}}});
+  testing::TempDir dir;
+  std::ofstream(dir.File("token")) << "t0ken\n";
+  auto client = kube::ApiClient::Create({(*api)->url(), dir.File("token"), "", 2'000});
+  EXPECT_TRUE(client.ok()) << client.status().ToString();
+  if (!client.ok()) return {};
+  auto meta = (*client)->GetPod("ml-dev", "nb-keep");
+  EXPECT_TRUE(meta.ok()) << meta.status().ToString();
+  if (!meta.ok()) return {};
+  Job kept = kube::ApplyPodRules(kube::PodRules::Defaults(), kube::PodFacts{"ml-dev", "nb-keep", "main", &*meta});
+  EXPECT_EQ(kept.labels, (JobMetadata{{"gpuledger.io/exempt", "true"}}));
+  EXPECT_EQ(kept.annotations, JobMetadata{});
+  return kept;
 }
 
 std::vector<ledger::RecordedAction> RowsOf(const std::vector<ledger::RecordedAction>& log, const std::string& job,
@@ -433,9 +471,9 @@ std::vector<ledger::RecordedAction> RowsOf(const std::vector<ledger::RecordedAct
 // The loop as `serve` runs it, a rule in enforce mode, against the Kubernetes Eviction API
 // (the contract stand-in; the client is real): idle notebook pods are warned, then evicted
 // after the grace; a 429 from a PodDisruptionBudget is recorded as "retry later" and
-// retried at the next evaluation, without waiting out a cooldown; the exempt pod is left
-// alone. (The ledger records no pod labels: an exemption matches the job's recorded
-// attributes, which the agent's pod rules take from the labels.)
+// retried at the next evaluation, without waiting out a cooldown; the pod labelled
+// gpuledger.io/exempt=true is left alone, its label having come from its pod's metadata
+// through the agent's pod rules and a batch into the store, and shown by the job API.
 TEST(ObjectivesLoopActionsTest, AnEnforcedRuleWarnsThenEvictsIdlePodsAndRetriesAPodDisruptionBudgetsRefusal) {
   actuators::testing::StandInApiServer api;
   api.AddPod("ml-dev", "nb-idle", 201);
@@ -443,10 +481,11 @@ TEST(ObjectivesLoopActionsTest, AnEnforcedRuleWarnsThenEvictsIdlePodsAndRetriesA
   api.AddPod("ml-dev", "nb-keep", 201);
   ledger::testing::TempLedger t;
   int64_t at = kBaseMs + 2 * kMsPerHour;
-  ASSERT_TRUE(t.ledger().Ingest(IdlePods("b1", kBaseMs, at)).ok());
+  const Job pod_rules = KeptOfTheExemptPod();
+  ASSERT_TRUE(t.ledger().Ingest(IdlePods("b1", kBaseMs, at, pod_rules)).ok());
   Receiver owner;
   config::Config config = StopIdleNotebooks(/*enforce=*/true, 10 * kMsPerMinute);
-  config.interventions[0].exempt = {"user:keeper"};
+  config.interventions[0].exempt = {"user:keeper", "label:gpuledger.io/exempt=true"};
   config.alerting.routes.push_back({.team = "vision", .webhook_url = owner.url(), .name = "vision"});
   MetricsRegistry metrics;
   LoopActuators a;
@@ -464,12 +503,12 @@ TEST(ObjectivesLoopActionsTest, AnEnforcedRuleWarnsThenEvictsIdlePodsAndRetriesA
   EXPECT_EQ(api.eviction_requests(), 0);
 
   // After the grace: nb-idle evicted; nb-guarded refused by its budget, to retry.
-  ASSERT_TRUE(t.ledger().Ingest(IdlePods("b2", at + kMsPerMinute, at + 11 * kMsPerMinute)).ok());
+  ASSERT_TRUE(t.ledger().Ingest(IdlePods("b2", at + kMsPerMinute, at + 11 * kMsPerMinute, pod_rules)).ok());
   ASSERT_TRUE((*loop)->EvaluateOnce().ok());
   EXPECT_EQ(api.evicted(), (std::set<std::string>{"ml-dev/nb-idle"}));
   // The budget allows it now: the next evaluation evicts it.
   api.AddPod("ml-dev", "nb-guarded", 201);
-  ASSERT_TRUE(t.ledger().Ingest(IdlePods("b3", at + 12 * kMsPerMinute, at + 12 * kMsPerMinute)).ok());
+  ASSERT_TRUE(t.ledger().Ingest(IdlePods("b3", at + 12 * kMsPerMinute, at + 12 * kMsPerMinute, pod_rules)).ok());
   ASSERT_TRUE((*loop)->EvaluateOnce().ok());
   EXPECT_EQ(api.evicted(), (std::set<std::string>{"ml-dev/nb-idle", "ml-dev/nb-guarded"}));
   EXPECT_EQ(api.eviction_requests(), 3);  // nb-keep never asked for
@@ -493,7 +532,7 @@ TEST(ObjectivesLoopActionsTest, AnEnforcedRuleWarnsThenEvictsIdlePodsAndRetriesA
   EXPECT_EQ(guarded[1].at_ms, at + 12 * kMsPerMinute);
   auto kept = RowsOf(log, "ml-dev/nb-keep", "skipped");
   ASSERT_EQ(kept.size(), 1u);  // recorded once, not at each evaluation
-  EXPECT_EQ(kept[0].reason, "exempt (user:keeper)");
+  EXPECT_EQ(kept[0].reason, "exempt (label:gpuledger.io/exempt=true)");
   EXPECT_TRUE(RowsOf(log, "ml-dev/nb-keep", "warned").empty());
   // The evicted pod is still allocated as far as the data knows: its cooldown holds.
   auto cooled = RowsOf(log, "ml-dev/nb-idle", "skipped");

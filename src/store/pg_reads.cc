@@ -77,7 +77,8 @@ Result<std::vector<JobRecord>> Reads::ListJobs() {
   GPULEDGER_ASSIGN_OR_RETURN(
       Rows q, c_.Query("SELECT id, job_key, team, project, experiment, user_name, kind, pool, priority,"
                        " requested_gpus, requested_mig_profile, submit_ms, start_ms, end_ms, model_parameters,"
-                       " model_layers, model_hidden, model_sequence, model_dtype FROM jobs ORDER BY id",
+                       " model_layers, model_hidden, model_sequence, model_dtype, labels, annotations"
+                       " FROM jobs ORDER BY id",
                        "listing jobs"));
   std::vector<JobRecord> out;
   for (int i = 0; i < q.rows(); ++i) {
@@ -104,6 +105,7 @@ Result<std::vector<JobRecord>> Reads::ListJobs() {
     j.model_hidden = q.Int(i, 16);
     j.model_sequence = q.Int(i, 17);
     j.model_dtype = q.Text(i, 18);
+    GPULEDGER_RETURN_IF_ERROR(DecodeJobMetadata(q.OptText(i, 19), q.OptText(i, 20), j));
     out.push_back(std::move(r));
   }
   return out;

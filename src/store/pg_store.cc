@@ -103,7 +103,11 @@ std::vector<std::string> Migrations() {
       "  held_idle_micros BIGINT NOT NULL, other_idle_micros BIGINT NOT NULL);",
       // 3: SqliteStore's version 8: the audit log of the intervention rules (pg_actions.cc).
       kPgActionsMigration,
-      // 4: SqliteStore's version 9: leases (pg_actions.cc).
+      // 4: SqliteStore's version 9: the scheduler labels and annotations the agent kept
+      // (EncodeJobMetadata's text, store.h; NULL while never reported).
+      "ALTER TABLE jobs ADD COLUMN labels TEXT;"
+      "ALTER TABLE jobs ADD COLUMN annotations TEXT;",
+      // 5: SqliteStore's version 10: leases (pg_actions.cc).
       kPgLeasesMigration,
   };
 }
@@ -482,7 +486,7 @@ Status PgStore::CheckNode(Conn& c, const IngestPlan& plan, const std::string& wh
 Status PgStore::RecordJobChanges(Conn& c, const IngestPlan& plan, const Job& j) {
   GPULEDGER_ASSIGN_OR_RETURN(
       Rows r, c.Query("SELECT id, team, project, experiment, user_name, kind, pool, priority, requested_gpus,"
-                      " requested_mig_profile FROM jobs WHERE job_key = $1",
+                      " requested_mig_profile, labels, annotations FROM jobs WHERE job_key = $1",
                       Params().Add(j.id), "looking up a job"));
   if (r.rows() == 0) return Status::Ok();  // a new job
   Job stored;
@@ -495,6 +499,8 @@ Status PgStore::RecordJobChanges(Conn& c, const IngestPlan& plan, const Job& j) 
   stored.priority = static_cast<int32_t>(r.Int(0, 7));
   stored.requested_gpus = static_cast<int32_t>(r.Int(0, 8));
   stored.requested_mig_profile = r.Text(0, 9);
+  stored.id = j.id;
+  GPULEDGER_RETURN_IF_ERROR(DecodeJobMetadata(r.OptText(0, 10), r.OptText(0, 11), stored));
   for (const JobChange& change : DeclaredJobChanges(stored, j)) {
     GPULEDGER_RETURN_IF_ERROR(
         c.Query("INSERT INTO job_changes(job_id, at_ms, batch_id, sender, field, old_value, new_value)"
@@ -588,8 +594,8 @@ Result<ApplyOutcome> PgStore::ApplyInTransaction(Conn& c, const IngestPlan& plan
         Rows r,
         c.Query("INSERT INTO jobs(job_key, team, project, experiment, user_name, kind, pool, priority,"
                 " requested_gpus, requested_mig_profile, submit_ms, start_ms, end_ms, model_parameters,"
-                " model_layers, model_hidden, model_sequence, model_dtype)"
-                " VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)"
+                " model_layers, model_hidden, model_sequence, model_dtype, labels, annotations)"
+                " VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)"
                 // Empty, zero or unknown fields say nothing (SqliteStore's kUpsertJob).
                 " ON CONFLICT (job_key) DO UPDATE SET"
                 " team=CASE WHEN excluded.team = '' THEN jobs.team ELSE excluded.team END,"
@@ -609,13 +615,17 @@ Result<ApplyOutcome> PgStore::ApplyInTransaction(Conn& c, const IngestPlan& plan
                 " model_layers=greatest(excluded.model_layers, jobs.model_layers),"
                 " model_hidden=greatest(excluded.model_hidden, jobs.model_hidden),"
                 " model_sequence=greatest(excluded.model_sequence, jobs.model_sequence),"
-                " model_dtype=CASE WHEN excluded.model_dtype = '' THEN jobs.model_dtype ELSE excluded.model_dtype END"
+                " model_dtype=CASE WHEN excluded.model_dtype = '' THEN jobs.model_dtype ELSE excluded.model_dtype END,"
+                // A declared set of labels or annotations (even empty) replaces the stored one.
+                " labels=coalesce(excluded.labels, jobs.labels),"
+                " annotations=coalesce(excluded.annotations, jobs.annotations)"
                 " RETURNING id",
                 Params()
                     .Add(j.id).Add(j.team).Add(j.project).Add(j.experiment).Add(j.user).Add(JobKindName(j.kind))
                     .Add(j.pool).Add(int64_t{j.priority}).Add(int64_t{j.requested_gpus}).Add(j.requested_mig_profile)
                     .Add(j.submit_ms).Add(j.start_ms).Add(j.end_ms).Add(j.model_parameters).Add(j.model_layers)
-                    .Add(j.model_hidden).Add(j.model_sequence).Add(j.model_dtype),
+                    .Add(j.model_hidden).Add(j.model_sequence).Add(j.model_dtype)
+                    .Add(EncodeJobMetadata(j.labels)).Add(EncodeJobMetadata(j.annotations)),
                 fmt::format("upserting job {}", j.id)));
     if (!job_ids_.count(j.id)) pending.jobs[j.id] = r.Int(0, 0);
   }

@@ -89,7 +89,7 @@ TEST_F(PgStoreTest, ASchemaFromANewerBuildIsRefusedNamingBothVersions) {
   auto s = OpenPgStore(server_->Url(db_));
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_THAT(s.status().message(), HasSubstr("has schema version 999, newer than this build (4); upgrade gpuledger"));
+  EXPECT_THAT(s.status().message(), HasSubstr("has schema version 999, newer than this build (5); upgrade gpuledger"));
 }
 
 // A role that may read but not write: the store opens (a report's role), a batch is

@@ -27,6 +27,7 @@ class Params {
   Params& Add(const std::string& text) { return Add(std::string_view(text)); }
   Params& Add(const char* text) { return Add(std::string_view(text)); }
   Params& Add(std::optional<double> v);
+  Params& Add(const std::optional<std::string>& text) { return text ? Add(*text) : AddNull(); }
   Params& AddBytes(std::string_view bytes);
   // A PostgreSQL array literal of integers: '{1,2,3}'.
   Params& AddArray(const std::vector<int64_t>& v);
@@ -52,6 +53,10 @@ class Rows {
   std::optional<double> OptDouble(int row, int col) const;
   std::string_view Bytes(int row, int col) const;
   std::string Text(int row, int col) const { return std::string(Bytes(row, col)); }
+  std::optional<std::string> OptText(int row, int col) const {
+    if (IsNull(row, col)) return std::nullopt;
+    return Text(row, col);
+  }
 
  private:
   std::unique_ptr<PGresult, void (*)(PGresult*)> r_;

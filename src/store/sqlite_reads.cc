@@ -57,7 +57,7 @@ Status Reads::Prepare() {
       {kListJobs,
        "SELECT id, job_key, team, project, experiment, user_name, kind, pool, priority,"
        " requested_gpus, requested_mig_profile, submit_ms, start_ms, end_ms, model_parameters,"
-       " model_layers, model_hidden, model_sequence, model_dtype FROM jobs ORDER BY id"},
+       " model_layers, model_hidden, model_sequence, model_dtype, labels, annotations FROM jobs ORDER BY id"},
       {kServingOf,
        "SELECT engine, model, t_ms, requests_waiting, requests_running, kv_cache_usage,"
        " prompt_tokens, generation_tokens, preemptions, requests, executions, queue_seconds,"
@@ -175,6 +175,7 @@ Result<std::vector<JobRecord>> Reads::ListJobs() {
     j.model_hidden = q.Int(16);
     j.model_sequence = q.Int(17);
     j.model_dtype = q.Text(18);
+    GPULEDGER_RETURN_IF_ERROR(DecodeJobMetadata(q.OptText(19), q.OptText(20), j));
     out.push_back(std::move(r));
     return Status::Ok();
   }));

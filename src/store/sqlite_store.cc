@@ -130,7 +130,11 @@ std::vector<std::string> Migrations() {
       "  other_idle_micros INTEGER NOT NULL);",
       // 8: the audit log of the intervention rules (store/actions.h, sqlite_actions.cc).
       kSqliteActionsMigration,
-      // 9: leases, one server's turn at the objectives loop (sqlite_actions.cc).
+      // 9: the scheduler labels and annotations the agent kept, as EncodeJobMetadata's
+      // text (store.h); NULL while a job's set was never reported.
+      "ALTER TABLE jobs ADD COLUMN labels TEXT;"
+      "ALTER TABLE jobs ADD COLUMN annotations TEXT;",
+      // 10: leases, one server's turn at the objectives loop (sqlite_actions.cc).
       kSqliteLeasesMigration,
   };
 }
@@ -655,15 +659,15 @@ class SqliteStore final : public Store, public ActionLog {
         {kUpdateDeviceTimes, "UPDATE devices SET in_service_ms=?2, last_sample_ms=?3 WHERE id=?1"},
         {kFindJob,
          "SELECT id, team, project, experiment, user_name, kind, pool, priority, requested_gpus,"
-         " requested_mig_profile FROM jobs WHERE job_key = ?1"},
+         " requested_mig_profile, labels, annotations FROM jobs WHERE job_key = ?1"},
         {kInsertJobChange,
          "INSERT INTO job_changes(job_id, at_ms, batch_id, sender, field, old_value, new_value)"
          " VALUES(?1,?2,?3,?4,?5,?6,?7)"},
         {kUpsertJob,
          "INSERT INTO jobs(job_key, team, project, experiment, user_name, kind, pool, priority,"
          " requested_gpus, requested_mig_profile, submit_ms, start_ms, end_ms, model_parameters,"
-         " model_layers, model_hidden, model_sequence, model_dtype)"
-         " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18)"
+         " model_layers, model_hidden, model_sequence, model_dtype, labels, annotations)"
+         " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20)"
          // A declaration's empty, zero or unknown fields say nothing: an agent that knows
          // only a job's id (from a process) does not blank what another batch said of it.
          " ON CONFLICT(job_key) DO UPDATE SET"
@@ -683,7 +687,9 @@ class SqliteStore final : public Store, public ActionLog {
          " model_layers=max(excluded.model_layers, model_layers),"
          " model_hidden=max(excluded.model_hidden, model_hidden),"
          " model_sequence=max(excluded.model_sequence, model_sequence),"
-         " model_dtype=CASE WHEN excluded.model_dtype = '' THEN model_dtype ELSE excluded.model_dtype END"
+         " model_dtype=CASE WHEN excluded.model_dtype = '' THEN model_dtype ELSE excluded.model_dtype END,"
+         // Labels and annotations: a declared set (even empty) replaces the stored one.
+         " labels=coalesce(excluded.labels, labels), annotations=coalesce(excluded.annotations, annotations)"
          " RETURNING id"},
         {kFindAllocation,
          "SELECT to_ms FROM allocations WHERE device_id=?1 AND job_id=?2 AND from_ms=?3"},
@@ -960,8 +966,11 @@ class SqliteStore final : public Store, public ActionLog {
     stored.priority = static_cast<int32_t>(f.Int(7));
     stored.requested_gpus = static_cast<int32_t>(f.Int(8));
     stored.requested_mig_profile = f.Text(9);
+    stored.id = j.id;
+    Status metadata = DecodeJobMetadata(f.OptText(10), f.OptText(11), stored);
     const int64_t job_id = f.Int(0);
     f.Rewind();
+    GPULEDGER_RETURN_IF_ERROR(metadata);
     for (const JobChange& change : DeclaredJobChanges(stored, j)) {
       Stmt& w = S(kInsertJobChange).Reset();
       w.Bind(1, job_id).Bind(2, plan.now_ms).Bind(3, plan.batch->batch_id).Bind(4, plan.sender);
@@ -1057,6 +1066,9 @@ class SqliteStore final : public Store, public ActionLog {
       s.Bind(11, j.submit_ms).Bind(12, j.start_ms).Bind(13, j.end_ms);
       s.Bind(14, j.model_parameters).Bind(15, j.model_layers).Bind(16, j.model_hidden);
       s.Bind(17, j.model_sequence).Bind(18, j.model_dtype);
+      const std::optional<std::string> labels = EncodeJobMetadata(j.labels);
+      const std::optional<std::string> annotations = EncodeJobMetadata(j.annotations);
+      s.Bind(19, labels).Bind(20, annotations);  // (bound without a copy: they outlive the step)
       if (int rc = s.Step(); rc != SQLITE_ROW) return sqlite::Error(db_, rc, fmt::format("upserting job {}", j.id));
       int64_t id = s.Int(0);
       (void)s.Step();

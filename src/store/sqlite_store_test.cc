@@ -141,6 +141,15 @@ INSTANTIATE_TEST_SUITE_P(Backends, StoreContractTest, ::testing::Values(Sqlite()
 class SqliteStoreTest : public StoreFixture {
  protected:
   SqliteStoreTest() : StoreFixture(Sqlite()) {}
+  // Runs `sql` on the store's file behind its back (the store closed), then reopens it.
+  void ExecBehindTheStore(const char* sql) {
+    store_.reset();
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir_ / "ledger.db").string().c_str(), &db), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    sqlite3_close(db);
+    Reopen();
+  }
 };
 
 TEST_P(StoreContractTest, AppliesABatchAndReadsItBack) {
@@ -538,7 +547,7 @@ TEST_F(SqliteStoreTest, MigratesOneRowPerSampleIntoChunks) {
   }
   // And without what the versions after 5 add, which migrating again creates.
   sql += "DROP TABLE sample_chunks; DROP TABLE job_changes; DROP TABLE closed_periods; DROP TABLE frozen_lines;"
-         " DROP TABLE actions;"
+         " DROP TABLE actions; ALTER TABLE jobs DROP COLUMN labels; ALTER TABLE jobs DROP COLUMN annotations;"
          " UPDATE meta SET value='4' WHERE key='schema_version';";
   std::string cmd = "sqlite3 " + (dir_ / "ledger.db").string() + " \"" + sql + "\" 2>&1";
   if (std::system(cmd.c_str()) != 0) {
@@ -553,6 +562,25 @@ TEST_F(SqliteStoreTest, MigratesOneRowPerSampleIntoChunks) {
     EXPECT_EQ(after[i].fb_used_mib, before[i].fb_used_mib);
   }
   EXPECT_EQ(store_->Stats()->samples, static_cast<int64_t>(before.size()));
+}
+
+// A store of schema version 8 had no labels (nor leases): opening it adds them, and its jobs
+// read back with no set until an agent reports one.
+TEST_F(SqliteStoreTest, MigratesAStoreWithoutLabels) {
+  ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
+  ExecBehindTheStore(
+      "ALTER TABLE jobs DROP COLUMN labels; ALTER TABLE jobs DROP COLUMN annotations; DROP TABLE leases;"
+      " UPDATE meta SET value='8' WHERE key='schema_version';");
+  auto jobs = store_->ListJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].job.team, "vision");
+  EXPECT_FALSE((*jobs)[0].job.labels.has_value());
+  Batch b2;
+  b2.batch_id = "b2";
+  b2.jobs.push_back(Job{.id = "j1", .labels = JobMetadata{{"gpuledger.io/exempt", "true"}}});
+  ASSERT_TRUE(store_->ApplyBatch(Plan(b2)).ok());
+  EXPECT_EQ(store_->ListJobs()->at(0).job.labels, (JobMetadata{{"gpuledger.io/exempt", "true"}}));
 }
 
 // A second server (or an import) on the same SQLite file is refused with a clear message
@@ -753,6 +781,70 @@ TEST_P(StoreContractTest, TwoWritersOnOneDatabaseSeeEachOthersDevicesAndJobs) {
   }
 }
 
+// A job's kept labels and annotations: stored as declared, read back on every job read;
+// a later declaration's set replaces the stored one, one that leaves them out says
+// nothing, and each key's change goes into the job's history with its batch and sender.
+TEST_P(StoreContractTest, JobLabelsAreReplacedByALaterReportAndTheirChangesRecorded) {
+  auto job_j1 = [&]() -> Job {
+    auto jobs = store_->ListJobs();
+    EXPECT_TRUE(jobs.ok()) << jobs.status().ToString();
+    for (auto& r : *jobs) {
+      if (r.job.id == "j1") return r.job;
+    }
+    ADD_FAILURE() << "no job j1";
+    return Job{};
+  };
+  Batch b1 = Basic("b1");
+  b1.jobs[0].labels = JobMetadata{{"gpuledger.io/exempt", "true"}, {"app", "jupyter"}};
+  b1.jobs[0].annotations = JobMetadata{{"gpuledger.io/owner", "ana@example.org"}};
+  ASSERT_TRUE(store_->ApplyBatch(Plan(b1)).ok());
+  Job j = job_j1();
+  EXPECT_EQ(j.labels, (JobMetadata{{"app", "jupyter"}, {"gpuledger.io/exempt", "true"}}));
+  EXPECT_EQ(j.annotations, (JobMetadata{{"gpuledger.io/owner", "ana@example.org"}}));
+
+  // Says nothing of them: kept.
+  Batch b2;
+  b2.batch_id = "b2";
+  b2.jobs.push_back(Job{.id = "j1"});
+  ASSERT_TRUE(store_->ApplyBatch(Plan(b2)).ok());
+  EXPECT_EQ(job_j1().labels, j.labels);
+
+  // A new set replaces the old one whole: "app" changed, the exemption taken off, and
+  // the annotations now none at all.
+  Batch b3;
+  b3.batch_id = "b3";
+  b3.jobs.push_back(Job{.id = "j1", .labels = JobMetadata{{"app", "vscode"}}, .annotations = JobMetadata{}});
+  IngestPlan plan = Plan(b3);
+  plan.sender = "agent-node-a";
+  ASSERT_TRUE(store_->ApplyBatch(plan).ok());
+  Reopen();  // read back from the database, not from anything the writer kept
+  j = job_j1();
+  EXPECT_EQ(j.labels, (JobMetadata{{"app", "vscode"}}));
+  EXPECT_EQ(j.annotations, JobMetadata{});
+
+  auto jobs = *store_->ListJobs();
+  ASSERT_EQ(jobs.size(), 1u);
+  auto changes = store_->JobChangesOf(jobs[0].id);
+  ASSERT_TRUE(changes.ok()) << changes.status().ToString();
+  std::vector<std::string> seen;
+  for (const JobChange& c : *changes) {
+    seen.push_back(fmt::format("{} {} {}: {} -> {}", c.batch_id, c.sender, c.field, c.old_value, c.new_value));
+  }
+  EXPECT_THAT(seen, ::testing::UnorderedElementsAre(
+                        "b3 agent-node-a label:app: jupyter -> vscode",
+                        "b3 agent-node-a label:gpuledger.io/exempt: true -> (absent)",
+                        "b3 agent-node-a annotation:gpuledger.io/owner: ana@example.org -> (absent)"));
+}
+
+// A job whose set was never reported reads back without one (not as an empty set).
+TEST_P(StoreContractTest, AJobNeverGivenLabelsReadsBackWithoutASet) {
+  ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
+  auto jobs = *store_->ListJobs();
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_FALSE(jobs[0].job.labels.has_value());
+  EXPECT_FALSE(jobs[0].job.annotations.has_value());
+}
+
 // The audit log of the intervention rules (store/actions.h).
 ActionRecord Decision(std::string id, int64_t at_ms, std::string outcome) {
   return ActionRecord{.decision_id = std::move(id), .at_ms = at_ms, .rule = "idle-notebooks", .job_key = "4242",
@@ -917,6 +1009,14 @@ TEST_F(SqliteStoreTest, ACorruptRowIsAnErrorNamingItsTableAndKey) {
   auto samples = store_->Samples(1, {kT0, kT0 + kMsPerHour});
   ASSERT_FALSE(samples.ok());
   EXPECT_THAT(samples.status().message(), HasSubstr("sample_chunks row of device 1 at 2026-11-23T08:00:10Z is corrupt"));
+}
+
+TEST_F(SqliteStoreTest, ACorruptLabelsColumnNamesTheJob) {
+  ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
+  ExecBehindTheStore("UPDATE jobs SET labels='no separators'");
+  auto jobs = store_->ListJobs();
+  ASSERT_FALSE(jobs.ok());
+  EXPECT_THAT(jobs.status().message(), HasSubstr("jobs row j1 is corrupt: its labels are not a stored set"));
 }
 
 // A damaged page is found by the quick check and the full one, which name its table; a

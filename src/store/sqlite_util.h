@@ -90,6 +90,11 @@ class Stmt {
     }
     return *this;
   }
+  Stmt& Bind(int i, const std::optional<std::string>& v) {
+    if (v) return Bind(i, *v);
+    sqlite3_bind_null(s_, i);
+    return *this;
+  }
   Stmt& BindNull(int i) {
     sqlite3_bind_null(s_, i);
     return *this;
@@ -105,6 +110,10 @@ class Stmt {
   std::optional<double> OptDouble(int col) {
     if (sqlite3_column_type(s_, col) == SQLITE_NULL) return std::nullopt;
     return sqlite3_column_double(s_, col);
+  }
+  std::optional<std::string> OptText(int col) {
+    if (sqlite3_column_type(s_, col) == SQLITE_NULL) return std::nullopt;
+    return Text(col);
   }
   // Valid until the next step or reset.
   std::string_view Blob(int col) {

@@ -2,9 +2,23 @@
 // single-device forms of the batch-oriented reads, and the audit log's door.
 #include "store/store.h"
 
+#include <fmt/format.h>
+
+#include <set>
+#include <tuple>
+
 #include "store/actions.h"
 
 namespace gpuledger::store {
+namespace {
+
+// What a job-change row says for a label or annotation the job did not have.
+constexpr std::string_view kAbsent = "(absent)";
+// EncodeJobMetadata's separators: ASCII unit and record separators.
+constexpr char kKeyEnd = '\x1f';
+constexpr char kEntryEnd = '\x1e';
+
+}  // namespace
 
 std::vector<JobChange> DeclaredJobChanges(const Job& stored, const Job& declared) {
   auto number = [](int64_t v) { return v == 0 ? std::string() : std::to_string(v); };
@@ -25,7 +39,63 @@ std::vector<JobChange> DeclaredJobChanges(const Job& stored, const Job& declared
     if (values.second.empty() || values.second == values.first) continue;
     changes.push_back(JobChange{.field = field, .old_value = values.first, .new_value = values.second});
   }
+  for (auto [name, was, now] : {std::tuple{"label", &stored.labels, &declared.labels},
+                                std::tuple{"annotation", &stored.annotations, &declared.annotations}}) {
+    if (!*now) continue;  // says nothing
+    static const JobMetadata kNone;
+    const JobMetadata& before = *was ? **was : kNone;
+    const JobMetadata& after = **now;
+    auto value = [](const JobMetadata& m, const std::string& key) {
+      auto it = m.find(key);
+      return it == m.end() ? std::string(kAbsent) : it->second;
+    };
+    std::set<std::string_view> keys;
+    for (const auto& [k, v] : before) keys.insert(k);
+    for (const auto& [k, v] : after) keys.insert(k);
+    for (std::string_view k : keys) {
+      std::string key(k);
+      std::string old_value = value(before, key), new_value = value(after, key);
+      if (old_value == new_value) continue;
+      changes.push_back(JobChange{.field = fmt::format("{}:{}", name, key),
+                                  .old_value = std::move(old_value),
+                                  .new_value = std::move(new_value)});
+    }
+  }
   return changes;
+}
+
+std::optional<std::string> EncodeJobMetadata(const std::optional<JobMetadata>& metadata) {
+  if (!metadata) return std::nullopt;
+  std::string out;
+  for (const auto& [key, value] : *metadata) {
+    out += key;
+    out.push_back(kKeyEnd);
+    out += value;
+    out.push_back(kEntryEnd);
+  }
+  return out;
+}
+
+Status DecodeJobMetadata(const std::optional<std::string>& labels, const std::optional<std::string>& annotations,
+                         Job& job) {
+  for (auto [name, column, out] : {std::tuple{"labels", &labels, &job.labels},
+                                   std::tuple{"annotations", &annotations, &job.annotations}}) {
+    out->reset();
+    if (!*column) continue;
+    JobMetadata m;
+    std::string_view text = **column;
+    while (!text.empty()) {
+      size_t end = text.find(kEntryEnd);
+      size_t mid = text.find(kKeyEnd);
+      if (end == std::string_view::npos || mid == std::string_view::npos || mid > end || mid == 0) {
+        return Internal(fmt::format("store: jobs row {} is corrupt: its {} are not a stored set", job.id, name));
+      }
+      m.emplace(std::string(text.substr(0, mid)), std::string(text.substr(mid + 1, end - mid - 1)));
+      text.remove_prefix(end + 1);
+    }
+    *out = std::move(m);
+  }
+  return Status::Ok();
 }
 
 std::vector<Result<ApplyOutcome>> Store::ApplyBatches(std::span<const IngestPlan> plans) {

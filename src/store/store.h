@@ -55,7 +55,20 @@ struct JobChange {
 // leaves empty say nothing (empty text, kind unknown, priority or requested GPUs 0): an
 // upsert keeps the stored value for them. Both backends write their job-change history
 // from this.
+// A declaration's labels (or annotations), when present, replace the stored set: each key
+// added, changed or removed is a change of field "label:KEY" ("annotation:KEY"), with
+// "(absent)" for the side that has no such key (no label value can be in parentheses:
+// ValidateBatch).
 std::vector<JobChange> DeclaredJobChanges(const Job& stored, const Job& declared);
+
+// A job's labels or annotations as one column of `jobs`: "KEY\x1fVALUE\x1e" per entry in
+// key order (a key or value holds no control character: ValidateBatch), NULL (nullopt)
+// for a job whose set was never reported. Both backends store and read them with these.
+std::optional<std::string> EncodeJobMetadata(const std::optional<JobMetadata>& metadata);
+// Sets `job`'s labels and annotations from their columns (NULL: nullopt); kInternal naming
+// the job when a column is not a text EncodeJobMetadata wrote.
+Status DecodeJobMetadata(const std::optional<std::string>& labels, const std::optional<std::string>& annotations,
+                         Job& job);
 
 // A billing period (a calendar month, UTC) that was closed: its chargeback was frozen then.
 struct ClosedPeriodRecord {

@@ -24,12 +24,15 @@ struct Path {
   const Path* parent = nullptr;
   std::string_view key;
   size_t index = SIZE_MAX;
+  bool quoted = false;  // `key` is a map's key: `labels["team"]`
 
   Path Field(std::string_view k) const { return Path{this, k, SIZE_MAX}; }
   Path Item(size_t i) const { return Path{this, {}, i}; }
+  Path Entry(std::string_view k) const { return Path{this, k, SIZE_MAX, true}; }
   std::string ToString() const {
     std::string prefix = parent ? parent->ToString() : std::string();
     if (index != SIZE_MAX) return fmt::format("{}[{}]", prefix, index);
+    if (quoted) return prefix + JobMetadataKeyPath(key);
     if (key.empty()) return prefix;
     return prefix.empty() ? std::string(key) : prefix + "." + std::string(key);
   }
@@ -225,6 +228,28 @@ class Reader {
     return Status::Ok();
   }
 
+  // "labels": {"gpuledger.io/exempt": "true", ...}: string values, unique keys, at most
+  // kMaxJobMetadataEntries. Present, even empty, it is the job's whole set.
+  Status Metadata(element e, const Path& p, std::optional<JobMetadata>& out) {
+    object o;
+    GPULEDGER_RETURN_IF_ERROR(Object(e, p, o));
+    if (o.size() > kMaxJobMetadataEntries) {
+      return Bad(p, fmt::format("more than {} entries", kMaxJobMetadataEntries));
+    }
+    JobMetadata m;
+    for (auto [key, v] : o) {
+      // The key first, named by the map only: a bad key may be huge or hold a control
+      // character.
+      if (std::string why = JobMetadataEntryError(key, ""); !why.empty()) return Bad(p, why);
+      Path f = p.Entry(key);
+      std::string value;
+      GPULEDGER_RETURN_IF_ERROR(String(v, f, value, false));
+      if (!m.emplace(std::string(key), std::move(value)).second) return Bad(f, "declared twice");
+    }
+    out = std::move(m);
+    return Status::Ok();
+  }
+
   Status ProgressReport(element e, const Path& p, gpuledger::Progress& r) {
     object o;
     GPULEDGER_RETURN_IF_ERROR(Object(e, p, o));
@@ -379,6 +404,10 @@ class Reader {
         GPULEDGER_RETURN_IF_ERROR(String(v, f, j.requested_mig_profile, false));
       } else if (key == "model") {
         GPULEDGER_RETURN_IF_ERROR(JobModel(v, f, j));
+      } else if (key == "labels") {
+        GPULEDGER_RETURN_IF_ERROR(Metadata(v, f, j.labels));
+      } else if (key == "annotations") {
+        GPULEDGER_RETURN_IF_ERROR(Metadata(v, f, j.annotations));
       } else if (key == "submit") {
         GPULEDGER_RETURN_IF_ERROR(OptionalTime(v, f, j.submit_ms));
       } else if (key == "start") {
@@ -737,6 +766,14 @@ std::string WriteBatch(const Batch& b) {
       if (j.model_hidden) IntField(out, mf, "hidden", j.model_hidden);
       if (j.model_sequence) IntField(out, mf, "sequence", j.model_sequence);
       StrField(out, mf, "dtype", j.model_dtype);
+      out.push_back('}');
+    }
+    for (auto [name, m] : {std::pair{"labels", &j.labels}, std::pair{"annotations", &j.annotations}}) {
+      if (!*m) continue;  // says nothing; an empty set is written, as `{}`
+      Key(out, f, name);
+      out.push_back('{');
+      bool mf = true;
+      for (const auto& [key, value] : **m) StrField(out, mf, key, value, true);
       out.push_back('}');
     }
   });

@@ -1,5 +1,6 @@
 #include "wire/batch.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -121,6 +122,20 @@ TEST(BatchTest, BadInputGetsAnErrorNamingBatchAndField) {
       {"gaps without an interval",
        WithSample(R"({"device":"GPU-1","t":1795420800000,"gpu_util":1,"gaps":{"idle_ms":2}})"),
        "samples[0].gaps.interval_ms: missing"},
+      {"label value not a string",
+       R"({"version":1,"batch_id":"b-9","jobs":[{"id":"j","labels":{"gpuledger.io/exempt":true}}]})",
+       "jobs[0].labels[\"gpuledger.io/exempt\"]: must be a string"},
+      {"labels not an object", R"({"version":1,"batch_id":"b-9","jobs":[{"id":"j","labels":["a"]}]})",
+       "jobs[0].labels: must be an object"},
+      {"control char in a label value",
+       R"({"version":1,"batch_id":"b-9","jobs":[{"id":"j","labels":{"team":"a\u0007b"}}]})",
+       "jobs[0].labels[\"team\"]: contains a control character"},
+      {"control char in an annotation key",
+       R"({"version":1,"batch_id":"b-9","jobs":[{"id":"j","annotations":{"a\tb":"x"}}]})",
+       "jobs[0].annotations: a key contains a control character"},
+      {"label declared twice",
+       R"({"version":1,"batch_id":"b-9","jobs":[{"id":"j","labels":{"a":"1","a":"2"}}]})",
+       "jobs[0].labels[\"a\"]: declared twice"},
       {"bad process", WithSample(R"({"device":"GPU-1","t":1795420800000,"gpu_util":1,"processes":[{"job":"x"}]})"),
        "samples[0].processes[0].pid: missing"},
   };
@@ -176,6 +191,42 @@ TEST(BatchTest, DigestDiffersForDifferentContent) {
   auto b = ParseBatch(WithSample(R"({"device":"GPU-1","t":1795420800000,"sm_active":0.2})"));
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_NE(a->content_digest, b->content_digest);
+}
+
+// A job's labels and annotations travel as JSON objects of strings; an empty object is
+// kept apart from an absent one (the job has none now, against "says nothing").
+TEST(BatchTest, JobLabelsAndAnnotationsRoundTrip) {
+  auto b = ParseBatch(R"({"version":1,"batch_id":"b-1","jobs":[
+      {"id":"nb-7","labels":{"gpuledger.io/exempt":"true","app":"jupyter"},"annotations":{}},
+      {"id":"nb-8"}]})");
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(b->jobs[0].labels, (JobMetadata{{"app", "jupyter"}, {"gpuledger.io/exempt", "true"}}));
+  EXPECT_EQ(b->jobs[0].annotations, JobMetadata{});
+  EXPECT_FALSE(b->jobs[1].labels.has_value());
+  EXPECT_FALSE(b->jobs[1].annotations.has_value());
+  std::string text = WriteBatch(*b);
+  EXPECT_THAT(text, HasSubstr(R"("labels":{"app":"jupyter","gpuledger.io/exempt":"true"},"annotations":{})"));
+  auto again = ParseBatch(text);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->jobs[0].labels, b->jobs[0].labels);
+  EXPECT_EQ(again->jobs[0].annotations, b->jobs[0].annotations);
+  EXPECT_FALSE(again->jobs[1].labels.has_value());
+}
+
+// Hostile sizes are refused while parsing, before anything is built of them.
+TEST(BatchTest, HostileLabelsAreRefusedNamingTheField) {
+  std::string many = R"({"version":1,"batch_id":"b-9","jobs":[{"id":"j","labels":{)";
+  for (int i = 0; i < 100; ++i) many += fmt::format("{}\"l{}\":\"v\"", i ? "," : "", i);
+  many += "}}]}";
+  auto r = ParseBatch(many);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("batch b-9: jobs[0].labels: more than 32 entries"));
+
+  std::string huge = R"({"version":1,"batch_id":"b-9","jobs":[{"id":"j","annotations":{"note":")" +
+                     std::string(1 << 20, 'a') + R"("}}]})";
+  r = ParseBatch(huge);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("batch b-9: jobs[0].annotations[\"note\"]: longer than 256 bytes"));
 }
 
 }  // namespace
