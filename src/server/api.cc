@@ -244,11 +244,14 @@ HttpReply UsageReply(const QueryContext& q, const QueryParams& params) {
   r->rows.erase(r->rows.begin(), r->rows.begin() + static_cast<std::ptrdiff_t>(cut->begin));
   // Grouped by pool, each row carries the target it is held to.
   bool by_pool = std::find(by->begin(), by->end(), ledger::Dimension::kPool) != by->end();
-  HttpReply reply{200, ContentType(*format), report::RenderUsage(*r, *format, by_pool ? q.goals : nullptr)};
+  const Goals* goals = by_pool ? q.goals : nullptr;
+  HttpReply reply{200, ContentType(*format), {}};
   if (*format == report::Format::kJson) {
-    json out = json::parse(reply.body);
+    json out = report::UsageJson(*r, goals);
     AddPageJson(out, *page, *cut);
     reply.body = out.dump(2) + "\n";
+  } else {
+    reply.body = report::RenderUsage(*r, *format, goals);
   }
   // Every format carries the cursor in a header too (CSV and text have no place for it).
   if (!cut->next.empty()) reply.headers.emplace_back(std::string(kNextPageHeader), cut->next);
