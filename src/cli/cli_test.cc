@@ -154,6 +154,9 @@ TEST_F(CliTest, UsageAndChargebackFromAServerEqualTheLocalStore) {
       "usage" + window + " --by team,project --format csv",
       "usage" + window + " --by pool --format json",
       "usage" + window + " --by device",
+      // Read a row a page: the pages put together are the local answer.
+      "usage" + window + " --by hour,device --format csv --page-rows 1",
+      "usage" + window + " --by hour,device --format json --page-rows 2",
       "chargeback --period 2026-11 --format csv",
       "chargeback --period 2026-11 --share-idle --format json",
       "experiments --period 2026-11 --format csv",

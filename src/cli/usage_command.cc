@@ -1,6 +1,9 @@
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <string_view>
+#include <vector>
 
 #include "cli/commands.h"
 #include "ledger/experiments.h"
@@ -36,6 +39,63 @@ int PrintFromServer(const RemoteOptions& r, const std::string& path) {
   }
   std::fputs(res->body.c_str(), stdout);
   return 0;
+}
+
+// GETs every page of the paged answer at `path` (/api/v1/usage: `page_rows` rows a page,
+// the Gpuledger-Next-After header naming the next) and prints them as one answer: JSON
+// as one document with every page's rows (and no page fields), CSV with the header once,
+// every page's rows and the total line once; a table a page at a time (each its own
+// table; an answer of up to 5,000 rows is one). The exit code.
+int PrintAllPagesFromServer(const RemoteOptions& r, const std::string& path, report::Format format,
+                            int64_t page_rows) {
+  server::HttpRequestOptions o;
+  o.token = r.token;
+  nlohmann::json merged;
+  std::string csv_total, after;
+  for (int page = 0;; ++page) {
+    std::string url =
+        fmt::format("{}&limit={}{}", path, page_rows, after.empty() ? "" : "&after=" + server::UrlEncode(after));
+    auto res = server::HttpGet(r.server, url, o);
+    if (!res.ok()) return Fail(res.status());
+    if (res->status != 200) {
+      return Fail(Status(StatusCode::kUnavailable,
+                         fmt::format("{}: HTTP {}: {}", r.server, res->status, server::ErrorMessageOf(*res))));
+    }
+    after = res->next_after;
+    if (format == report::Format::kJson) {
+      nlohmann::json j = nlohmann::json::parse(res->body, nullptr, false);
+      if (j.is_discarded() || !j.contains("rows")) {
+        return Fail(Unavailable(fmt::format("{}: a page that is not a usage answer", r.server)));
+      }
+      if (page == 0) {
+        merged = std::move(j);
+      } else {
+        for (auto& row : j["rows"]) merged["rows"].push_back(std::move(row));
+      }
+      if (after.empty()) {
+        merged.erase("limit");
+        merged.erase("next");
+        std::fputs((merged.dump(2) + "\n").c_str(), stdout);
+      }
+    } else if (format == report::Format::kCsv) {
+      // Header, the page's rows, the whole answer's total line: each a line.
+      std::vector<std::string_view> lines;
+      std::string_view body = res->body;
+      for (size_t at = 0; at < body.size();) {
+        size_t end = std::min(body.find('\n', at), body.size() - 1) + 1;
+        lines.push_back(body.substr(at, end - at));
+        at = end;
+      }
+      if (lines.size() < 2) return Fail(Unavailable(fmt::format("{}: a page that is not a usage CSV", r.server)));
+      std::string out;
+      for (size_t i = page == 0 ? 0 : 1; i + 1 < lines.size(); ++i) out += lines[i];
+      if (after.empty()) out += lines.back();
+      std::fputs(out.c_str(), stdout);
+    } else {
+      std::fputs(res->body.c_str(), stdout);
+    }
+    if (after.empty()) return 0;
+  }
 }
 
 // A table ends with the note of what had no price; CSV and JSON carry it as fields, so a
@@ -85,6 +145,7 @@ void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out) {
     std::string by = "team";
     std::string format = "table";
     RemoteOptions remote;
+    int64_t page_rows = 5'000;
   };
   auto u = std::make_shared<UsageOpts>();
   CLI::App* usage = app.add_subcommand(
@@ -99,6 +160,10 @@ void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out) {
       ->capture_default_str();
   usage->add_option("--format", u->format, "table, json or csv")->capture_default_str();
   AddRemoteOptions(*usage, u->remote);
+  usage->add_option("--page-rows", u->page_rows,
+                    "with --server: rows asked for a page of the server's answer (every page is read)")
+      ->check(CLI::Range(int64_t{1}, int64_t{5'000}))
+      ->capture_default_str();
   out.push_back({usage, [u, &common]() -> int {
                    SystemClock clock;
                    auto by = ledger::ParseDimensions(u->by);
@@ -114,9 +179,10 @@ void AddUsageCommands(CLI::App& app, CommonOptions& common, Commands& out) {
                              ? "window=" + server::UrlEncode(u->w.window)
                              : fmt::format("from={}&to={}", server::UrlEncode(FormatTime(window->begin_ms)),
                                            server::UrlEncode(FormatTime(window->end_ms)));
-                     return PrintFromServer(u->remote, fmt::format("/api/v1/usage?{}&by={}&format={}", span,
-                                                                   server::UrlEncode(u->by),
-                                                                   server::UrlEncode(u->format)));
+                     return PrintAllPagesFromServer(u->remote,
+                                                    fmt::format("/api/v1/usage?{}&by={}&format={}", span,
+                                                                server::UrlEncode(u->by), server::UrlEncode(u->format)),
+                                                    *format, u->page_rows);
                    }
                    Config config;
                    auto ledger = OpenLedger(common, clock, &config);

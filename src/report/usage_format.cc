@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <string_view>
 
 namespace gpuledger::report {
 using ledger::UsageRow;
@@ -142,37 +144,51 @@ Result<Format> ParseFormat(std::string_view text) {
   return InvalidArgument(fmt::format("format \"{}\": want table, json or csv", text));
 }
 
-std::string RenderUsage(const ledger::UsageReport& r, Format f, const Goals* goals) {
-  auto pool_at = std::find(r.by.begin(), r.by.end(), ledger::Dimension::kPool);
-  auto target_of = [&](const UsageRow& row) {
-    if (pool_at == r.by.end() || &row == &r.total) return goals->fleet_target;
-    return goals->TargetFor(row.key[static_cast<size_t>(pool_at - r.by.begin())]);
-  };
-  // Where that target was set (the config's FILE:LINE, a flag, or the default).
-  auto source_of = [&](const UsageRow& row) {
-    if (pool_at == r.by.end() || &row == &r.total) return goals->fleet_target_source;
-    return goals->TargetSourceFor(row.key[static_cast<size_t>(pool_at - r.by.begin())]);
-  };
-  if (f == Format::kJson) {
-    nlohmann::json j;
-    j["window"] = {{"from", FormatTime(r.window.begin_ms)}, {"to", FormatTime(r.window.end_ms)}};
-    nlohmann::json by = nlohmann::json::array();
-    for (auto d : r.by) by.push_back(ledger::DimensionName(d));
-    j["by"] = by;
-    AddCurrencyJson(j, r.currency);
-    j["rows"] = nlohmann::json::array();
-    for (const auto& row : r.rows) {
-      j["rows"].push_back(RowJson(row, r.by));
-      if (goals) j["rows"].back()["target"] = target_of(row);
-      if (goals) j["rows"].back()["target_source"] = source_of(row);
-    }
-    j["total"] = RowJson(r.total, r.by);
-    if (goals) j["total"]["target"] = target_of(r.total);
-    j["requested"] = {{"from", FormatTime(r.requested.begin_ms)}, {"to", FormatTime(r.requested.end_ms)}};
-    j["unpriced"] = UnpricedJson(r.unpriced);
-    if (goals) j["total"]["target_source"] = source_of(r.total);
-    return j.dump(2) + "\n";
+namespace {
+
+// The pool of `row` when `r` is grouped by pool and `row` is not its total; else none
+// (the fleet's target applies).
+std::optional<std::string_view> PoolOf(const ledger::UsageReport& r, const UsageRow& row) {
+  auto at = std::find(r.by.begin(), r.by.end(), ledger::Dimension::kPool);
+  if (at == r.by.end() || &row == &r.total) return std::nullopt;
+  return row.key[static_cast<size_t>(at - r.by.begin())];
+}
+// The target `row` is held to, and where it was set (the config's FILE:LINE, a flag, or
+// the default).
+double TargetOf(const ledger::UsageReport& r, const Goals& goals, const UsageRow& row) {
+  auto pool = PoolOf(r, row);
+  return pool ? goals.TargetFor(*pool) : goals.fleet_target;
+}
+std::string TargetSourceOf(const ledger::UsageReport& r, const Goals& goals, const UsageRow& row) {
+  auto pool = PoolOf(r, row);
+  return pool ? goals.TargetSourceFor(*pool) : goals.fleet_target_source;
+}
+
+}  // namespace
+
+nlohmann::json UsageJson(const ledger::UsageReport& r, const Goals* goals) {
+  nlohmann::json j;
+  j["window"] = {{"from", FormatTime(r.window.begin_ms)}, {"to", FormatTime(r.window.end_ms)}};
+  nlohmann::json by = nlohmann::json::array();
+  for (auto d : r.by) by.push_back(ledger::DimensionName(d));
+  j["by"] = by;
+  AddCurrencyJson(j, r.currency);
+  j["rows"] = nlohmann::json::array();
+  for (const auto& row : r.rows) {
+    j["rows"].push_back(RowJson(row, r.by));
+    if (goals) j["rows"].back()["target"] = TargetOf(r, *goals, row);
+    if (goals) j["rows"].back()["target_source"] = TargetSourceOf(r, *goals, row);
   }
+  j["total"] = RowJson(r.total, r.by);
+  if (goals) j["total"]["target"] = TargetOf(r, *goals, r.total);
+  j["requested"] = {{"from", FormatTime(r.requested.begin_ms)}, {"to", FormatTime(r.requested.end_ms)}};
+  j["unpriced"] = UnpricedJson(r.unpriced);
+  if (goals) j["total"]["target_source"] = TargetSourceOf(r, *goals, r.total);
+  return j;
+}
+
+std::string RenderUsage(const ledger::UsageReport& r, Format f, const Goals* goals) {
+  if (f == Format::kJson) return UsageJson(r, goals).dump(2) + "\n";
   if (f == Format::kCsv) {
     std::string out;
     for (auto d : r.by) out += std::string(ledger::DimensionName(d)) + ",";
@@ -214,7 +230,7 @@ std::string RenderUsage(const ledger::UsageReport& r, Format f, const Goals* goa
   rows.push_back(header);
   auto cells = [&](const UsageRow& row) {
     std::vector<std::string> c = UsageCells(row);
-    if (goals) c.push_back(Percent(target_of(row)));
+    if (goals) c.push_back(Percent(TargetOf(r, *goals, row)));
     return c;
   };
   for (const auto& row : r.rows) rows.push_back(cells(row));

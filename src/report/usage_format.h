@@ -24,6 +24,8 @@ Result<Format> ParseFormat(std::string_view text);
 // "target_source", the table's "target" column and a last line, Goals::Describe, saying
 // where each target was set).
 std::string RenderUsage(const ledger::UsageReport& r, Format f, const Goals* goals = nullptr);
+// The JSON rendering's document, for callers that add to it (the API's page fields).
+nlohmann::json UsageJson(const ledger::UsageReport& r, const Goals* goals = nullptr);
 std::string RenderChargeback(const ledger::ChargebackReport& r, Format f);
 
 // Every rendering names its money's currency (core/currency.h): JSON as "currency" (the

@@ -7,6 +7,7 @@
 
 #include "ledger/actions.h"
 #include "report/actions_format.h"
+#include "server/pages.h"
 
 namespace gpuledger::server {
 
@@ -50,7 +51,7 @@ HttpReply ActionsReply(const QueryContext& q, const QueryParams& params) {
   }
   HttpReply reply{200, type, std::move(body)};
   // Every format carries the cursor in a header too (CSV and text have no place for it).
-  if (!page->next.empty()) reply.headers.emplace_back("Gpuledger-Next-After", page->next);
+  if (!page->next.empty()) reply.headers.emplace_back(std::string(kNextPageHeader), page->next);
   return reply;
 }
 

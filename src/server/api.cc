@@ -15,6 +15,7 @@
 #include "report/experiments_format.h"
 #include "report/usage_format.h"
 #include "report/weekly.h"
+#include "server/pages.h"
 #include "store/store.h"
 
 namespace gpuledger::server {
@@ -214,6 +215,8 @@ HttpReply FleetReply(const QueryContext& q) {
 }
 
 HttpReply UsageReply(const QueryContext& q, const QueryParams& params) {
+  auto page = PageFrom(params, "usage", q.who, {"window", "from", "to", "by"});
+  if (!page.ok()) return ErrorReply(page.status());
   auto window = WindowFrom(params, q.now_ms, q.data_end_ms);
   if (!window.ok()) return ErrorReply(window.status());
   auto by = ledger::ParseDimensions(Param(params, "by", "team"));
@@ -225,6 +228,8 @@ HttpReply UsageReply(const QueryContext& q, const QueryParams& params) {
   bool hourly = std::find(by->begin(), by->end(), ledger::Dimension::kHour) != by->end();
   TimeRange work = *window;
   if (hourly && !DataWindow(q, *window).empty()) work = DataWindow(q, *window);
+  // A later page covers the first page's window, wherever the data have moved since.
+  if (page->after) work = page->after->window;
   std::vector<ledger::Dimension> dims = *by;
   if (q.who.role != Role::kAdmin && std::find(dims.begin(), dims.end(), ledger::Dimension::kTeam) == dims.end()) {
     dims.push_back(ledger::Dimension::kTeam);  // ScopedUsage groups a viewer's rows by team too
@@ -235,9 +240,25 @@ HttpReply UsageReply(const QueryContext& q, const QueryParams& params) {
   auto r = q.ledger.ScopedUsage(work, *by, ScopeOf(q.who));
   if (!r.ok()) return ErrorReply(r.status());
   r->requested = *window;
+  auto cut = CutPage(*page, UsageDigest(*r), r->window, r->rows.size());
+  if (!cut.ok()) return ErrorReply(cut.status());
+  // The page's rows; the total stays the whole answer's.
+  r->rows.erase(r->rows.begin() + static_cast<std::ptrdiff_t>(cut->end), r->rows.end());
+  r->rows.erase(r->rows.begin(), r->rows.begin() + static_cast<std::ptrdiff_t>(cut->begin));
   // Grouped by pool, each row carries the target it is held to.
   bool by_pool = std::find(by->begin(), by->end(), ledger::Dimension::kPool) != by->end();
-  return {200, ContentType(*format), report::RenderUsage(*r, *format, by_pool ? q.goals : nullptr)};
+  const Goals* goals = by_pool ? q.goals : nullptr;
+  HttpReply reply{200, ContentType(*format), {}};
+  if (*format == report::Format::kJson) {
+    json out = report::UsageJson(*r, goals);
+    AddPageJson(out, *page, *cut);
+    reply.body = out.dump(2) + "\n";
+  } else {
+    reply.body = report::RenderUsage(*r, *format, goals);
+  }
+  // Every format carries the cursor in a header too (CSV and text have no place for it).
+  if (!cut->next.empty()) reply.headers.emplace_back(std::string(kNextPageHeader), cut->next);
+  return reply;
 }
 
 namespace {

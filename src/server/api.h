@@ -124,12 +124,15 @@ HttpReply BudgetsReply(const QueryContext& q, const QueryParams& params);
 // quota the caller may see (a viewer: its teams' team quotas), judged by
 // ledger::JudgeQuotas, as report::QuotasJson writes it. A bad period is 400.
 HttpReply QuotasReply(const QueryContext& q, const QueryParams& params);
-// GET /api/v1/quotas/drift: each hard quota's Slurm account limit against what Slurm
-// enforces, read with `sacctmgr` through `run` (actuators::SyncSlurmLimits, never
-// pushing): {"drift": bool, "accounts": [{"account", "quota_gpu_minutes",
+// GET /api/v1/quotas/drift?refresh=1 (admin): each hard quota's Slurm account limit against
+// what Slurm enforces, read with `sacctmgr` through `slurm` (single flight, reused for
+// SlurmLimitsCache::kDefaultTtlMs unless an admin asks refresh=1; never pushing):
+// {"drift": bool, "read_at", "accounts": [{"account", "quota_gpu_minutes",
 // "slurm_gpu_minutes", "state", "source"}], "left_out": [...]}. A viewer sees its teams'
-// accounts and no left_out. 501 when `run` is null; sacctmgr failing is 503.
-HttpReply QuotaDriftReply(const QueryContext& q, const actuators::CommandRunner& run, const std::string& sacctmgr);
+// accounts and no left_out; its refresh=1 is 403. 501 when `slurm` is null; sacctmgr
+// failing is 503.
+class SlurmLimitsCache;  // server/slurm_limits_cache.h
+HttpReply QuotaDriftReply(const QueryContext& q, SlurmLimitsCache* slurm, const QueryParams& params);
 // A job's hourly series over `span` (its life, clipped to its last 30 days, and to its
 // latest hours that fit the query budget on a fleet too large for 30 days):
 // {"from","to","step_seconds","times","gpu_hours","cost","effective_utilization",...}.

@@ -26,7 +26,8 @@ Result<HttpResponse> Do(const std::string& base_url, const HttpRequestOptions& o
   for (const auto& [k, v] : options.headers) headers.emplace(k, v);
   httplib::Result res = call(client, headers);
   if (!res) return Unavailable(fmt::format("{}: {}", base_url, httplib::to_string(res.error())));
-  return HttpResponse{res->status, res->get_header_value("Content-Type"), res->body};
+  return HttpResponse{res->status, res->get_header_value("Content-Type"), res->body,
+                      res->get_header_value("Gpuledger-Next-After")};
 }
 
 }  // namespace

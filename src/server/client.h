@@ -16,6 +16,9 @@ struct HttpResponse {
   int status = 0;
   std::string content_type;
   std::string body;
+  // A paged answer's cursor of its next page (the Gpuledger-Next-After header): "" on the
+  // last page, or when the answer is not paged.
+  std::string next_after;
 };
 
 struct HttpRequestOptions {

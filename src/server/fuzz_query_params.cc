@@ -1,10 +1,11 @@
 // libFuzzer target for the query API's parameters (built with -DGPULEDGER_FUZZ=ON and
-// clang): window, from/to, step, by, limit, format, period, week, team and job ids, fed
-// to the handlers themselves (no HTTP) over a small fleet. The first byte picks the
-// endpoint; the rest is a query string "k=v&k=v", or for the job endpoints the job id
-// and then a query string after a NUL. Beyond "no crash, no sanitizer report" it checks
-// that no input is answered 500 (every bad parameter is the caller's error: 4xx) and
-// that every JSON answer parses. The budget is kept small so that no input is slow.
+// clang): window, from/to, step, by, limit, after (a page's cursor), format, period,
+// week, team and job ids, fed to the handlers themselves (no HTTP) over a small fleet.
+// The first byte picks the endpoint; the rest is a query string "k=v&k=v", or for the
+// job endpoints the job id and then a query string after a NUL. Beyond "no crash, no
+// sanitizer report" it checks that no input is answered 500 (every bad parameter is the
+// caller's error: 4xx) and that every JSON answer parses. The budget is kept small so
+// that no input is slow.
 #include <nlohmann/json.hpp>
 
 #include <cstddef>

@@ -16,15 +16,18 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <thread>
 #include <tuple>
 #include <vector>
 
+#include "agent/slurm.h"
 #include "server/client.h"
 #include "server/metrics.h"
 #include "server/server.h"
+#include "server/slurm_limits_cache.h"
 #include "server/test_support.h"
 #include "ledger/store_access.h"
 #include "wire/batch.h"
@@ -781,6 +784,219 @@ TEST_F(HardeningTest, IngestStaysFastWhileLongQueriesRun) {
   EXPECT_LT(p99, 2'000) << "p50 " << latencies[latencies.size() / 2] << " ms, " << queries << " queries";
   std::printf("ingest latency while queries ran: p50 %.1f ms, max %.1f ms; %d queries in %.0f ms\n",
               latencies[latencies.size() / 2], p99, queries.load(), query_ms / 2);
+}
+
+// Item 1, "stream or page large answers": /usage and /series answer `limit` groups a
+// page with a cursor to the next. Read page by page until `next` is absent, every group
+// comes once and the groups' money adds up to the answer's total to the micro-unit.
+// Sums the money of `rows` (usage rows) per bucket, exactly.
+std::map<std::string, Money> SumUsageCost(const json& rows) {
+  std::map<std::string, Money> sum;
+  for (const json& row : rows) {
+    for (const auto& [bucket, v] : row["buckets"].items()) sum[bucket] += *Money::Parse(v["cost"].get<std::string>());
+    sum["total"] += *Money::Parse(row["cost"].get<std::string>());
+  }
+  return sum;
+}
+std::map<std::string, Money> UsageCostOf(const json& row) { return SumUsageCost(json::array({row})); }
+
+TEST_F(HardeningTest, UsageAnswersAPageAtATimeAndThePagesAddUpToTheTotal) {
+  const std::string query = "/api/v1/usage?window=24h&by=hour,device";
+  json whole = GetJson(query + "&limit=5000", admin_);
+  ASSERT_EQ(whole["rows"].size(), 96u);  // 24 hours x 4 GPUs
+  EXPECT_TRUE(whole["next"].is_null());
+  // No limit: the default page of 1,000 holds this answer whole, as before paging.
+  json unlimited = GetJson(query, admin_);
+  EXPECT_EQ(unlimited["limit"], 1000);
+  EXPECT_EQ(unlimited["rows"], whole["rows"]);
+
+  std::vector<json> rows;
+  std::string after;
+  json first;
+  int pages = 0;
+  for (; pages < 30; ++pages) {
+    json page = GetJson(query + "&limit=7" + (after.empty() ? "" : "&after=" + UrlEncode(after)), admin_);
+    ASSERT_TRUE(page.is_object());
+    if (pages == 0) first = page;
+    EXPECT_LE(page["rows"].size(), 7u);
+    EXPECT_EQ(page["total"], whole["total"]);  // every page carries the whole answer's total
+    EXPECT_EQ(page["window"], first["window"]);
+    for (const json& r : page["rows"]) rows.push_back(r);
+    if (page["next"].is_null()) break;
+    after = page["next"];
+  }
+  EXPECT_EQ(pages + 1, 14);  // 96 rows, 7 a page
+  // Each group once, in the answer's order, and the pages' money is the total's.
+  EXPECT_EQ(json(rows), whole["rows"]);
+  std::set<std::string> keys;
+  for (const json& r : rows) keys.insert(r["group"].dump());
+  EXPECT_EQ(keys.size(), 96u);
+  EXPECT_EQ(SumUsageCost(json(rows)), UsageCostOf(whole["total"]));
+  EXPECT_GT(UsageCostOf(whole["total"])["total"], Money());
+
+  // A viewer's pages: its team's rows on every page, and together its whole answer.
+  const std::string mine = "/api/v1/usage?window=24h&by=hour,team";
+  json viewer_whole = GetJson(mine + "&limit=5000", viewer_);
+  ASSERT_EQ(viewer_whole["rows"].size(), 24u);
+  std::vector<json> viewer_rows;
+  after.clear();
+  for (int page = 0; page < 30; ++page) {
+    json j = GetJson(mine + "&limit=5" + (after.empty() ? "" : "&after=" + UrlEncode(after)), viewer_);
+    for (const json& r : j["rows"]) {
+      EXPECT_EQ(r["group"]["team"], "alpha") << r.dump();
+      viewer_rows.push_back(r);
+    }
+    if (j["next"].is_null()) break;
+    after = j["next"];
+  }
+  EXPECT_EQ(json(viewer_rows), viewer_whole["rows"]);
+  // The admin's cursor is not the viewer's: the scope is part of the query.
+  HttpResponse admin_cursor = Get(mine + "&limit=5&after=" +
+                                      UrlEncode(GetJson(mine + "&limit=5", admin_)["next"].get<std::string>()),
+                                  viewer_);
+  EXPECT_EQ(admin_cursor.status, 400) << admin_cursor.body;
+
+  // Bad limits and cursors name the parameter; a cursor of another query is refused.
+  std::string next = first["next"];
+  std::string edited = next;
+  edited[edited.size() - 18] = edited[edited.size() - 18] == '7' ? '8' : '7';  // the offset
+  for (const std::string& bad : {query + "&limit=0", query + "&limit=5001", query + "&limit=5abc",
+                                 query + "&limit=7&after=x", query + "&limit=7&after=" + UrlEncode(edited),
+                                 "/api/v1/usage?window=24h&by=device&limit=7&after=" + UrlEncode(next),
+                                 "/api/v1/usage?window=12h&by=hour,device&limit=7&after=" + UrlEncode(next),
+                                 "/api/v1/series?window=24h&by=device&limit=7&after=" + UrlEncode(next)}) {
+    HttpResponse r = Get(bad, admin_);
+    EXPECT_EQ(r.status, 400) << bad << ": " << r.body;
+    std::string named = bad.find("after=") != std::string::npos ? "after" : "limit";
+    EXPECT_NE(json::parse(r.body)["message"].get<std::string>().find(named), std::string::npos) << r.body;
+  }
+  // CSV and text pages carry the cursor in a header.
+  auto csv = HttpGet(h_->url(), query + "&limit=7&format=csv", HttpRequestOptions{.token = admin_});
+  ASSERT_TRUE(csv.ok());
+  EXPECT_EQ(csv->next_after, next);
+}
+
+// A trailing window does not move on with the data between pages; data arriving inside
+// the window between pages changes the answer, and its next page is refused (409), not
+// shifted.
+TEST_F(HardeningTest, UsagePagesKeepTheirWindowAndRefuseAnAnswerThatChanged) {
+  const std::string query = "/api/v1/usage?window=24h&by=hour,device&limit=50";
+  json first = GetJson(query, admin_);
+  ASSERT_FALSE(first["next"].is_null());
+  // One more minute of data for every GPU, after the window's end.
+  Batch later = MakeBatch("later-a", "anode", 2, kNow, 1, "alpha", /*declare=*/false);
+  Batch later_b = MakeBatch("later-b", "bnode", 2, kNow, 1, "bravo", /*declare=*/false);
+  ASSERT_TRUE(h_->ledger->Ingest(later).ok());
+  ASSERT_TRUE(h_->ledger->Ingest(later_b).ok());
+  EXPECT_NE(GetJson(query, admin_)["window"], first["window"]);  // a new read covers the new minute
+  json second = GetJson(query + "&after=" + UrlEncode(first["next"].get<std::string>()), admin_);
+  EXPECT_EQ(second["window"], first["window"]);
+  EXPECT_EQ(second["total"], first["total"]);
+  EXPECT_EQ(first["rows"].size() + second["rows"].size(), 96u);
+  EXPECT_TRUE(second["next"].is_null());
+  // A GPU's samples inside the window, arriving after the first page.
+  json again = GetJson(query, admin_);
+  ASSERT_TRUE(h_->ledger->Ingest(MakeBatch("late", "cnode", 1, kStart + kMsPerHour, 30, "alpha")).ok());
+  HttpResponse changed = Get(query + "&after=" + UrlEncode(again["next"].get<std::string>()), admin_);
+  EXPECT_EQ(changed.status, 409) << changed.body;
+  EXPECT_NE(changed.body.find("read it again from the first page"), std::string::npos) << changed.body;
+}
+
+TEST_F(HardeningTest, SeriesAnswerAPageOfGroupsAtATimeAndTheGroupsAddUpToTheTotal) {
+  const std::string query = "/api/v1/series?window=24h&by=device";
+  json whole = GetJson(query, admin_);
+  ASSERT_EQ(whole["groups"].size(), 4u);
+  EXPECT_TRUE(whole["next"].is_null());
+  std::vector<json> groups;
+  std::string after;
+  int pages = 0;
+  for (; pages < 10; ++pages) {
+    json page = GetJson(query + "&limit=3" + (after.empty() ? "" : "&after=" + UrlEncode(after)), admin_);
+    EXPECT_LE(page["groups"].size(), 3u);
+    EXPECT_EQ(page["total"], whole["total"]);
+    EXPECT_EQ(page["times"], whole["times"]);
+    for (const json& g : page["groups"]) groups.push_back(g);
+    if (page["next"].is_null()) break;
+    after = page["next"];
+  }
+  EXPECT_EQ(pages + 1, 2);
+  EXPECT_EQ(json(groups), whole["groups"]);
+  // Step by step and bucket by bucket, the groups' money is the fleet's.
+  size_t steps = whole["times"].size();
+  ASSERT_GT(steps, 0u);
+  for (const auto& [bucket, values] : whole["total"]["cost"].items()) {
+    for (size_t i = 0; i < steps; ++i) {
+      Money sum;
+      for (const json& g : groups) sum += *Money::Parse(g["cost"][bucket][i].get<std::string>());
+      EXPECT_EQ(sum, *Money::Parse(values[i].get<std::string>())) << bucket << " step " << i;
+    }
+  }
+  // A viewer's pages hold its teams' groups only.
+  json viewer = GetJson("/api/v1/series?window=24h&by=team&limit=1", viewer_);
+  ASSERT_EQ(viewer["groups"].size(), 1u);
+  EXPECT_EQ(viewer["groups"][0]["key"], json({"alpha"}));
+  EXPECT_TRUE(viewer["next"].is_null());
+  // Another step is another query.
+  json page = GetJson(query + "&limit=3", admin_);
+  HttpResponse other = Get("/api/v1/series?window=24h&by=device&step=2h&limit=3&after=" +
+                               UrlEncode(page["next"].get<std::string>()), admin_);
+  EXPECT_EQ(other.status, 400) << other.body;
+}
+
+// GET /api/v1/quotas/drift runs sacctmgr, which may take seconds, and viewers may call
+// it: eight callers at once must share one run, and its answer is reused for the cache
+// time. sacctmgr is a stand-in on PATH here (a shell script that counts its runs and
+// sleeps a second, so that the eight requests overlap it), run through the same runner
+// `gpuledger serve` uses; the real one is read in actuators' slurmdbd test.
+TEST_F(HardeningTest, SlurmDriftIsReadOnceForConcurrentCallersAndReusedForItsCacheTime) {
+  const std::string bin = dir_.File("bin"), runs = dir_.File("sacctmgr-runs");
+  std::filesystem::create_directories(bin);
+  {
+    std::ofstream script(bin + "/sacctmgr");
+    script << "#!/bin/sh\necho run >> '" << runs << "'\nsleep 1\necho 'alpha||gres/gpu=600'\n";
+  }
+  std::filesystem::permissions(bin + "/sacctmgr", std::filesystem::perms::owner_all);
+  const char* old_path = std::getenv("PATH");
+  std::string saved = old_path ? old_path : "";
+  setenv("PATH", (bin + ":" + saved).c_str(), 1);
+  ServerOptions o;
+  o.quotas = {QuotaSpec{.name = "alpha", .mode = QuotaMode::kHard, .gpu_hours = 10, .source = "q.toml:1"}};
+  o.slurm_runner = [](const std::vector<std::string>& argv) { return agent::RunCommand(argv, 30'000); };
+  Start(o);
+  auto count_runs = [&] {
+    std::string text = testing::ReadFileOrEmpty(runs);
+    return std::count(text.begin(), text.end(), '\n');
+  };
+  auto eight_at_once = [&] {
+    std::vector<json> answers(8);
+    std::vector<std::thread> callers;
+    for (size_t i = 0; i < answers.size(); ++i) {
+      callers.emplace_back([&, i] { answers[i] = GetJson("/api/v1/quotas/drift", i % 2 ? viewer_ : admin_); });
+    }
+    for (auto& t : callers) t.join();
+    return answers;
+  };
+  std::vector<json> first = eight_at_once();
+  EXPECT_EQ(count_runs(), 1);
+  for (const json& a : first) {
+    ASSERT_TRUE(a.is_object()) << a.dump();
+    EXPECT_EQ(a["read_at"], FormatTime(kNow));
+    EXPECT_EQ(a["accounts"][0]["state"], "in_force") << a.dump();
+  }
+  // Within the cache time: the same read, no run.
+  clock_.Advance(SlurmLimitsCache::kDefaultTtlMs - 1);
+  EXPECT_EQ(GetJson("/api/v1/quotas/drift", viewer_)["read_at"], FormatTime(kNow));
+  EXPECT_EQ(count_runs(), 1);
+  // After it: one more run for the next eight.
+  clock_.Advance(1);
+  std::vector<json> second = eight_at_once();
+  EXPECT_EQ(count_runs(), 2);
+  for (const json& a : second) EXPECT_EQ(a["read_at"], FormatTime(kNow + SlurmLimitsCache::kDefaultTtlMs));
+  // An admin may read now; a viewer may not make the server do so.
+  EXPECT_EQ(Get("/api/v1/quotas/drift?refresh=1", viewer_).status, 403);
+  EXPECT_EQ(GetJson("/api/v1/quotas/drift?refresh=1", admin_)["drift"], false);
+  EXPECT_EQ(count_runs(), 3);
+  setenv("PATH", saved.c_str(), 1);
 }
 
 }  // namespace

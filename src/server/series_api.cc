@@ -14,6 +14,7 @@
 #include "ledger/targets.h"
 #include "report/usage_format.h"
 #include "server/api.h"
+#include "server/pages.h"
 #include "store/store.h"
 
 namespace gpuledger::server {
@@ -42,15 +43,16 @@ struct StepAxis {
 };
 
 // The window (default `fallback`, e.g. 7d) and the step (default 1h, a whole number of
-// hours) of a series request.
+// hours) of a series request; `pinned`, when not null, is the window instead (a later
+// page's: its first page's window).
 Result<std::pair<TimeRange, StepAxis>> WindowAndSteps(const QueryParams& params, const QueryContext& q,
-                                                      const std::string& fallback) {
+                                                      const std::string& fallback, const TimeRange* pinned = nullptr) {
   QueryParams p = params;
   if (!p.count("window") && !p.count("from")) p["window"] = fallback;
   GPULEDGER_ASSIGN_OR_RETURN(TimeRange asked, WindowFrom(p, q.now_ms, q.data_end_ms));
   // Only the hours that hold data have steps: a window from 2000 to 2199 is the data's
   // span, and one that misses the data has none.
-  TimeRange window = DataWindow(q, asked);
+  TimeRange window = pinned != nullptr ? *pinned : DataWindow(q, asked);
   auto step = ParseDuration(Param(p, "step", "1h"));
   if (!step.ok()) return step.status().WithContext("step");
   if (*step <= 0 || *step % kMsPerHour != 0) {
@@ -111,6 +113,25 @@ json SeriesJson(const Series& s) {
           {"cost", std::move(cost)},
           {"effective_utilization", std::move(eff)},
           {"allocated_efficiency", std::move(alloc)}};
+}
+
+// The digest of a series answer (pages.h): its window, every group's key and figures in
+// order, and the fleet's.
+uint64_t SeriesDigest(const TimeRange& window, const std::vector<const std::pair<const std::vector<std::string>, Series>*>& order,
+                      const Series& total) {
+  Digest d;
+  d.Add(window.begin_ms).Add(window.end_ms).Add(static_cast<int64_t>(order.size()));
+  auto add = [&](const Series& s) {
+    for (size_t i = 0; i < s.ticks.size(); ++i) {
+      for (size_t b = 0; b < kBucketCount; ++b) d.Add(s.ticks[i][b]).Add(s.cost[i][b].micros());
+    }
+  };
+  for (const auto* g : order) {
+    for (const std::string& k : g->first) d.Add(k);
+    add(g->second);
+  }
+  add(total);
+  return d.value();
 }
 
 // Parses the hour keys of a report grouped by hour first, once per distinct hour.
@@ -201,7 +222,9 @@ HttpReply InfoReply(const QueryContext& q) {
 }
 
 HttpReply SeriesReply(const QueryContext& q, const QueryParams& params) {
-  auto wa = WindowAndSteps(params, q, "7d");
+  auto page = PageFrom(params, "series", q.who, {"window", "from", "to", "by", "step"});
+  if (!page.ok()) return ErrorReply(page.status());
+  auto wa = WindowAndSteps(params, q, "7d", page->after ? &page->after->window : nullptr);
   if (!wa.ok()) return ErrorReply(wa.status());
   // Named references, not a structured binding: lambdas below use them (clang 14 refuses
   // to capture a binding, and CI's fuzz build compiles this with clang).
@@ -253,11 +276,15 @@ HttpReply SeriesReply(const QueryContext& q, const QueryParams& params) {
   for (const auto& g : groups) order.push_back(&g);
   std::stable_sort(order.begin(), order.end(),
                    [](auto* a, auto* b) { return a->second.total_cost > b->second.total_cost; });
+  // A page of the groups (pages.h); the fleet's total is on every page.
+  auto cut = CutPage(*page, SeriesDigest(window, order, total), window, order.size());
+  if (!cut.ok()) return ErrorReply(cut.status());
 
   bool by_pool = by.size() == 1 && by[0] == Dimension::kPool;
   double fleet_target = q.goals ? q.goals->fleet_target : 0.6;
   json list = json::array();
-  for (const auto* g : order) {
+  for (size_t i = cut->begin; i < cut->end; ++i) {
+    const auto* g = order[i];
     json o = SeriesJson(g->second);
     o["key"] = g->first;
     o["target"] = by_pool && q.goals ? json(q.goals->TargetFor(g->first[0])) : json(nullptr);
@@ -275,7 +302,10 @@ HttpReply SeriesReply(const QueryContext& q, const QueryParams& params) {
   report::AddCurrencyJson(out, q.ledger.options().currency);
   out["total"] = std::move(t);
   out["groups"] = std::move(list);
-  return Json(out);
+  AddPageJson(out, *page, *cut);
+  HttpReply reply = Json(out);
+  if (!cut->next.empty()) reply.headers.emplace_back(std::string(kNextPageHeader), cut->next);
+  return reply;
 }
 
 HttpReply HeatmapReply(const QueryContext& q, const QueryParams& params) {

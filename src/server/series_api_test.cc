@@ -12,6 +12,7 @@
 #include "dashboard/dashboard.h"
 #include "server/client.h"
 #include "server/server.h"
+#include "server/slurm_limits_cache.h"
 #include "server/test_support.h"
 #include "server/whatif_api.h"
 #include "wire/batch.h"
@@ -347,14 +348,22 @@ TEST_F(SeriesApiTest, QuotaDriftSetsTheHardQuotasBesideWhatSlurmEnforcesAndAView
   json v = GetJson("/api/v1/quotas/drift", viewer_);
   ASSERT_EQ(v["accounts"].size(), 1u);
   EXPECT_EQ(v["accounts"][0]["account"], "alpha");
-  // The limit pushed: in force, no drift.
+  EXPECT_EQ(v["read_at"], a["read_at"]);  // the admin's read, reused within the cache time
+  EXPECT_EQ(a["read_at"], FormatTime(kNow));
+  // The limit pushed: in force, no drift, once the cached read has aged out.
   slurm_text_ = "alpha||gres/gpu=600\n";
+  EXPECT_EQ(GetJson("/api/v1/quotas/drift", admin_)["drift"], true);  // still the cached read
+  clock_.Advance(SlurmLimitsCache::kDefaultTtlMs);
   json ok = GetJson("/api/v1/quotas/drift", admin_);
   EXPECT_EQ(ok["drift"], false);
   EXPECT_EQ(ok["accounts"][0]["state"], "in_force");
-  // Slurm not answering is the server's trouble: 503, with sacctmgr's words.
+  EXPECT_EQ(ok["read_at"], FormatTime(kNow + SlurmLimitsCache::kDefaultTtlMs));
+  // Slurm not answering is the server's trouble: 503, with sacctmgr's words (an admin's
+  // refresh=1 reads now; a viewer may not ask for it).
   slurm_error_ = "sacctmgr: error: Problem talking to the database";
-  HttpResponse down = GetRaw("/api/v1/quotas/drift", admin_);
+  EXPECT_EQ(GetRaw("/api/v1/quotas/drift?refresh=1", viewer_).status, 403);
+  EXPECT_EQ(GetRaw("/api/v1/quotas/drift?refresh=yes", admin_).status, 400);
+  HttpResponse down = GetRaw("/api/v1/quotas/drift?refresh=1", admin_);
   EXPECT_EQ(down.status, 503);
   EXPECT_THAT(json::parse(down.body)["message"].get<std::string>(),
               HasSubstr("reading Slurm's limits: sacctmgr: error: Problem talking to the database"));

@@ -22,6 +22,7 @@
 #include "server/connections.h"
 #include "server/actions_api.h"
 #include "server/objectives_api.h"
+#include "server/slurm_limits_cache.h"
 #include "server/whatif_api.h"
 #include "wire/batch.h"
 #include "wire/prometheus/remote_write.h"
@@ -192,6 +193,9 @@ struct Server::Impl {
   std::optional<int64_t> fleet_metrics_at_ms GUARDED_BY(metrics_mu);  // steady clock
   Semaphore decompressions{options.max_concurrent_decompressions};
   std::unique_ptr<ConnectionGuard> guard;  // from Start
+  // /api/v1/quotas/drift's reads of Slurm (null without options.slurm_runner).
+  std::unique_ptr<SlurmLimitsCache> slurm_limits =
+      options.slurm_runner ? std::make_unique<SlurmLimitsCache>(options.slurm_runner, options.sacctmgr, clock) : nullptr;
 
   // Whether the store's writes fail (the disk full, an I/O error): by what failed, since
   // when and why. Reads go on; /healthz says degraded.
@@ -648,7 +652,7 @@ struct Server::Impl {
              }));
     Get("/api/v1/quotas/drift", route("quotas_drift", [this](const auto& req, auto& res) {
                Query(req, res, kReaders, [&](const QueryContext& q) {
-                 return QuotaDriftReply(q, options.slurm_runner, options.sacctmgr);
+                 return QuotaDriftReply(q, slurm_limits.get(), Params(req));
                });
              }));
     Get("/api/v1/waste", route("waste", [this](const auto& req, auto& res) {

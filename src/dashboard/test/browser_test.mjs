@@ -602,6 +602,19 @@ async function adminChecks(browser, base, token, call, outDir, viewerTeam) {
   await waitReady(page, '#/jobs');
   const byJob = (await call('/api/v1/usage', {from: w.from, to: w.to, by: 'job'})).json;
   const jobs = (await call('/api/v1/jobs')).json.jobs;
+  // The page's reader of paged answers, a few rows (and one series) a page: put together,
+  // the pages are the answer read whole, row for row.
+  const paged = await page.evaluate(async (q) => {
+    const api = await import('/assets/api.js');
+    const usage = await api.getUsage(q, 3);
+    const series = await api.getOptionalSeries({from: q.from, to: q.to, by: 'pool'}, 1);
+    return {rows: usage.rows, next: usage.next, groups: series.groups};
+  }, {from: w.from, to: w.to, by: 'job'});
+  const poolSeries = (await call('/api/v1/series', {from: w.from, to: w.to, by: 'pool'})).json;
+  check(byJob.rows.length > 3 && JSON.stringify(paged.rows) === JSON.stringify(byJob.rows) && paged.next === null, where,
+    `usage by job read 3 rows a page: ${paged.rows.length} rows, whole ${byJob.rows.length}`);
+  check(poolSeries.groups.length > 1 && JSON.stringify(paged.groups) === JSON.stringify(poolSeries.groups), where,
+    `series by pool read a group a page: ${paged.groups.length} groups, whole ${poolSeries.groups.length}`);
   const withUsage = byJob.rows.filter((r) => r.gpu_hours > 0 && jobs.some((j) => j.id === r.group.job));
   const ranked = [...withUsage].sort((a, b) => Number(b.cost) - Number(a.cost)).slice(0, 10);
   for (const r of ranked) {

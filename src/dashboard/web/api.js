@@ -73,15 +73,21 @@ export async function getText(path, params = {}) {
   return text;
 }
 
-// The same request, answering null instead of rejecting when the server does not have
-// the endpoint (404 from an older server); other errors still reject.
-export async function getOptional(path, params) {
+// `promise`'s answer, or null when the server does not have the endpoint (404 from an
+// older server); other errors still reject.
+async function nullIfMissing(promise) {
   try {
-    return await getJson(path, params);
+    return await promise;
   } catch (e) {
     if (e instanceof ApiError && e.status === 404) return null;
     throw e;
   }
+}
+
+// The same request, answering null instead of rejecting when the server does not have
+// the endpoint (404 from an older server); other errors still reject.
+export function getOptional(path, params) {
+  return nullIfMissing(getJson(path, params));
 }
 
 // Every job the token may see: /api/v1/jobs answers a page at a time (`next`).
@@ -96,18 +102,51 @@ export async function getAllJobs() {
   return {jobs};
 }
 
-// Every page of /api/v1/actions for `params` (a window, filters), in order: the audit log
-// answers at most `limit` decisions a page, with `next` for the rest, and each page's
-// totals are of that page only.
-export async function getAllActionPages(params) {
-  const pages = [];
-  let after = null;
-  do {
-    const page = await getJson('/api/v1/actions', {...params, limit: 5000, after});
-    pages.push(page);
-    after = page.next || null;
-  } while (after);
-  return pages;
+// Every page of a paged endpoint (`path`: /api/v1/actions, /usage, /series) for `params`,
+// in order: each answers at most `limit` items a page, with `next` for the rest (null on
+// the last). /usage and /series refuse a page of an answer that changed since its first
+// page (409: data arrived inside the window meanwhile): the read starts again, a few times.
+// `pageSize`: the items asked for a page (the server's most by default).
+export async function getAllPages(path, params, pageSize = 5000) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const pages = [];
+      let after = null;
+      do {
+        const page = await getJson(path, {...params, limit: pageSize, after});
+        pages.push(page);
+        after = page.next || null;
+      } while (after);
+      return pages;
+    } catch (e) {
+      if (!(e instanceof ApiError && e.status === 409) || attempt >= 2) throw e;
+    }
+  }
+}
+
+// Every page of /api/v1/actions: each page's totals are of that page only.
+export function getAllActionPages(params) {
+  return getAllPages('/api/v1/actions', params);
+}
+
+// One answer of every page of `path`: the last page's fields (every page carries the
+// whole answer's total), with the `list` of every page in order.
+async function getWhole(path, params, list, pageSize) {
+  const pages = await getAllPages(path, params, pageSize);
+  const whole = {...pages[pages.length - 1]};
+  whole[list] = pages.flatMap((p) => p[list] || []);
+  return whole;
+}
+
+// /api/v1/usage, every row of the answer (it answers a page of rows at a time).
+export function getUsage(params, pageSize) {
+  return getWhole('/api/v1/usage', params, 'rows', pageSize);
+}
+
+// /api/v1/series, every group of the answer, or null when the server does not have the
+// endpoint (404 from an older server).
+export function getOptionalSeries(params, pageSize) {
+  return nullIfMissing(getWhole('/api/v1/series', params, 'groups', pageSize));
 }
 
 export function jobPath(id) {
@@ -202,7 +241,7 @@ export async function loadInfo() {
   for (const d of fleet.devices || []) {
     if (d.last_sample && (!last || d.last_sample > last)) last = d.last_sample;
   }
-  const usage = await getJson('/api/v1/usage', {window: '30d', by: 'team'});
+  const usage = await getUsage({window: '30d', by: 'team'});
   const teams = (usage.rows || []).filter((r) => !r.no_job).map((r) => r.group.team).filter((t) => t);
   return {
     now: fleet.now,

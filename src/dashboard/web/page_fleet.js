@@ -1,6 +1,6 @@
 // Fleet: how well the capacity is used over the window, against the target; where the
 // GPU-hours and the money went (the five buckets); per pool; training and serving apart.
-import {getJson, getOptional} from './api.js';
+import {getJson, getUsage, getOptionalSeries} from './api.js';
 import {h, kpi, section, notice, money, ratio, hours, tid} from './dom.js';
 import {formatRatio, moneyToNumber, formatTime, formatDuration, formatHours} from './format.js';
 import {SortableTable, moneyColumn, hoursColumn} from './table.js';
@@ -112,10 +112,10 @@ export class FleetPage {
   async load({win}) {
     const w = {from: win.from, to: win.to};
     const [usagePool, usageKind, seriesPool, seriesKind, fleet] = await Promise.all([
-      getJson('/api/v1/usage', {...w, by: 'pool'}),
-      getJson('/api/v1/usage', {...w, by: 'kind'}),
-      getOptional('/api/v1/series', {...w, by: 'pool'}),
-      getOptional('/api/v1/series', {...w, by: 'kind'}),
+      getUsage({...w, by: 'pool'}),
+      getUsage({...w, by: 'kind'}),
+      getOptionalSeries({...w, by: 'pool'}),
+      getOptionalSeries({...w, by: 'kind'}),
       getJson('/api/v1/fleet'),
     ]);
     return {usagePool, usageKind, seriesPool, seriesKind, fleet};

@@ -1,6 +1,6 @@
 // Jobs: every job the token may see, joined with its usage over the window (GPU-hours,
 // cost, effective utilization), sortable and filterable; and one job's page.
-import {getJson, getOptional, jobPath, getAllJobs} from './api.js';
+import {getJson, getOptional, jobPath, getAllJobs, getUsage} from './api.js';
 import {h, kpi, section, notice, money, ratio, hours, fig, tid, currencyLabel} from './dom.js';
 import {formatTime, formatDuration, formatRatio, addMoney} from './format.js';
 import {SortableTable, moneyColumn, hoursColumn} from './table.js';
@@ -126,7 +126,7 @@ export class JobsPage {
   async load({win}) {
     const [jobs, usage] = await Promise.all([
       getAllJobs(),
-      getJson('/api/v1/usage', {from: win.from, to: win.to, by: 'job'}),
+      getUsage({from: win.from, to: win.to, by: 'job'}),
     ]);
     return {jobs: jobs.jobs || [], usage};
   }
@@ -170,7 +170,7 @@ export class JobPage {
     const kind = job.job && job.job.kind;
     const [mfu, usage, serving] = await Promise.all([
       kind === 'serving' ? null : getOptional(`${jobPath(this.id)}/mfu`, w).catch(() => null),
-      job.window ? getJson('/api/v1/usage', {...w, by: 'job'}) : null,
+      job.window ? getUsage({...w, by: 'job'}) : null,
       kind === 'serving' ? getOptional(`${jobPath(this.id)}/serving`, w).catch(() => null) : null,
     ]);
     const row = usage ? (usage.rows || []).find((r) => r.group.job === this.id) : null;

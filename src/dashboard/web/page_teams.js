@@ -1,6 +1,6 @@
 // Teams: cost, effective utilization, allocated efficiency and budget burn per team; and
 // one team's page (its series, its projects, its jobs).
-import {getJson, getOptional, getAllJobs} from './api.js';
+import {getOptional, getAllJobs, getUsage, getOptionalSeries} from './api.js';
 import {h, kpi, section, notice, money, ratio, hours, fig, tid, bar} from './dom.js';
 import {formatRatio, parseMicros} from './format.js';
 import {SortableTable, moneyColumn, hoursColumn} from './table.js';
@@ -53,7 +53,7 @@ export class TeamsPage {
 
   async load({win}) {
     const [usage, budgets] = await Promise.all([
-      getJson('/api/v1/usage', {from: win.from, to: win.to, by: 'team'}),
+      getUsage({from: win.from, to: win.to, by: 'team'}),
       getOptional('/api/v1/budgets'),
     ]);
     return {usage, budgets};
@@ -98,11 +98,11 @@ export class TeamPage {
   async load({win}) {
     const w = {from: win.from, to: win.to};
     const [usage, projects, series, jobs, byJob, budgets] = await Promise.all([
-      getJson('/api/v1/usage', {...w, by: 'team'}),
-      getJson('/api/v1/usage', {...w, by: 'team,project'}),
-      getOptional('/api/v1/series', {...w, by: 'team'}),
+      getUsage({...w, by: 'team'}),
+      getUsage({...w, by: 'team,project'}),
+      getOptionalSeries({...w, by: 'team'}),
       getAllJobs(),
-      getJson('/api/v1/usage', {...w, by: 'job'}),
+      getUsage({...w, by: 'job'}),
       getOptional('/api/v1/budgets'),
     ]);
     return {usage, projects, series, jobs, byJob, budgets};
