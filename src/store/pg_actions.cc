@@ -72,19 +72,22 @@ Result<std::vector<ActionRecord>> SelectActions(Conn& c, const ActionSelection& 
 }
 
 Result<Lease> HoldLease(Conn& c, const std::string& name, const std::string& holder, int64_t now_ms, int64_t ttl_ms) {
-  // Racing servers serialize on the row; the loser's WHERE is judged on the winner's row.
-  // The WITH's second part reads the snapshot the statement began with, so when the upsert
-  // changed nothing it gives the row as it was: someone else's, still running.
+  // Racing servers serialize on the row; the loser's WHERE is judged on the winner's row,
+  // committed, and its upsert returns nothing.
   GPULEDGER_ASSIGN_OR_RETURN(
-      Rows r, c.Query("WITH taken AS (INSERT INTO leases(name, holder, expires_ms) VALUES($1, $2, $3::bigint + $4)"
-                      " ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_ms = excluded.expires_ms"
-                      " WHERE leases.holder = excluded.holder OR leases.expires_ms <= $3"
-                      " RETURNING holder, expires_ms)"
-                      " SELECT holder, expires_ms FROM taken"
-                      " UNION ALL SELECT holder, expires_ms FROM leases WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM taken)",
-                      Params().Add(name).Add(holder).Add(now_ms).Add(ttl_ms), fmt::format("taking the lease {}", name)));
-  if (r.rows() == 0) return Lease{};
-  return Lease{r.Text(0, 0), r.Int(0, 1)};
+      Rows taken, c.Query("INSERT INTO leases(name, holder, expires_ms) VALUES($1, $2, $3::bigint + $4)"
+                          " ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_ms = excluded.expires_ms"
+                          " WHERE leases.holder = excluded.holder OR leases.expires_ms <= $3"
+                          " RETURNING holder, expires_ms",
+                          Params().Add(name).Add(holder).Add(now_ms).Add(ttl_ms), fmt::format("taking the lease {}", name)));
+  if (taken.rows() == 1) return Lease{taken.Text(0, 0), taken.Int(0, 1)};
+  // Someone else's, still running: read in a statement of its own, whose snapshot has the
+  // winner's commit (the statement above waited for it). The same statement's snapshot
+  // would not, and could show this holder's own lease of before.
+  GPULEDGER_ASSIGN_OR_RETURN(Rows held, c.Query("SELECT holder, expires_ms FROM leases WHERE name = $1",
+                                                Params().Add(name), fmt::format("reading the lease {}", name)));
+  if (held.rows() == 0 || held.Text(0, 0) == holder) return Lease{};  // released meanwhile
+  return Lease{held.Text(0, 0), held.Int(0, 1)};
 }
 
 Status ReleaseLease(Conn& c, const std::string& name, const std::string& holder) {

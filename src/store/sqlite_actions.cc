@@ -124,6 +124,7 @@ Result<Lease> HoldLease(sqlite3* db, const std::string& name, const std::string&
     out = Lease{held.Text(0), held.Int(1)};
     return Status::Ok();
   }));
+  if (out.holder == holder) return Lease{};  // as PostgreSQL's: the upsert said it is not this one's
   return out;
 }
 
