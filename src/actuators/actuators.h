@@ -53,7 +53,10 @@ struct KubernetesOptions {
   int64_t timeout_ms = 10'000;
 };
 
-// The job's ledger id is "NAMESPACE/POD". stop and requeue evict the pod (POST
+// The job's ledger id is the agent's "k8s/NAMESPACE/POD" or "NAMESPACE/POD". A job the
+// agent named after its controller or a job label ("k8s/NAMESPACE/NOTEBOOK") names no pod,
+// and its eviction is NotFound: finding a job's pods by the agent's pod rules is not built
+// yet. stop and requeue evict the pod (POST
 // /api/v1/namespaces/NS/pods/NAME/eviction, a policy/v1 Eviction): its controller makes a
 // new one. hold and reprioritize are refused (FailedPrecondition): the API server has no
 // such verb for a running pod. Fails on a URL that is not http(s).

@@ -31,11 +31,16 @@ class Kubernetes final : public Actuator {
       : options_(std::move(options)), client_(std::move(client)) {}
 
   Result<std::string> Apply(const objectives::Decision& d) override {
-    auto slash = d.job.id.find('/');
-    if (slash == std::string::npos || slash == 0 || slash + 1 == d.job.id.size()) {
-      return InvalidArgument(fmt::format("job \"{}\": want NAMESPACE/POD", d.job.id));
+    // The agent's ids are "k8s/NAMESPACE/VALUE" (kube/pod_rules.h); "NAMESPACE/POD" is
+    // accepted as it always was.
+    std::string_view id = d.job.id;
+    if (id.starts_with("k8s/")) id.remove_prefix(4);
+    auto slash = id.find('/');
+    if (slash == std::string_view::npos || slash == 0 || slash + 1 == id.size() ||
+        id.find('/', slash + 1) != std::string_view::npos) {
+      return InvalidArgument(fmt::format("job \"{}\": want k8s/NAMESPACE/POD or NAMESPACE/POD", d.job.id));
     }
-    std::string ns = d.job.id.substr(0, slash), pod = d.job.id.substr(slash + 1);
+    std::string ns(id.substr(0, slash)), pod(id.substr(slash + 1));
     switch (d.action) {
       case InterventionAction::kNotify: return std::string("nothing to run: the alert sinks notify");
       case InterventionAction::kHold:

@@ -53,10 +53,18 @@ TEST(KubernetesActuatorTest, EvictsThePodOfAStopAndTellsARefusalFromAnError) {
   ASSERT_FALSE(broken.ok());
   EXPECT_EQ(broken.status().code(), StatusCode::kInternal);
   EXPECT_NE(broken.status().message().find("HTTP 500"), std::string::npos);
-  // An unknown pod, and a job id that names no pod.
+  // An unknown pod, and job ids that name no pod.
   EXPECT_EQ((*k8s)->Apply(Stop("ml-dev/gone")).status().code(), StatusCode::kNotFound);
   EXPECT_EQ((*k8s)->Apply(Stop("104233")).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ((*k8s)->Apply(Stop("k8s/ml-dev")).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ((*k8s)->Apply(Stop("k8s/ml-dev/a/b")).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(api.evicted().size(), 1u);
+
+  // The agent's id for a pod it named by the pod's own name.
+  api.AddPod("ml-dev", "nb-ada-0", 201);
+  auto agents = (*k8s)->Apply(Stop("k8s/ml-dev/nb-ada-0"));
+  ASSERT_TRUE(agents.ok()) << agents.status().ToString();
+  EXPECT_EQ(api.evicted(), (std::set<std::string>{"ml-dev/nb-priya-0", "ml-dev/nb-ada-0"}));
 }
 
 TEST(KubernetesActuatorTest, HoldAndReprioritizeAreNotKubernetesVerbs) {
