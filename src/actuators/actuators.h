@@ -2,7 +2,8 @@
 // decisions are the objectives library's; an actuator only turns one into the scheduler's
 // commands and reports what happened. Two: Slurm through its command-line tools (a command
 // runner injected, as the agent's Slurm resolver has), and Kubernetes through the API
-// server's Eviction API (cpp-httplib stays inside kubernetes.cc).
+// server's Eviction API, finding a job's pods by the agent's own pod rules (kube/pod_rules.h;
+// cpp-httplib stays inside kubernetes.cc and kube).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "kube/pod_rules.h"
 #include "ledger/quotas.h"
 #include "objectives/interventions.h"
 
@@ -51,18 +53,33 @@ struct KubernetesOptions {
   std::string api_server;  // "https://10.0.0.1:6443" or "http://127.0.0.1:8001" (kubectl proxy)
   std::string token;       // bearer token; empty: none
   int64_t timeout_ms = 10'000;
+  // How the agent names a pod's job ([agent.kubernetes] in the same file): the actuator
+  // finds a job's pods by them.
+  kube::PodRules rules = kube::PodRules::Defaults();
 };
 
-// The job's ledger id is the agent's "k8s/NAMESPACE/POD" or "NAMESPACE/POD". A job the
-// agent named after its controller or a job label ("k8s/NAMESPACE/NOTEBOOK") names no pod,
-// and its eviction is NotFound: finding a job's pods by the agent's pod rules is not built
-// yet. stop and requeue evict the pod (POST
-// /api/v1/namespaces/NS/pods/NAME/eviction, a policy/v1 Eviction): its controller makes a
-// new one. hold and reprioritize are refused (FailedPrecondition): the API server has no
-// such verb for a running pod. Fails on a URL that is not http(s).
+// The job's ledger id is the agent's "k8s/NAMESPACE/JOB" or "NAMESPACE/POD". stop and
+// requeue evict the job's pods (POST /api/v1/namespaces/NS/pods/NAME/eviction, a
+// policy/v1 Eviction; each pod's controller makes a new one, or the job's operator ends
+// it): the pods of NAMESPACE (GET /api/v1/namespaces/NS/pods, every page) whose job by
+// `rules` (kube::ApplyPodRules, with the namespace's metadata when the job rules read
+// it; a namespace the RBAC hides gives none, as in the agent) is "k8s/NAMESPACE/JOB",
+// every one of them (a gang job's stop evicts them all); for the plain NAMESPACE/POD form
+// failing any, the pod named POD (never for an agent's id: that pod is another job's).
+// Finished pods (Succeeded, Failed) are not evicted; terminating ones (a
+// deletionTimestamp) are not asked again and are named in the result. On success
+// "evicted 2 pods: a, b" (in the list's order). When a pod's eviction is refused (429 from a
+// PodDisruptionBudget) or cannot be sent, Unavailable ("retry later") naming the pods
+// evicted and those not: a retry evicts the rest, the evicted ones being gone from the
+// list. Another answer (a 500) is Internal, naming the same. No pod of the job or of that
+// name: NotFound naming the job and namespace. The list failing is its error (Unavailable
+// for a 5xx or no answer), naming its path. hold and reprioritize are refused
+// (FailedPrecondition): the API server has no such verb for a running pod. Fails on a URL
+// that is not http(s).
 Result<std::unique_ptr<Actuator>> KubernetesActuator(KubernetesOptions options);
 
-// The names of the pods of `ns` (GET /api/v1/namespaces/NS/pods), by name.
+// The names of the pods of `ns` (GET /api/v1/namespaces/NS/pods), by name, finished and
+// terminating ones included.
 Result<std::vector<std::string>> ListPods(const KubernetesOptions& options, const std::string& ns);
 
 // Hard quotas pushed into Slurm (docs/quotas.md): the limit is the ledger's

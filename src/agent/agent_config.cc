@@ -42,19 +42,17 @@ void ApplyAgentConfig(const config::AgentSection& s, AgentConfig& c) {
   c.where = s.where;
 }
 
-namespace {
-
-// The rule lists and kind rules the file set, over the defaults.
-Status FinishKubernetes(const config::KubernetesSection& s, KubernetesConfig& k) {
+Result<kube::PodRules> PodRulesFromConfig(const config::KubernetesSection& s) {
+  kube::PodRules rules = kube::PodRules::Defaults();
   const config::Where& w = s.where;
   struct Field {
     const char* key;
     const std::optional<std::vector<std::string>>& list;
     std::vector<kube::MetaSource>& out;
   };
-  for (const Field& f : {Field{"job", s.job, k.rules.job}, Field{"team", s.team, k.rules.team},
-                         Field{"project", s.project, k.rules.project},
-                         Field{"experiment", s.experiment, k.rules.experiment}, Field{"user", s.user, k.rules.user}}) {
+  for (const Field& f : {Field{"job", s.job, rules.job}, Field{"team", s.team, rules.team},
+                         Field{"project", s.project, rules.project},
+                         Field{"experiment", s.experiment, rules.experiment}, Field{"user", s.user, rules.user}}) {
     if (!f.list) continue;
     f.out.clear();
     for (const std::string& text : *f.list) {
@@ -64,24 +62,33 @@ Status FinishKubernetes(const config::KubernetesSection& s, KubernetesConfig& k)
     }
   }
   if (s.keep) {
-    k.rules.keep.clear();
+    rules.keep.clear();
     for (const std::string& text : *s.keep) {
       auto pattern = kube::ParseKeepPattern(text);
       if (!pattern.ok()) return InvalidArgument(fmt::format("{}: {}", w.Of("keep"), pattern.status().message()));
-      k.rules.keep.push_back(std::move(pattern).value());
+      rules.keep.push_back(std::move(pattern).value());
     }
   }
   if (s.kinds) {
-    k.rules.kinds.clear();
+    rules.kinds.clear();
     for (const config::KubernetesKindTable& t : *s.kinds) {
       auto kind = ParseJobKind(t.kind);
       if (!kind.ok()) return InvalidArgument(fmt::format("{}: {}", t.where.Of("kind"), kind.status().message()));
       auto when = kube::ParseMetaSource(t.when);
       if (!when.ok()) return InvalidArgument(fmt::format("{}: {}", t.where.Of("when"), when.status().message()));
-      k.rules.kinds.push_back({*kind, std::move(when).value(), t.equals});
+      rules.kinds.push_back({*kind, std::move(when).value(), t.equals});
     }
   }
-  if (k.stale_after_ms < 0) return InvalidArgument(fmt::format("{}: must not be negative", w.Of("stale_after")));
+  return rules;
+}
+
+namespace {
+
+// The rules the file set, over the defaults, and what else of [agent.kubernetes] is checked
+// only once the flags are in.
+Status FinishKubernetes(const config::KubernetesSection& s, KubernetesConfig& k) {
+  GPULEDGER_ASSIGN_OR_RETURN(k.rules, PodRulesFromConfig(s));
+  if (k.stale_after_ms < 0) return InvalidArgument(fmt::format("{}: must not be negative", s.where.Of("stale_after")));
   return Status::Ok();
 }
 

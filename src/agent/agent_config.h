@@ -61,6 +61,12 @@ struct AgentConfig {
 // value) and records where each was set.
 void ApplyAgentConfig(const config::AgentSection& section, AgentConfig& config);
 
+// The pod rules [agent.kubernetes] sets (kube/pod_rules.h): each rule list the file sets
+// replaces that field's defaults, the rest keep theirs. Used by the agent, and by `serve`,
+// whose Kubernetes actuator finds a job's pods by the same rules. Fails on a source, keep
+// pattern or kind the rules do not know, naming its FILE:LINE and key.
+Result<kube::PodRules> PodRulesFromConfig(const config::KubernetesSection& section);
+
 // Checks what cannot be checked key by key, after the flags have been applied: intervals
 // (collection at least 100 ms, push interval at least the collection interval and at most
 // 5 min), spool size at least 1 MiB, node non-empty, exposition_labels, the Kubernetes

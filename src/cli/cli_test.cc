@@ -256,6 +256,23 @@ TEST_F(CliTest, ServeRefusesADbFileItCannotUseAndNeverPrintsItsPassword) {
   EXPECT_THAT(unreachable.output, Not(HasSubstr("s3cret-pw")));
 }
 
+// serve's Kubernetes actuator finds a job's pods by the agent's pod rules, from the same
+// [agent.kubernetes]: a rule it cannot read stops serve at start, naming its line.
+TEST_F(CliTest, ServeRefusesPodRulesItCannotReadNamingTheirLine) {
+  auto config = File("server.toml", "db = \"" + db_ + "\"\n\n[agent.kubernetes]\napi_server = \"http://127.0.0.1:1\"\n"
+                                    "job = [\"label:gpuledger.io/job\", \"labl:notebook-name\"]\n");
+  Outcome bad = Gpuledger("serve --config " + config + " --listen 127.0.0.1:0");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr(config + ":5: agent.kubernetes.job: source \"labl:notebook-name\""));
+  EXPECT_THAT(bad.output, Not(HasSubstr("serving on")));
+
+  auto kind = File("kind.toml", "db = \"" + db_ + "\"\n\n[agent.kubernetes]\napi_server = \"http://127.0.0.1:1\"\n\n"
+                                "[[agent.kubernetes.kind]]\nkind = \"notebook\"\nwhen = \"owner\"\n");
+  Outcome bad_kind = Gpuledger("serve --config " + kind + " --listen 127.0.0.1:0");
+  EXPECT_EQ(bad_kind.exit_code, 1) << bad_kind.output;
+  EXPECT_THAT(bad_kind.output, HasSubstr(kind + ":8: agent.kubernetes.kind.when: source \"owner\""));
+}
+
 TEST_F(CliTest, ABadBatchNamesFileLineAndFieldAndChangesNothing) {
   std::string good = Batches();
   std::string bad = good;

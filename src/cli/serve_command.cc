@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "actuators/actuators.h"
+#include "agent/agent_config.h"
 #include "agent/slurm.h"
 #include "cli/commands.h"
 #include "server/auth.h"
@@ -51,7 +52,10 @@ Result<std::string> ReadSecretFile(const std::string& path, const std::string& w
 
 // Who carries out serve's enforced decisions (docs/objectives.md): Slurm through the
 // tools the config's [agent] scontrol names (scancel beside it; both from PATH by default),
-// Kubernetes through [agent.kubernetes] api_server with its token_file, when one is set.
+// Kubernetes through [agent.kubernetes] api_server with its token_file, when one is set,
+// finding a job's pods by that section's pod rules (the agent's, from the same file; the
+// defaults where it sets none): a rule serve and the agent read differently would name
+// the pods of another job. Bad rules stop serve at start, naming their FILE:LINE.
 Result<server::LoopActuators> ServeActuators(const Config& config) {
   server::LoopActuators out;
   actuators::SlurmOptions slurm;
@@ -65,6 +69,7 @@ Result<server::LoopActuators> ServeActuators(const Config& config) {
   const config::KubernetesSection& k = config.agent.kubernetes;
   if (k.api_server && *k.api_server != "none") {
     actuators::KubernetesOptions options{.api_server = *k.api_server};
+    GPULEDGER_ASSIGN_OR_RETURN(options.rules, agent::PodRulesFromConfig(k));
     if (k.token_file) {
       GPULEDGER_ASSIGN_OR_RETURN(options.token, ReadSecretFile(*k.token_file, k.where.Of("token_file")));
     }

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -11,8 +12,9 @@
 
 namespace gpuledger::kube::testing {
 
-std::string ObjectJson(const ObjectMeta& meta) {
+std::string ObjectJson(const ObjectMeta& meta, const std::string& phase, bool deleting) {
   nlohmann::json m = {{"name", meta.name}, {"uid", meta.uid}, {"resourceVersion", "1"}};
+  if (deleting) m["deletionTimestamp"] = "2026-11-23T00:00:00Z";
   if (!meta.ns.empty()) m["namespace"] = meta.ns;
   if (!meta.labels.empty()) m["labels"] = meta.labels;
   if (!meta.annotations.empty()) m["annotations"] = meta.annotations;
@@ -27,7 +29,7 @@ std::string ObjectJson(const ObjectMeta& meta) {
   nlohmann::json doc = {{"apiVersion", "v1"}, {"kind", meta.ns.empty() ? "Namespace" : "Pod"}, {"metadata", m}};
   if (!meta.ns.empty()) {
     doc["spec"] = {{"containers", nlohmann::json::array({{{"name", "main"}, {"image", "trainer:1"}}})}};
-    doc["status"] = {{"phase", "Running"}};
+    doc["status"] = {{"phase", phase.empty() ? "Running" : phase}};
   } else {
     doc["status"] = {{"phase", "Active"}};
   }
@@ -55,9 +57,45 @@ struct FakeApiServer::Impl {
   bool forbid_namespaces = false;
   bool down = false;
   int requests = 0;
+  std::vector<std::string> list_requests;
 
-  // Answers from `table` under `key`, after the checks every request gets.
-  void Answer(const httplib::Request& req, httplib::Response& res, bool is_namespace, const std::string& key) {
+  // The pods of `ns` after the continue token, `limit` of them at most (0: all), as a PodList.
+  void List(const httplib::Request& req, httplib::Response& res, const std::string& ns) {
+    {
+      std::lock_guard lock(mu);
+      list_requests.push_back(req.path + (req.params.empty() ? "" : "?" + QueryOf(req)));
+    }
+    Answer(req, res, false, "", [&]() {
+      size_t limit = req.has_param("limit") ? std::stoul(req.get_param_value("limit")) : 0;
+      std::string after = req.has_param("continue") ? req.get_param_value("continue") : "";
+      if (!after.empty() && !after.starts_with("after:")) return std::string();  // not ours: 410 below
+      std::string prefix = ns + "/", last = after.empty() ? "" : prefix + after.substr(6);
+      nlohmann::json items = nlohmann::json::array();
+      std::string next;
+      for (auto it = pods.lower_bound(prefix); it != pods.end() && it->first.starts_with(prefix); ++it) {
+        if (!last.empty() && it->first <= last) continue;
+        if (limit > 0 && items.size() == limit) {
+          next = "after:" + items.back()["metadata"]["name"].get<std::string>();
+          break;
+        }
+        items.push_back(nlohmann::json::parse(it->second));
+      }
+      nlohmann::json meta = {{"resourceVersion", "7"}};
+      if (!next.empty()) meta["continue"] = next;
+      return nlohmann::json{{"apiVersion", "v1"}, {"kind", "PodList"}, {"metadata", meta}, {"items", items}}.dump();
+    });
+  }
+
+  static std::string QueryOf(const httplib::Request& req) {
+    std::string q;
+    for (const auto& p : req.params) q += (q.empty() ? "" : "&") + p.first + "=" + p.second;
+    return q;
+  }
+
+  // Answers from `table` under `key` (or what `list` makes, when given: empty for a 410),
+  // after the checks every request gets.
+  void Answer(const httplib::Request& req, httplib::Response& res, bool is_namespace, const std::string& key,
+              const std::function<std::string()>& list = nullptr) {
     std::lock_guard lock(mu);
     ++requests;
     if (down) {
@@ -73,6 +111,16 @@ struct FakeApiServer::Impl {
     if (is_namespace && forbid_namespaces) {
       res.status = 403;
       res.set_content(StatusJson(403, "Forbidden", "namespaces is forbidden"), "application/json");
+      return;
+    }
+    if (list) {
+      std::string body = list();
+      if (body.empty()) {
+        res.status = 410;
+        res.set_content(StatusJson(410, "Expired", "the continue token is not valid"), "application/json");
+        return;
+      }
+      res.set_content(body, "application/json");
       return;
     }
     const auto& table = is_namespace ? namespaces : pods;
@@ -101,6 +149,9 @@ Result<std::unique_ptr<FakeApiServer>> FakeApiServer::Start(std::string token) {
                    [impl](const httplib::Request& req, httplib::Response& res) {
                      impl->Answer(req, res, false, fmt::format("{}/{}", req.matches[1].str(), req.matches[2].str()));
                    });
+  impl->server.Get(R"(/api/v1/namespaces/([^/]+)/pods)", [impl](const httplib::Request& req, httplib::Response& res) {
+    impl->List(req, res, req.matches[1].str());
+  });
   impl->server.Get(R"(/api/v1/namespaces/([^/]+))", [impl](const httplib::Request& req, httplib::Response& res) {
     impl->Answer(req, res, true, req.matches[1].str());
   });
@@ -117,6 +168,16 @@ Result<std::unique_ptr<FakeApiServer>> FakeApiServer::Start(std::string token) {
 void FakeApiServer::AddPod(const ObjectMeta& pod) {
   std::lock_guard lock(impl_->mu);
   impl_->pods[pod.ns + "/" + pod.name] = ObjectJson(pod);
+}
+
+void FakeApiServer::AddPod(const ObjectMeta& pod, const std::string& phase, bool deleting) {
+  std::lock_guard lock(impl_->mu);
+  impl_->pods[pod.ns + "/" + pod.name] = ObjectJson(pod, phase, deleting);
+}
+
+std::vector<std::string> FakeApiServer::list_requests() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->list_requests;
 }
 
 void FakeApiServer::RemovePod(const std::string& ns, const std::string& name) {

@@ -522,13 +522,13 @@ TEST(ObjectivesLoopActionsTest, AnEnforcedRuleWarnsThenEvictsIdlePodsAndRetriesA
   }
   auto idle = RowsOf(log, "ml-dev/nb-idle", "taken");
   ASSERT_EQ(idle.size(), 1u);
-  EXPECT_EQ(idle[0].result, "evicted");
+  EXPECT_EQ(idle[0].result, "evicted 1 pod: nb-idle");
   EXPECT_EQ(idle[0].at_ms, at + 11 * kMsPerMinute);
   auto guarded = RowsOf(log, "ml-dev/nb-guarded", "taken");
   ASSERT_EQ(guarded.size(), 2u);
   EXPECT_TRUE(guarded[0].result.starts_with("retry later: ")) << guarded[0].result;
   EXPECT_NE(guarded[0].result.find("PodDisruptionBudget"), std::string::npos) << guarded[0].result;
-  EXPECT_EQ(guarded[1].result, "evicted");
+  EXPECT_EQ(guarded[1].result, "evicted 1 pod: nb-guarded");
   EXPECT_EQ(guarded[1].at_ms, at + 12 * kMsPerMinute);
   auto kept = RowsOf(log, "ml-dev/nb-keep", "skipped");
   ASSERT_EQ(kept.size(), 1u);  // recorded once, not at each evaluation
@@ -540,6 +540,51 @@ TEST(ObjectivesLoopActionsTest, AnEnforcedRuleWarnsThenEvictsIdlePodsAndRetriesA
   EXPECT_NE(cooled[0].reason.find("cooldown"), std::string::npos) << cooled[0].reason;
   EXPECT_EQ(metrics.Value(MetricId::kInterventionActions, {"idle-notebooks", "stop", "ok"}), 2);
   EXPECT_EQ(metrics.Value(MetricId::kInterventionActions, {"idle-notebooks", "stop", "retry_later"}), 1);
+}
+
+// A Kubeflow notebook as the agent reports it: its job id is what the agent's default pod
+// rules make of the pod's metadata (read with the agent's API client from the same stand-in
+// the actuator asks), k8s/ml-dev/my-notebook, while its pod is the StatefulSet's
+// my-notebook-0. The enforced rule's stop evicts that pod, and not the namespace's other pod.
+TEST(ObjectivesLoopActionsTest, AnEnforcedStopOfAKubeflowNotebookEvictsThePodTheAgentsRulesNamedItFrom) {
+  actuators::testing::StandInApiServer api;
+  api.AddPod(kube::ObjectMeta{.name = "my-notebook-0", .ns = "ml-dev",
+                              .labels = {{"notebook-name", "my-notebook"}, {"team", "vision"}},
+                              .annotations = {{"notebooks.kubeflow.org/creator", "ada"}},
+                              .owners = {{"StatefulSet", "my-notebook", true}}},
+             201);
+  api.AddPod(kube::ObjectMeta{.name = "my-notebook", .ns = "ml-dev", .owners = {{"ReplicaSet", "web-5d8", true}}}, 201);
+  auto client = kube::ApiClient::Create({.url = api.url(), .timeout_ms = 2'000});
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  auto listed = (*client)->ListPods("ml-dev");
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_EQ(listed->size(), 2u);
+  const kube::PodListItem& pod = (*listed)[0].meta.name == "my-notebook-0" ? (*listed)[0] : (*listed)[1];
+  Job job = kube::ApplyPodRules(kube::PodRules::Defaults(), kube::PodFacts{"ml-dev", pod.meta.name, "main", &pod.meta});
+  ASSERT_EQ(job.id, "k8s/ml-dev/my-notebook");
+  ASSERT_EQ(job.kind, JobKind::kNotebook);
+  job.pool = "dev";
+
+  ledger::testing::TempLedger t;
+  Batch b = IdleNotebook("b1", job.id, kBaseMs, kBaseMs + 2 * kMsPerHour);
+  b.jobs = {job};
+  ASSERT_TRUE(t.ledger().Ingest(b).ok());
+  MetricsRegistry metrics;
+  LoopActuators a;
+  auto kube = actuators::KubernetesActuator({.api_server = api.url()});
+  ASSERT_TRUE(kube.ok()) << kube.status().ToString();
+  a.kubernetes = std::move(*kube);
+  auto loop = ObjectivesLoop::Create(t.ledger(), t.clock(), metrics, StopIdleNotebooks(/*enforce=*/true, 0),
+                                     std::move(a));
+  ASSERT_TRUE(loop.ok()) << loop.status().ToString();
+  ASSERT_TRUE((*loop)->EvaluateOnce().ok());
+
+  EXPECT_EQ(api.evicted(), (std::set<std::string>{"ml-dev/my-notebook-0"}));
+  EXPECT_EQ(api.eviction_requests(), 1);
+  auto taken = RowsOf(AuditLog(t.ledger()), "k8s/ml-dev/my-notebook", "taken");
+  ASSERT_EQ(taken.size(), 1u);
+  EXPECT_EQ(taken[0].result, "evicted 1 pod: my-notebook-0");
+  EXPECT_EQ(metrics.Value(MetricId::kInterventionActions, {"idle-notebooks", "stop", "ok"}), 1);
 }
 
 // A Slurm stop's 30 s SIGTERM grace is the actuator's to wait, on its own thread: the
