@@ -810,13 +810,13 @@ class SqliteStore final : public Store, public ActionLog {
     GPULEDGER_RETURN_IF_ERROR(ins.Prepare(
         db_, "INSERT INTO sample_chunks(device_id, first_ms, last_ms, n, data) VALUES(?1,?2,?3,?4,?5)"));
     int64_t device = -1, hour = 0, first = 0, last = 0, n = 0;
-    std::string data;
+    std::optional<ChunkEncoder> encoder;
     auto flush = [&]() -> Status {
       if (n == 0) return Status::Ok();
+      std::string data = encoder->Finish();
       ins.Reset().Bind(1, device).Bind(2, first).Bind(3, last).Bind(4, n);
       sqlite3_bind_blob(ins.get(), 5, data.data(), static_cast<int>(data.size()), SQLITE_STATIC);
       GPULEDGER_RETURN_IF_ERROR(Done(ins));
-      data.clear();
       n = 0;
       return Status::Ok();
     };
@@ -841,8 +841,9 @@ class SqliteStore final : public Store, public ActionLog {
         device = q.Int(0);
         hour = FloorTo(s.t_ms, kMsPerHour);
         first = s.t_ms;
+        encoder.emplace(first);
       }
-      AppendChunkSample(data, s, n == 0 ? s.t_ms : last);
+      encoder->Add(s);
       last = s.t_ms;
       ++n;
     }
