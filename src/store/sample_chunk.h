@@ -6,13 +6,14 @@
 // the MiB, power to the tenth of a watt; health, process count and idle gaps exactly; an
 // absent figure stays absent.
 //
-// The format stores write (the columnar one): a varint tag,
-// 0x200 for the columnar body as it is or 0x201 for it deflated (raw deflate, preceded by
-// the body's size as a varint), whichever is smaller. The body is columns, not rows:
+// The format stores write (the columnar one): a varint tag, 0x200 for the columnar body
+// as it is or 0x201 for it deflated (raw deflate, preceded by the body's size as a varint), whichever is smaller (a body under 128 bytes, as a live
+// batch's chunk of a few samples, is not tried: deflate costs more than it saves there).
+// The body is columns, not rows:
 //   - the sample count n;
 //   - the times: each sample's step from the one before (the first: from the chunk's
 //     first time) as a zigzag delta from the previous step, run-length coded as pairs
-//     (value, further repeats): a steady 10 s cadence is one run;
+//     (value, further repeats): a steady cadence takes three runs;
 //   - mask | health << 9 per sample, run-length coded the same way (the mask's bits 0-6
 //     are the seven figures in Sample's order, bit 7 the process count, bit 8 the gaps);
 //   - then for each of the eleven integers (seven figures at the store's precision,
@@ -21,8 +22,9 @@
 //     and, unless g is 0 (the figure never changes in the chunk), every further delta
 //     divided by g as a zigzag varint. The demo fleet's ratios move in steps of 1e-3 and
 //     its utilization in steps of 0.01, so g takes a digit off most deltas.
-// A 10 s sampled device-hour of the demo fleet takes about 4 bytes a sample (the format it
-// replaced: 22); docs/server.md has the measurements.
+// The demo fleet's day at 10 s, in hourly batches, takes 4.2 bytes a sample (the format it
+// replaced: 22.3); in 60 s batches 10.4 (22.2). docs/store-postgresql.md ("Size") has the
+// measurements, sample_chunk_bench the decode speed.
 //
 // The format before (still read; store/testing/legacy_sample_chunk.h keeps its encoder):
 // rows, each a varint mask (< 0x200, so never the tag above), the time as a varint delta,

@@ -339,7 +339,7 @@ TEST(SampleChunkTest, AnHourOfABusyGpuTakesAFifthOfTheLegacyRows) {
                           .process_count = 0});
   }
   std::string quiet = Encode(idle, kT0);
-  EXPECT_LE(quiet.size(), 32u);  // measured: 29
+  EXPECT_LE(quiet.size(), 36u);  // measured: 35 (written plain: too small to deflate)
   ExpectSame(DecodeAll(quiet, kT0), idle);
 }
 
