@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of the three parsers (Prometheus text and remote-write in
-# src/wire/prometheus, the native batch in src/server) and of the query API's parameters
-# (src/server/fuzz_query_params.cc) with clang (ASan + UBSan) and runs
+# src/wire/prometheus, the native batch in src/server), of the query API's parameters
+# (src/server/fuzz_query_params.cc) and of sample chunks (src/store/fuzz_sample_chunk.cc) with clang (ASan + UBSan) and runs
 # each for a bounded time, seeded from their testdata.
 #   scripts/fuzz.sh          20 seconds per target
 #   scripts/fuzz.sh 300      300 seconds per target
@@ -44,7 +44,8 @@ fuzz_tree "$build" || CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DGPULEDGER_FUZZ=ON -DGPULEDGER_WERROR=ON \
   -DGPULEDGER_BUILD_TESTS=OFF -DGPULEDGER_BUILD_BENCH=OFF \
   -DCMAKE_C_FLAGS="$sanitize" -DCMAKE_CXX_FLAGS="$sanitize" ${FUZZ_CMAKE_ARGS:-} >/dev/null
-ninja -C "$build" -j "${FUZZ_JOBS:-2}" fuzz_prom_text fuzz_remote_write fuzz_native_batch fuzz_query_params
+ninja -C "$build" -j "${FUZZ_JOBS:-2}" fuzz_prom_text fuzz_remote_write fuzz_native_batch fuzz_query_params \
+  fuzz_sample_chunk
 
 run() {
   local target="$1"; shift
@@ -62,3 +63,4 @@ run fuzz_prom_text "$testdata"/*.prom
 run fuzz_remote_write "$testdata"/remote_write_golden.*
 run fuzz_native_batch "$root"/src/server/testdata/batch.json*
 run fuzz_query_params "$root"/src/server/testdata/query_params/*
+run fuzz_sample_chunk  # no seed files: any bytes are a chunk, and samples to encode

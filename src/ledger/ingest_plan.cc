@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -78,7 +79,12 @@ Result<store::IngestPlan> PlanIngest(const Batch& b, const BatchSender& sender, 
   }
   // Devices in the order their samples first appear; per device its chunks by hour.
   std::unordered_map<std::string_view, size_t> device_at;
-  std::vector<std::map<int64_t, store::ChunkPlan>> chunks_of;
+  // A chunk's data is encoded once all of its samples are known (store/sample_chunk.h).
+  struct PendingChunk {
+    store::ChunkPlan plan;
+    std::optional<store::ChunkEncoder> encoder;
+  };
+  std::vector<std::map<int64_t, PendingChunk>> chunks_of;
   for (size_t i = 0; i < b.samples.size(); ++i) {
     const Sample& smp = b.samples[i];
     auto [it, fresh] = device_at.try_emplace(smp.device_uuid, plan.sampled.size());
@@ -87,7 +93,8 @@ Result<store::IngestPlan> PlanIngest(const Batch& b, const BatchSender& sender, 
       chunks_of.emplace_back();
     }
     store::SampledDevice& dev = plan.sampled[it->second];
-    store::ChunkPlan& c = chunks_of[it->second][FloorTo(smp.t_ms, kMsPerHour)];
+    PendingChunk& pending = chunks_of[it->second][FloorTo(smp.t_ms, kMsPerHour)];
+    store::ChunkPlan& c = pending.plan;
     if (!c.times.empty() && smp.t_ms <= c.last_ms) {
       return Bad(b, fmt::format("samples[{}].t", i),
                  fmt::format("{} is not after device {}'s previous sample in the batch ({})", FormatTime(smp.t_ms),
@@ -97,8 +104,9 @@ Result<store::IngestPlan> PlanIngest(const Batch& b, const BatchSender& sender, 
       c.device_uuid = smp.device_uuid;
       c.hour_ms = FloorTo(smp.t_ms, kMsPerHour);
       c.first_ms = smp.t_ms;
+      pending.encoder.emplace(c.first_ms);
     }
-    store::AppendChunkSample(c.data, smp, c.times.empty() ? smp.t_ms : c.last_ms);
+    pending.encoder->Add(smp);
     c.last_ms = smp.t_ms;
     c.times.push_back(smp.t_ms);
     c.sample_index.push_back(i);
@@ -130,7 +138,10 @@ Result<store::IngestPlan> PlanIngest(const Batch& b, const BatchSender& sender, 
     dev.dirty_hours = std::move(merged);
   }
   for (auto& by_hour : chunks_of) {
-    for (auto& entry : by_hour) plan.chunks.push_back(std::move(entry.second));
+    for (auto& entry : by_hour) {
+      entry.second.plan.data = entry.second.encoder->Finish();
+      plan.chunks.push_back(std::move(entry.second.plan));
+    }
   }
   plan.check_stored_instants = [&b](const store::ChunkPlan& c, std::span<const int64_t> stored) {
     return CheckStoredInstants(b, c, stored);

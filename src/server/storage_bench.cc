@@ -2,11 +2,13 @@
 // 10 s sampling), side by side with VictoriaMetrics given the same figures. Not a test:
 // sizes are measured, never asserted.
 //
-//   build/release/src/server/storage_bench [--days D] [--interval 10s] [--no-postgresql]
-//       [--keep-sqlite FILE]   (a copy of the measured SQLite store, for a closer look)
+//   build/release/src/server/storage_bench [--days D] [--interval 10s] [--batch-span 1h]
+//       [--no-postgresql] [--keep-sqlite FILE]   (a copy of the measured SQLite store, for a closer look)
 //
 // One pass over the demo fleet (demo::DemoFleet: its GPUs and MIG slices and their
-// work, as `gpuledger demo --once` makes them) for D days (default 1) at the interval:
+// work, as `gpuledger demo --once` makes them) for D days (default 1) at the interval,
+// each node sending one batch per batch span (default an hour, as `demo --once` does; a
+// live agent sends every 10-60 s, so its chunks hold a few samples each):
 //  1. into a SQLite store through the ledger, as `demo --once` does, rollups refreshed,
 //     then checkpointed and VACUUMed: the file's bytes, and each table's (dbstat);
 //  2. into PostgreSQL (the test harness's server, store/testing/pg_server.h), rollups
@@ -115,12 +117,26 @@ std::string RemoteWriteOf(const Batch& b, const std::map<std::string, const Devi
 }
 
 // The bytes of every table in the public schema with its partitions, indexes and TOAST,
-// after VACUUM FULL; -1 on failure.
-int64_t PostgresBytes(const std::string& url) {
+// after VACUUM FULL; -1 on failure. `tables`: per table (its partitions summed), the
+// heap with TOAST and the indexes.
+int64_t PostgresBytes(const std::string& url, std::map<std::string, std::pair<int64_t, int64_t>>* tables) {
   PGconn* c = PQconnectdb(url.c_str());
   int64_t out = -1;
   if (PQstatus(c) == CONNECTION_OK) {
     PQclear(PQexec(c, "VACUUM FULL"));
+    PGresult* t = PQexec(c,
+                         "SELECT c.relname, CASE c.relkind WHEN 'p' THEN"
+                         " (SELECT sum(pg_table_size(relid)) FROM pg_partition_tree(c.oid)) ELSE pg_table_size(c.oid) END,"
+                         " CASE c.relkind WHEN 'p' THEN (SELECT sum(pg_indexes_size(relid)) FROM pg_partition_tree(c.oid))"
+                         " ELSE pg_indexes_size(c.oid) END FROM pg_class c"
+                         " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                         " WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition AND n.nspname = 'public'");
+    if (PQresultStatus(t) == PGRES_TUPLES_OK) {
+      for (int i = 0; i < PQntuples(t); ++i) {
+        (*tables)[PQgetvalue(t, i, 0)] = {std::atoll(PQgetvalue(t, i, 1)), std::atoll(PQgetvalue(t, i, 2))};
+      }
+    }
+    PQclear(t);
     PGresult* r = PQexec(c,
                          "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
                          " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND n.nspname = 'public'");
@@ -167,6 +183,7 @@ void PrintRow(const char* what, int64_t bytes, double device_days) {
 struct Args {
   int days = 1;
   int64_t interval_ms = 10'000;
+  int64_t batch_span_ms = kMsPerHour;
   bool postgresql = true;
   std::string keep_sqlite;
 };
@@ -214,7 +231,7 @@ int Main(const Args& args) {
   size_t samples = 0, points = 0;
   double t_sqlite = 0, t_pg = 0, t_vm = 0;
   for (int64_t day = start; day < fleet.end_ms(); day += kMsPerDay) {
-    for (const Batch& b : fleet.Advance(day + kMsPerDay)) {
+    for (const Batch& b : fleet.Advance(day + kMsPerDay, args.batch_span_ms)) {
       samples += b.samples.size();
       auto t0 = Steady::now();
       if (auto r = sqlite_ledger->Ingest(b); !r.ok()) {
@@ -256,8 +273,9 @@ int Main(const Args& args) {
   std::this_thread::sleep_for(std::chrono::seconds(5));
   vm.Stop();
 
-  std::printf("demo fleet: %zu GPUs and slices, %d day(s) at %s: %s samples, %s figures\n", devices.size(),
-              args.days, fmt::format("{} s", args.interval_ms / 1000).c_str(), fmt::format("{}", samples).c_str(),
+  std::printf("demo fleet: %zu GPUs and slices, %d day(s) at %s, a batch per node every %s: %s samples, %s figures\n",
+              devices.size(), args.days, fmt::format("{} s", args.interval_ms / 1000).c_str(),
+              fmt::format("{} s", args.batch_span_ms / 1000).c_str(), fmt::format("{}", samples).c_str(),
               fmt::format("{}", points).c_str());
   std::printf("ingest + rollups: SQLite %.1f s, PostgreSQL %.1f s; VictoriaMetrics writes %.1f s\n\n", t_sqlite,
               t_pg, t_vm);
@@ -275,8 +293,14 @@ int Main(const Args& args) {
   int64_t pg_bytes = 0;
   if (pg_ledger) {
     pg_ledger.reset();
-    pg_bytes = PostgresBytes(pg_url);
+    std::map<std::string, std::pair<int64_t, int64_t>> pg_tables;
+    pg_bytes = PostgresBytes(pg_url, &pg_tables);
     if (pg_bytes < 0) return 1;
+    std::printf("gpuledger on PostgreSQL, by table with its partitions (pg_table_size with TOAST; indexes):\n");
+    for (const auto& [name, bytes] : pg_tables) {
+      if (bytes.first >= 4096 * 16) PrintRow(("  " + name).c_str(), bytes.first, device_days);
+      if (bytes.second >= 4096 * 16) PrintRow(("  " + name + ", indexes").c_str(), bytes.second, device_days);
+    }
     PrintRow("gpuledger on PostgreSQL (pg_total_relation_size)", pg_bytes, device_days);
   }
 
@@ -306,15 +330,25 @@ int main(int argc, char** argv) {
       auto d = gpuledger::ParseDuration(argv[++i]);
       if (!d.ok()) return std::fprintf(stderr, "--interval: %s\n", d.status().ToString().c_str()), 2;
       args.interval_ms = *d;
+    } else if (a == "--batch-span" && i + 1 < argc) {
+      auto d = gpuledger::ParseDuration(argv[++i]);
+      if (!d.ok()) return std::fprintf(stderr, "--batch-span: %s\n", d.status().ToString().c_str()), 2;
+      args.batch_span_ms = *d;
     } else if (a == "--no-postgresql") {
       args.postgresql = false;
     } else if (a == "--keep-sqlite" && i + 1 < argc) {
       args.keep_sqlite = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: storage_bench [--days D] [--interval 10s] [--no-postgresql] [--keep-sqlite FILE]\n");
+      std::fprintf(stderr, "usage: storage_bench [--days D] [--interval 10s] [--batch-span 1h] [--no-postgresql]"
+                           " [--keep-sqlite FILE]\n");
       return 2;
     }
   }
   if (args.days < 1) return std::fprintf(stderr, "--days: at least 1\n"), 2;
+  // DemoFleet::Advance's precondition, checked here as the input it is.
+  if (args.interval_ms <= 0 || args.batch_span_ms <= 0 || gpuledger::kMsPerHour % args.batch_span_ms != 0 ||
+      args.batch_span_ms % args.interval_ms != 0) {
+    return std::fprintf(stderr, "--batch-span: must divide an hour and be a multiple of --interval\n"), 2;
+  }
   return gpuledger::server::Main(args);
 }

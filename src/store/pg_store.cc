@@ -428,9 +428,14 @@ Status PgStore::EnsurePartitions(const std::vector<Partition>& parts) {
                                  "looking up a partition"));
       if (attached.rows() > 0) continue;
       std::string what = fmt::format("creating partition {}", p->name);
-      GPULEDGER_RETURN_IF_ERROR(c.Exec(
-          fmt::format("CREATE TABLE IF NOT EXISTS {} (LIKE {} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)", p->name, p->parent),
-          what));
+      // Chunks stay in their row up to 8 KB: a 10 s device-hour's chunk is about 2 KB,
+      // already deflated, and TOAST (from 2 KB on) would only move it out of line, into
+      // two TOAST rows of which the second is mostly empty (store/sample_chunk.h).
+      const char* with = p->parent == "sample_chunks" ? " WITH (toast_tuple_target = 8160)" : "";
+      GPULEDGER_RETURN_IF_ERROR(c.Exec(fmt::format("CREATE TABLE IF NOT EXISTS {} (LIKE {} INCLUDING DEFAULTS"
+                                                   " INCLUDING CONSTRAINTS){}",
+                                                   p->name, p->parent, with),
+                                       what));
       GPULEDGER_RETURN_IF_ERROR(c.Exec(fmt::format("ALTER TABLE {} ATTACH PARTITION {} FOR VALUES FROM ({}) TO ({})",
                                                    p->parent, p->name, p->begin_ms, p->end_ms),
                                        what));

@@ -1,7 +1,11 @@
 #include "store/sample_chunk.h"
 
+#include <zlib.h>
+
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <optional>
 
 #include "store/varint.h"
@@ -22,7 +26,23 @@ enum : uint32_t {
   kPower = 1u << 6,
   kProcessCount = 1u << 7,
   kGaps = 1u << 8,
+  kMaskBits = 9,
 };
+
+// The tags of the columnar format: varints >= 0x200, which no legacy chunk starts with
+// (its first varint is a mask < 0x200).
+constexpr uint64_t kColumnar = 0x200;
+constexpr uint64_t kColumnarDeflated = 0x201;
+
+// Limits a corrupt chunk could otherwise push past: more samples than an hour has
+// milliseconds, or a body bigger than such an hour could need.
+constexpr uint64_t kMaxSamples = 3'600'000;
+constexpr uint64_t kMaxBodyBytes = 64u << 20;
+constexpr int kDeflateLevel = 6;  // 9 gave 0.3% less on the demo fleet, for more time
+// Smaller bodies are written plain: deflating a live batch's chunk of six samples saved
+// 5.5% of its bytes on the demo fleet (85.0 against 89.9 KB per device-day) for 6 us of
+// CPU a chunk, 12 times what encoding it takes otherwise.
+constexpr size_t kMinDeflatedBody = 128;
 
 // The figures in mask order, with their scale.
 struct Figure {
@@ -31,16 +51,31 @@ struct Figure {
   double scale;
 };
 constexpr Figure kFigures[] = {
-    {kSmActive, &Sample::sm_active, kRatioScale},       {kSmOccupancy, &Sample::sm_occupancy, kRatioScale},
-    {kTensorActive, &Sample::tensor_active, kRatioScale}, {kDramActive, &Sample::dram_active, kRatioScale},
-    {kGpuUtil, &Sample::gpu_util, kRatioScale},         {kFbUsed, &Sample::fb_used_mib, 1},
+    {kSmActive, &Sample::sm_active, kRatioScale},
+    {kSmOccupancy, &Sample::sm_occupancy, kRatioScale},
+    {kTensorActive, &Sample::tensor_active, kRatioScale},
+    {kDramActive, &Sample::dram_active, kRatioScale},
+    {kGpuUtil, &Sample::gpu_util, kRatioScale},
+    {kFbUsed, &Sample::fb_used_mib, 1},
     {kPower, &Sample::power_watts, 10},
 };
+// The columnar body's eleven integers: the seven figures, process count, three gap figures.
+constexpr int kIntegers = 11;
+constexpr int kProcessCountAt = 7, kGapsAt = 8;
+
+// The mask bit that says whether integer `i` is present.
+uint32_t BitOf(int i) { return i < kGapsAt ? 1u << i : kGaps; }
+
+// --- The legacy row format ---
 
 // Reads one sample's header and figures into `s` (t from `prev`); false when corrupt.
-bool ReadSample(VarintReader& r, int64_t prev, Sample& s) {
+bool ReadLegacySample(VarintReader& r, int64_t prev, Sample& s) {
   uint64_t mask, delta, health;
   if (!r.Varint(mask) || !r.Varint(delta) || !r.Varint(health)) return false;
+  // A time past int64's end is corrupt (fuzz_sample_chunk found the overflow).
+  if (delta >
+      static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) - static_cast<uint64_t>(prev))
+    return false;
   s.t_ms = prev + static_cast<int64_t>(delta);
   s.health = static_cast<Health>(health);
   for (const Figure& f : kFigures) {
@@ -57,42 +92,20 @@ bool ReadSample(VarintReader& r, int64_t prev, Sample& s) {
   }
   if (mask & kGaps) {
     IdleGaps g;
-    if (!r.Signed(g.interval_ms) || !r.Signed(g.idle_ms) || !r.Signed(g.short_idle_ms)) return false;
+    if (!r.Signed(g.interval_ms) || !r.Signed(g.idle_ms) || !r.Signed(g.short_idle_ms))
+      return false;
     s.gaps = g;
   }
   return true;
 }
 
-}  // namespace
-
-void AppendChunkSample(std::string& data, const Sample& s, int64_t prev_t_ms) {
-  uint32_t mask = 0;
-  for (const Figure& f : kFigures) {
-    if ((s.*f.field).has_value()) mask |= f.bit;
-  }
-  if (s.process_count) mask |= kProcessCount;
-  if (s.gaps) mask |= kGaps;
-  PutVarint(data, mask);
-  PutVarint(data, static_cast<uint64_t>(s.t_ms - prev_t_ms));
-  PutVarint(data, static_cast<uint64_t>(s.health));
-  for (const Figure& f : kFigures) {
-    if (const auto& v = s.*f.field) PutVarint(data, ZigZag(std::llround(*v * f.scale)));
-  }
-  if (s.process_count) PutVarint(data, ZigZag(*s.process_count));
-  if (s.gaps) {
-    PutVarint(data, ZigZag(s.gaps->interval_ms));
-    PutVarint(data, ZigZag(s.gaps->idle_ms));
-    PutVarint(data, ZigZag(s.gaps->short_idle_ms));
-  }
-}
-
-bool DecodeChunk(std::string_view data, int64_t first_ms, int64_t from_ms, int64_t to_ms,
-                 std::vector<Sample>& out) {
+bool DecodeLegacy(std::string_view data, int64_t first_ms, int64_t from_ms, int64_t to_ms,
+                  std::vector<Sample>& out) {
   VarintReader r(data);
   int64_t prev = first_ms;
   while (!r.done()) {
     Sample s;
-    if (!ReadSample(r, prev, s)) return false;
+    if (!ReadLegacySample(r, prev, s)) return false;
     prev = s.t_ms;
     if (s.t_ms > to_ms) break;  // times increase within a chunk
     if (s.t_ms >= from_ms) out.push_back(std::move(s));
@@ -100,11 +113,249 @@ bool DecodeChunk(std::string_view data, int64_t first_ms, int64_t from_ms, int64
   return true;
 }
 
+// --- The columnar format ---
+
+// Appends `values` as runs: (value, further repeats) pairs.
+void PutRuns(std::string& out, const std::vector<uint64_t>& values) {
+  for (size_t i = 0; i < values.size();) {
+    size_t j = i + 1;
+    while (j < values.size() && values[j] == values[i]) ++j;
+    PutVarint(out, values[i]);
+    PutVarint(out, j - i - 1);
+    i = j;
+  }
+}
+
+// Reads runs until `n` values are read; false when corrupt or a run overshoots n.
+bool ReadRuns(VarintReader& r, size_t n, std::vector<uint64_t>& out) {
+  out.clear();
+  out.reserve(n);
+  while (out.size() < n) {
+    uint64_t v, more;
+    if (!r.Varint(v) || !r.Varint(more) || more >= n - out.size()) return false;
+    out.insert(out.end(), more + 1, v);
+  }
+  return true;
+}
+
+uint64_t Magnitude(int64_t v) {
+  return v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+}
+
+// Wrapping arithmetic: a delta between two int64 may not fit one, but its wrap does, and
+// adding it back wraps to the value again.
+int64_t WrappingSub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+
+std::string Deflate(const std::string& body) {
+  // A window no bigger than the body and a hash table to match: with zlib's defaults
+  // (32 KiB, 128 KiB), setting them up and clearing them made encoding a 6-sample chunk
+  // take 78 us of CPU; with these, 7 us (sample_chunk_bench).
+  int window_bits = 9;  // the least raw deflate takes
+  while (window_bits < 15 && (size_t{1} << window_bits) < body.size()) ++window_bits;
+  int mem_level = std::clamp(window_bits - 6, 3, 8);
+  z_stream z{};
+  if (deflateInit2(&z, kDeflateLevel, Z_DEFLATED, -window_bits, mem_level, Z_DEFAULT_STRATEGY) !=
+      Z_OK)
+    return {};
+  std::string out(deflateBound(&z, body.size()), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(body.data()));
+  z.avail_in = static_cast<uInt>(body.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  int rc = deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return rc == Z_STREAM_END ? out : std::string();  // empty: not deflated
+}
+
+// Inflates exactly `size` bytes from all of `in`; false when `in` is not such a stream.
+bool Inflate(std::string_view in, size_t size, std::string& out) {
+  out.assign(size, '\0');
+  z_stream z{};
+  if (inflateInit2(&z, -15) != Z_OK) return false;
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  int rc = inflate(&z, Z_FINISH);
+  bool ok = rc == Z_STREAM_END && z.total_out == size && z.avail_in == 0;
+  inflateEnd(&z);
+  return ok;
+}
+
+// Decodes a columnar body, appending the samples in [from_ms, to_ms] to `out`.
+bool DecodeColumnar(std::string_view body, int64_t first_ms, int64_t from_ms, int64_t to_ms,
+                    std::vector<Sample>* out) {
+  VarintReader r(body);
+  uint64_t n;
+  if (!r.Varint(n) || n > kMaxSamples) return false;
+  std::vector<uint64_t> runs;
+  if (!ReadRuns(r, n, runs)) return false;
+  std::vector<int64_t> t(n);
+  int64_t prev = first_ms, step = 0;
+  for (size_t i = 0; i < n; ++i) {
+    step = static_cast<int64_t>(static_cast<uint64_t>(step) +
+                                static_cast<uint64_t>(UnZigZag(runs[i])));
+    if (step < 0) return false;  // times never decrease
+    int64_t next = static_cast<int64_t>(static_cast<uint64_t>(prev) + static_cast<uint64_t>(step));
+    if (next < prev) return false;  // past the end of time
+    t[i] = prev = next;
+  }
+  std::vector<uint64_t> masks;
+  if (!ReadRuns(r, n, masks)) return false;
+  for (uint64_t m : masks) {
+    if ((m >> kMaskBits) > static_cast<uint64_t>(Health::kLost)) return false;
+  }
+  // The samples to return: [begin, end) of t, which ascends.
+  size_t begin = 0, end = n;
+  while (begin < n && t[begin] < from_ms) ++begin;
+  end = begin;
+  while (end < n && t[end] <= to_ms) ++end;
+  size_t base = out->size();
+  out->resize(base + (end - begin));
+  for (size_t i = begin; i < end; ++i) {
+    Sample& s = (*out)[base + i - begin];
+    s.t_ms = t[i];
+    s.health = static_cast<Health>(masks[i] >> kMaskBits);
+  }
+  for (int k = 0; k < kIntegers; ++k) {
+    uint32_t bit = BitOf(k);
+    int64_t v = 0;
+    uint64_t g = 0;
+    bool first = true;
+    for (size_t i = 0; i < n; ++i) {
+      if ((masks[i] & bit) == 0) continue;
+      if (first) {
+        if (!r.Signed(v) || !r.Varint(g)) return false;
+        first = false;
+      } else if (g != 0) {
+        int64_t q;
+        if (!r.Signed(q)) return false;
+        v = static_cast<int64_t>(static_cast<uint64_t>(v) + static_cast<uint64_t>(q) * g);
+      }
+      if (i < begin || i >= end) continue;
+      Sample& s = (*out)[base + i - begin];
+      if (k < kProcessCountAt) {
+        s.*kFigures[k].field = static_cast<double>(v) / kFigures[k].scale;
+      } else if (k == kProcessCountAt) {
+        s.process_count = static_cast<int32_t>(v);
+      } else {
+        if (!s.gaps) s.gaps.emplace();
+        (k == kGapsAt       ? s.gaps->interval_ms
+         : k == kGapsAt + 1 ? s.gaps->idle_ms
+                            : s.gaps->short_idle_ms) = v;
+      }
+    }
+  }
+  return r.done();
+}
+
+// Decodes either format: the columnar one by its tag, else the legacy rows.
+bool Decode(std::string_view data, int64_t first_ms, int64_t from_ms, int64_t to_ms,
+            std::vector<Sample>* out) {
+  VarintReader r(data);
+  uint64_t tag;
+  // A legacy chunk starts with a mask < 0x200; an empty chunk is a legacy one of no samples.
+  if (data.empty() || !r.Varint(tag) || tag < kColumnar)
+    return DecodeLegacy(data, first_ms, from_ms, to_ms, *out);
+  if (tag == kColumnar)
+    return DecodeColumnar(data.substr(data.size() - r.remaining()), first_ms, from_ms, to_ms, out);
+  if (tag != kColumnarDeflated) return false;
+  uint64_t size;
+  if (!r.Varint(size) || size > kMaxBodyBytes) return false;
+  std::string body;
+  if (!Inflate(data.substr(data.size() - r.remaining()), size, body)) return false;
+  return DecodeColumnar(body, first_ms, from_ms, to_ms, out);
+}
+
+}  // namespace
+
+void ChunkEncoder::Add(const Sample& s) {
+  Row row{};
+  row.t_ms = s.t_ms;
+  uint32_t mask = 0;
+  for (int k = 0; k < kProcessCountAt; ++k) {
+    if (const auto& v = s.*kFigures[k].field) {
+      mask |= kFigures[k].bit;
+      row.v[k] = std::llround(*v * kFigures[k].scale);
+    }
+  }
+  if (s.process_count) {
+    mask |= kProcessCount;
+    row.v[kProcessCountAt] = *s.process_count;
+  }
+  if (s.gaps) {
+    mask |= kGaps;
+    row.v[kGapsAt] = s.gaps->interval_ms;
+    row.v[kGapsAt + 1] = s.gaps->idle_ms;
+    row.v[kGapsAt + 2] = s.gaps->short_idle_ms;
+  }
+  row.mask_health = mask | static_cast<uint32_t>(s.health) << kMaskBits;
+  rows_.push_back(row);
+}
+
+std::string ChunkEncoder::Finish() const {
+  std::string body;
+  PutVarint(body, rows_.size());
+  std::vector<uint64_t> column;
+  int64_t prev = first_ms_, step = 0;
+  for (const Row& row : rows_) {
+    int64_t next = WrappingSub(row.t_ms, prev);
+    column.push_back(ZigZag(WrappingSub(next, step)));
+    step = next;
+    prev = row.t_ms;
+  }
+  PutRuns(body, column);
+  column.clear();
+  for (const Row& row : rows_) column.push_back(row.mask_health);
+  PutRuns(body, column);
+  std::vector<int64_t> deltas;
+  for (int k = 0; k < kIntegers; ++k) {
+    uint32_t bit = BitOf(k);
+    deltas.clear();
+    const Row* last = nullptr;
+    for (const Row& row : rows_) {
+      if ((row.mask_health & bit) == 0) continue;
+      deltas.push_back(last ? WrappingSub(row.v[k], last->v[k]) : row.v[k]);
+      last = &row;
+    }
+    if (deltas.empty()) continue;
+    uint64_t g = 0;
+    for (size_t i = 1; i < deltas.size(); ++i) g = std::gcd(g, Magnitude(deltas[i]));
+    PutVarint(body, ZigZag(deltas[0]));
+    PutVarint(body, g);
+    if (g == 0) continue;
+    for (size_t i = 1; i < deltas.size(); ++i) {
+      uint64_t q = Magnitude(deltas[i]) / g;
+      PutVarint(body, deltas[i] < 0 ? ZigZag(static_cast<int64_t>(0 - q))
+                                    : ZigZag(static_cast<int64_t>(q)));
+    }
+  }
+  std::string plain;
+  PutVarint(plain, kColumnar);
+  std::string deflated = body.size() >= kMinDeflatedBody ? Deflate(body) : std::string();
+  if (!deflated.empty()) {
+    std::string packed;
+    PutVarint(packed, kColumnarDeflated);
+    PutVarint(packed, body.size());
+    if (packed.size() + deflated.size() < plain.size() + body.size()) return packed + deflated;
+  }
+  return plain + body;
+}
+
+bool DecodeChunk(std::string_view data, int64_t first_ms, int64_t from_ms, int64_t to_ms,
+                 std::vector<Sample>& out) {
+  return Decode(data, first_ms, from_ms, to_ms, &out);
+}
+
 bool ChunkTimes(std::string_view data, int64_t first_ms, std::vector<int64_t>& out) {
-  // Only for the rare chunk that overlaps another: decoding it whole is cheap enough.
+  // Only for the rare chunk that overlaps another: decoding it whole is cheap enough, and
+  // checks all of it.
   std::vector<Sample> samples;
-  bool ok = DecodeChunk(data, first_ms, std::numeric_limits<int64_t>::min(),
-                        std::numeric_limits<int64_t>::max(), samples);
+  bool ok = Decode(data, first_ms, std::numeric_limits<int64_t>::min(),
+                   std::numeric_limits<int64_t>::max(), &samples);
   for (const Sample& smp : samples) out.push_back(smp.t_ms);
   return ok;
 }

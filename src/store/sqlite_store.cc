@@ -203,15 +203,22 @@ class SqliteStore final : public Store, public ActionLog {
     }
     sqlite3_busy_timeout(db_, 5000);
     if (options.exclusive_writer) GPULEDGER_RETURN_IF_ERROR(LockExclusively(path));
+    // 8 KiB pages for a new database (an existing one keeps its size: the pragma only takes
+    // before the first table). A device-hour's chunk is about 2 KB at 10 s sampling, and
+    // 4 KiB pages hold only one such row each: on the demo fleet's day they left 38% of
+    // sample_chunks' pages unused (storage_bench; docs/store-postgresql.md, "Size").
+    GPULEDGER_RETURN_IF_ERROR(Exec("PRAGMA page_size=8192"));
     GPULEDGER_RETURN_IF_ERROR(Exec("PRAGMA journal_mode=WAL"));
     GPULEDGER_RETURN_IF_ERROR(
         Exec(options.synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
     GPULEDGER_RETURN_IF_ERROR(Exec("PRAGMA foreign_keys=OFF"));
     GPULEDGER_RETURN_IF_ERROR(Exec("PRAGMA cache_size=-65536"));
-    // Checkpoint the WAL into the database every 4000 pages (16 MiB at 4 KiB) rather than
-    // SQLite's 1000: a page that several commits change in between is copied back once.
-    // It cut the commit's CPU by a fifth on native ingest (docs/server.md).
-    GPULEDGER_RETURN_IF_ERROR(Exec("PRAGMA wal_autocheckpoint=4000"));
+    // Checkpoint the WAL into the database every 16 MiB of pages (4000 at 4 KiB) rather
+    // than SQLite's 1000 pages: a page that several commits change in between is copied
+    // back once. It cut the commit's CPU by a fifth on native ingest (docs/server.md).
+    GPULEDGER_ASSIGN_OR_RETURN(int64_t page_bytes, QueryInt("PRAGMA page_size"));
+    GPULEDGER_RETURN_IF_ERROR(
+        Exec(fmt::format("PRAGMA wal_autocheckpoint={}", (16 << 20) / std::max<int64_t>(page_bytes, 512))));
     // Sorts and temporary tables in memory: with the disk full they would fail too.
     GPULEDGER_RETURN_IF_ERROR(Exec("PRAGMA temp_store=MEMORY"));
     GPULEDGER_RETURN_IF_ERROR(Migrate(path));
@@ -810,13 +817,13 @@ class SqliteStore final : public Store, public ActionLog {
     GPULEDGER_RETURN_IF_ERROR(ins.Prepare(
         db_, "INSERT INTO sample_chunks(device_id, first_ms, last_ms, n, data) VALUES(?1,?2,?3,?4,?5)"));
     int64_t device = -1, hour = 0, first = 0, last = 0, n = 0;
-    std::string data;
+    std::optional<ChunkEncoder> encoder;
     auto flush = [&]() -> Status {
       if (n == 0) return Status::Ok();
+      std::string data = encoder->Finish();
       ins.Reset().Bind(1, device).Bind(2, first).Bind(3, last).Bind(4, n);
       sqlite3_bind_blob(ins.get(), 5, data.data(), static_cast<int>(data.size()), SQLITE_STATIC);
       GPULEDGER_RETURN_IF_ERROR(Done(ins));
-      data.clear();
       n = 0;
       return Status::Ok();
     };
@@ -841,8 +848,9 @@ class SqliteStore final : public Store, public ActionLog {
         device = q.Int(0);
         hour = FloorTo(s.t_ms, kMsPerHour);
         first = s.t_ms;
+        encoder.emplace(first);
       }
-      AppendChunkSample(data, s, n == 0 ? s.t_ms : last);
+      encoder->Add(s);
       last = s.t_ms;
       ++n;
     }

@@ -23,6 +23,7 @@ class VarintReader {
   explicit VarintReader(std::string_view data)
       : p_(reinterpret_cast<const uint8_t*>(data.data())), end_(p_ + data.size()) {}
   bool done() const { return p_ == end_; }
+  size_t remaining() const { return static_cast<size_t>(end_ - p_); }
   bool Byte(uint8_t& v) {
     if (p_ == end_) return false;
     v = *p_++;

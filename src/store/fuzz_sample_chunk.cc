@@ -1,0 +1,97 @@
+// libFuzzer target for sample chunks (store/sample_chunk.h; built with -DGPULEDGER_FUZZ=ON
+// and clang; scripts/fuzz.sh runs it). Beyond "no crash, no sanitizer report" on the
+// input taken as a chunk (either format, deflated or not), it reads the input as samples
+// (times, figures present or absent, health, process count, gaps), encodes them and
+// checks that they decode to exactly what went in, and that ChunkTimes agrees.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "store/sample_chunk.h"
+
+namespace gs = gpuledger::store;
+using gpuledger::Health;
+using gpuledger::IdleGaps;
+using gpuledger::Sample;
+
+namespace {
+
+// Takes bytes off the input; zeros once it is spent.
+struct Bytes {
+  const uint8_t* p;
+  size_t left;
+  uint64_t Take(size_t n) {
+    uint64_t v = 0;
+    for (size_t i = 0; i < n && left > 0; ++i, --left) v = v << 8 | *p++;
+    return v;
+  }
+};
+
+void Check(bool ok) {
+  if (!ok) std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const int64_t first = 1'795'392'000'000;
+  std::string_view raw(reinterpret_cast<const char*>(data), size);
+  std::vector<Sample> out;
+  (void)gs::DecodeChunk(raw, first, std::numeric_limits<int64_t>::min(),
+                        std::numeric_limits<int64_t>::max(), out);
+  std::vector<int64_t> times;
+  (void)gs::ChunkTimes(raw, first, times);
+
+  // The input as samples: per sample a mask byte, a step, health, then the present
+  // integers (figures as multiples of their precision, kept where a double is exact).
+  std::optional<double> Sample::*const figures[] = {
+      &Sample::sm_active, &Sample::sm_occupancy, &Sample::tensor_active, &Sample::dram_active,
+      &Sample::gpu_util,  &Sample::fb_used_mib,  &Sample::power_watts};
+  const double scales[] = {1e4, 1e4, 1e4, 1e4, 1e4, 1, 10};
+  Bytes in{data, size};
+  std::vector<Sample> samples;
+  int64_t t = first;
+  while (in.left > 0 && samples.size() < 4096) {
+    Sample s;
+    uint64_t mask = in.Take(2);
+    t += static_cast<int64_t>(in.Take(3));
+    s.t_ms = t;
+    s.health = static_cast<Health>(in.Take(1) % 4);
+    for (int k = 0; k < 7; ++k) {
+      if (mask & (1u << k)) {
+        auto v = static_cast<int64_t>(in.Take(6)) - (int64_t{1} << 47);
+        s.*figures[k] = static_cast<double>(v) / scales[k];
+      }
+    }
+    if (mask & (1u << 7)) s.process_count = static_cast<int32_t>(in.Take(4));
+    if (mask & (1u << 8)) {
+      s.gaps = IdleGaps{static_cast<int64_t>(in.Take(8)), static_cast<int64_t>(in.Take(8)),
+                        static_cast<int64_t>(in.Take(8))};
+    }
+    samples.push_back(s);
+  }
+  gs::ChunkEncoder encoder(first);
+  for (const Sample& s : samples) encoder.Add(s);
+  std::string chunk = encoder.Finish();
+  out.clear();
+  Check(gs::DecodeChunk(chunk, first, std::numeric_limits<int64_t>::min(),
+                        std::numeric_limits<int64_t>::max(), out));
+  Check(out.size() == samples.size());
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const Sample& a = samples[i];
+    const Sample& b = out[i];
+    Check(a.t_ms == b.t_ms && a.health == b.health && a.process_count == b.process_count);
+    for (int k = 0; k < 7; ++k) Check(a.*figures[k] == b.*figures[k]);
+    Check(a.gaps.has_value() == b.gaps.has_value());
+    if (a.gaps) {
+      Check(a.gaps->interval_ms == b.gaps->interval_ms && a.gaps->idle_ms == b.gaps->idle_ms &&
+            a.gaps->short_idle_ms == b.gaps->short_idle_ms);
+    }
+  }
+  times.clear();
+  Check(gs::ChunkTimes(chunk, first, times) && times.size() == samples.size());
+  return 0;
+}
