@@ -336,6 +336,54 @@ TEST_F(CliTest, TheDemosDryRunDecisionsAreInTheAuditLog) {
   EXPECT_THAT(Gpuledger("actions --config " + config + " --outcome done").output, HasSubstr("--outcome"));
 }
 
+// `demo --once --server` is the same fleet as `demo --once`, sent to a running server as
+// its agents would (several batches in flight): the server's store then says what the
+// demo's own store says, to the micro-unit.
+TEST_F(CliTest, TheDemoSentToAServerEqualsTheDemosOwnStore) {
+  const std::string span = " --days 1 --interval 300s --start 2026-11-23T00:00:00Z";
+  Outcome local = Gpuledger("demo --once --gpus 400" + span + " --db " + Path("demo.db"));
+  ASSERT_EQ(local.exit_code, 0) << local.output;
+  Outcome token = Gpuledger("token --name bench --role admin");
+  ASSERT_EQ(token.exit_code, 0) << token.output;
+  std::string secret = token.output.substr(7, token.output.find('\n') - 7);
+  std::string config = File("served.toml", testing::ReadAll(Path("demo.toml")) +
+                                               "\n[server]\nmax_sample_age = \"30d\"\n" +
+                                               token.output.substr(token.output.find("[[server.token]]")));
+  int port = server::testing::FreeLoopbackPort();
+  ASSERT_GT(port, 0);
+  std::string url = "http://127.0.0.1:" + std::to_string(port);
+  testing::BackgroundGpuledger serve("serve --config " + config + " --db " + Path("served.db") +
+                                         " --now 2026-11-24T00:00:00Z --listen 127.0.0.1:" + std::to_string(port),
+                                     Path("serve.log"));
+  ASSERT_TRUE(serve.started());
+  Outcome up{-1, ""};
+  for (int i = 0; i < 100 && up.exit_code != 0; ++i) {
+    ::usleep(100'000);
+    up = Gpuledger("usage --server " + url + " --token " + secret + " --window 1d");
+  }
+  ASSERT_EQ(up.exit_code, 0) << up.output << testing::ReadAll(Path("serve.log"));
+  Outcome sent = Gpuledger("demo --once --gpus 400" + span + " --server " + url + " --token " + secret + " --senders 3");
+  ASSERT_EQ(sent.exit_code, 0) << sent.output << testing::ReadAll(Path("serve.log"));
+  EXPECT_THAT(sent.output, HasSubstr("(2 clusters) to 1 server"));
+  // Sent again, every batch is a duplicate: nothing is counted twice.
+  Outcome again = Gpuledger("demo --once --gpus 400" + span + " --server " + url + "," + url + " --token " + secret);
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  serve.Stop();
+  for (const char* by : {"team,pool", "job"}) {
+    const std::string query =
+        std::string(" --from 2026-11-23T00:00:00Z --to 2026-11-24T00:00:00Z --format csv --by ") + by;
+    Outcome mine = Gpuledger("usage --config " + Path("demo.toml") + query);
+    Outcome theirs = Gpuledger("usage --config " + config + " --db " + Path("served.db") + query);
+    ASSERT_EQ(mine.exit_code, 0) << mine.output;
+    ASSERT_EQ(theirs.exit_code, 0) << theirs.output;
+    EXPECT_EQ(theirs.output, mine.output) << by;
+    if (std::string(by) == "job") {
+      EXPECT_THAT(mine.output, HasSubstr("\nllama-chat-70b-2,"));
+      EXPECT_THAT(mine.output, HasSubstr("\nc2-llama-chat-70b-2,"));  // the second copy's name for it
+    }
+  }
+}
+
 TEST_F(CliTest, ServingSaysWhyItHasNothingToShow) {
   ASSERT_EQ(Gpuledger("import --db " + db_ + " " + File("b.ndjson", Batches())).exit_code, 0);
   Outcome training = Gpuledger("serving --db " + db_ + " --job j1 --window 24h");

@@ -1,11 +1,18 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
 
 #include <signal.h>
+#include <sys/resource.h>
 
 #include "cli/commands.h"
 #include "demo/demo_fleet.h"
@@ -219,6 +226,95 @@ int RunLive(const demo::DemoOptions& d, const CommonOptions& mine, const std::st
   return 0;
 }
 
+// The fleet's whole span streamed to running servers instead of a store of its own (a
+// fleet generator for benchmarks, docs/benchmarks.md): hour by hour, by `senders` threads,
+// sender i to urls[i % urls.size()]. Each node's batches go through one sender, in order,
+// as its agent sends them (a batch may name a job an earlier one of its node declared); a
+// batch whose connection fails is sent again (up to 5 times, 1 s apart; its id makes that
+// safe); any other answer than 200 stops the run. Prints what was sent, the wall time and
+// this process's CPU time.
+int StreamToServers(const demo::DemoOptions& d, const std::vector<std::string>& urls, const std::string& token,
+                    int senders) {
+  auto t0 = std::chrono::steady_clock::now();
+  demo::DemoFleet fleet(d);
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::deque<Batch>> queues(static_cast<size_t>(senders));
+  size_t queued = 0;
+  bool done = false;
+  Status failed = Status::Ok();
+  std::atomic<int64_t> samples{0}, sent{0}, resent{0};
+  auto sender = [&](size_t i) {
+    server::HttpRequestOptions post;
+    post.token = token;
+    const std::string& url = urls[i % urls.size()];
+    for (;;) {
+      Batch b;
+      {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return done || !queues[i].empty() || !failed.ok(); });
+        if (queues[i].empty() || !failed.ok()) return;
+        b = std::move(queues[i].front());
+        queues[i].pop_front();
+        --queued;
+      }
+      cv.notify_all();
+      std::string body = wire::WriteBatch(b);
+      auto r = server::HttpPost(url, "/api/v1/batches", body, "application/json", post);
+      for (int attempt = 1; !r.ok() && attempt < 5; ++attempt) {
+        ++resent;
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        r = server::HttpPost(url, "/api/v1/batches", body, "application/json", post);
+      }
+      Status st = !r.ok() ? r.status()
+                  : r->status != 200 ? InvalidArgument(fmt::format("HTTP {}: {}", r->status, server::ErrorMessageOf(*r)))
+                                     : Status::Ok();
+      if (!st.ok()) {
+        std::lock_guard lock(mu);
+        if (failed.ok()) failed = st.WithContext(fmt::format("batch {} to {}", b.batch_id, url));
+        cv.notify_all();
+        return;
+      }
+      samples += static_cast<int64_t>(b.samples.size());
+      ++sent;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int i = 0; i < senders; ++i) threads.emplace_back(sender, static_cast<size_t>(i));
+  std::map<std::string, size_t> sender_of;  // node -> its sender, in the order nodes first send
+  for (int64_t hour = d.start_ms; hour < fleet.end_ms(); hour += kMsPerHour) {
+    std::vector<Batch> batches = fleet.Advance(hour + kMsPerHour);
+    std::unique_lock lock(mu);
+    // At most two hours of batches waiting: the generator does not run ahead of the servers.
+    cv.wait(lock, [&] { return queued < 2 * batches.size() || !failed.ok(); });
+    if (!failed.ok()) break;
+    for (Batch& b : batches) {
+      auto [it, unused] = sender_of.try_emplace(b.source, sender_of.size() % queues.size());
+      queues[it->second].push_back(std::move(b));
+      ++queued;
+    }
+    cv.notify_all();
+  }
+  {
+    std::lock_guard lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  for (auto& t : threads) t.join();
+  if (!failed.ok()) return Fail(failed);
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  double cpu = static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+               1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+  std::printf("demo: sent %lld batches, %lld samples from %zu GPUs and slices (%d clusters) to %zu server%s in "
+              "%.1f s: %.0f samples/s; %lld resent; this process's CPU %.1f s\n",
+              static_cast<long long>(sent.load()), static_cast<long long>(samples.load()), fleet.devices().size(),
+              fleet.clusters(), urls.size(), urls.size() == 1 ? "" : "s", wall,
+              static_cast<double>(samples.load()) / wall, static_cast<long long>(resent.load()), cpu);
+  return 0;
+}
+
 }  // namespace
 
 void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out) {
@@ -231,6 +327,10 @@ void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out) {
     double speed = 60;
     std::string listen = "127.0.0.1:8080";
     std::string history = "1d";
+    int64_t gpus = 0;
+    std::vector<std::string> servers;
+    std::string token;
+    int senders = 4;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand(
@@ -257,10 +357,23 @@ void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out) {
       ->check(CLI::Range(1, 62))
       ->capture_default_str();
   sub->add_option("--interval", o->interval, "agents' sampling interval")->capture_default_str();
+  sub->add_option("--gpus", o->gpus,
+                  "at least this many GPUs: the 43-node cluster (344 GPUs) copied under new names, each "
+                  "copy drawn with the next seed (for benchmarks: docs/benchmarks.md)")
+      ->check(CLI::Range(int64_t{0}, int64_t{100'000}));
+  sub->add_option("--server", o->servers,
+                  "with --once: send the whole span to these running servers (comma-separated URLs) "
+                  "instead of a store of the demo's own, as agents would")
+      ->delimiter(',');
+  sub->add_option("--token", o->token, "with --server: an agent or admin token")->envname("GPULEDGER_TOKEN");
+  sub->add_option("--senders", o->senders, "with --server: batches in flight at once (sender i to server i mod n)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
   out.push_back({sub, [o, &common]() -> int {
                    SystemClock clock;
                    demo::DemoOptions d;
                    d.seed = o->seed;
+                   d.gpus = o->gpus;
                    d.duration_ms = o->days * kMsPerDay;
                    auto interval = ParseDuration(o->interval);
                    if (!interval.ok()) return Fail(interval.status());
@@ -275,6 +388,10 @@ void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                      if (!start.ok()) return Fail(start.status());
                      if (*start % kMsPerHour != 0) return Fail(InvalidArgument("--start must be a whole hour"));
                      d.start_ms = *start;
+                   }
+                   if (!o->servers.empty()) {
+                     if (!o->once) return Fail(InvalidArgument("--server needs --once (the live demo runs its own server)"));
+                     return StreamToServers(d, o->servers, o->token, o->senders);
                    }
                    // A fresh store each run: the demo's, not the user's ledger.
                    CommonOptions mine = common;
@@ -316,15 +433,24 @@ void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    auto ledger = OpenLedger(mine, sim_clock, &config);
                    if (!ledger.ok()) return Fail(ledger.status());
                    int64_t samples = 0, batches = 0;
-                   for (int64_t day = d.start_ms; day < fleet.end_ms(); day += kMsPerDay) {
-                     for (const Batch& b : fleet.Advance(day + kMsPerDay)) {
-                       auto r = (*ledger)->Ingest(b);
+                   // An hour at a time (a large fleet's day of batches would not fit in
+                   // memory), in one group commit, as a server commits what arrives together.
+                   for (int64_t hour = d.start_ms; hour < fleet.end_ms(); hour += kMsPerHour) {
+                     auto group = (*ledger)->BeginIngestGroup();
+                     if (!group.ok()) return Fail(group.status());
+                     for (const Batch& b : fleet.Advance(hour + kMsPerHour)) {
+                       Status valid = (*ledger)->Validate(b);
+                       if (!valid.ok()) return Fail(valid);
+                       auto r = (*group)->Apply(b);
                        if (!r.ok()) return Fail(r.status());
                        samples += static_cast<int64_t>(b.samples.size());
                        ++batches;
                      }
-                     std::fprintf(stderr, "\rdemo: simulated %s ... ",
-                                  FormatTime(std::min(day + kMsPerDay, fleet.end_ms())).c_str());
+                     if (Status st = (*group)->Commit(); !st.ok()) return Fail(st);
+                     if ((hour + kMsPerHour - d.start_ms) % kMsPerDay == 0 || hour + kMsPerHour >= fleet.end_ms()) {
+                       std::fprintf(stderr, "\rdemo: simulated %s ... ",
+                                    FormatTime(std::min(hour + kMsPerHour, fleet.end_ms())).c_str());
+                     }
                    }
                    auto t1 = std::chrono::steady_clock::now();
                    auto rebuilt = (*ledger)->RefreshRollups();

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <string_view>
 
 namespace gpuledger::demo {
 namespace {
@@ -78,8 +79,10 @@ const std::vector<TeamInfo>& Teams() {
 
 }  // namespace
 
-struct DemoFleet::Impl {
+// One 43-node cluster of the fleet, as the demo always was (DemoFleet copies it).
+struct Cluster {
   DemoOptions opt;
+  std::string prefix;  // before its node names and job ids: "" for the first cluster
   std::mt19937_64 rng;
   std::vector<Device> devices;
   std::vector<std::vector<Tenancy>> tenancies;  // per device, by from
@@ -94,7 +97,7 @@ struct DemoFleet::Impl {
   int64_t end = 0;
   int next_job_number = 104'200;
 
-  explicit Impl(const DemoOptions& o) : opt(o), rng(o.seed) {
+  Cluster(const DemoOptions& o, std::string name_prefix) : opt(o), prefix(std::move(name_prefix)), rng(o.seed) {
     cursor = o.start_ms;
     end = o.start_ms + o.duration_ms;
     BuildFleet();
@@ -122,12 +125,12 @@ struct DemoFleet::Impl {
 
   void AddNode(const std::string& name, const std::string& pool, const std::string& model,
                int64_t memory_mib, CapacityType type, bool mig) {
-    Node n{name, pool, {}};
+    Node n{prefix + name, pool, {}};
     size_t node_no = nodes.size();
     for (int g = 0; g < 8; ++g) {
       Device d;
       d.uuid = HexId("GPU", opt.seed, node_no * 100 + static_cast<uint64_t>(g));
-      d.node = name;
+      d.node = n.name;
       d.model = model;
       d.memory_mib = memory_mib;
       d.pool = pool;
@@ -194,6 +197,7 @@ struct DemoFleet::Impl {
 
   void Place(SimJob job, const std::vector<size_t>& devs) {
     size_t idx = jobs.size();
+    job.d.job.id = prefix + job.d.job.id;
     for (size_t d : devs) {
       tenancies[d].push_back({job.d.from_ms, job.d.to_ms, idx});
       job.d.devices.push_back(devices[d].uuid);
@@ -607,7 +611,8 @@ struct DemoFleet::Impl {
         v.job_id = j.d.job.id;
         v.t_ms = t;
         v.engine = "vllm";
-        v.model = j.d.job.id.substr(0, j.d.job.id.rfind('-'));
+        std::string_view name = std::string_view(j.d.job.id).substr(prefix.size());
+        v.model = std::string(name.substr(0, name.rfind('-')));
         v.requests_waiting = std::round(std::max(0.0, (a - 0.75) * 60.0));
         v.requests_running = std::round(a * 48.0);
         v.kv_cache_usage_ratio = std::min(0.99, std::round(a * 105.0) / 100.0);
@@ -636,12 +641,15 @@ struct DemoFleet::Impl {
       const int64_t step = 10 * kMsPerMinute;
       for (int64_t t = FloorTo(h, step) + step; t <= h_end; t += step) {
         if (t <= j.d.from_ms || t - step < j.d.from_ms || t > std::min(j.d.to_ms, end)) continue;
+        // Sampled as the agent samples, or every ten minutes when it samples less often
+        // (without a sample in the step its mean would be 0/0).
+        const int64_t every = std::min(opt.sample_interval_ms, step);
         double busy = 0;
-        for (int64_t x = t - step + opt.sample_interval_ms; x <= t; x += opt.sample_interval_ms) {
+        for (int64_t x = t - step + every; x <= t; x += every) {
           const SimJob* held = nullptr;
           busy += Activity(*first, x, &held);
         }
-        busy /= static_cast<double>(step / opt.sample_interval_ms);
+        busy /= static_cast<double>(step / every);
         double flops = busy * j.mfu_when_busy * 989.4e12 * static_cast<double>(j.d.devices.size()) *
                        static_cast<double>(step) / 1000.0;
         b.progress.push_back(Progress{j.d.job.id, t, step, std::round(flops / per_token), std::nullopt});
@@ -665,7 +673,27 @@ int64_t DefaultStart(int64_t now_ms, int64_t duration_ms) {
   return this_monday - weeks * kWeek;
 }
 
-DemoFleet::DemoFleet(const DemoOptions& options) : impl_(std::make_unique<Impl>(options)) {}
+struct DemoFleet::Impl {
+  std::vector<std::unique_ptr<Cluster>> clusters;
+  std::vector<Device> devices;
+  std::vector<DemoJob> jobs;
+};
+
+DemoFleet::DemoFleet(const DemoOptions& options) : impl_(std::make_unique<Impl>()) {
+  impl_->clusters.push_back(std::make_unique<Cluster>(options, ""));
+  int64_t per_cluster = 0;
+  for (const Device& d : impl_->clusters[0]->devices) per_cluster += d.is_mig() ? 0 : 1;
+  int64_t copies = options.gpus <= per_cluster ? 1 : (options.gpus + per_cluster - 1) / per_cluster;
+  for (int64_t k = 1; k < copies; ++k) {
+    DemoOptions o = options;
+    o.seed = options.seed + static_cast<uint64_t>(k);
+    impl_->clusters.push_back(std::make_unique<Cluster>(o, fmt::format("c{}-", k + 1)));
+  }
+  for (const auto& c : impl_->clusters) {
+    impl_->devices.insert(impl_->devices.end(), c->devices.begin(), c->devices.end());
+    impl_->jobs.insert(impl_->jobs.end(), c->public_jobs.begin(), c->public_jobs.end());
+  }
+}
 DemoFleet::~DemoFleet() = default;
 
 Goals DemoFleet::FleetGoals() const {
@@ -695,9 +723,17 @@ PriceBook DemoFleet::Prices() const {
 }
 
 const std::vector<Device>& DemoFleet::devices() const { return impl_->devices; }
-const std::vector<DemoJob>& DemoFleet::jobs() const { return impl_->public_jobs; }
-std::vector<Batch> DemoFleet::Advance(int64_t until_ms, int64_t span_ms) { return impl_->Advance(until_ms, span_ms); }
-int64_t DemoFleet::cursor_ms() const { return impl_->cursor; }
-int64_t DemoFleet::end_ms() const { return impl_->end; }
+const std::vector<DemoJob>& DemoFleet::jobs() const { return impl_->jobs; }
+std::vector<Batch> DemoFleet::Advance(int64_t until_ms, int64_t span_ms) {
+  std::vector<Batch> out = impl_->clusters[0]->Advance(until_ms, span_ms);
+  for (size_t k = 1; k < impl_->clusters.size(); ++k) {
+    std::vector<Batch> more = impl_->clusters[k]->Advance(until_ms, span_ms);
+    out.insert(out.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  }
+  return out;
+}
+int64_t DemoFleet::cursor_ms() const { return impl_->clusters[0]->cursor; }
+int64_t DemoFleet::end_ms() const { return impl_->clusters[0]->end; }
+int DemoFleet::clusters() const { return static_cast<int>(impl_->clusters.size()); }
 
 }  // namespace gpuledger::demo

@@ -1,4 +1,4 @@
-// A simulated fleet for `gpuledger demo`: 43 nodes of 8 GPUs in training, serving and
+// A simulated fleet for `gpuledger demo`: 43 nodes (or copies of them, DemoOptions::gpus) of 8 GPUs in training, serving and
 // dev pools (one dev node split into MIG slices), and a week of realistic work: gang
 // training jobs with input stalls and checkpoint gaps, diurnal and bursty serving,
 // notebooks that get forgotten, batch jobs, a GPU that fails and an agent that goes
@@ -25,6 +25,11 @@ struct DemoOptions {
   int64_t start_ms = 0;                // must be a whole hour
   int64_t duration_ms = 7 * kMsPerDay;
   int64_t sample_interval_ms = kMsPerMinute;
+  // At least this many GPUs (MIG slices not counted): the 43-node cluster (344 GPUs) is
+  // copied as many times as that takes, each copy drawn with the next seed and named with a
+  // prefix ("c2-trn-01", job "c2-104233"); the first keeps today's names. 0: one cluster.
+  // The same teams, prices and targets for all: a larger company, not more of them.
+  int64_t gpus = 0;
 };
 
 // One unit of work the fleet runs, with what the simulation knows about it.
@@ -57,7 +62,7 @@ class DemoFleet {
   const std::vector<DemoJob>& jobs() const;
 
   // The batches that agents would have sent for [cursor, until_ms): one per node per
-  // `span_ms`, in time order, each with the node's inventory, the jobs and allocations
+  // `span_ms`, in time order (cluster by cluster when there are copies), each with the node's inventory, the jobs and allocations
   // that start or end in it (a job's end only once it has ended: an unfinished job has
   // none), and its samples. Advances the cursor by whole spans; returns nothing past the
   // end of the simulated span. The span is an hour for a store filled at once; the live
@@ -67,6 +72,7 @@ class DemoFleet {
   std::vector<Batch> Advance(int64_t until_ms, int64_t span_ms = kMsPerHour);
   int64_t cursor_ms() const;
   int64_t end_ms() const;
+  int clusters() const;  // copies of the 43-node cluster (DemoOptions::gpus)
 
  private:
   struct Impl;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -173,6 +174,91 @@ TEST(DemoFleetTest, LiveBatchesKeepTheFleetMonitored) {
   const int64_t now = kStart + 95 * kMsPerMinute;
   EXPECT_EQ(unmonitored_at(5 * kMsPerMinute, now, now), 0);
   EXPECT_EQ(unmonitored_at(kMsPerHour, now, now), 376);
+}
+
+// Agents that sample less often than training jobs report progress (every ten minutes)
+// still report a number of tokens: the mean activity of a step with no sample in it is
+// taken on a ten-minute grid, never 0/0.
+TEST(DemoFleetTest, ProgressIsANumberWhateverTheSampleInterval) {
+  DemoOptions o = Small();
+  o.sample_interval_ms = kMsPerHour;
+  DemoFleet f(o);
+  int reports = 0;
+  for (const Batch& b : f.Advance(kStart + 3 * kMsPerHour)) {
+    for (const Progress& p : b.progress) {
+      ASSERT_TRUE(p.tokens.has_value());
+      EXPECT_TRUE(std::isfinite(*p.tokens)) << p.job_id << " at " << FormatTime(p.t_ms);
+      reports += *p.tokens > 0;
+    }
+  }
+  EXPECT_GT(reports, 0);
+}
+
+// A larger fleet (DemoOptions::gpus) is the 43-node cluster copied: the first copy is the
+// fleet as it always was, every other is drawn with the next seed under names of its own,
+// so that nothing two copies send collides in the store, and the whole ingests cleanly.
+TEST(DemoFleetTest, CopiesTheClusterUnderNewNamesForALargerFleet) {
+  DemoOptions big = Small();
+  big.gpus = 700;  // 344 GPUs a cluster: three copies
+  big.duration_ms = kMsPerDay;
+  DemoOptions single = big;
+  single.gpus = 0;
+  DemoFleet one(single), three(big);
+  EXPECT_EQ(one.clusters(), 1);
+  EXPECT_EQ(three.clusters(), 3);
+  int gpus = 0;
+  std::set<std::string> uuids, nodes, job_ids;
+  for (const auto& d : three.devices()) {
+    gpus += d.is_mig() ? 0 : 1;
+    uuids.insert(d.uuid);
+    nodes.insert(d.node);
+  }
+  EXPECT_EQ(gpus, 3 * 344);
+  EXPECT_EQ(uuids.size(), three.devices().size());
+  EXPECT_EQ(nodes.size(), 3u * 43);
+  EXPECT_TRUE(nodes.contains("trn-01") && nodes.contains("c2-trn-01") && nodes.contains("c3-dev-06"));
+  for (const auto& j : three.jobs()) EXPECT_TRUE(job_ids.insert(j.job.id).second) << j.job.id;
+  EXPECT_TRUE(job_ids.contains("104233") && job_ids.contains("c3-104233"));
+  // The first copy is the one-cluster fleet, device for device and job for job.
+  for (size_t i = 0; i < one.devices().size(); ++i) EXPECT_EQ(three.devices()[i].uuid, one.devices()[i].uuid);
+  ASSERT_GE(three.jobs().size(), one.jobs().size());
+  for (size_t i = 0; i < one.jobs().size(); ++i) EXPECT_EQ(three.jobs()[i].job.id, one.jobs()[i].job.id);
+  std::vector<Batch> first = one.Advance(kStart + 2 * kMsPerHour);
+  std::vector<Batch> all = three.Advance(kStart + 2 * kMsPerHour);
+  ASSERT_EQ(all.size(), 3 * first.size());
+  for (size_t i = 0; i < first.size(); ++i) EXPECT_EQ(wire::WriteBatch(all[i]), wire::WriteBatch(first[i]));
+  // A copy's serving deployments scrape the same models as the first's, under its own job ids.
+  bool scraped = false;
+  for (const Batch& b : all) {
+    for (const auto& v : b.serving) {
+      if (v.job_id.starts_with("c2-")) {
+        EXPECT_FALSE(v.model.starts_with("c2-")) << v.model;
+        scraped = true;
+      }
+    }
+  }
+  EXPECT_TRUE(scraped);
+  // Ingested together, every batch is applied (no id, uuid or sample collides), and the
+  // ledger knows every device of the three copies.
+  auto path = std::filesystem::temp_directory_path() / ("gpuledger-demo-copies-" + std::to_string(::getpid()) + ".db");
+  std::filesystem::remove(path);
+  {
+    ManualClock clock(kStart + 2 * kMsPerHour);
+    auto store = store::OpenSqliteStore(path.string());
+    ASSERT_TRUE(store.ok());
+    ledger::Ledger ledger(std::move(*store), clock);
+    std::set<std::string> batch_ids;
+    for (const Batch& b : all) {
+      EXPECT_TRUE(batch_ids.insert(b.batch_id).second) << b.batch_id;
+      auto r = ledger.Ingest(b);
+      ASSERT_TRUE(r.ok()) << b.batch_id << ": " << r.status().ToString();
+      EXPECT_EQ(*r, store::ApplyOutcome::kApplied) << b.batch_id;
+    }
+    auto now = ledger.FleetNow(kStart + 2 * kMsPerHour);
+    ASSERT_TRUE(now.ok());
+    EXPECT_EQ(now->size(), three.devices().size());
+  }
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + suffix);
 }
 
 }  // namespace

@@ -86,6 +86,38 @@ TEST(AgreementTest, IdleCausesArePricedAtTheirOwnGpus) {
   EXPECT_EQ(speech->idle_cause_cost[static_cast<size_t>(IdleCause::kInputStall)], Money::FromUnits(1));
 }
 
+// The store numbers devices in the order it first meets them, which depends on which
+// agent's batch came first. Three identical GPUs, each an hour and a millisecond at
+// 1.00/h: 1.000000277... each, so the window's 3.000001 leaves one micro-unit to the
+// tie between them. It goes to the first device by uuid, in a store that met them
+// A, B, C and in one that met them C, B, A alike.
+TEST(AgreementTest, ATieGoesByNameNotByTheOrderTheStoreMetTheDevices) {
+  PriceBook one = *PriceBook::Create({PriceEntry{"CHEAP", "*", CapacityType::kOnDemand, Money::FromUnits(1), {0, kForever}}});
+  auto fill = [&](Ledger& ledger, std::vector<std::string> order) {
+    ASSERT_TRUE(ledger.SetPrices(one).ok());
+    Batch b;
+    b.batch_id = "three";
+    for (const std::string& uuid : order) b.devices.push_back(Gpu(uuid, "CHEAP"));
+    for (int64_t ts = kBaseMs; ts <= kBaseMs + 2 * kMsPerHour; ts += kMinute) {
+      for (const std::string& uuid : order) b.samples.push_back(At(uuid, ts, 0.0, 0));
+    }
+    ASSERT_TRUE(ledger.Ingest(b).ok());
+  };
+  testing::TempLedger met_abc, met_cba;
+  fill(met_abc.ledger(), {"GPU-A", "GPU-B", "GPU-C"});
+  fill(met_cba.ledger(), {"GPU-C", "GPU-B", "GPU-A"});
+  const TimeRange window{kBaseMs, kBaseMs + kMsPerHour + 1};
+  for (testing::TempLedger* t : {&met_abc, &met_cba}) {
+    auto usage = t->ledger().Usage(window, {Dimension::kDevice});
+    ASSERT_TRUE(usage.ok()) << usage.status().ToString();
+    EXPECT_EQ(usage->total.total_cost(), Money::Parse("3.000001").value());
+    ASSERT_TRUE(Row(*usage, {"GPU-A"}) && Row(*usage, {"GPU-B"}) && Row(*usage, {"GPU-C"}));
+    EXPECT_EQ(Row(*usage, {"GPU-A"})->total_cost(), Money::Parse("1.000001").value());
+    EXPECT_EQ(Row(*usage, {"GPU-B"})->total_cost(), Money::FromUnits(1));
+    EXPECT_EQ(Row(*usage, {"GPU-C"})->total_cost(), Money::FromUnits(1));
+  }
+}
+
 // A fleet whose figures do not divide evenly: four GPUs at two prices (one split into
 // MIG slices), seven jobs of three teams, random activity and gaps, a window cut inside
 // hours at both ends.

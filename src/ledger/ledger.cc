@@ -52,6 +52,19 @@ class FleetIndex {
       job_key_to_id_[j.job.id] = j.id;
       jobs_.emplace(j.id, std::move(j.job));
     }
+    // Ranks by the names the data give (uuid, job id), not by the store's ids, which
+    // follow the order batches arrived in: two stores of the same data break the ties of
+    // an apportionment alike.
+    std::vector<size_t> by_uuid(devices_.size());
+    for (size_t i = 0; i < by_uuid.size(); ++i) by_uuid[i] = i;
+    std::sort(by_uuid.begin(), by_uuid.end(),
+              [&](size_t a, size_t b) { return devices_[a].device.uuid < devices_[b].device.uuid; });
+    device_rank_.resize(devices_.size());
+    for (size_t r = 0; r < by_uuid.size(); ++r) device_rank_[by_uuid[r]] = static_cast<int64_t>(r);
+    int64_t rank = 0;
+    for (const auto& [key, id] : std::map<std::string, int64_t>(job_key_to_id_.begin(), job_key_to_id_.end())) {
+      job_rank_[id] = ++rank;  // 0: no job
+    }
     // The data ends at the fleet's latest sample (never after now); a store with no sample
     // yet has no end but now.
     data_end_ms_ = 0;
@@ -85,6 +98,12 @@ class FleetIndex {
     return it == device_index_.end() ? nullptr : &devices_[it->second];
   }
   int64_t ticks(int64_t device_id) const { return ticks_[device_index_.at(device_id)]; }
+  // The device's place in uuid order, the job's in job-id order (0: no job).
+  int64_t device_rank(int64_t device_id) const { return device_rank_[device_index_.at(device_id)]; }
+  int64_t job_rank(int64_t job_id) const {
+    auto it = job_rank_.find(job_id);
+    return it == job_rank_.end() ? 0 : it->second;
+  }
   const Job* job(int64_t id) const {
     auto it = jobs_.find(id);
     return it == jobs_.end() ? nullptr : &it->second;
@@ -103,6 +122,8 @@ class FleetIndex {
   std::vector<store::DeviceRecord> devices_;
   std::unordered_map<int64_t, size_t> device_index_;
   std::vector<int64_t> ticks_;
+  std::vector<int64_t> device_rank_;
+  std::unordered_map<int64_t, int64_t> job_rank_;
   std::unordered_map<int64_t, Job> jobs_;
   std::unordered_map<std::string, int64_t> job_key_to_id_;
   PriceBook book_;
@@ -146,7 +167,7 @@ bool RowBefore(const UsageRow& a, const UsageRow& b) {
 // The rounding rule (core/money.h) is applied to atoms, not to groups: an atom is one
 // device's time held by one job (or by none) at one price over the window, or over one
 // hour of it when the report is grouped by hour. Atoms are rounded once, together, by
-// largest remainder (ties to the earlier atom by device, job, hour and price), and every
+// largest remainder (ties to the earlier atom by device uuid, job id, hour and price), and every
 // row is the sum of its atoms. So any
 // two groupings of the same window (usage by team, chargeback by team and project, the
 // waste by team, project and kind, a report's tables) are sums of the same rounded atoms:
@@ -234,10 +255,12 @@ class Accumulator {
     int64_t extra = RoundCost(sum).micros() - floor_sum;
     if (extra > 0) {
       auto n = static_cast<std::ptrdiff_t>(std::min(rems.size(), static_cast<size_t>(extra)));
-      // Ties go to the earlier atom in (device, job, hour, price) order, then bucket.
+      // Ties go to the earlier atom in (device uuid, job id, hour, price) order, then
+      // bucket: names, not the store's ids, so that the same data cost the same to the
+      // micro-unit in any store, whatever order its batches arrived in.
       auto key = [&](const Remainder& r) {
         const AtomCell& a = atoms_[r.atom];
-        return std::tie(a.device_id, a.job_id, a.hour_ms, a.price_micros, r.bucket);
+        return std::tie(a.name_rank, a.hour_ms, a.price_micros, r.bucket);
       };
       std::nth_element(rems.begin(), rems.begin() + n, rems.end(), [&](const Remainder& x, const Remainder& y) {
         return x.rem != y.rem ? x.rem > y.rem : key(x) < key(y);
@@ -328,6 +351,7 @@ class Accumulator {
     int64_t job_id = 0;
     int64_t hour_ms = 0;
     int64_t price_micros = -1;
+    uint64_t name_rank = 0;  // the device's rank by uuid, then the job's by id (FleetIndex)
     std::array<int64_t, kBucketCount> ticks_ms{};
     std::array<int64_t, kIdleCauseCount> idle_cause_ticks_ms{};
     int64_t coarse_ticks_ms = 0;
@@ -355,6 +379,8 @@ class Accumulator {
       c.job_id = job_id;
       c.hour_ms = hour_ms_;
       c.price_micros = p;
+      c.name_rank = static_cast<uint64_t>(fleet_.device_rank(dev.id)) << 32 |
+                    static_cast<uint64_t>(fleet_.job_rank(job_id));
     }
     last_cell_ = it->second;
     last_device_ = dev.id;
