@@ -1,6 +1,6 @@
 // End-to-end benchmarks of the server, printed side by side in one run (release build):
 //   taskset -c 1 build/<release dir>/src/server/server_bench [--quick]
-//       [--only=native,remote_write,usage,mixed,largest]
+//       [--only=native,remote_write,usage,usage_pg,mixed,largest] [--usage-gpus=N]
 // Each ingest figure comes with its wall time and the CPU time (user + system) the
 // process spent meanwhile, server and clients together: on a shared machine the wall
 // time moves with the load, the CPU time much less.
@@ -10,9 +10,11 @@
 // 2. Remote-write ingest: the same stream of remote-write requests (100 GPUs x 8 DCGM
 //    series x 10 instants each, 4 senders) sent to gpuledger and to VictoriaMetrics
 //    (Debian's victoria-metrics, started here on loopback): points/s of each and the ratio.
-// 3. GET /api/v1/usage for 30 days by team over 1,000 GPUs: p50 and p99 latency. The
-//    store holds 30 days of hour rollups written directly (as in ledger_bench: importing
-//    260M raw samples would take too long to set up).
+// 3. GET /api/v1/usage for 30 days by team over 1,000 GPUs (--usage-gpus): p50 and p99
+//    latency. The store holds 30 days of hour rollups written directly (as in
+//    ledger_bench: importing 260M raw samples would take too long to set up), and the day
+//    rollups WriteRollups keeps beside them. usage_pg (not in the default set): the same
+//    on the test harness's PostgreSQL, in builds with tests.
 // 4. Native ingest while readers loop on the heaviest dashboard queries.
 // 5. The largest query the default query budget allows: time and peak RSS.
 #include <fmt/format.h>
@@ -36,6 +38,10 @@
 #include "wire/batch.h"
 #include "wire/prometheus/remote_write.h"
 #include "ledger/store_access.h"
+#ifdef GPULEDGER_BENCH_POSTGRESQL
+#include "store/pg_store.h"
+#include "store/testing/pg_server.h"
+#endif
 
 namespace gpuledger::server {
 namespace {
@@ -222,13 +228,14 @@ void RemoteWrite(int requests_per_sender) {
   std::printf("%-58s %12.2f\n", "  the same, both acknowledging before fsync", p_normal / p_theirs);
 }
 
-// 125 nodes x 8 GPUs for `days` days from `base`, as hour rollups written directly; false
-// (and a message) when the setup failed.
-bool SetUpRollupFleet(ledger::Ledger& l, int64_t base, int days) {
+// `nodes` nodes x 8 GPUs for `days` days from `base`, as hour rollups written directly
+// through WriteRollups (which keeps the day rollups too); false (and a message) when the
+// setup failed. `*write_seconds`: the wall time WriteRollups took.
+bool SetUpRollupFleet(ledger::Ledger& l, int64_t base, int days, int nodes, double* write_seconds) {
   (void)l.SetPrices(*PriceBook::Create(
       {PriceEntry{"*", "*", CapacityType::kOnDemand, Money::FromMicros(2'490'000), {0, kForever}}}));
   // Per GPU a job a day for one of 20 teams, idle the last 2 hours of each day.
-  for (int node = 0; node < 125; ++node) {
+  for (int node = 0; node < nodes; ++node) {
     Batch b = testing::MakeBatch(fmt::format("setup-{}", node), fmt::format("n{}", node), 8, base, 1, "x", true);
     b.allocations.clear();
     for (int day = 0; day < days; ++day) {
@@ -273,36 +280,83 @@ bool SetUpRollupFleet(ledger::Ledger& l, int64_t base, int days) {
       updates.push_back(std::move(u));
     }
     if (updates.size() >= 20'000) {
-      (void)ledger::internal_StoreOf(l).WriteRollups(updates);
+      auto t0 = Steady::now();
+      Status st = ledger::internal_StoreOf(l).WriteRollups(updates);
+      *write_seconds += Seconds(t0);
+      if (!st.ok()) return std::fprintf(stderr, "setup rollups: %s\n", st.ToString().c_str()) < 0;
       updates.clear();
     }
   }
-  (void)ledger::internal_StoreOf(l).WriteRollups(updates);
+  auto t0 = Steady::now();
+  Status st = ledger::internal_StoreOf(l).WriteRollups(updates);
+  *write_seconds += Seconds(t0);
+  if (!st.ok()) return std::fprintf(stderr, "setup rollups: %s\n", st.ToString().c_str()) < 0;
   return true;
 }
 
-void UsageLatency(int queries) {
-  testing::TempDir dir;
+// The usage query over a ledger on `store`, served by a server of its own: setup time,
+// then p50/p99 and the range of the wall times, and the median CPU time per query
+// (server and client in this process: it moves less with the machine's load).
+void UsageLatency(int queries, int gpus, const std::string& backend, std::unique_ptr<store::Store> store) {
   const int64_t base = 1'790'208'000'000;  // 2026-09-24T00:00:00Z
   ManualClock clock(base + 31 * kMsPerDay);
-  testing::Harness h(dir.File("usage.db"), clock);
-  if (!h.error.empty()) return (void)std::fprintf(stderr, "%s\n", h.error.c_str());
-  if (!SetUpRollupFleet(*h.ledger, base, 30)) return;
+  ledger::Ledger l(std::move(store), clock);
+  ServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.access_log = false;
+  auto server = Server::Create(l, clock, std::move(options));
+  if (!server.ok()) return (void)std::fprintf(stderr, "%s\n", server.status().ToString().c_str());
+  if (Status st = (*server)->Start(); !st.ok()) return (void)std::fprintf(stderr, "%s\n", st.ToString().c_str());
+  auto t_setup = Steady::now();
+  double write_s = 0;
+  if (!SetUpRollupFleet(l, base, 30, gpus / 8, &write_s)) return;
+  double setup_s = Seconds(t_setup);
   std::string path = fmt::format("/api/v1/usage?from={}&to={}&by=team", UrlEncode(FormatTime(base)),
                                  UrlEncode(FormatTime(base + 30 * kMsPerDay)));
-  std::vector<double> ms;
+  std::vector<double> ms, cpu_ms;
   for (int i = 0; i < queries + 3; ++i) {
     auto t0 = Steady::now();
-    auto r = HttpGet(h.url(), path);
-    double took = Seconds(t0) * 1000;
+    double c0 = CpuSeconds();
+    auto r = HttpGet((*server)->Url(), path);
+    double took = Seconds(t0) * 1000, cpu = (CpuSeconds() - c0) * 1000;
     if (!r.ok() || r->status != 200) return (void)std::fprintf(stderr, "usage query failed\n");
-    if (i >= 3) ms.push_back(took);  // the first ones warm SQLite's page cache
+    if (i >= 3) {  // the first ones warm the database's page cache
+      ms.push_back(took);
+      cpu_ms.push_back(cpu);
+    }
   }
+  (*server)->Stop();
   std::sort(ms.begin(), ms.end());
-  auto pct = [&](double p) { return ms[std::min(ms.size() - 1, static_cast<size_t>(p * static_cast<double>(ms.size())))]; };
-  std::printf("%-58s p50 %.1f ms, p99 %.1f ms  (%d queries)\n", "GET usage 30d by team, 1,000 GPUs", pct(0.5), pct(0.99),
-              queries);
+  std::sort(cpu_ms.begin(), cpu_ms.end());
+  auto pct = [](const std::vector<double>& v, double p) {
+    return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+  };
+  std::printf("%-58s p50 %.1f ms, p99 %.1f ms, range %.1f-%.1f ms, CPU p50 %.1f ms  (%d queries)\n",
+              fmt::format("GET usage 30d by team, {} GPUs, {}", gpus, backend).c_str(), pct(ms, 0.5), pct(ms, 0.99),
+              ms.front(), ms.back(), pct(cpu_ms, 0.5), queries);
+  std::printf("%-58s %.1f s, of which WriteRollups %.1f s (%d device-hours)\n", "  its setup", setup_s, write_s,
+              gpus * 30 * 24);
 }
+
+void UsageLatencySqlite(int queries, int gpus) {
+  testing::TempDir dir;
+  auto store = store::OpenSqliteStore(dir.File("usage.db"), {.synchronous_full = true});
+  if (!store.ok()) return (void)std::fprintf(stderr, "%s\n", store.status().ToString().c_str());
+  UsageLatency(queries, gpus, "SQLite", std::move(*store));
+}
+
+#ifdef GPULEDGER_BENCH_POSTGRESQL
+// On the test harness's PostgreSQL (store/testing/pg_server.h), a database of its own.
+void UsageLatencyPostgres(int queries, int gpus) {
+  auto server = store::pgtest::PgTestServer::Shared();
+  if (!server.ok()) return (void)std::printf("%-58s skipped: %s\n", "GET usage, PostgreSQL", server.status().ToString().c_str());
+  auto db = (*server)->CreateDatabase(fmt::format("usage{}", gpus));
+  if (!db.ok()) return (void)std::fprintf(stderr, "%s\n", db.status().ToString().c_str());
+  auto store = store::OpenPgStore((*server)->Url(*db));
+  if (!store.ok()) return (void)std::fprintf(stderr, "%s\n", store.status().ToString().c_str());
+  UsageLatency(queries, gpus, "PostgreSQL", std::move(*store));
+}
+#endif
 
 // 5. The largest query the default budget allows (docs/server.md, "Limits"): 1,000 GPUs
 //    over 60 days (1,440,000 device-hours of the 1,500,000 allowed; --quick: 10 days), as a series by device
@@ -326,7 +380,8 @@ void LargestQuery(int days) {
   ManualClock clock(base + (days + 1) * kMsPerDay);
   testing::Harness h(dir.File("largest.db"), clock);
   if (!h.error.empty()) return (void)std::fprintf(stderr, "%s\n", h.error.c_str());
-  if (!SetUpRollupFleet(*h.ledger, base, days)) return;
+  double write_s = 0;
+  if (!SetUpRollupFleet(*h.ledger, base, days, 125, &write_s)) return;
   std::string window = fmt::format("from={}&to={}", UrlEncode(FormatTime(base)),
                                    UrlEncode(FormatTime(base + days * kMsPerDay)));
   for (const char* what : {"series", "heatmap"}) {
@@ -438,9 +493,10 @@ void IngestDuringQueries(int batches_per_client) {
 }  // namespace
 }  // namespace gpuledger::server
 
-// server_bench [--quick] [--only=native,remote_write,usage,mixed,largest]
+// server_bench [--quick] [--only=native,remote_write,usage,usage_pg,mixed,largest] [--usage-gpus=N]
 int main(int argc, char** argv) {
   bool quick = false;
+  int usage_gpus = 1000;  // the usage parts' fleet (8 GPUs a node)
   std::string only = "native,remote_write,usage,mixed,largest";
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
@@ -448,8 +504,12 @@ int main(int argc, char** argv) {
       quick = true;
     } else if (a.starts_with("--only=")) {
       only = a.substr(7);
+    } else if (a.starts_with("--usage-gpus=")) {
+      usage_gpus = std::max(8, std::atoi(std::string(a.substr(13)).c_str()));
     } else {
-      std::fprintf(stderr, "usage: server_bench [--quick] [--only=native,remote_write,usage,mixed,largest]\n");
+      std::fprintf(stderr,
+                   "usage: server_bench [--quick] [--only=native,remote_write,usage,usage_pg,mixed,largest]"
+                   " [--usage-gpus=N]\n");
       return 2;
     }
   }
@@ -462,7 +522,10 @@ int main(int argc, char** argv) {
     gpuledger::server::NativeIngest(16, quick ? 1 : 6);
   }
   if (wanted("remote_write")) gpuledger::server::RemoteWrite(quick ? 2 : 25);
-  if (wanted("usage")) gpuledger::server::UsageLatency(quick ? 5 : 200);
+  if (wanted("usage")) gpuledger::server::UsageLatencySqlite(quick ? 5 : 200, usage_gpus);
+#ifdef GPULEDGER_BENCH_POSTGRESQL
+  if (wanted("usage_pg")) gpuledger::server::UsageLatencyPostgres(quick ? 5 : 50, usage_gpus);
+#endif
   if (wanted("mixed")) gpuledger::server::IngestDuringQueries(quick ? 2 : 12);
   // Quick: a sixth of the allowed device-hours (the time grows with them).
   if (wanted("largest")) gpuledger::server::LargestQuery(quick ? 10 : 60);

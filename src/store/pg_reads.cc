@@ -7,6 +7,7 @@
 #include "core/serving.h"
 #include "store/minute_blob.h"
 #include "store/pg_util.h"
+#include "store/rollup_days.h"
 #include "store/sample_chunk.h"
 
 namespace gpuledger::store::pg {
@@ -335,15 +336,42 @@ Result<std::vector<DirtyHour>> Reads::DirtyHoursIn(const TimeRange& hours) {
 
 Result<std::vector<RollupSum>> Reads::RollupSums(const TimeRange& hours, bool settled_only) {
   // Summed by the server: one row per device and job crosses the wire, not one per hour.
+  // The whole days of the window from the day rows, the hours outside them from the hour
+  // rows (store/rollup_days.h). A settled read takes every day row and subtracts the dirty
+  // hours' rows from it (the day row is the sum of its hour rows): the sum of the day's
+  // settled hours, read by the few dirty keys. `n` counts the hour rows summed: a pair left
+  // with none is no answer, as when nothing was read.
+  const char* not_dirty = settled_only ? kNotDirty : "";
+  constexpr const char* kCols =
+      "device_id, job_id, active_ms, idle_ms, unallocated_ms, unavailable_ms, unmonitored_ms, coarse_ms,"
+      " input_stall_ms, checkpoint_stall_ms, held_idle_ms";
+  std::string rows = fmt::format(
+      "SELECT {0}, 1 AS n FROM rollup_hour r WHERE r.hour_ms >= $1 AND r.hour_ms < $2{1}"
+      " UNION ALL SELECT {0}, 1 FROM rollup_hour r WHERE r.hour_ms >= $3 AND r.hour_ms < $4{1}"
+      " UNION ALL SELECT {0}, hour_rows FROM rollup_day r WHERE r.day_ms >= $5 AND r.day_ms < $6",
+      kCols, not_dirty);
+  if (settled_only) {
+    rows += " UNION ALL SELECT h.device_id, h.job_id, -h.active_ms, -h.idle_ms, -h.unallocated_ms, -h.unavailable_ms,"
+            " -h.unmonitored_ms, -h.coarse_ms, -h.input_stall_ms, -h.checkpoint_stall_ms, -h.held_idle_ms, -1"
+            " FROM dirty_hours d JOIN rollup_hour h ON h.hour_ms = d.hour_ms AND h.device_id = d.device_id"
+            " WHERE d.hour_ms >= $5 AND d.hour_ms < $6";
+  }
+  DaySplit split = SplitIntoDays(hours);
   GPULEDGER_ASSIGN_OR_RETURN(
       Rows q, c_.Query(fmt::format("SELECT device_id, job_id, sum(active_ms)::bigint, sum(idle_ms)::bigint,"
                                    " sum(unallocated_ms)::bigint, sum(unavailable_ms)::bigint,"
                                    " sum(unmonitored_ms)::bigint, sum(coarse_ms)::bigint, sum(input_stall_ms)::bigint,"
                                    " sum(checkpoint_stall_ms)::bigint, sum(held_idle_ms)::bigint"
-                                   " FROM rollup_hour r WHERE r.hour_ms >= $1 AND r.hour_ms < $2{}"
-                                   " GROUP BY device_id, job_id ORDER BY device_id, job_id",
-                                   settled_only ? kNotDirty : ""),
-                       Params().Add(hours.begin_ms).Add(hours.end_ms), "summing hour rollups"));
+                                   " FROM ({}) r GROUP BY device_id, job_id HAVING sum(n) <> 0 ORDER BY device_id, job_id",
+                                   rows),
+                       Params()
+                           .Add(split.head.begin_ms)
+                           .Add(split.head.end_ms)
+                           .Add(split.tail.begin_ms)
+                           .Add(split.tail.end_ms)
+                           .Add(split.days.begin_ms)
+                           .Add(split.days.end_ms),
+                       "summing hour rollups"));
   std::vector<RollupSum> out;
   out.reserve(static_cast<size_t>(q.rows()));
   for (int i = 0; i < q.rows(); ++i) {

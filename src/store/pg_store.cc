@@ -18,6 +18,7 @@
 #include "store/minute_blob.h"
 #include "store/pg_reads.h"
 #include "store/pg_util.h"
+#include "store/rollup_days.h"
 #include "store/sample_chunk.h"
 
 namespace gpuledger::store {
@@ -109,6 +110,18 @@ std::vector<std::string> Migrations() {
       "ALTER TABLE jobs ADD COLUMN annotations TEXT;",
       // 5: SqliteStore's version 10: leases (pg_actions.cc).
       kPgLeasesMigration,
+      // 6: SqliteStore's version 11: day rollups (store/rollup_days.h), filled from the
+      // hour rows and kept equal to them by WriteRollups. Not partitioned: a month of
+      // 10,000 GPUs is some 600,000 rows, and nothing drops rollups by age.
+      "CREATE TABLE rollup_day(day_ms BIGINT NOT NULL, device_id BIGINT NOT NULL, job_id BIGINT NOT NULL,"
+      "  active_ms BIGINT NOT NULL, idle_ms BIGINT NOT NULL, unallocated_ms BIGINT NOT NULL,"
+      "  unavailable_ms BIGINT NOT NULL, unmonitored_ms BIGINT NOT NULL, coarse_ms BIGINT NOT NULL,"
+      "  input_stall_ms BIGINT NOT NULL, checkpoint_stall_ms BIGINT NOT NULL, held_idle_ms BIGINT NOT NULL,"
+      "  hour_rows BIGINT NOT NULL, PRIMARY KEY(day_ms, device_id, job_id));"
+      "INSERT INTO rollup_day SELECT hour_ms - ((hour_ms % 86400000) + 86400000) % 86400000 AS day, device_id, job_id,"
+      "  sum(active_ms), sum(idle_ms), sum(unallocated_ms), sum(unavailable_ms), sum(unmonitored_ms), sum(coarse_ms),"
+      "  sum(input_stall_ms), sum(checkpoint_stall_ms), sum(held_idle_ms), count(*)"
+      "  FROM rollup_hour GROUP BY 1, device_id, job_id;",
   };
 }
 
@@ -921,6 +934,7 @@ Result<std::unique_ptr<BatchGroup>> PgStore::BeginBatchGroup() {
 
 Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
   if (updates.empty()) return Status::Ok();
+  GPULEDGER_RETURN_IF_ERROR(CheckRollupUpdates(updates));
   std::vector<Partition> parts;
   std::set<std::string> seen;
   for (const RollupUpdate& u : updates) {
@@ -952,6 +966,7 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
     for (int i = 0; i < marked.rows(); ++i) claimed.insert({marked.Int(i, 0), marked.Int(i, 1)});
     // A device-hour never marked at all (a caller's own write) is written as asked.
     std::vector<int64_t> wdev, whour, gens;
+    std::vector<RollupUpdate> written_keys;  // their dirty keys only: the day rows to recompute
     std::vector<int64_t> h_hour, h_dev, h_job, h_coarse;
     std::array<std::vector<int64_t>, kBucketCount> h_ms;
     std::array<std::vector<int64_t>, kIdleCauseCount - 1> h_causes;
@@ -969,6 +984,7 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
       wdev.push_back(d.device_id);
       whour.push_back(d.hour_ms);
       gens.push_back(d.generation);
+      written_keys.push_back(RollupUpdate{d, {}, {}});
       for (const RollupRow& r : u.hour_rows) {
         h_hour.push_back(r.period_ms);
         h_dev.push_back(r.device_id);
@@ -1018,6 +1034,31 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
                    Params().AddArray(m_hour).AddArray(m_dev).Add(m_blobs), "writing minute rollups")
               .status());
     }
+    // The day rows of each device-day written, once, from its hour rows as they are now:
+    // the day's 24 hours by key (hour_ms, device_id), as a range over hour_ms would read
+    // every device's rows of the day.
+    std::vector<int64_t> day_dev, day_ms;
+    for (const auto& dd : TouchedDeviceDays(written_keys)) {
+      day_dev.push_back(dd.first);
+      day_ms.push_back(dd.second);
+    }
+    Params days;
+    days.AddArray(day_dev).AddArray(day_ms);
+    GPULEDGER_RETURN_IF_ERROR(c->Query("DELETE FROM rollup_day r USING unnest($1::bigint[], $2::bigint[]) AS u(dev, day)"
+                                       " WHERE r.device_id = u.dev AND r.day_ms = u.day",
+                                       days, "replacing day rollups")
+                                  .status());
+    GPULEDGER_RETURN_IF_ERROR(
+        c->Query("INSERT INTO rollup_day(day_ms, device_id, job_id, active_ms, idle_ms, unallocated_ms, unavailable_ms,"
+                 " unmonitored_ms, coarse_ms, input_stall_ms, checkpoint_stall_ms, held_idle_ms, hour_rows)"
+                 " SELECT u.day, u.dev, h.job_id, sum(h.active_ms), sum(h.idle_ms), sum(h.unallocated_ms),"
+                 " sum(h.unavailable_ms), sum(h.unmonitored_ms), sum(h.coarse_ms), sum(h.input_stall_ms),"
+                 " sum(h.checkpoint_stall_ms), sum(h.held_idle_ms), count(*)"
+                 " FROM unnest($1::bigint[], $2::bigint[]) AS u(dev, day) CROSS JOIN generate_series(0, 23) AS k(hour)"
+                 " JOIN rollup_hour h ON h.hour_ms = u.day + k.hour * 3600000::bigint AND h.device_id = u.dev"
+                 " GROUP BY u.day, u.dev, h.job_id",
+                 days, "writing day rollups")
+            .status());
     GPULEDGER_RETURN_IF_ERROR(
         c->Query("DELETE FROM dirty_hours d USING unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(dev, hour, gen)"
                  " WHERE d.device_id = u.dev AND d.hour_ms = u.hour AND d.generation = u.gen",
@@ -1138,7 +1179,7 @@ Result<StoreCheck> PgStore::Check(bool full) {
   // The quick check (what `serve` runs at start-up): every table of the schema is there.
   // PostgreSQL keeps its own pages sound (WAL; data checksums where the cluster has them).
   for (const char* table : {"meta", "batches", "devices", "jobs", "allocations", "sample_chunks", "process_samples",
-                            "rollup_hour", "rollup_minute", "dirty_hours", "prices", "progress", "serving"}) {
+                            "rollup_hour", "rollup_minute", "rollup_day", "dirty_hours", "prices", "progress", "serving"}) {
     GPULEDGER_ASSIGN_OR_RETURN(Rows there, c->Query("SELECT to_regclass($1) IS NOT NULL", Params().Add(table), "checking"));
     if (there.Bytes(0, 0) != std::string_view("\x01", 1)) {
       out.problems.push_back(fmt::format("table {} is missing", table));

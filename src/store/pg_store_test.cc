@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <future>
+#include <map>
 #include <thread>
 
 #include "core/testing/missing_component.h"
@@ -89,7 +90,36 @@ TEST_F(PgStoreTest, ASchemaFromANewerBuildIsRefusedNamingBothVersions) {
   auto s = OpenPgStore(server_->Url(db_));
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_THAT(s.status().message(), HasSubstr("has schema version 999, newer than this build (5); upgrade gpuledger"));
+  EXPECT_THAT(s.status().message(), HasSubstr("has schema version 999, newer than this build (6); upgrade gpuledger"));
+}
+
+// A store of schema version 5 had hour rollups and no day rollups: migrating fills them
+// from the hour rows, and whole days (read from day rows only) sum as the hours did.
+TEST_F(PgStoreTest, MigratesHourRollupsIntoDayRollups) {
+  const int64_t day0 = kT0 - 8 * kMsPerHour;  // 2026-11-23T00:00:00Z
+  auto row = [](int64_t hour, int64_t job, int64_t active) { return RollupRow{hour, 1, job, {active, 10, 0, 0, 0}, 0}; };
+  ASSERT_TRUE(store_
+                  ->WriteRollups({{{1, day0 - kMsPerHour, 0}, {row(day0 - kMsPerHour, 1, 1)}, {}},
+                                  {{1, day0, 0}, {row(day0, 1, 100), row(day0, 2, 20)}, {}},
+                                  {{1, day0 + 23 * kMsPerHour, 0}, {row(day0 + 23 * kMsPerHour, 1, 200)}, {}},
+                                  {{1, day0 + 24 * kMsPerHour, 0}, {row(day0 + 24 * kMsPerHour, 1, 400)}, {}}})
+                  .ok());
+  store_.reset();
+  ASSERT_TRUE(
+      server_->Exec(db_, "DROP TABLE rollup_day; UPDATE meta SET value = '5' WHERE key = 'schema_version'").ok());
+  auto s = OpenPgStore(server_->Url(db_));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  store_ = std::move(*s);
+  auto active = [&](int64_t from, int64_t to) {
+    std::map<int64_t, int64_t> out;  // job -> active ms
+    auto sums = store_->SumHourRollups({from, to});  // kept alive: a range-for over *temporary dangles
+    EXPECT_TRUE(sums.ok()) << sums.status().ToString();
+    for (const RollupSum& r : *sums) out[r.job_id] = r.ms[0];
+    return out;
+  };
+  EXPECT_EQ(active(day0, day0 + kMsPerDay), (std::map<int64_t, int64_t>{{1, 300}, {2, 20}}));
+  EXPECT_EQ(active(day0 - kMsPerDay, day0 + 3 * kMsPerDay), (std::map<int64_t, int64_t>{{1, 701}, {2, 20}}));
+  EXPECT_EQ(active(day0 + kMsPerHour, day0 + 2 * kMsPerDay), (std::map<int64_t, int64_t>{{1, 600}}));
 }
 
 // A role that may read but not write: the store opens (a report's role), a batch is

@@ -8,6 +8,7 @@
 
 #include "core/serving.h"
 #include "store/minute_blob.h"
+#include "store/rollup_days.h"
 #include "store/sample_chunk.h"
 #include "store/sqlite_util.h"
 
@@ -32,6 +33,30 @@ constexpr const char* kRollupColumns =
 constexpr const char* kNotDirty =
     " AND NOT EXISTS (SELECT 1 FROM dirty_hours d WHERE d.device_id = r.device_id AND d.hour_ms = r.hour_ms)";
 
+// The statement of SumHourRollups (settled: SumSettledHourRollups) over a DaySplit
+// (store/rollup_days.h): ?1..?2 the head hours, ?3..?4 the tail hours, ?5..?6 the whole
+// days. Each row is kRollupColumns and the number of hour rows it sums. A settled read
+// takes the day rows of every device-day and then subtracts the dirty hours' rows from
+// them (a row with negated figures and -1 hour rows): the day row is the sum of its hour
+// rows, so this is the sum of the day's settled hours, read by the few dirty keys rather
+// than by the 24 hours of each day that has one.
+std::string SumRollupsSql(bool settled) {
+  const char* not_dirty = settled ? kNotDirty : "";
+  std::string sql = fmt::format(
+      "SELECT {0}, 1 FROM rollup_hour r WHERE r.hour_ms >= ?1 AND r.hour_ms < ?2{1}"
+      " UNION ALL SELECT {0}, 1 FROM rollup_hour r WHERE r.hour_ms >= ?3 AND r.hour_ms < ?4{1}"
+      " UNION ALL SELECT {0}, hour_rows FROM rollup_day r WHERE r.day_ms >= ?5 AND r.day_ms < ?6",
+      kRollupColumns, not_dirty);
+  if (settled) {
+    // CROSS JOIN: SQLite keeps this order, from each dirty mark to its hour rows by key.
+    sql += " UNION ALL SELECT h.device_id, h.job_id, -h.active_ms, -h.idle_ms, -h.unallocated_ms,"
+           " -h.unavailable_ms, -h.unmonitored_ms, -h.coarse_ms, -h.input_stall_ms, -h.checkpoint_stall_ms,"
+           " -h.held_idle_ms, -1 FROM dirty_hours d CROSS JOIN rollup_hour h"
+           " ON h.hour_ms = d.hour_ms AND h.device_id = d.device_id WHERE d.hour_ms >= ?5 AND d.hour_ms < ?6";
+  }
+  return sql;
+}
+
 }  // namespace
 
 Reads::~Reads() = default;
@@ -45,8 +70,6 @@ Result<std::unique_ptr<Reads>> Reads::Create(sqlite3* db) {
 Stmt& Reads::S(Id id) { return stmts_[id]->Reset(); }
 
 Status Reads::Prepare() {
-  const std::string sum = fmt::format("SELECT {} FROM rollup_hour r WHERE r.hour_ms >= ?1 AND r.hour_ms < ?2",
-                                      kRollupColumns);
   const std::string scan =
       "SELECT r.hour_ms, r.device_id, r.buckets FROM rollup_minute r WHERE r.hour_ms >= ?1 AND r.hour_ms < ?2";
   const std::pair<Id, std::string> sql[] = {
@@ -99,8 +122,8 @@ Status Reads::Prepare() {
       {kDirtyHoursIn,
        "SELECT device_id, hour_ms, generation FROM dirty_hours WHERE hour_ms >= ?1 AND hour_ms < ?2"
        " ORDER BY device_id, hour_ms"},
-      {kSumHourRollups, sum},
-      {kSumSettledHourRollups, sum + kNotDirty},
+      {kSumHourRollups, SumRollupsSql(/*settled=*/false)},
+      {kSumSettledHourRollups, SumRollupsSql(/*settled=*/true)},
       {kScanMinuteRollups, scan + " ORDER BY r.hour_ms, r.device_id"},
       {kScanSettledMinuteRollups, scan + kNotDirty + " ORDER BY r.hour_ms, r.device_id"},
       {kLoadPrices,
@@ -384,13 +407,20 @@ Result<std::vector<DirtyHour>> Reads::DirtyHoursIn(const TimeRange& hours) {
 Result<std::vector<RollupSum>> Reads::ReadRollupSums(Stmt& q) {
   // Summed here rather than with GROUP BY: a hash of (device, job) beats SQLite's
   // sorter by a factor of three on a month of a thousand GPUs.
+  // `hour_rows[i]`: how many hour rows out[i] sums; a pair left with none (every row of
+  // it was in a dirty hour, subtracted again) is no answer, as when nothing was read.
   std::vector<RollupSum> out;
+  std::vector<int64_t> hour_rows;
   std::unordered_map<std::pair<int64_t, int64_t>, size_t, PairHash> index;
   GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "rollup_hour", [&] {
     sqlite3_stmt* st = q.get();
     int64_t device = sqlite3_column_int64(st, 0), job = sqlite3_column_int64(st, 1);
     auto [it, inserted] = index.try_emplace({device, job}, out.size());
-    if (inserted) out.push_back(RollupSum{device, job, {}, 0, {}});
+    if (inserted) {
+      out.push_back(RollupSum{device, job, {}, 0, {}});
+      hour_rows.push_back(0);
+    }
+    hour_rows[it->second] += sqlite3_column_int64(st, 11);
     RollupSum& r = out[it->second];
     for (size_t b = 0; b < kBucketCount; ++b) r.ms[b] += sqlite3_column_int64(st, static_cast<int>(2 + b));
     r.coarse_ms += sqlite3_column_int64(st, 7);
@@ -403,19 +433,27 @@ Result<std::vector<RollupSum>> Reads::ReadRollupSums(Stmt& q) {
     r.idle_causes[kIdleCauseCount - 1] += sqlite3_column_int64(st, 3) - named;
     return Status::Ok();
   }));
+  size_t kept = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (hour_rows[i] != 0) out[kept++] = out[i];
+  }
+  out.resize(kept);
   return out;
 }
 
-Result<std::vector<RollupSum>> Reads::SumHourRollups(const TimeRange& hours) {
-  Stmt& q = S(kSumHourRollups);
-  q.Bind(1, hours.begin_ms).Bind(2, hours.end_ms);
+Result<std::vector<RollupSum>> Reads::SumRollups(Stmt& q, const TimeRange& hours) {
+  DaySplit split = SplitIntoDays(hours);
+  q.Bind(1, split.head.begin_ms).Bind(2, split.head.end_ms).Bind(3, split.tail.begin_ms).Bind(4, split.tail.end_ms);
+  q.Bind(5, split.days.begin_ms).Bind(6, split.days.end_ms);
   return ReadRollupSums(q);
 }
 
+Result<std::vector<RollupSum>> Reads::SumHourRollups(const TimeRange& hours) {
+  return SumRollups(S(kSumHourRollups), hours);
+}
+
 Result<std::vector<RollupSum>> Reads::SumSettledHourRollups(const TimeRange& hours) {
-  Stmt& q = S(kSumSettledHourRollups);
-  q.Bind(1, hours.begin_ms).Bind(2, hours.end_ms);
-  return ReadRollupSums(q);
+  return SumRollups(S(kSumSettledHourRollups), hours);
 }
 
 Status Reads::ScanMinuteRollups(const TimeRange& range, const std::function<void(const RollupRow&)>& fn,

@@ -57,6 +57,8 @@ class Reads : public StoreSnapshot {
   Stmt& S(Id id);
   Result<std::vector<AllocationRecord>> ReadAllocations(Stmt& q);
   Result<std::vector<RollupSum>> ReadRollupSums(Stmt& q);
+  // Binds the DaySplit of `hours` to kSumHourRollups or kSumSettledHourRollups and sums.
+  Result<std::vector<RollupSum>> SumRollups(Stmt& q, const TimeRange& hours);
   Result<std::vector<Sample>> SamplesOfDevice(int64_t device_id, const TimeRange& range);
 
   sqlite3* db_;

@@ -22,6 +22,7 @@
 
 #include "store/actions_internal.h"
 #include "store/minute_blob.h"
+#include "store/rollup_days.h"
 #include "store/sample_chunk.h"
 #include "store/sqlite_reads.h"
 #include "store/sqlite_util.h"
@@ -136,6 +137,22 @@ std::vector<std::string> Migrations() {
       "ALTER TABLE jobs ADD COLUMN annotations TEXT;",
       // 10: leases, one server's turn at the objectives loop (sqlite_actions.cc).
       kSqliteLeasesMigration,
+      // 11: day rollups (store/rollup_days.h): per UTC day, device and job, the sums of
+      // the device-day's hour rows and how many hour rows they sum (a reader that takes
+      // some hours back out knows when none is left). Filled from the hour rows here;
+      // kept equal to them by WriteRollups. The day of an hour is floored (the % of
+      // SQLite truncates toward zero).
+      "CREATE TABLE rollup_day(day_ms INTEGER NOT NULL, device_id INTEGER NOT NULL,"
+      "  job_id INTEGER NOT NULL, active_ms INTEGER NOT NULL, idle_ms INTEGER NOT NULL,"
+      "  unallocated_ms INTEGER NOT NULL, unavailable_ms INTEGER NOT NULL,"
+      "  unmonitored_ms INTEGER NOT NULL, coarse_ms INTEGER NOT NULL,"
+      "  input_stall_ms INTEGER NOT NULL, checkpoint_stall_ms INTEGER NOT NULL,"
+      "  held_idle_ms INTEGER NOT NULL, hour_rows INTEGER NOT NULL,"
+      "  PRIMARY KEY(day_ms, device_id, job_id))" + wr + ";"
+      "INSERT INTO rollup_day SELECT hour_ms - ((hour_ms % 86400000) + 86400000) % 86400000 AS day,"
+      "  device_id, job_id, sum(active_ms), sum(idle_ms), sum(unallocated_ms), sum(unavailable_ms),"
+      "  sum(unmonitored_ms), sum(coarse_ms), sum(input_stall_ms), sum(checkpoint_stall_ms),"
+      "  sum(held_idle_ms), count(*) FROM rollup_hour GROUP BY day, device_id, job_id;",
   };
 }
 
@@ -152,6 +169,13 @@ std::optional<double> FromScaled(const std::optional<int64_t>& v, double scale) 
 }
 
 std::string DigestText(uint64_t d) { return fmt::format("{:016x}", d); }
+
+// "d, d + 3600000, ..., d + 82800000": the 24 hours of the day starting at SQL `day`.
+std::string DayHoursList(const std::string& day) {
+  std::string out = day;
+  for (int h = 1; h < 24; ++h) out += fmt::format(", {} + {}", day, h * kMsPerHour);
+  return out;
+}
 
 // A device's row as stored (but its times): a batch that declares a device exactly as
 // stored does not write it again.
@@ -324,11 +348,17 @@ class SqliteStore final : public Store, public ActionLog {
   }
 
   Status WriteRollups(const std::vector<RollupUpdate>& updates) override {
+    GPULEDGER_RETURN_IF_ERROR(CheckRollupUpdates(updates));
     std::lock_guard lock(mu_);
     Txn txn(*this);
     GPULEDGER_RETURN_IF_ERROR(txn.Begin());
     for (const RollupUpdate& u : updates) {
       GPULEDGER_RETURN_IF_ERROR(WriteOneRollup(u.dirty, u.hour_rows, u.minute_rows));
+    }
+    // The day rows of each device-day touched, once, from its hour rows as they are now.
+    for (const auto& dd : TouchedDeviceDays(updates)) {
+      GPULEDGER_RETURN_IF_ERROR(Done(S(kDeleteDayRollup).Reset().Bind(1, dd.second).Bind(2, dd.first)));
+      GPULEDGER_RETURN_IF_ERROR(Done(S(kInsertDayRollup).Reset().Bind(1, dd.second).Bind(2, dd.first)));
     }
     return txn.Commit();
   }
@@ -637,6 +667,7 @@ class SqliteStore final : public Store, public ActionLog {
     kInsertClosedPeriod, kInsertFrozenLine, kFindBatch, kInsertBatch, kInsertDevice, kUpdateDevice, kUpdateDeviceTimes, kFindJob, kInsertJobChange, kUpsertJob,
     kFindAllocation, kInsertAllocation, kCloseAllocation, kInsertChunk, kChunksOverlapping, kInsertProcess,
     kMarkDirty, kDeleteHourRollup, kDeleteMinuteRollup, kInsertHourRollup, kInsertMinuteRollup,
+    kDeleteDayRollup, kInsertDayRollup,
     kClearDirty, kInsertPrice, kPruneSamples, kPruneProcesses, kInsertProgress, kInsertServing,
     kNextGeneration, kFirstGeneration, kStmtCount
   };
@@ -644,7 +675,7 @@ class SqliteStore final : public Store, public ActionLog {
   Stmt& S(StmtId id) { return *stmts_[id]; }
 
   Status PrepareAll() {
-    static const std::pair<StmtId, const char*> kSql[] = {
+    const std::pair<StmtId, std::string> kSql[] = {
         {kInsertClosedPeriod,
          "INSERT INTO closed_periods(month, begin_ms, end_ms, window_begin_ms, window_end_ms, closed_at_ms,"
          " closed_by) VALUES(?1,?2,?3,?4,?5,?6,?7)"},
@@ -729,6 +760,16 @@ class SqliteStore final : public Store, public ActionLog {
          "INSERT INTO rollup_hour(hour_ms, device_id, job_id, active_ms, idle_ms, unallocated_ms,"
          " unavailable_ms, unmonitored_ms, coarse_ms, input_stall_ms, checkpoint_stall_ms,"
          " held_idle_ms) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)"},
+        {kDeleteDayRollup, "DELETE FROM rollup_day WHERE day_ms=?1 AND device_id=?2"},
+        // The day's 24 hours by key (hour_ms, device_id): a range over hour_ms would read
+        // every device's rows of the day.
+        {kInsertDayRollup,
+         "INSERT INTO rollup_day(day_ms, device_id, job_id, active_ms, idle_ms, unallocated_ms,"
+         " unavailable_ms, unmonitored_ms, coarse_ms, input_stall_ms, checkpoint_stall_ms, held_idle_ms,"
+         " hour_rows) SELECT ?1, ?2, job_id, sum(active_ms), sum(idle_ms), sum(unallocated_ms),"
+         " sum(unavailable_ms), sum(unmonitored_ms), sum(coarse_ms), sum(input_stall_ms),"
+         " sum(checkpoint_stall_ms), sum(held_idle_ms), count(*) FROM rollup_hour"
+         " WHERE device_id=?2 AND hour_ms IN (" + DayHoursList("?1") + ") GROUP BY job_id"},
         {kInsertMinuteRollup,
          "INSERT INTO rollup_minute(hour_ms, device_id, buckets) VALUES(?1,?2,?3)"},
         {kClearDirty, "DELETE FROM dirty_hours WHERE device_id=?1 AND hour_ms=?2 AND generation=?3"},

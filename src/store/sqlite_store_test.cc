@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -8,6 +9,8 @@
 #include <fstream>
 #include <future>
 #include <map>
+#include <random>
+#include <set>
 #include <filesystem>
 #include <thread>
 
@@ -548,7 +551,7 @@ TEST_F(SqliteStoreTest, MigratesOneRowPerSampleIntoChunks) {
   // And without what the versions after 5 add, which migrating again creates.
   sql += "DROP TABLE sample_chunks; DROP TABLE job_changes; DROP TABLE closed_periods; DROP TABLE frozen_lines;"
          " DROP TABLE actions; ALTER TABLE jobs DROP COLUMN labels; ALTER TABLE jobs DROP COLUMN annotations;"
-         " DROP TABLE leases;"
+         " DROP TABLE leases; DROP TABLE rollup_day;"
          " UPDATE meta SET value='4' WHERE key='schema_version';";
   std::string cmd = "sqlite3 " + (dir_ / "ledger.db").string() + " \"" + sql + "\" 2>&1";
   if (std::system(cmd.c_str()) != 0) {
@@ -571,7 +574,7 @@ TEST_F(SqliteStoreTest, MigratesAStoreWithoutLabels) {
   ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
   ExecBehindTheStore(
       "ALTER TABLE jobs DROP COLUMN labels; ALTER TABLE jobs DROP COLUMN annotations; DROP TABLE leases;"
-      " UPDATE meta SET value='8' WHERE key='schema_version';");
+      " DROP TABLE rollup_day; UPDATE meta SET value='8' WHERE key='schema_version';");
   auto jobs = store_->ListJobs();
   ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
   ASSERT_EQ(jobs->size(), 1u);
@@ -720,6 +723,281 @@ TEST_P(StoreContractTest, SettledRollupsLeaveOutTheDirtyHours) {
                                         /*settled_only=*/true)
                   .ok());
   EXPECT_TRUE(minutes.empty());
+}
+
+// Day rollups (store/rollup_days.h) are the store's own: what SumHourRollups and
+// SumSettledHourRollups answer is still the sum of the hour rows written, whatever
+// window is asked. The oracle below sums the rows the test wrote itself.
+using Sums = std::map<std::pair<int64_t, int64_t>, RollupSum>;  // (device, job) -> sums
+
+// What the store must answer: the sums of `rows` (device-hour -> its rows) whose hour
+// lies in `hours`, without the `dirty` device-hours when `settled`. "Other" idle is the
+// idle time no named cause holds, per row, as the store keeps it.
+Sums OracleSums(const std::map<std::pair<int64_t, int64_t>, std::vector<RollupRow>>& rows,
+                const std::set<std::pair<int64_t, int64_t>>& dirty, const TimeRange& hours, bool settled) {
+  Sums out;
+  for (const auto& entry : rows) {
+    int64_t device = entry.first.first, hour = entry.first.second;
+    if (hour < hours.begin_ms || hour >= hours.end_ms) continue;
+    if (settled && dirty.count({device, hour})) continue;
+    for (const RollupRow& r : entry.second) {
+      RollupSum& s = out[{device, r.job_id}];
+      s.device_id = device;
+      s.job_id = r.job_id;
+      for (size_t b = 0; b < kBucketCount; ++b) s.ms[b] += r.ms[b];
+      s.coarse_ms += r.coarse_ms;
+      int64_t named = 0;
+      for (size_t c = 0; c + 1 < kIdleCauseCount; ++c) {
+        s.idle_causes[c] += r.idle_causes[c];
+        named += r.idle_causes[c];
+      }
+      s.idle_causes[kIdleCauseCount - 1] += r.ms[static_cast<size_t>(Bucket::kAllocatedIdle)] - named;
+    }
+  }
+  return out;
+}
+
+Sums ByPair(const std::vector<RollupSum>& sums) {
+  Sums out;
+  for (const RollupSum& s : sums) {
+    EXPECT_TRUE(out.emplace(std::make_pair(s.device_id, s.job_id), s).second)
+        << "device " << s.device_id << " job " << s.job_id << " answered twice";
+  }
+  return out;
+}
+
+std::string Describe(const Sums& sums) {
+  std::string out;
+  for (const auto& entry : sums) {
+    const RollupSum& s = entry.second;
+    out += fmt::format("  device {} job {}: ms {} coarse {} causes {}\n", s.device_id, s.job_id, fmt::join(s.ms, ","),
+                       s.coarse_ms, fmt::join(s.idle_causes, ","));
+  }
+  return out.empty() ? "  (none)\n" : out;
+}
+
+bool SameSums(const Sums& a, const Sums& b) {
+  if (a.size() != b.size()) return false;
+  for (const auto& entry : a) {
+    auto it = b.find(entry.first);
+    if (it == b.end()) return false;
+    const RollupSum &x = entry.second, &y = it->second;
+    if (x.ms != y.ms || x.coarse_ms != y.coarse_ms || x.idle_causes != y.idle_causes) return false;
+  }
+  return true;
+}
+
+// A batch of one sample at `t_ms` on device GPU-<node>: marks the device's hours around
+// it dirty (a new generation), as the agent's samples do.
+Batch OneSampleOn(const std::string& id, const std::string& node, int64_t t_ms) {
+  Batch b;
+  b.batch_id = id;
+  Sample s;
+  s.device_uuid = "GPU-" + node;
+  s.t_ms = t_ms;
+  s.sm_active = 0.5;
+  b.samples.push_back(s);
+  return b;
+}
+
+// Random hour rollups on four devices over three days and the hours either side,
+// written, replaced (some emptied, some left dirty) and summed over many windows:
+// whole days, partial days, a window inside one day, hours off the hour, empty.
+TEST_P(StoreContractTest, HourRollupSumsReadThroughDayRollupsEqualTheHourRowsWritten) {
+  const int64_t day0 = FloorTo(kT0, kMsPerDay);  // 2026-11-23T00:00:00Z
+  std::vector<int64_t> devices;
+  const std::vector<std::string> nodes = {"na", "nb", "nc", "nd"};
+  for (const std::string& node : nodes) {
+    ASSERT_TRUE(store_->ApplyBatch(Plan(testing_batches::OnNode("dev-" + node, node, day0 - 2 * kMsPerDay, 1))).ok());
+  }
+  std::map<std::string, int64_t> id_of;
+  auto listed = store_->ListDevices();  // kept alive: a range-for over *temporary dangles
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  for (const DeviceRecord& d : *listed) id_of[d.device.uuid] = d.id;
+  for (const std::string& node : nodes) devices.push_back(id_of.at("GPU-" + node));
+
+  const uint32_t seed = 20261202;
+  std::mt19937 rng(seed);
+  SCOPED_TRACE(fmt::format("seed {}", seed));
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  // Hours from 2 before day0 to 2 after its third day: every day edge is in it.
+  const int64_t first_hour = day0 - 2 * kMsPerHour, hour_count = 3 * 24 + 4;
+  auto random_rows = [&](int64_t device, int64_t hour) {
+    std::vector<RollupRow> rows;
+    for (int64_t job = 0; job < 4; ++job) {
+      if (pick(0, 2) == 0) continue;
+      RollupRow r{hour, device, job, {}, 0};
+      for (size_t b = 0; b < kBucketCount; ++b) r.ms[b] = pick(0, 900'000);
+      r.coarse_ms = pick(0, r.ms[0]);
+      int64_t idle = r.ms[static_cast<size_t>(Bucket::kAllocatedIdle)];
+      for (size_t c = 0; c + 1 < kIdleCauseCount; ++c) r.idle_causes[c] = pick(0, idle / 3);
+      rows.push_back(r);
+    }
+    return rows;
+  };
+
+  // 1. First writes of device-hours nobody marked (a store writes those as asked), in
+  // calls of several device-hours, so that one call touches several days of a device.
+  std::map<std::pair<int64_t, int64_t>, std::vector<RollupRow>> written;
+  std::vector<RollupUpdate> updates;
+  for (int64_t device : devices) {
+    for (int64_t k = 0; k < hour_count; ++k) {
+      if (pick(0, 3) == 0) continue;
+      int64_t hour = first_hour + k * kMsPerHour;
+      RollupUpdate u{{device, hour, 0}, random_rows(device, hour), {}};
+      written[{device, hour}] = u.hour_rows;
+      updates.push_back(std::move(u));
+      if (updates.size() == 25) {
+        ASSERT_TRUE(store_->WriteRollups(updates).ok());
+        updates.clear();
+      }
+    }
+  }
+  ASSERT_TRUE(store_->WriteRollups(updates).ok());
+  updates.clear();
+
+  // 2. Samples mark some device-hours dirty; a refresh replaces the rows of most of the
+  // marked ones (new rows, or none: the device-hour becomes empty) and clears their mark,
+  // replaces some but reads an older generation (the mark stays), and leaves the rest.
+  for (int i = 0; i < 24; ++i) {
+    const std::string& node = nodes[static_cast<size_t>(pick(0, 3))];
+    int64_t t = first_hour + pick(0, hour_count - 1) * kMsPerHour + pick(0, kMsPerHour - 1);
+    ASSERT_TRUE(store_->ApplyBatch(Plan(OneSampleOn(fmt::format("mark-{}", i), node, t))).ok());
+  }
+  auto marked = store_->DirtyHoursIn({first_hour, first_hour + hour_count * kMsPerHour});
+  ASSERT_TRUE(marked.ok()) << marked.status().ToString();
+  ASSERT_GE(marked->size(), 10u);
+  for (const DirtyHour& d : *marked) {
+    int64_t what = pick(0, 9);
+    if (what < 2) continue;  // left as it is
+    RollupUpdate u{d, what < 4 ? std::vector<RollupRow>{} : random_rows(d.device_id, d.hour_ms), {}};
+    if (what == 9) u.dirty.generation = d.generation - 1;  // an older refresh: the mark stays
+    written[{d.device_id, d.hour_ms}] = u.hour_rows;
+    updates.push_back(std::move(u));
+  }
+  ASSERT_TRUE(store_->WriteRollups(updates).ok());
+  std::set<std::pair<int64_t, int64_t>> dirty;
+  auto left = store_->DirtyHoursIn({first_hour - kMsPerDay, first_hour + 2 * hour_count * kMsPerHour});
+  ASSERT_TRUE(left.ok()) << left.status().ToString();
+  for (const DirtyHour& d : *left) {
+    dirty.insert({d.device_id, d.hour_ms});
+  }
+  ASSERT_FALSE(dirty.empty());
+
+  std::vector<TimeRange> windows = {
+      {day0, day0 + 3 * kMsPerDay},                                    // whole days
+      {day0 + kMsPerDay, day0 + 2 * kMsPerDay},                        // one whole day
+      {day0 + 5 * kMsPerHour, day0 + 2 * kMsPerDay + 7 * kMsPerHour},  // partial days either side
+      {day0 + 3 * kMsPerHour, day0 + 9 * kMsPerHour},                  // inside one day
+      {day0 - 2 * kMsPerHour, day0 + kMsPerDay + kMsPerHour},          // across day edges
+      {day0 - kMsPerDay, day0 + 5 * kMsPerDay},                        // everything
+      {day0 + 4 * kMsPerHour, day0 + 4 * kMsPerHour},                  // empty
+      {day0 + 30 * kMsPerHour, day0 + 6 * kMsPerHour},                 // end before begin
+      {day0 + 1, day0 + kMsPerDay + 1},                                // off the hour
+      {day0 - 1, day0 + 2 * kMsPerDay - 1},
+  };
+  for (int i = 0; i < 40; ++i) {
+    int64_t a = first_hour + pick(0, hour_count) * kMsPerHour, b = first_hour + pick(0, hour_count) * kMsPerHour;
+    windows.push_back({std::min(a, b), std::max(a, b)});
+  }
+  for (const TimeRange& w : windows) {
+    for (bool settled : {false, true}) {
+      auto got = settled ? store_->SumSettledHourRollups(w) : store_->SumHourRollups(w);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      Sums want = OracleSums(written, dirty, w, settled);
+      Sums have = ByPair(*got);
+      EXPECT_TRUE(SameSums(have, want)) << (settled ? "settled " : "") << "sums over [" << FormatTime(w.begin_ms)
+                                        << ", " << FormatTime(w.end_ms) << ")\nstore:\n"
+                                        << Describe(have) << "written rows:\n"
+                                        << Describe(want);
+    }
+  }
+}
+
+// A store of schema version 10 had hour rollups and no day rollups: migrating fills them
+// from the hour rows, and every window sums as before (a whole day reads day rows only).
+TEST_F(SqliteStoreTest, MigratesHourRollupsIntoDayRollups) {
+  const int64_t day0 = FloorTo(kT0, kMsPerDay);
+  std::map<std::pair<int64_t, int64_t>, std::vector<RollupRow>> written;
+  std::vector<RollupUpdate> updates;
+  for (int64_t device : {1, 2}) {
+    for (int64_t k = -3; k < 50; k += 2) {
+      int64_t hour = day0 + k * kMsPerHour;
+      std::vector<RollupRow> rows = {{hour, device, 0, {k + 100, 7, 0, 0, 0}, 1},
+                                     {hour, device, 1 + (k + 3) % 3, {device * 1000 + k, 50, 3, 2, 1}, 4, {5, 6, 7, 0}}};
+      written[{device, hour}] = rows;
+      updates.push_back({{device, hour, 0}, rows, {}});
+    }
+  }
+  ASSERT_TRUE(store_->WriteRollups(updates).ok());
+  ExecBehindTheStore("DROP TABLE rollup_day; UPDATE meta SET value='10' WHERE key='schema_version';");
+  for (const TimeRange& w : {TimeRange{day0, day0 + kMsPerDay}, TimeRange{day0, day0 + 2 * kMsPerDay},
+                             TimeRange{day0 - 5 * kMsPerHour, day0 + 2 * kMsPerDay + 5 * kMsPerHour},
+                             TimeRange{day0 + 3 * kMsPerHour, day0 + 30 * kMsPerHour}}) {
+    Sums want = OracleSums(written, {}, w, false);
+    Sums have = ByPair(*store_->SumHourRollups(w));
+    EXPECT_TRUE(SameSums(have, want)) << "over [" << FormatTime(w.begin_ms) << ", " << FormatTime(w.end_ms)
+                                      << ")\nstore:\n" << Describe(have) << "written rows:\n" << Describe(want);
+  }
+}
+
+// The day rows follow their hours: a replaced hour, a job gone from an hour, and a
+// device-hour whose rows become empty, read over the whole day (from the day rows).
+TEST_P(StoreContractTest, DayRollupsFollowReplacedAndEmptiedHours) {
+  const int64_t day0 = FloorTo(kT0, kMsPerDay);
+  ASSERT_TRUE(store_->ApplyBatch(Plan(testing_batches::OnNode("dev", "na", day0 - kMsPerDay, 1))).ok());
+  const int64_t dev = store_->ListDevices()->at(0).id;
+  const TimeRange day{day0, day0 + kMsPerDay};
+  const int64_t h1 = day0 + kMsPerHour, h2 = day0 + 23 * kMsPerHour;  // 23:00: the day's last hour
+  auto row = [&](int64_t hour, int64_t job, int64_t active) { return RollupRow{hour, dev, job, {active, 0, 0, 0, 0}, 0}; };
+  // Replacing a device-hour already written takes its dirty mark (a refresh's claim).
+  int batch = 0;
+  auto mark = [&](int64_t hour) {
+    ++batch;  // each a sample of its own: a sample stored already marks nothing
+    EXPECT_TRUE(store_->ApplyBatch(Plan(OneSampleOn(fmt::format("m{}", batch), "na", hour + 1000 * batch))).ok());
+    auto d = store_->DirtyHoursIn({hour, hour + kMsPerHour});
+    EXPECT_EQ(d->size(), 1u);
+    return d->empty() ? DirtyHour{dev, hour, 0} : d->at(0);
+  };
+  // Job -> active ms over `w`, settled or not: the same here, every rewritten hour's mark
+  // being cleared (a mark the samples left on another hour holds no rows).
+  auto active_of = [&](const TimeRange& w) {
+    std::map<int64_t, int64_t> all, settled;
+    auto sums = store_->SumHourRollups(w), settled_sums = store_->SumSettledHourRollups(w);
+    EXPECT_TRUE(sums.ok() && settled_sums.ok());
+    for (const RollupSum& s : *sums) all[s.job_id] = s.ms[0];
+    for (const RollupSum& s : *settled_sums) settled[s.job_id] = s.ms[0];
+    EXPECT_EQ(all, settled);
+    return all;
+  };
+  ASSERT_TRUE(store_->WriteRollups({{{dev, h1, 0}, {row(h1, 1, 100), row(h1, 2, 20)}, {}},
+                                    {{dev, h2, 0}, {row(h2, 1, 3000)}, {}}})
+                  .ok());
+  EXPECT_EQ(active_of(day), (std::map<int64_t, int64_t>{{1, 3100}, {2, 20}}));
+
+  ASSERT_TRUE(store_->WriteRollups({{mark(h1), {row(h1, 1, 500)}, {}}}).ok());  // job 2 gone from 01:00
+  EXPECT_EQ(active_of(day), (std::map<int64_t, int64_t>{{1, 3500}}));
+
+  ASSERT_TRUE(store_->WriteRollups({{mark(h2), {}, {}}}).ok());  // 23:00 emptied
+  EXPECT_EQ(active_of(day), (std::map<int64_t, int64_t>{{1, 500}}));
+  ASSERT_TRUE(store_->WriteRollups({{mark(h1), {}, {}}}).ok());
+  EXPECT_TRUE(active_of(day).empty());
+  EXPECT_TRUE(store_->SumHourRollups({day0 - kMsPerDay, day0 + 2 * kMsPerDay})->empty());
+}
+
+// Hour rows outside their update's own device-hour, or an hour off the hour, cannot be
+// kept in day rows by device-day: refused, nothing written.
+TEST_P(StoreContractTest, RollupsOutsideTheirDeviceHourAreRefused) {
+  const int64_t hour = FloorTo(kT0, kMsPerHour);
+  RollupRow stray{hour + kMsPerHour, 1, 1, {1000, 0, 0, 0, 0}, 0};
+  RollupRow fine{hour, 1, 1, {1000, 0, 0, 0, 0}, 0};
+  Status st = store_->WriteRollups({{{1, hour, 0}, {fine}, {}}, {{1, hour, 0}, {stray}, {}}});
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("lies outside the device-hour"));
+  Status off = store_->WriteRollups({{{1, hour + 1, 0}, {}, {}}});
+  EXPECT_EQ(off.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(off.message(), HasSubstr("not on a whole hour"));
+  EXPECT_TRUE(store_->SumHourRollups({hour - kMsPerDay, hour + kMsPerDay})->empty());
 }
 
 // The generation that tells a newer dirty mark from an older one lives in the database:

@@ -318,7 +318,9 @@ class Store : public StoreReads {
 
   // Replaces the rollups of each device-hour in `updates` (hour rows and minute rows)
   // and clears its dirty mark, unless it was marked again after its generation was
-  // read; all in one transaction.
+  // read; and recomputes the day rollups of each device-day touched (store/rollup_days.h);
+  // all in one transaction. REQUIRES: each update's hour on a whole hour and its hour
+  // rows in its own device-hour; otherwise kInvalidArgument, nothing written.
   virtual Status WriteRollups(const std::vector<RollupUpdate>& updates) = 0;
 
   // Replaces the price book. Prices are read at query time, so no rollup changes.
