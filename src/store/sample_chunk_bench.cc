@@ -44,15 +44,7 @@ std::vector<Sample> Samples(int n, bool busy) {
 }
 
 std::string Chunk(const std::vector<Sample>& in, bool legacy) {
-  if (legacy) {
-    std::string data;
-    int64_t prev = kT0;
-    for (const Sample& s : in) {
-      testing::AppendLegacyChunkSample(data, s, prev);
-      prev = s.t_ms;
-    }
-    return data;
-  }
+  if (legacy) return testing::LegacyChunk(in, kT0);
   ChunkEncoder e(kT0);
   for (const Sample& s : in) e.Add(s);
   return e.Finish();

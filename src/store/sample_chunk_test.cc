@@ -37,13 +37,7 @@ std::string Encode(const std::vector<Sample>& in, int64_t first_ms) {
 }
 
 std::string EncodeLegacy(const std::vector<Sample>& in, int64_t first_ms) {
-  std::string data;
-  int64_t prev = first_ms;
-  for (const Sample& s : in) {
-    testing::AppendLegacyChunkSample(data, s, prev);
-    prev = s.t_ms;
-  }
-  return data;
+  return testing::LegacyChunk(in, first_ms);
 }
 
 std::vector<Sample> DecodeAll(std::string_view data, int64_t first_ms) {

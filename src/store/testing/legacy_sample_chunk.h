@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/model.h"
 #include "store/varint.h"
@@ -42,6 +43,17 @@ inline void AppendLegacyChunkSample(std::string& data, const Sample& s, int64_t 
     PutVarint(data, ZigZag(s.gaps->idle_ms));
     PutVarint(data, ZigZag(s.gaps->short_idle_ms));
   }
+}
+
+// A whole chunk of `in` (times from `first_ms` on) in the legacy format.
+inline std::string LegacyChunk(const std::vector<Sample>& in, int64_t first_ms) {
+  std::string data;
+  int64_t prev = first_ms;
+  for (const Sample& s : in) {
+    AppendLegacyChunkSample(data, s, prev);
+    prev = s.t_ms;
+  }
+  return data;
 }
 
 }  // namespace gpuledger::store::testing
