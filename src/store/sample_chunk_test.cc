@@ -92,9 +92,10 @@ std::vector<Sample> RandomSamples(std::mt19937_64& rng, size_t n, int64_t t0) {
       case 4:
         return pick(rng) < 5 ? limit : -limit;  // an end
       default:
-        return std::clamp<int64_t>(
-            prev + std::uniform_int_distribution<int64_t>(-300, 300)(rng) * 10, -limit,
-            limit);  // a step of 10
+        // A step of 10, in 128 bits: prev may be at an end of int64.
+        return static_cast<int64_t>(std::clamp<__int128>(
+            static_cast<__int128>(prev) + std::uniform_int_distribution<int64_t>(-300, 300)(rng) * 10, -limit,
+            limit));
     }
   };
   constexpr int64_t kExact = int64_t{1}
