@@ -7,6 +7,7 @@
 #include <random>
 
 #include "core/time.h"
+#include "store/testing/chunk_samples.h"
 #include "store/testing/legacy_sample_chunk.h"
 
 namespace gpuledger::store {
@@ -92,10 +93,12 @@ std::vector<Sample> RandomSamples(std::mt19937_64& rng, size_t n, int64_t t0) {
       case 4:
         return pick(rng) < 5 ? limit : -limit;  // an end
       default:
-        // A step of 10, in 128 bits: prev may be at an end of int64.
-        return static_cast<int64_t>(std::clamp<__int128>(
-            static_cast<__int128>(prev) + std::uniform_int_distribution<int64_t>(-300, 300)(rng) * 10, -limit,
-            limit));
+        // A step of 10, kept within [-limit, limit] without overflowing: prev may be at
+        // an end of int64.
+        int64_t step = std::uniform_int_distribution<int64_t>(-300, 300)(rng) * 10;
+        if (step > 0 && prev > limit - step) return limit;
+        if (step < 0 && prev < -limit - step) return -limit;
+        return prev + step;
     }
   };
   constexpr int64_t kExact = int64_t{1}
@@ -288,34 +291,10 @@ TEST(SampleChunkTest, CorruptBytesAreRefusedOrDecodedButNeverCrash) {
       DecodeChunk(std::string("\x80\x04\x02\x00\x00\x03\x00", 7), kT0, 0, kT0 + kMsPerHour, out));
 }
 
-// An hour of a busy GPU at 10 s, as the demo fleet's training jobs look: activity noisy
-// around 0.7 at 1e-3, the other figures following it, memory steady, gaps reported.
-std::vector<Sample> BusyHour(uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> noise(-0.03, 0.03);
-  std::vector<Sample> out;
-  for (int i = 0; i < 360; ++i) {
-    double a = std::round((0.7 + noise(rng)) * 1000) / 1000;
-    Sample s;
-    s.t_ms = kT0 + i * 10'000;
-    s.sm_active = a;
-    s.sm_occupancy = std::round(a * 0.55 * 1000) / 1000;
-    s.tensor_active = std::round(a * 0.6 * 1000) / 1000;
-    s.dram_active = std::round(a * 0.4 * 1000) / 1000;
-    s.gpu_util = std::min(1.0, std::round((a * 1.3 + 0.05) * 100) / 100);
-    s.fb_used_mib = 61'440;
-    s.power_watts = std::round((70 + a * 630) * 10) / 10;
-    s.process_count = 1;
-    int64_t idle = std::llround((1 - a) * 10'000);
-    s.gaps = IdleGaps{10'000, idle, std::min<int64_t>(idle, 700)};
-    out.push_back(s);
-  }
-  return out;
-}
 
 TEST(SampleChunkTest, AnHourOfABusyGpuTakesAFifthOfTheLegacyRows) {
   // Measured when the format was made: 2,319 bytes for this hour (legacy rows: 10,439).
-  std::vector<Sample> hour = BusyHour(1);
+  std::vector<Sample> hour = testing::DemoLikeSamples(kT0, 360, /*busy=*/true);
   std::string data = Encode(hour, kT0);
   EXPECT_LT(data.size(), 2'500u);
   EXPECT_GT(EncodeLegacy(hour, kT0).size(), 10'000u);
