@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
+#include <mutex>
 #include <tuple>
 #include <unordered_map>
 
@@ -37,8 +39,18 @@ class FleetIndex {
     GPULEDGER_ASSIGN_OR_RETURN(auto jobs, s.ListJobs());
     GPULEDGER_ASSIGN_OR_RETURN(book_, s.LoadPriceBook());
     std::unordered_map<int64_t, int64_t> child_ticks;
+    // Store ids are dense (1, 2, ...): a vector maps them to their index, with the hash
+    // map only for a store whose ids are not.
+    int64_t max_id = 0;
+    for (const auto& d : devices_) max_id = std::max(max_id, d.id);
+    dense_ = max_id >= 0 && max_id <= 4 * static_cast<int64_t>(devices_.size()) + 1024;
+    if (dense_) dense_index_.assign(static_cast<size_t>(max_id) + 1, kNoIndex);
     for (size_t i = 0; i < devices_.size(); ++i) {
-      device_index_[devices_[i].id] = i;
+      if (dense_ && devices_[i].id >= 0) {
+        dense_index_[static_cast<size_t>(devices_[i].id)] = static_cast<uint32_t>(i);
+      } else {
+        device_index_[devices_[i].id] = i;
+      }
       if (devices_[i].parent_id) child_ticks[devices_[i].parent_id] += devices_[i].device.share.ticks();
     }
     ticks_.resize(devices_.size());
@@ -48,9 +60,10 @@ class FleetIndex {
       ticks_[i] = d.parent_id ? d.device.share.ticks()
                               : std::max<int64_t>(0, kShareScale - child_ticks[d.id]);
     }
-    for (auto& j : jobs) {
-      job_key_to_id_[j.job.id] = j.id;
-      jobs_.emplace(j.id, std::move(j.job));
+    // By store id (ListJobs' order, sorted again should a store not keep it).
+    jobs_ = std::move(jobs);
+    if (!std::is_sorted(jobs_.begin(), jobs_.end(), [](const auto& a, const auto& b) { return a.id < b.id; })) {
+      std::sort(jobs_.begin(), jobs_.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
     }
     // Ranks by the names the data give (uuid, job id), not by the store's ids, which
     // follow the order batches arrived in: two stores of the same data break the ties of
@@ -61,10 +74,11 @@ class FleetIndex {
               [&](size_t a, size_t b) { return devices_[a].device.uuid < devices_[b].device.uuid; });
     device_rank_.resize(devices_.size());
     for (size_t r = 0; r < by_uuid.size(); ++r) device_rank_[by_uuid[r]] = static_cast<int64_t>(r);
-    int64_t rank = 0;
-    for (const auto& [key, id] : std::map<std::string, int64_t>(job_key_to_id_.begin(), job_key_to_id_.end())) {
-      job_rank_[id] = ++rank;  // 0: no job
-    }
+    std::vector<uint32_t> by_key(jobs_.size());
+    for (size_t i = 0; i < by_key.size(); ++i) by_key[i] = static_cast<uint32_t>(i);
+    std::sort(by_key.begin(), by_key.end(), [&](uint32_t a, uint32_t b) { return jobs_[a].job.id < jobs_[b].job.id; });
+    job_rank_.resize(jobs_.size());
+    for (size_t r = 0; r < by_key.size(); ++r) job_rank_[by_key[r]] = static_cast<int64_t>(r) + 1;  // 0: no job
     // The data ends at the fleet's latest sample (never after now); a store with no sample
     // yet has no end but now.
     data_end_ms_ = 0;
@@ -88,27 +102,45 @@ class FleetIndex {
   // When `dev` was capacity the fleet had monitored: from its first sample or allocation
   // until it retired (docs/ARCHITECTURE.md, "Windows end where the data ends"). Empty for
   // a device never in service.
-  TimeRange ServiceSpan(const store::DeviceRecord& dev) const { return service_[device_index_.at(dev.id)]; }
+  TimeRange ServiceSpan(const store::DeviceRecord& dev) const { return service_[IndexOf(dev)]; }
   // The fleet's latest sample, or now when it is earlier (or nothing was sampled yet).
   int64_t data_end_ms() const { return data_end_ms_; }
 
   const std::vector<store::DeviceRecord>& devices() const { return devices_; }
   const store::DeviceRecord* device(int64_t id) const {
+    if (dense_) {
+      if (id < 0 || static_cast<size_t>(id) >= dense_index_.size()) return nullptr;
+      uint32_t i = dense_index_[static_cast<size_t>(id)];
+      return i == kNoIndex ? nullptr : &devices_[i];
+    }
     auto it = device_index_.find(id);
     return it == device_index_.end() ? nullptr : &devices_[it->second];
   }
-  int64_t ticks(int64_t device_id) const { return ticks_[device_index_.at(device_id)]; }
+  // The place in devices() of a record of devices(), from 0: what per-device figures are
+  // kept by.
+  size_t IndexOf(const store::DeviceRecord& dev) const {
+    // A record from elsewhere (a copy) would read another device's figures: a bug.
+    if (&dev < devices_.data() || &dev >= devices_.data() + devices_.size()) std::abort();
+    return static_cast<size_t>(&dev - devices_.data());
+  }
+  int64_t ticks(const store::DeviceRecord& dev) const { return ticks_[IndexOf(dev)]; }
   // The device's place in uuid order, the job's in job-id order (0: no job).
-  int64_t device_rank(int64_t device_id) const { return device_rank_[device_index_.at(device_id)]; }
+  int64_t device_rank(const store::DeviceRecord& dev) const { return device_rank_[IndexOf(dev)]; }
   int64_t job_rank(int64_t job_id) const {
-    auto it = job_rank_.find(job_id);
-    return it == job_rank_.end() ? 0 : it->second;
+    size_t i = JobIndex(job_id);
+    return i == kNoJobIndex ? 0 : job_rank_[i];
   }
   const Job* job(int64_t id) const {
-    auto it = jobs_.find(id);
-    return it == jobs_.end() ? nullptr : &it->second;
+    size_t i = JobIndex(id);
+    return i == kNoJobIndex ? nullptr : &jobs_[i].job;
   }
+  // The store id of the job keyed `key`, 0 if none. The map is made on the first call:
+  // only a report that attributes samples needs it.
   int64_t JobIdOf(const std::string& key) const {
+    std::call_once(key_map_once_, [&] {
+      job_key_to_id_.reserve(jobs_.size());
+      for (const auto& j : jobs_) job_key_to_id_.emplace(j.job.id, j.id);
+    });
     auto it = job_key_to_id_.find(key);
     return it == job_key_to_id_.end() ? 0 : it->second;
   }
@@ -119,13 +151,29 @@ class FleetIndex {
   }
 
  private:
+  static constexpr uint32_t kNoIndex = ~uint32_t{0};
   std::vector<store::DeviceRecord> devices_;
-  std::unordered_map<int64_t, size_t> device_index_;
+  bool dense_ = false;
+  std::vector<uint32_t> dense_index_;                   // store id -> index, when dense_
+  std::unordered_map<int64_t, size_t> device_index_;    // otherwise
   std::vector<int64_t> ticks_;
+  static constexpr size_t kNoJobIndex = ~size_t{0};
+  // The index in jobs_ of the job with store id `id`: ids are dense, so most often
+  // jobs_[id - first id]; otherwise by binary search.
+  size_t JobIndex(int64_t id) const {
+    if (jobs_.empty() || id <= 0) return kNoJobIndex;
+    int64_t guess = id - jobs_.front().id;
+    if (guess >= 0 && static_cast<size_t>(guess) < jobs_.size() && jobs_[static_cast<size_t>(guess)].id == id) {
+      return static_cast<size_t>(guess);
+    }
+    auto it = std::lower_bound(jobs_.begin(), jobs_.end(), id, [](const auto& j, int64_t v) { return j.id < v; });
+    return it != jobs_.end() && it->id == id ? static_cast<size_t>(it - jobs_.begin()) : kNoJobIndex;
+  }
   std::vector<int64_t> device_rank_;
-  std::unordered_map<int64_t, int64_t> job_rank_;
-  std::unordered_map<int64_t, Job> jobs_;
-  std::unordered_map<std::string, int64_t> job_key_to_id_;
+  std::vector<store::JobRecord> jobs_;  // by id
+  std::vector<int64_t> job_rank_;       // by index in jobs_
+  mutable std::once_flag key_map_once_;
+  mutable std::unordered_map<std::string, int64_t> job_key_to_id_;
   PriceBook book_;
   std::vector<TimeRange> service_;
   int64_t data_end_ms_ = kForever;
@@ -162,6 +210,30 @@ bool RowBefore(const UsageRow& a, const UsageRow& b) {
   return a.key < b.key;
 }
 
+// Sorts `rows` by RowBefore. The rows are large (a key of strings, arrays of figures):
+// sorting their indices by figures computed once, then moving each row once, costs a
+// fifth of sorting the rows themselves (a 7-day heatmap's 190,000 rows).
+void SortRows(std::vector<UsageRow>& rows) {
+  struct Order {
+    int64_t cost, ticks;
+    uint32_t row;
+  };
+  std::vector<Order> order(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    order[i] = {rows[i].total_cost().micros(), rows[i].total_ticks_ms(), static_cast<uint32_t>(i)};
+  }
+  std::sort(order.begin(), order.end(), [&](const Order& a, const Order& b) {
+    if (a.cost != b.cost) return a.cost > b.cost;
+    if (a.ticks != b.ticks) return a.ticks > b.ticks;
+    if (rows[a.row].key != rows[b.row].key) return rows[a.row].key < rows[b.row].key;
+    return a.row < b.row;  // as a stable sort would leave equal rows
+  });
+  std::vector<UsageRow> sorted;
+  sorted.reserve(rows.size());
+  for (const Order& o : order) sorted.push_back(std::move(rows[o.row]));
+  rows = std::move(sorted);
+}
+
 // Collects one report's figures per atom, with a per-device conservation check.
 //
 // The rounding rule (core/money.h) is applied to atoms, not to groups: an atom is one
@@ -182,16 +254,19 @@ bool RowBefore(const UsageRow& a, const UsageRow& b) {
 class Accumulator {
  public:
   Accumulator(const FleetIndex& fleet, const std::vector<Dimension>& by)
-      : fleet_(fleet), by_(by), hourly_(std::find(by.begin(), by.end(), Dimension::kHour) != by.end()) {}
+      : fleet_(fleet),
+        by_(by),
+        hourly_(std::find(by.begin(), by.end(), Dimension::kHour) != by.end()),
+        device_ms_(fleet.devices().size(), 0) {}
 
   // Adds `ms` of device time in bucket `b`, of which `coarse_ms` had its activity from
   // gpu_util.
   void Add(const store::DeviceRecord& dev, int64_t job_id, Bucket b, int64_t ms, int64_t coarse_ms,
            const std::optional<Money>& price) {
     if (ms == 0 && coarse_ms == 0) return;
-    device_ms_[dev.id] += ms;
+    device_ms_[fleet_.IndexOf(dev)] += ms;
     AtomCell& c = CellFor(dev, job_id, price);
-    int64_t ticks = fleet_.ticks(dev.id);
+    int64_t ticks = fleet_.ticks(dev);
     c.ticks_ms[static_cast<size_t>(b)] += ms * ticks;
     c.coarse_ticks_ms += coarse_ms * ticks;
     if (!price) unpriced_[{dev.device.model, dev.device.pool, dev.device.capacity_type}] += ms * ticks;
@@ -204,7 +279,7 @@ class Accumulator {
     for (int64_t v : ms) any = any || v != 0;
     if (!any) return;
     AtomCell& c = CellFor(dev, job_id, price);
-    int64_t ticks = fleet_.ticks(dev.id);
+    int64_t ticks = fleet_.ticks(dev);
     for (size_t k = 0; k < kIdleCauseCount; ++k) c.idle_cause_ticks_ms[k] += ms[k] * ticks;
   }
 
@@ -216,10 +291,7 @@ class Accumulator {
     last_cell_ = kNone;
   }
 
-  int64_t device_ms(int64_t device_id) const {
-    auto it = device_ms_.find(device_id);
-    return it == device_ms_.end() ? 0 : it->second;
-  }
+  int64_t device_ms(const store::DeviceRecord& dev) const { return device_ms_[fleet_.IndexOf(dev)]; }
 
   UsageReport Finish(const TimeRange& window) {
     UsageReport report;
@@ -287,35 +359,66 @@ class Accumulator {
     auto hour_at = std::find(by_.begin(), by_.end(), Dimension::kHour);
     std::array<CostNumerator, kIdleCauseCount> weights{}, scratch{};
     std::array<Money, kIdleCauseCount> split{};
+    // The lookups above, each behind a one-entry cache: a device's atoms are mostly of one
+    // job, and a key's atoms of one hour follow each other (the hour rollups are read hour
+    // by hour), so most atoms find their key and row without hashing.
+    struct LastKey {
+      int64_t job_id = -1;
+      int64_t key = 0;
+    };
+    std::vector<LastKey> last_key_of_device(fleet_.devices().size());
+    struct LastRow {
+      int64_t hour_ms = -1;
+      size_t row = 0;
+    };
+    std::vector<LastRow> last_row_of_key;
     for (size_t i = 0; i < atoms_.size(); ++i) {
       const AtomCell& atom = atoms_[i];
-      auto [pit, fresh] = partial_of.try_emplace({atom.device_id, atom.job_id}, 0);
-      if (fresh) {
-        const store::DeviceRecord* dev = fleet_.device(atom.device_id);
-        const Job* job = atom.job_id ? fleet_.job(atom.job_id) : nullptr;
-        std::pair<bool, std::vector<std::string>> key{by_job && job == nullptr, {}};
-        for (Dimension d : by_) {
-          key.second.push_back(d == Dimension::kHour ? std::string() : KeyPart(d, *dev, job, ""));
+      LastKey& last_key = last_key_of_device[atom.device_index];
+      int64_t key_id = last_key.key;
+      if (last_key.job_id != atom.job_id) {
+        auto [pit, fresh] = partial_of.try_emplace({atom.device_id, atom.job_id}, 0);
+        if (fresh) {
+          const store::DeviceRecord* dev = fleet_.device(atom.device_id);
+          const Job* job = atom.job_id ? fleet_.job(atom.job_id) : nullptr;
+          std::pair<bool, std::vector<std::string>> key{by_job && job == nullptr, {}};
+          for (Dimension d : by_) {
+            key.second.push_back(d == Dimension::kHour ? std::string() : KeyPart(d, *dev, job, ""));
+          }
+          auto [id, added] = partial_id.try_emplace(key, static_cast<int64_t>(partial_keys.size()));
+          if (added) {
+            partial_keys.push_back(std::move(key));
+            last_row_of_key.emplace_back();
+          }
+          pit->second = id->second;
         }
-        auto [id, added] = partial_id.try_emplace(key, static_cast<int64_t>(partial_keys.size()));
-        if (added) partial_keys.push_back(std::move(key));
-        pit->second = id->second;
+        key_id = pit->second;
+        last_key = {atom.job_id, key_id};
       }
-      auto [rit, new_row] = row_of.try_emplace({pit->second, atom.hour_ms}, report.rows.size());
-      if (new_row) {
-        UsageRow r;
-        std::tie(r.no_job, r.key) = partial_keys[static_cast<size_t>(pit->second)];
-        if (hour_at != by_.end()) {
-          auto [h, made] = hour_keys.try_emplace(atom.hour_ms);
-          if (made) h->second = FormatTime(atom.hour_ms);
-          r.key[static_cast<size_t>(hour_at - by_.begin())] = h->second;
+      LastRow& last_row = last_row_of_key[static_cast<size_t>(key_id)];
+      if (last_row.hour_ms != atom.hour_ms) {
+        auto [rit, new_row] = row_of.try_emplace({key_id, atom.hour_ms}, report.rows.size());
+        if (new_row) {
+          UsageRow r;
+          std::tie(r.no_job, r.key) = partial_keys[static_cast<size_t>(key_id)];
+          if (hour_at != by_.end()) {
+            auto [h, made] = hour_keys.try_emplace(atom.hour_ms);
+            if (made) h->second = FormatTime(atom.hour_ms);
+            r.key[static_cast<size_t>(hour_at - by_.begin())] = h->second;
+          }
+          report.rows.push_back(std::move(r));
         }
-        report.rows.push_back(std::move(r));
+        last_row = {atom.hour_ms, rit->second};
       }
-      UsageRow& row = report.rows[rit->second];
+      UsageRow& row = report.rows[last_row.row];
       // The rounded idle cost over its causes, by their time (one price within an atom).
-      for (size_t c = 0; c < kIdleCauseCount; ++c) weights[c] = atom.idle_cause_ticks_ms[c];
-      SplitMoneyInto(cost[i][static_cast<size_t>(Bucket::kAllocatedIdle)], weights, scratch, split);
+      Money idle_cost = cost[i][static_cast<size_t>(Bucket::kAllocatedIdle)];
+      if (idle_cost == Money()) {
+        split.fill(Money());
+      } else {
+        for (size_t c = 0; c < kIdleCauseCount; ++c) weights[c] = atom.idle_cause_ticks_ms[c];
+        SplitMoneyInto(idle_cost, weights, scratch, split);
+      }
       int64_t unpriced = 0;
       if (atom.price_micros < 0) {
         for (int64_t t : atom.ticks_ms) unpriced += t;
@@ -333,7 +436,7 @@ class Accumulator {
         r->unpriced_ticks_ms += unpriced;
       }
     }
-    std::stable_sort(report.rows.begin(), report.rows.end(), RowBefore);
+    SortRows(report.rows);
     report.total.key.assign(by_.size(), "(total)");
     for (const auto& [what, ticks] : unpriced_) {
       report.unpriced.push_back({std::get<0>(what), std::get<1>(what), std::get<2>(what), ticks});
@@ -352,6 +455,7 @@ class Accumulator {
     int64_t hour_ms = 0;
     int64_t price_micros = -1;
     uint64_t name_rank = 0;  // the device's rank by uuid, then the job's by id (FleetIndex)
+    uint32_t device_index = 0;  // FleetIndex::IndexOf
     std::array<int64_t, kBucketCount> ticks_ms{};
     std::array<int64_t, kIdleCauseCount> idle_cause_ticks_ms{};
     int64_t coarse_ticks_ms = 0;
@@ -379,7 +483,8 @@ class Accumulator {
       c.job_id = job_id;
       c.hour_ms = hour_ms_;
       c.price_micros = p;
-      c.name_rank = static_cast<uint64_t>(fleet_.device_rank(dev.id)) << 32 |
+      c.device_index = static_cast<uint32_t>(fleet_.IndexOf(dev));
+      c.name_rank = static_cast<uint64_t>(fleet_.device_rank(dev)) << 32 |
                     static_cast<uint64_t>(fleet_.job_rank(job_id));
     }
     last_cell_ = it->second;
@@ -394,7 +499,7 @@ class Accumulator {
   bool hourly_;
   std::vector<AtomCell> atoms_;                        // in the order they were met
   std::unordered_map<Key, size_t, KeyHash> index_;     // the current hour's atoms
-  std::unordered_map<int64_t, int64_t> device_ms_;
+  std::vector<int64_t> device_ms_;  // by FleetIndex::IndexOf
   std::map<std::tuple<std::string, std::string, CapacityType>, int64_t> unpriced_;
   int64_t hour_ms_ = 0;
   size_t last_cell_ = kNone;
@@ -596,6 +701,11 @@ Result<std::vector<Job>> Ledger::Jobs() {
   out.reserve(jobs.size());
   for (auto& j : jobs) out.push_back(std::move(j.job));
   return out;
+}
+
+Result<store::JobCounts> Ledger::CountJobs(const TimeRange& window) {
+  GPULEDGER_ASSIGN_OR_RETURN(auto snap, store_->Snapshot());
+  return snap->CountJobs(window);
 }
 
 Result<std::vector<JobAllocation>> Ledger::AllocationsOf(const std::string& job_id) {
@@ -943,39 +1053,59 @@ Result<UsageReport> Ledger::UsageOn(store::StoreReads& reads, const TimeRange& a
     }
     std::sort(epochs.begin(), epochs.end());
     epochs.erase(std::unique(epochs.begin(), epochs.end()), epochs.end());
+    // Each device's price, looked up again only when a price entry begins or ends: an
+    // hourly report has an epoch per hour, and a price book's lookup compares strings.
+    std::vector<int64_t> price_changes;
+    for (const PriceEntry& e : fleet.book().entries()) {
+      price_changes.push_back(e.valid.begin_ms);
+      price_changes.push_back(e.valid.end_ms);
+    }
+    std::sort(price_changes.begin(), price_changes.end());
+    const size_t n_devices = fleet.devices().size();
+    std::vector<std::optional<Money>> price_of(n_devices);
+    int64_t prices_from = kForever, prices_until = kForever;  // price_of holds for [from, until)
+    std::vector<int64_t> covered(n_devices);
     for (size_t i = 0; i + 1 < epochs.size(); ++i) {
       TimeRange hours{epochs[i], epochs[i + 1]};
       acc.set_hour(hours.begin_ms);
+      if (hours.begin_ms < prices_from || hours.begin_ms >= prices_until) {
+        for (size_t k = 0; k < n_devices; ++k) price_of[k] = fleet.PriceAt(fleet.devices()[k], hours.begin_ms);
+        auto next = std::upper_bound(price_changes.begin(), price_changes.end(), hours.begin_ms);
+        prices_from = hours.begin_ms;
+        prices_until = next == price_changes.end() ? kForever : *next;
+      }
+      std::fill(covered.begin(), covered.end(), 0);
       GPULEDGER_ASSIGN_OR_RETURN(auto sums, snap->SumSettledHourRollups(hours));
-      std::unordered_map<int64_t, int64_t> covered;
       for (const store::RollupSum& s : sums) {
         const store::DeviceRecord* dev = fleet.device(s.device_id);
         if (dev == nullptr) return Internal(fmt::format("rollup of unknown device {}", s.device_id));
         if (hours.Intersect(fleet.ServiceSpan(*dev)).empty()) continue;  // retired by then
-        auto price = fleet.PriceAt(*dev, hours.begin_ms);
+        size_t k = fleet.IndexOf(*dev);
+        const std::optional<Money>& price = price_of[k];
         for (Bucket b : kAllBuckets) {
           int64_t ms = s.ms[static_cast<size_t>(b)];
           // The row's coarse time is counted once, with its active bucket.
           acc.Add(*dev, s.job_id, b, ms, b == Bucket::kActive ? s.coarse_ms : 0, price);
-          covered[s.device_id] += ms;
+          covered[k] += ms;
         }
         acc.AddIdleCauses(*dev, s.job_id, s.idle_causes, price);
       }
       // Time in service that no settled rollup covers, nor a dirty hour, had no data at
       // all: unmonitored.
-      for (const store::DeviceRecord& dev : fleet.devices()) {
+      for (size_t k = 0; k < n_devices; ++k) {
+        const store::DeviceRecord& dev = fleet.devices()[k];
         if (dev.in_service_ms == 0) continue;
         TimeRange service = hours.Intersect(fleet.ServiceSpan(dev));
         int64_t capacity = service.length_ms();
         if (auto d = dirty_of.find(dev.id); d != dirty_of.end()) {
           for (int64_t h : d->second) capacity -= service.Intersect({h, h + kMsPerHour}).length_ms();
         }
-        int64_t gap = capacity - covered[dev.id];
+        int64_t gap = capacity - covered[k];
         if (gap < 0) {
           return Internal(fmt::format("rollups of device {} cover more than its time in service",
                                       dev.device.uuid));
         }
-        acc.Add(dev, 0, Bucket::kUnmonitored, gap, 0, fleet.PriceAt(dev, hours.begin_ms));
+        acc.Add(dev, 0, Bucket::kUnmonitored, gap, 0, price_of[k]);
       }
     }
   }
@@ -1010,10 +1140,10 @@ Result<UsageReport> Ledger::UsageOn(store::StoreReads& reads, const TimeRange& a
   // The conservation law, device by device: every millisecond in service, once.
   for (const store::DeviceRecord& dev : fleet.devices()) {
     int64_t expected = window.Intersect(fleet.ServiceSpan(dev)).length_ms();
-    if (acc.device_ms(dev.id) != expected) {
+    if (acc.device_ms(dev) != expected) {
       return Internal(fmt::format("conservation violated for device {}: {} ms attributed, {} ms "
                                   "in service in the window",
-                                  dev.device.uuid, acc.device_ms(dev.id), expected));
+                                  dev.device.uuid, acc.device_ms(dev), expected));
     }
   }
   UsageReport report = acc.Finish(window);
@@ -1317,7 +1447,7 @@ Result<std::vector<TimelinePoint>> Ledger::Timeline(const TimeRange& window, int
   auto wanted = [&](const store::DeviceRecord& d) { return pool.empty() || d.device.pool == pool; };
   auto add = [&](const store::DeviceRecord& dev, int64_t minute_ms, Bucket b, int64_t ms) {
     size_t i = static_cast<size_t>((minute_ms - window.begin_ms) / step_ms);
-    int64_t ticks = fleet.ticks(dev.id);
+    int64_t ticks = fleet.ticks(dev);
     points[i].gpu_ticks_ms[static_cast<size_t>(b)] += ms * ticks;
     covered[i] += ms * ticks;
   };
@@ -1345,7 +1475,7 @@ Result<std::vector<TimelinePoint>> Ledger::Timeline(const TimeRange& window, int
     int64_t capacity = 0;
     for (const store::DeviceRecord& d : fleet.devices()) {
       if (d.in_service_ms == 0 || !wanted(d)) continue;
-      capacity += step.Intersect(in_service(d)).length_ms() * fleet.ticks(d.id);
+      capacity += step.Intersect(in_service(d)).length_ms() * fleet.ticks(d);
     }
     points[i].gpu_ticks_ms[static_cast<size_t>(Bucket::kUnmonitored)] +=
         std::max<int64_t>(0, capacity - covered[i]);

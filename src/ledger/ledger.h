@@ -323,6 +323,9 @@ class Ledger {
   // The inventory and the jobs, as stored.
   Result<std::vector<store::DeviceRecord>> Devices();
   Result<std::vector<Job>> Jobs();
+  // How many jobs overlap `window`, and how many teams, projects ... they have
+  // (store::JobCounts): a query's size, without reading every job.
+  Result<store::JobCounts> CountJobs(const TimeRange& window);
   // The allocations of the job `job_id` (its key), by start; empty for an unknown job.
   Result<std::vector<JobAllocation>> AllocationsOf(const std::string& job_id);
   // What batches changed of the job `job_id`'s metadata, with who sent them and when,

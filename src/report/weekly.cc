@@ -103,6 +103,21 @@ std::string DailyUtilizationSvg(const std::vector<ledger::TimelinePoint>& days, 
   return svg + "</svg>";
 }
 
+// The week's buckets per step of `step_ms` (a whole number of hours that divides the
+// week), from a report grouped by hour over the week: the charts show the figures the
+// tables add up, and one read of the hour rollups serves both steps.
+std::vector<ledger::TimelinePoint> StepsOf(const UsageReport& hourly, const TimeRange& week, int64_t step_ms) {
+  std::vector<ledger::TimelinePoint> points(static_cast<size_t>((week.length_ms() + step_ms - 1) / step_ms));
+  for (size_t i = 0; i < points.size(); ++i) points[i].begin_ms = week.begin_ms + static_cast<int64_t>(i) * step_ms;
+  for (const UsageRow& row : hourly.rows) {
+    auto hour = ParseTime(row.key[0]);
+    if (!hour.ok() || *hour < week.begin_ms || *hour >= week.end_ms) continue;
+    auto& point = points[static_cast<size_t>((*hour - week.begin_ms) / step_ms)];
+    for (size_t b = 0; b < kBucketCount; ++b) point.gpu_ticks_ms[b] += row.gpu_ticks_ms[b];
+  }
+  return points;
+}
+
 // The row of `r` for the same first key as `like` (time held by no job matches only itself).
 const UsageRow* FindRow(const UsageReport& r, const UsageRow& like) {
   for (const auto& row : r.rows) {
@@ -124,8 +139,9 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
                              ledger.Usage(week, {Dimension::kTeam, Dimension::kExperiment}));
   GPULEDGER_ASSIGN_OR_RETURN(ledger::ChargebackReport chargeback, ledger.Chargeback(week, false));
   GPULEDGER_ASSIGN_OR_RETURN(auto waste, ledger.TopWaste(week, 5));
-  GPULEDGER_ASSIGN_OR_RETURN(auto hourly, ledger.Timeline(week, kMsPerHour));
-  GPULEDGER_ASSIGN_OR_RETURN(auto daily, ledger.Timeline(week, kMsPerDay));
+  GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_hour, ledger.Usage(week, {Dimension::kHour}));
+  const std::vector<ledger::TimelinePoint> hourly = StepsOf(by_hour, week, kMsPerHour);
+  const std::vector<ledger::TimelinePoint> daily = StepsOf(by_hour, week, kMsPerDay);
   GPULEDGER_ASSIGN_OR_RETURN(auto recs, ledger::Recommend(ledger, week));
 
   const UsageRow& t = by_team.total;

@@ -10,6 +10,7 @@
 
 #include "ledger/rightsizing.h"
 #include "objectives/evaluate.h"
+#include "report/html_internal.h"
 #include "store/store.h"
 
 namespace gpuledger::report {
@@ -94,6 +95,22 @@ TEST_F(WeeklyTest, FiguresEqualUsageAndChargeback) {
   EXPECT_THAT(*html, HasSubstr("672 GPU-hours of capacity"));
   EXPECT_THAT(*html, HasSubstr("week 2026-W48"));
   EXPECT_THAT(*html, HasSubstr(" w/w"));  // the previous week has data
+}
+
+// Each day's bar is that day's usage, asked for by itself: the charts are drawn from the
+// figures the tables add up.
+TEST_F(WeeklyTest, EachDaysBarIsThatDaysUsage) {
+  TimeRange week = *ParseIsoWeek("2026-W48");
+  auto html = RenderWeeklyReport(*ledger_, week, {.goals = {.fleet_target = 0.5}});
+  ASSERT_TRUE(html.ok()) << html.status().ToString();
+  for (int64_t d = 0; d < 7; ++d) {
+    TimeRange day{week.begin_ms + d * kMsPerDay, week.begin_ms + (d + 1) * kMsPerDay};
+    auto usage = ledger_->Usage(day, {ledger::Dimension::kTeam});
+    ASSERT_TRUE(usage.ok()) << usage.status().ToString();
+    EXPECT_THAT(*html, HasSubstr(fmt::format("<title>{} {}</title>", FormatTime(day.begin_ms).substr(0, 10),
+                                             html::Pct(usage->total.effective_utilization()))))
+        << FormatTime(day.begin_ms);
+  }
 }
 
 TEST_F(WeeklyTest, EachPoolHasItsOwnTarget) {

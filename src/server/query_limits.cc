@@ -58,13 +58,11 @@ Result<QueryCost> EstimateCost(const QueryContext& q, const TimeRange& window, c
   GPULEDGER_ASSIGN_OR_RETURN(auto devices, q.ledger.Devices());
   cost.devices = static_cast<int64_t>(devices.size());
   bool by_job = std::any_of(dims.begin(), dims.end(), IsJobDimension);
-  std::vector<Job> jobs;
+  // The jobs that overlap the window (one that ended before it, or started after it, has
+  // no row in it), counted by the store rather than read.
+  store::JobCounts jobs;
   if (by_job) {
-    GPULEDGER_ASSIGN_OR_RETURN(jobs, q.ledger.Jobs());
-    // A job that ended before the window, or started after it, has no row in it.
-    std::erase_if(jobs, [&](const Job& j) {
-      return (j.end_ms && *j.end_ms < window.begin_ms) || (j.start_ms && *j.start_ms >= window.end_ms);
-    });
+    GPULEDGER_ASSIGN_OR_RETURN(jobs, q.ledger.CountJobs(window));
   }
   auto distinct = [](const auto& items, auto&& field) {
     std::set<std::string> seen;
@@ -81,16 +79,16 @@ Result<QueryCost> EstimateCost(const QueryContext& q, const TimeRange& window, c
       case Dimension::kModel: n = distinct(devices, [](const store::DeviceRecord& r) { return r.device.model; }); break;
       case Dimension::kPool: n = distinct(devices, [](const store::DeviceRecord& r) { return r.device.pool; }); break;
       // Each job attribute has at most a value per job, and the "(no job)" row.
-      case Dimension::kTeam: n = distinct(jobs, [](const Job& j) { return j.team; }) + 1; break;
-      case Dimension::kProject: n = distinct(jobs, [](const Job& j) { return j.project; }) + 1; break;
-      case Dimension::kExperiment: n = distinct(jobs, [](const Job& j) { return j.experiment; }) + 1; break;
-      case Dimension::kUser: n = distinct(jobs, [](const Job& j) { return j.user; }) + 1; break;
-      case Dimension::kKind: n = distinct(jobs, [](const Job& j) { return std::string(JobKindName(j.kind)); }) + 1; break;
-      case Dimension::kJob: n = static_cast<int64_t>(jobs.size()) + 1; break;
+      case Dimension::kTeam: n = jobs.teams + 1; break;
+      case Dimension::kProject: n = jobs.projects + 1; break;
+      case Dimension::kExperiment: n = jobs.experiments + 1; break;
+      case Dimension::kUser: n = jobs.users + 1; break;
+      case Dimension::kKind: n = jobs.kinds + 1; break;
+      case Dimension::kJob: n = jobs.jobs + 1; break;
     }
     product = Times(product, std::max<int64_t>(n, 1));
   }
-  int64_t by_pair = Times(std::max<int64_t>(cost.devices, 1), by_job ? static_cast<int64_t>(jobs.size()) + 1 : 1);
+  int64_t by_pair = Times(std::max<int64_t>(cost.devices, 1), by_job ? jobs.jobs + 1 : 1);
   cost.groups = std::min(product, by_pair);
   return cost;
 }

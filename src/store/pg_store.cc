@@ -198,6 +198,9 @@ class PgStore final : public Store, public ActionLog {
   // Reads on the writer's connection, under the writer's lock (as SqliteStore's).
   Result<std::vector<DeviceRecord>> ListDevices() override { return Locked([](pg::Reads& r) { return r.ListDevices(); }); }
   Result<std::vector<JobRecord>> ListJobs() override { return Locked([](pg::Reads& r) { return r.ListJobs(); }); }
+  Result<JobCounts> CountJobs(const TimeRange& window) override {
+    return Locked([&](pg::Reads& r) { return r.CountJobs(window); });
+  }
   Result<std::vector<std::vector<AllocationRecord>>> AllocationsOf(std::span<const DeviceRange> ranges) override {
     return Locked([&](pg::Reads& r) { return r.AllocationsOf(ranges); });
   }
@@ -1228,6 +1231,7 @@ class PgStore::PooledSnapshot final : public StoreSnapshot {
   }
   Result<std::vector<DeviceRecord>> ListDevices() override { return reads_.ListDevices(); }
   Result<std::vector<JobRecord>> ListJobs() override { return reads_.ListJobs(); }
+  Result<JobCounts> CountJobs(const TimeRange& window) override { return reads_.CountJobs(window); }
   Result<std::vector<std::vector<AllocationRecord>>> AllocationsOf(std::span<const DeviceRange> ranges) override {
     return reads_.AllocationsOf(ranges);
   }

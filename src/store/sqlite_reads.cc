@@ -57,6 +57,13 @@ std::string SumRollupsSql(bool settled) {
   return sql;
 }
 
+// The statement of CountJobs, the same on both backends: ?1/$1 the window's begin, ?2/$2
+// its end.
+constexpr const char* kCountJobsSql =
+    "SELECT count(*), count(DISTINCT team), count(DISTINCT project), count(DISTINCT experiment),"
+    " count(DISTINCT user_name), count(DISTINCT kind) FROM jobs"
+    " WHERE (end_ms IS NULL OR end_ms >= ?1) AND (start_ms IS NULL OR start_ms < ?2)";
+
 }  // namespace
 
 Reads::~Reads() = default;
@@ -114,11 +121,15 @@ Status Reads::Prepare() {
        " WHERE device_id=?1 AND t_ms >= ?2 AND t_ms <= ?3 ORDER BY t_ms, pid"},
       {kDirtyHours, "SELECT device_id, hour_ms, generation FROM dirty_hours LIMIT ?1"},
       // The chunk that holds each device's latest sample (a chunk lies within one hour).
+      // CROSS JOIN keeps this order: from each device to its chunks by the index. Left to
+      // itself SQLite scanned every chunk of the store (all 31 days of a 1,000-GPU store,
+      // 330 ms, for one chunk per device).
       {kLatestSamples,
-       "SELECT c.device_id, c.first_ms, c.data, d.last_sample_ms FROM devices d JOIN sample_chunks c"
+       "SELECT c.device_id, c.first_ms, c.data, d.last_sample_ms FROM devices d CROSS JOIN sample_chunks c"
        " ON c.device_id = d.id AND c.first_ms >= d.last_sample_ms - d.last_sample_ms % 3600000"
        " AND c.first_ms <= d.last_sample_ms AND c.last_ms >= d.last_sample_ms"
        " WHERE d.last_sample_ms > 0"},
+      {kCountJobs, kCountJobsSql},
       {kDirtyHoursIn,
        "SELECT device_id, hour_ms, generation FROM dirty_hours WHERE hour_ms >= ?1 AND hour_ms < ?2"
        " ORDER BY device_id, hour_ms"},
@@ -169,6 +180,17 @@ Result<std::vector<DeviceRecord>> Reads::ListDevices() {
     r.device.parent_uuid = parent->second;
   }
   return out;
+}
+
+Result<JobCounts> Reads::CountJobs(const TimeRange& window) {
+  Stmt& q = S(kCountJobs);
+  q.Bind(1, window.begin_ms).Bind(2, window.end_ms);
+  JobCounts c;
+  GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "jobs", [&]() -> Status {
+    c = {q.Int(0), q.Int(1), q.Int(2), q.Int(3), q.Int(4), q.Int(5)};
+    return Status::Ok();
+  }));
+  return c;
 }
 
 Result<std::vector<JobRecord>> Reads::ListJobs() {

@@ -25,6 +25,7 @@ class Reads : public StoreSnapshot {
 
   Result<std::vector<DeviceRecord>> ListDevices() override;
   Result<std::vector<JobRecord>> ListJobs() override;
+  Result<JobCounts> CountJobs(const TimeRange& window) override;
   Result<std::vector<std::vector<AllocationRecord>>> AllocationsOf(std::span<const DeviceRange> ranges) override;
   Result<std::vector<AllocationRecord>> AllocationsOverlapping(const TimeRange& range) override;
   Result<std::vector<ServingSnapshot>> ServingOf(int64_t job_id, const TimeRange& range) override;
@@ -51,7 +52,7 @@ class Reads : public StoreSnapshot {
   enum Id {
     kListDevices, kListJobs, kAllocationsOfDevice, kAllocationsOverlapping, kSamplesOfDevice,
     kProcessesOfDevice, kDirtyHours, kDirtyHoursIn, kSumHourRollups, kSumSettledHourRollups,
-    kScanMinuteRollups, kScanSettledMinuteRollups, kLoadPrices, kProgressOf, kJobChangesOf, kClosedPeriods, kFrozenLines, kServingOf, kLatestSamples, kCount
+    kScanMinuteRollups, kScanSettledMinuteRollups, kLoadPrices, kProgressOf, kJobChangesOf, kClosedPeriods, kFrozenLines, kServingOf, kLatestSamples, kCountJobs, kCount
   };
   Status Prepare();
   Stmt& S(Id id);

@@ -278,6 +278,9 @@ class SqliteStore final : public Store, public ActionLog {
   // and wait for a group being applied (readers that must not wait take a Snapshot).
   Result<std::vector<DeviceRecord>> ListDevices() override { return Locked([&] { return reads_->ListDevices(); }); }
   Result<std::vector<JobRecord>> ListJobs() override { return Locked([&] { return reads_->ListJobs(); }); }
+  Result<JobCounts> CountJobs(const TimeRange& window) override {
+    return Locked([&] { return reads_->CountJobs(window); });
+  }
   Result<std::vector<std::vector<AllocationRecord>>> AllocationsOf(std::span<const DeviceRange> ranges) override {
     return Locked([&] { return reads_->AllocationsOf(ranges); });
   }
@@ -1328,6 +1331,7 @@ class SqliteStore::PooledSnapshot final : public StoreSnapshot {
   }
   Result<std::vector<DeviceRecord>> ListDevices() override { return r_->reads->ListDevices(); }
   Result<std::vector<JobRecord>> ListJobs() override { return r_->reads->ListJobs(); }
+  Result<JobCounts> CountJobs(const TimeRange& window) override { return r_->reads->CountJobs(window); }
   Result<std::vector<std::vector<AllocationRecord>>> AllocationsOf(std::span<const DeviceRange> ranges) override {
     return r_->reads->AllocationsOf(ranges);
   }

@@ -370,6 +370,52 @@ TEST_P(StoreContractTest, ADeviceDeclaredAgainKeepsOrUpdatesItsRecord) {
   EXPECT_EQ((*store_->ListDevices())[0].device.pool, "p");
 }
 
+// CountJobs counts what ListJobs lists, by a second road: the jobs that overlap the
+// window, and their distinct attributes, counted here from the full list.
+TEST_P(StoreContractTest, CountsTheJobsOfAWindowAsTheirListDoes) {
+  Batch b;
+  b.batch_id = "jobs";
+  auto job = [&](std::string id, std::string team, std::string project, JobKind kind, std::optional<int64_t> start,
+                 std::optional<int64_t> end) {
+    Job j{.id = id, .team = std::move(team), .project = std::move(project), .user = "u-" + id};
+    j.kind = kind;
+    j.start_ms = start;
+    j.end_ms = end;
+    b.jobs.push_back(j);
+  };
+  job("early", "vision", "det", JobKind::kTraining, kT0, kT0 + kMsPerHour);            // ends before
+  job("edge", "vision", "seg", JobKind::kTraining, kT0, kT0 + 2 * kMsPerHour);         // ends at the start
+  job("open", "nlp", "llm", JobKind::kNotebook, kT0 + kMsPerHour, std::nullopt);        // still running
+  job("unknown", "", "", JobKind::kUnknown, std::nullopt, std::nullopt);                // no times at all
+  job("late", "speech", "asr", JobKind::kServing, kT0 + 4 * kMsPerHour, std::nullopt);  // starts at the end
+  ASSERT_TRUE(store_->ApplyBatch(Plan(b)).ok());
+  const TimeRange window{kT0 + 2 * kMsPerHour, kT0 + 4 * kMsPerHour};
+  auto counts = store_->CountJobs(window);
+  ASSERT_TRUE(counts.ok()) << counts.status().ToString();
+  std::set<std::string> teams, projects, experiments, users, kinds;
+  int64_t n = 0;
+  auto all = store_->ListJobs();  // kept alive: a range-for over *temporary dangles
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  for (const JobRecord& r : *all) {
+    const Job& j = r.job;
+    if ((j.end_ms && *j.end_ms < window.begin_ms) || (j.start_ms && *j.start_ms >= window.end_ms)) continue;
+    ++n;
+    teams.insert(j.team);
+    projects.insert(j.project);
+    experiments.insert(j.experiment);
+    users.insert(j.user);
+    kinds.insert(std::string(JobKindName(j.kind)));
+  }
+  EXPECT_EQ(n, 3);  // edge, open, unknown
+  EXPECT_EQ(counts->jobs, n);
+  EXPECT_EQ(counts->teams, static_cast<int64_t>(teams.size()));
+  EXPECT_EQ(counts->projects, static_cast<int64_t>(projects.size()));
+  EXPECT_EQ(counts->experiments, static_cast<int64_t>(experiments.size()));
+  EXPECT_EQ(counts->users, static_cast<int64_t>(users.size()));
+  EXPECT_EQ(counts->kinds, static_cast<int64_t>(kinds.size()));
+  EXPECT_EQ(store_->CountJobs({kT0 + 9 * kMsPerHour, kT0 + 10 * kMsPerHour})->jobs, 3);  // open, unknown, late
+}
+
 TEST_P(StoreContractTest, AllocationsCloseOnceAndRetriesAreHarmless) {
   ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
   Batch close;

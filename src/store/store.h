@@ -131,6 +131,14 @@ struct RollupUpdate {
   std::vector<RollupRow> minute_rows;
 };
 
+// How many jobs overlap a window (neither ended before it nor started at or after it),
+// and how many distinct values of each attribute they carry: a query's size, estimated
+// without reading every job.
+struct JobCounts {
+  int64_t jobs = 0;
+  int64_t teams = 0, projects = 0, experiments = 0, users = 0, kinds = 0;
+};
+
 struct StoreStats {
   int64_t batches = 0;
   int64_t devices = 0;
@@ -233,6 +241,8 @@ class StoreReads {
 
   virtual Result<std::vector<DeviceRecord>> ListDevices() = 0;
   virtual Result<std::vector<JobRecord>> ListJobs() = 0;
+  // The jobs overlapping `window` (JobCounts), counted by the database.
+  virtual Result<JobCounts> CountJobs(const TimeRange& window) = 0;
   // For each entry of `ranges`, in order: the allocations of its device that overlap its
   // range, by from_ms.
   virtual Result<std::vector<std::vector<AllocationRecord>>> AllocationsOf(std::span<const DeviceRange> ranges) = 0;
