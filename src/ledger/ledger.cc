@@ -8,6 +8,7 @@
 #include <mutex>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "ledger/attribution.h"
 #include "ledger/ingest_plan.h"
@@ -16,6 +17,12 @@ namespace gpuledger::ledger {
 namespace {
 
 constexpr std::string_view kUnset = "(unset)";
+
+struct PairHash {
+  size_t operator()(const std::pair<int64_t, int64_t>& p) const {
+    return std::hash<int64_t>()(p.first * 1'000'003 + p.second);
+  }
+};
 
 struct DimensionInfo {
   Dimension d;
@@ -286,7 +293,10 @@ class Accumulator {
   // The hour the time added next falls in (an atom of its own when grouping by hour).
   void set_hour(int64_t hour_ms) {
     int64_t h = hourly_ ? hour_ms : 0;
-    if (h != hour_ms_) index_.clear();
+    if (h != hour_ms_) {
+      index_.clear();
+      ++hour_stamp_;  // every device's list of atoms this hour is empty again
+    }
     hour_ms_ = h;
     last_cell_ = kNone;
   }
@@ -345,11 +355,6 @@ class Accumulator {
     rems = {};
     // A row per distinct key. The key of an atom's (device, job) is made once; grouped by
     // hour, the row is found by (that key, hour) without building strings per atom.
-    struct PairHash {
-      size_t operator()(const std::pair<int64_t, int64_t>& p) const {
-        return std::hash<int64_t>()(p.first * 1'000'003 + p.second);
-      }
-    };
     std::unordered_map<std::pair<int64_t, int64_t>, int64_t, PairHash> partial_of;  // (device, job) -> key id
     std::vector<std::pair<bool, std::vector<std::string>>> partial_keys;  // (no job, key)
     std::map<std::pair<bool, std::vector<std::string>>, int64_t> partial_id;  // hour left empty
@@ -456,6 +461,7 @@ class Accumulator {
     int64_t price_micros = -1;
     uint64_t name_rank = 0;  // the device's rank by uuid, then the job's by id (FleetIndex)
     uint32_t device_index = 0;  // FleetIndex::IndexOf
+    uint32_t next_of_device = 0;  // grouped by hour: the device's next atom this hour
     std::array<int64_t, kBucketCount> ticks_ms{};
     std::array<int64_t, kIdleCauseCount> idle_cause_ticks_ms{};
     int64_t coarse_ticks_ms = 0;
@@ -476,29 +482,64 @@ class Accumulator {
     if (last_cell_ != kNone && last_device_ == dev.id && last_job_ == job_id && last_price_ == p) {
       return atoms_[last_cell_];
     }
+    if (hourly_) return HourlyCellFor(dev, job_id, p);
     auto [it, added] = index_.try_emplace(Key{dev.id, job_id, p}, atoms_.size());
-    if (added) {
-      AtomCell& c = atoms_.emplace_back();
-      c.device_id = dev.id;
-      c.job_id = job_id;
-      c.hour_ms = hour_ms_;
-      c.price_micros = p;
-      c.device_index = static_cast<uint32_t>(fleet_.IndexOf(dev));
-      c.name_rank = static_cast<uint64_t>(fleet_.device_rank(dev)) << 32 |
-                    static_cast<uint64_t>(fleet_.job_rank(job_id));
+    if (added) NewCell(dev, job_id, p);
+    return Remember(it->second, dev.id, job_id, p);
+  }
+
+  // Grouped by hour, a device has an atom or three an hour (one per job and price): they
+  // are found by a walk of the device's list for the hour, with no hashing.
+  AtomCell& HourlyCellFor(const store::DeviceRecord& dev, int64_t job_id, int64_t p) {
+    size_t k = fleet_.IndexOf(dev);
+    if (device_stamp_.empty()) {
+      device_stamp_.assign(fleet_.devices().size(), 0);
+      device_head_.assign(fleet_.devices().size(), kNoAtom);
     }
-    last_cell_ = it->second;
-    last_device_ = dev.id;
+    if (device_stamp_[k] != hour_stamp_) {
+      device_stamp_[k] = hour_stamp_;
+      device_head_[k] = kNoAtom;
+    }
+    for (uint32_t a = device_head_[k]; a != kNoAtom; a = atoms_[a].next_of_device) {
+      if (atoms_[a].job_id == job_id && atoms_[a].price_micros == p) return Remember(a, dev.id, job_id, p);
+    }
+    auto a = static_cast<uint32_t>(atoms_.size());
+    NewCell(dev, job_id, p).next_of_device = device_head_[k];
+    device_head_[k] = a;
+    return Remember(a, dev.id, job_id, p);
+  }
+
+  AtomCell& Remember(size_t cell, int64_t device_id, int64_t job_id, int64_t p) {
+    last_cell_ = cell;
+    last_device_ = device_id;
     last_job_ = job_id;
     last_price_ = p;
-    return atoms_[last_cell_];
+    return atoms_[cell];
+  }
+
+  AtomCell& NewCell(const store::DeviceRecord& dev, int64_t job_id, int64_t p) {
+    AtomCell& c = atoms_.emplace_back();
+    c.device_id = dev.id;
+    c.job_id = job_id;
+    c.hour_ms = hour_ms_;
+    c.price_micros = p;
+    c.device_index = static_cast<uint32_t>(fleet_.IndexOf(dev));
+    c.name_rank = static_cast<uint64_t>(fleet_.device_rank(dev)) << 32 |
+                  static_cast<uint64_t>(fleet_.job_rank(job_id));
+    return c;
   }
 
   const FleetIndex& fleet_;
   const std::vector<Dimension>& by_;
   bool hourly_;
   std::vector<AtomCell> atoms_;                        // in the order they were met
-  std::unordered_map<Key, size_t, KeyHash> index_;     // the current hour's atoms
+  static constexpr uint32_t kNoAtom = ~uint32_t{0};
+  std::unordered_map<Key, size_t, KeyHash> index_;     // the atoms (not grouped by hour)
+  // Grouped by hour: each device's atoms of the current hour, a list through
+  // AtomCell::next_of_device from device_head_, valid while its stamp is hour_stamp_.
+  uint64_t hour_stamp_ = 1;
+  std::vector<uint64_t> device_stamp_;
+  std::vector<uint32_t> device_head_;
   std::vector<int64_t> device_ms_;  // by FleetIndex::IndexOf
   std::map<std::tuple<std::string, std::string, CapacityType>, int64_t> unpriced_;
   int64_t hour_ms_ = 0;
@@ -1065,8 +1106,12 @@ Result<UsageReport> Ledger::UsageOn(store::StoreReads& reads, const TimeRange& a
     std::vector<std::optional<Money>> price_of(n_devices);
     int64_t prices_from = kForever, prices_until = kForever;  // price_of holds for [from, until)
     std::vector<int64_t> covered(n_devices);
-    for (size_t i = 0; i + 1 < epochs.size(); ++i) {
-      TimeRange hours{epochs[i], epochs[i + 1]};
+    // The dirty hours of each device, by FleetIndex::IndexOf.
+    std::vector<std::vector<int64_t>> dirty_hours_of(n_devices);
+    for (const auto& [device_id, hours] : dirty_of) {
+      if (const store::DeviceRecord* dev = fleet.device(device_id)) dirty_hours_of[fleet.IndexOf(*dev)] = hours;
+    }
+    auto begin_epoch = [&](const TimeRange& hours) {
       acc.set_hour(hours.begin_ms);
       if (hours.begin_ms < prices_from || hours.begin_ms >= prices_until) {
         for (size_t k = 0; k < n_devices; ++k) price_of[k] = fleet.PriceAt(fleet.devices()[k], hours.begin_ms);
@@ -1075,37 +1120,69 @@ Result<UsageReport> Ledger::UsageOn(store::StoreReads& reads, const TimeRange& a
         prices_until = next == price_changes.end() ? kForever : *next;
       }
       std::fill(covered.begin(), covered.end(), 0);
-      GPULEDGER_ASSIGN_OR_RETURN(auto sums, snap->SumSettledHourRollups(hours));
-      for (const store::RollupSum& s : sums) {
-        const store::DeviceRecord* dev = fleet.device(s.device_id);
-        if (dev == nullptr) return Internal(fmt::format("rollup of unknown device {}", s.device_id));
-        if (hours.Intersect(fleet.ServiceSpan(*dev)).empty()) continue;  // retired by then
-        size_t k = fleet.IndexOf(*dev);
-        const std::optional<Money>& price = price_of[k];
-        for (Bucket b : kAllBuckets) {
-          int64_t ms = s.ms[static_cast<size_t>(b)];
-          // The row's coarse time is counted once, with its active bucket.
-          acc.Add(*dev, s.job_id, b, ms, b == Bucket::kActive ? s.coarse_ms : 0, price);
-          covered[k] += ms;
-        }
-        acc.AddIdleCauses(*dev, s.job_id, s.idle_causes, price);
+    };
+    // A settled rollup row, or a sum of them (RollupRow, RollupSum), of the epoch `hours`.
+    auto add_rollup = [&](const TimeRange& hours, const auto& s) -> Status {
+      const store::DeviceRecord* dev = fleet.device(s.device_id);
+      if (dev == nullptr) return Internal(fmt::format("rollup of unknown device {}", s.device_id));
+      if (hours.Intersect(fleet.ServiceSpan(*dev)).empty()) return Status::Ok();  // retired by then
+      size_t k = fleet.IndexOf(*dev);
+      const std::optional<Money>& price = price_of[k];
+      for (Bucket b : kAllBuckets) {
+        int64_t ms = s.ms[static_cast<size_t>(b)];
+        // The row's coarse time is counted once, with its active bucket.
+        acc.Add(*dev, s.job_id, b, ms, b == Bucket::kActive ? s.coarse_ms : 0, price);
+        covered[k] += ms;
       }
-      // Time in service that no settled rollup covers, nor a dirty hour, had no data at
-      // all: unmonitored.
+      acc.AddIdleCauses(*dev, s.job_id, s.idle_causes, price);
+      return Status::Ok();
+    };
+    // Time in service that no settled rollup covers, nor a dirty hour, had no data at
+    // all: unmonitored.
+    auto end_epoch = [&](const TimeRange& hours) -> Status {
       for (size_t k = 0; k < n_devices; ++k) {
         const store::DeviceRecord& dev = fleet.devices()[k];
         if (dev.in_service_ms == 0) continue;
         TimeRange service = hours.Intersect(fleet.ServiceSpan(dev));
         int64_t capacity = service.length_ms();
-        if (auto d = dirty_of.find(dev.id); d != dirty_of.end()) {
-          for (int64_t h : d->second) capacity -= service.Intersect({h, h + kMsPerHour}).length_ms();
-        }
+        for (int64_t h : dirty_hours_of[k]) capacity -= service.Intersect({h, h + kMsPerHour}).length_ms();
         int64_t gap = capacity - covered[k];
         if (gap < 0) {
           return Internal(fmt::format("rollups of device {} cover more than its time in service",
                                       dev.device.uuid));
         }
         acc.Add(dev, 0, Bucket::kUnmonitored, gap, 0, price_of[k]);
+      }
+      return Status::Ok();
+    };
+    if (!hourly) {
+      for (size_t i = 0; i + 1 < epochs.size(); ++i) {
+        TimeRange hours{epochs[i], epochs[i + 1]};
+        begin_epoch(hours);
+        GPULEDGER_ASSIGN_OR_RETURN(auto sums, snap->SumSettledHourRollups(hours));
+        for (const store::RollupSum& s : sums) GPULEDGER_RETURN_IF_ERROR(add_rollup(hours, s));
+        GPULEDGER_RETURN_IF_ERROR(end_epoch(hours));
+      }
+    } else {
+      // Grouped by hour, every epoch lies within an hour: the window's hour rows are read
+      // in one pass, in hour order, each added to the epoch that holds it, leaving out
+      // the dirty device-hours (attributed from their samples below).
+      std::unordered_set<std::pair<int64_t, int64_t>, PairHash> dirty_set;
+      for (const store::DirtyHour& d : dirty) dirty_set.insert({d.device_id, d.hour_ms});
+      size_t i = 0;
+      begin_epoch({epochs[0], epochs[1]});
+      GPULEDGER_RETURN_IF_ERROR(snap->ScanHourRollups({first_hour, last_hour}, [&](const store::RollupRow& r) -> Status {
+        while (r.period_ms >= epochs[i + 1]) {
+          GPULEDGER_RETURN_IF_ERROR(end_epoch({epochs[i], epochs[i + 1]}));
+          ++i;
+          begin_epoch({epochs[i], epochs[i + 1]});
+        }
+        if (!dirty_set.empty() && dirty_set.count({r.device_id, r.period_ms})) return Status::Ok();
+        return add_rollup({epochs[i], epochs[i + 1]}, r);
+      }));
+      for (; i + 1 < epochs.size(); ++i) {
+        GPULEDGER_RETURN_IF_ERROR(end_epoch({epochs[i], epochs[i + 1]}));
+        if (i + 2 < epochs.size()) begin_epoch({epochs[i + 1], epochs[i + 2]});
       }
     }
   }

@@ -400,6 +400,35 @@ Result<std::vector<RollupSum>> Reads::RollupSums(const TimeRange& hours, bool se
 Result<std::vector<RollupSum>> Reads::SumHourRollups(const TimeRange& hours) { return RollupSums(hours, false); }
 Result<std::vector<RollupSum>> Reads::SumSettledHourRollups(const TimeRange& hours) { return RollupSums(hours, true); }
 
+Status Reads::ScanHourRollups(const TimeRange& hours, const std::function<Status(const RollupRow&)>& fn) {
+  // A day per query: the rows of a day cross the wire together, and memory is one day's.
+  RollupRow r;
+  for (int64_t from = hours.begin_ms; from < hours.end_ms;) {
+    int64_t to = std::min(hours.end_ms, FloorTo(from, kMsPerDay) + kMsPerDay);
+    GPULEDGER_ASSIGN_OR_RETURN(
+        Rows q, c_.Query("SELECT hour_ms, device_id, job_id, active_ms, idle_ms, unallocated_ms, unavailable_ms,"
+                         " unmonitored_ms, coarse_ms, input_stall_ms, checkpoint_stall_ms, held_idle_ms FROM rollup_hour"
+                         " WHERE hour_ms >= $1 AND hour_ms < $2 ORDER BY hour_ms, device_id, job_id",
+                         Params().Add(from).Add(to), "reading hour rollups"));
+    for (int i = 0; i < q.rows(); ++i) {
+      r.period_ms = q.Int(i, 0);
+      r.device_id = q.Int(i, 1);
+      r.job_id = q.Int(i, 2);
+      for (size_t b = 0; b < kBucketCount; ++b) r.ms[b] = q.Int(i, static_cast<int>(3 + b));
+      r.coarse_ms = q.Int(i, 8);
+      int64_t named = 0;
+      for (size_t c = 0; c + 1 < kIdleCauseCount; ++c) {
+        r.idle_causes[c] = q.Int(i, static_cast<int>(9 + c));
+        named += r.idle_causes[c];
+      }
+      r.idle_causes[kIdleCauseCount - 1] = r.ms[static_cast<size_t>(Bucket::kAllocatedIdle)] - named;
+      GPULEDGER_RETURN_IF_ERROR(fn(r));
+    }
+    from = to;
+  }
+  return Status::Ok();
+}
+
 Status Reads::ScanMinuteRollups(const TimeRange& range, const std::function<void(const RollupRow&)>& fn,
                                 bool settled_only) {
   GPULEDGER_ASSIGN_OR_RETURN(

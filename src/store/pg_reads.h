@@ -22,6 +22,7 @@ class Reads final : public StoreSnapshot {
   Result<std::vector<DeviceRecord>> ListDevices() override;
   Result<std::vector<JobRecord>> ListJobs() override;
   Result<JobCounts> CountJobs(const TimeRange& window) override;
+  Status ScanHourRollups(const TimeRange& hours, const std::function<Status(const RollupRow&)>& fn) override;
   Result<std::vector<std::vector<AllocationRecord>>> AllocationsOf(std::span<const DeviceRange> ranges) override;
   Result<std::vector<AllocationRecord>> AllocationsOverlapping(const TimeRange& range) override;
   Result<std::vector<ServingSnapshot>> ServingOf(int64_t job_id, const TimeRange& range) override;

@@ -201,6 +201,9 @@ class PgStore final : public Store, public ActionLog {
   Result<JobCounts> CountJobs(const TimeRange& window) override {
     return Locked([&](pg::Reads& r) { return r.CountJobs(window); });
   }
+  Status ScanHourRollups(const TimeRange& hours, const std::function<Status(const RollupRow&)>& fn) override {
+    return Locked([&](pg::Reads& r) { return r.ScanHourRollups(hours, fn); });
+  }
   Result<std::vector<std::vector<AllocationRecord>>> AllocationsOf(std::span<const DeviceRange> ranges) override {
     return Locked([&](pg::Reads& r) { return r.AllocationsOf(ranges); });
   }
@@ -1232,6 +1235,9 @@ class PgStore::PooledSnapshot final : public StoreSnapshot {
   Result<std::vector<DeviceRecord>> ListDevices() override { return reads_.ListDevices(); }
   Result<std::vector<JobRecord>> ListJobs() override { return reads_.ListJobs(); }
   Result<JobCounts> CountJobs(const TimeRange& window) override { return reads_.CountJobs(window); }
+  Status ScanHourRollups(const TimeRange& hours, const std::function<Status(const RollupRow&)>& fn) override {
+    return reads_.ScanHourRollups(hours, fn);
+  }
   Result<std::vector<std::vector<AllocationRecord>>> AllocationsOf(std::span<const DeviceRange> ranges) override {
     return reads_.AllocationsOf(ranges);
   }

@@ -130,6 +130,9 @@ Status Reads::Prepare() {
        " AND c.first_ms <= d.last_sample_ms AND c.last_ms >= d.last_sample_ms"
        " WHERE d.last_sample_ms > 0"},
       {kCountJobs, kCountJobsSql},
+      // In the primary key's order: one pass over the range, no sort.
+      {kScanHourRollups, std::string("SELECT hour_ms, ") + kRollupColumns +
+                             " FROM rollup_hour WHERE hour_ms >= ?1 AND hour_ms < ?2 ORDER BY hour_ms, device_id, job_id"},
       {kDirtyHoursIn,
        "SELECT device_id, hour_ms, generation FROM dirty_hours WHERE hour_ms >= ?1 AND hour_ms < ?2"
        " ORDER BY device_id, hour_ms"},
@@ -476,6 +479,26 @@ Result<std::vector<RollupSum>> Reads::SumHourRollups(const TimeRange& hours) {
 
 Result<std::vector<RollupSum>> Reads::SumSettledHourRollups(const TimeRange& hours) {
   return SumRollups(S(kSumSettledHourRollups), hours);
+}
+
+Status Reads::ScanHourRollups(const TimeRange& hours, const std::function<Status(const RollupRow&)>& fn) {
+  Stmt& q = S(kScanHourRollups);
+  q.Bind(1, hours.begin_ms).Bind(2, hours.end_ms);
+  RollupRow r;
+  return ForEach(db_, q, "rollup_hour", [&]() -> Status {
+    r.period_ms = q.Int(0);
+    r.device_id = q.Int(1);
+    r.job_id = q.Int(2);
+    for (size_t b = 0; b < kBucketCount; ++b) r.ms[b] = q.Int(static_cast<int>(3 + b));
+    r.coarse_ms = q.Int(8);
+    int64_t named = 0;
+    for (size_t c = 0; c + 1 < kIdleCauseCount; ++c) {
+      r.idle_causes[c] = q.Int(static_cast<int>(9 + c));
+      named += r.idle_causes[c];
+    }
+    r.idle_causes[kIdleCauseCount - 1] = r.ms[static_cast<size_t>(Bucket::kAllocatedIdle)] - named;
+    return fn(r);
+  });
 }
 
 Status Reads::ScanMinuteRollups(const TimeRange& range, const std::function<void(const RollupRow&)>& fn,

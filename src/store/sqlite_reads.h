@@ -39,6 +39,7 @@ class Reads : public StoreSnapshot {
   Result<std::vector<DirtyHour>> DirtyHoursIn(const TimeRange& hours) override;
   Result<std::vector<RollupSum>> SumHourRollups(const TimeRange& hours) override;
   Result<std::vector<RollupSum>> SumSettledHourRollups(const TimeRange& hours) override;
+  Status ScanHourRollups(const TimeRange& hours, const std::function<Status(const RollupRow&)>& fn) override;
   Status ScanMinuteRollups(const TimeRange& range, const std::function<void(const RollupRow&)>& fn,
                            bool settled_only) override;
   Result<PriceBook> LoadPriceBook() override;
@@ -52,7 +53,7 @@ class Reads : public StoreSnapshot {
   enum Id {
     kListDevices, kListJobs, kAllocationsOfDevice, kAllocationsOverlapping, kSamplesOfDevice,
     kProcessesOfDevice, kDirtyHours, kDirtyHoursIn, kSumHourRollups, kSumSettledHourRollups,
-    kScanMinuteRollups, kScanSettledMinuteRollups, kLoadPrices, kProgressOf, kJobChangesOf, kClosedPeriods, kFrozenLines, kServingOf, kLatestSamples, kCountJobs, kCount
+    kScanMinuteRollups, kScanSettledMinuteRollups, kLoadPrices, kProgressOf, kJobChangesOf, kClosedPeriods, kFrozenLines, kServingOf, kLatestSamples, kCountJobs, kScanHourRollups, kCount
   };
   Status Prepare();
   Stmt& S(Id id);

@@ -281,6 +281,9 @@ class SqliteStore final : public Store, public ActionLog {
   Result<JobCounts> CountJobs(const TimeRange& window) override {
     return Locked([&] { return reads_->CountJobs(window); });
   }
+  Status ScanHourRollups(const TimeRange& hours, const std::function<Status(const RollupRow&)>& fn) override {
+    return Locked([&] { return reads_->ScanHourRollups(hours, fn); });
+  }
   Result<std::vector<std::vector<AllocationRecord>>> AllocationsOf(std::span<const DeviceRange> ranges) override {
     return Locked([&] { return reads_->AllocationsOf(ranges); });
   }
@@ -1332,6 +1335,9 @@ class SqliteStore::PooledSnapshot final : public StoreSnapshot {
   Result<std::vector<DeviceRecord>> ListDevices() override { return r_->reads->ListDevices(); }
   Result<std::vector<JobRecord>> ListJobs() override { return r_->reads->ListJobs(); }
   Result<JobCounts> CountJobs(const TimeRange& window) override { return r_->reads->CountJobs(window); }
+  Status ScanHourRollups(const TimeRange& hours, const std::function<Status(const RollupRow&)>& fn) override {
+    return r_->reads->ScanHourRollups(hours, fn);
+  }
   Result<std::vector<std::vector<AllocationRecord>>> AllocationsOf(std::span<const DeviceRange> ranges) override {
     return r_->reads->AllocationsOf(ranges);
   }

@@ -947,6 +947,35 @@ TEST_P(StoreContractTest, HourRollupSumsReadThroughDayRollupsEqualTheHourRowsWri
     windows.push_back({std::min(a, b), std::max(a, b)});
   }
   for (const TimeRange& w : windows) {
+    // ScanHourRollups: every row written in the window, dirty or not, by hour, device, job.
+    std::vector<RollupRow> want_rows, scanned;
+    for (const auto& entry : written) {
+      int64_t hour = entry.first.second;
+      if (hour < w.begin_ms || hour >= w.end_ms) continue;
+      for (RollupRow r : entry.second) {
+        int64_t named = 0;
+        for (size_t c = 0; c + 1 < kIdleCauseCount; ++c) named += r.idle_causes[c];
+        r.idle_causes[kIdleCauseCount - 1] = r.ms[static_cast<size_t>(Bucket::kAllocatedIdle)] - named;
+        want_rows.push_back(r);
+      }
+    }
+    std::sort(want_rows.begin(), want_rows.end(), [](const RollupRow& a, const RollupRow& b) {
+      return std::tie(a.period_ms, a.device_id, a.job_id) < std::tie(b.period_ms, b.device_id, b.job_id);
+    });
+    Status scan = store_->ScanHourRollups(w, [&](const RollupRow& r) {
+      scanned.push_back(r);
+      return Status::Ok();
+    });
+    ASSERT_TRUE(scan.ok()) << scan.ToString();
+    ASSERT_EQ(scanned.size(), want_rows.size()) << "rows scanned over [" << FormatTime(w.begin_ms) << ", "
+                                                << FormatTime(w.end_ms) << ")";
+    for (size_t i = 0; i < scanned.size(); ++i) {
+      const RollupRow &x = scanned[i], &y = want_rows[i];
+      EXPECT_TRUE(x.period_ms == y.period_ms && x.device_id == y.device_id && x.job_id == y.job_id && x.ms == y.ms &&
+                  x.coarse_ms == y.coarse_ms && x.idle_causes == y.idle_causes)
+          << "row " << i << " of [" << FormatTime(w.begin_ms) << ", " << FormatTime(w.end_ms) << "): device "
+          << x.device_id << " job " << x.job_id << " at " << FormatTime(x.period_ms);
+    }
     for (bool settled : {false, true}) {
       auto got = settled ? store_->SumSettledHourRollups(w) : store_->SumHourRollups(w);
       ASSERT_TRUE(got.ok()) << got.status().ToString();
@@ -958,6 +987,24 @@ TEST_P(StoreContractTest, HourRollupSumsReadThroughDayRollupsEqualTheHourRowsWri
                                         << Describe(want);
     }
   }
+}
+
+// A scan of the hour rollups stops at its reader's first error, and returns it.
+TEST_P(StoreContractTest, AnHourRollupScanStopsAtItsReadersError) {
+  ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
+  std::vector<RollupUpdate> updates;
+  for (int64_t h = 0; h < 30; ++h) {  // across a day's edge: PostgreSQL reads a day at a time
+    updates.push_back({{1, kT0 + h * kMsPerHour, 0}, {RollupRow{kT0 + h * kMsPerHour, 1, 1, {1, 2, 3, 4, 5}, 0}}, {}});
+  }
+  ASSERT_TRUE(store_->WriteRollups(updates).ok());
+  int seen = 0;
+  Status st = store_->ScanHourRollups({kT0, kT0 + 30 * kMsPerHour}, [&](const RollupRow& r) -> Status {
+    if (++seen == 20) return Internal(fmt::format("stop at {}", FormatTime(r.period_ms)));
+    return Status::Ok();
+  });
+  EXPECT_EQ(st.code(), StatusCode::kInternal);
+  EXPECT_THAT(st.message(), HasSubstr("stop at"));
+  EXPECT_EQ(seen, 20);
 }
 
 // A store of schema version 10 had hour rollups and no day rollups: migrating fills them

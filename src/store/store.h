@@ -277,6 +277,12 @@ class StoreReads {
   // The same, leaving out the device-hours marked dirty (whose rollups are stale or
   // missing: a reader attributes those from the samples itself).
   virtual Result<std::vector<RollupSum>> SumSettledHourRollups(const TimeRange& hours) = 0;
+  // Every hour rollup row with hour in [hours.begin, hours.end), by hour, device and job,
+  // dirty device-hours included (a reader that attributes those from the samples leaves
+  // them out), to `fn` one row at a time; its idle_causes are filled. An error of `fn`
+  // stops the scan and is returned. Memory is at most a day's rows, however long the
+  // range: what an hourly report over a month reads in one pass instead of an hour at a time.
+  virtual Status ScanHourRollups(const TimeRange& hours, const std::function<Status(const RollupRow&)>& fn) = 0;
   // Minute rollups (job_id 0, all jobs together) in `range`, per device and minute;
   // with `settled_only` none of a dirty device-hour.
   virtual Status ScanMinuteRollups(const TimeRange& range,
