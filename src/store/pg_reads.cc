@@ -343,6 +343,23 @@ Result<std::vector<DirtyHour>> Reads::DirtyHoursIn(const TimeRange& hours) {
   return DirtyRows(q);
 }
 
+namespace {
+// The figures of a rollup row from row `i` of `q`, its columns from `col` on: the five
+// buckets, coarse_ms and the named idle causes, in the order of rollup_hour's columns.
+// "Other" idle is the idle time no named cause holds.
+template <typename Row>
+void ReadRollupFigures(const Rows& q, int i, int col, Row& r) {
+  for (size_t b = 0; b < kBucketCount; ++b) r.ms[b] = q.Int(i, col + static_cast<int>(b));
+  r.coarse_ms = q.Int(i, col + static_cast<int>(kBucketCount));
+  int64_t named = 0;
+  for (size_t c = 0; c + 1 < kIdleCauseCount; ++c) {
+    r.idle_causes[c] = q.Int(i, col + static_cast<int>(kBucketCount + 1 + c));
+    named += r.idle_causes[c];
+  }
+  r.idle_causes[kIdleCauseCount - 1] = r.ms[static_cast<size_t>(Bucket::kAllocatedIdle)] - named;
+}
+}  // namespace
+
 Result<std::vector<RollupSum>> Reads::RollupSums(const TimeRange& hours, bool settled_only) {
   // Summed by the server: one row per device and job crosses the wire, not one per hour.
   // The whole days of the window from the day rows, the hours outside them from the hour
@@ -385,14 +402,7 @@ Result<std::vector<RollupSum>> Reads::RollupSums(const TimeRange& hours, bool se
   out.reserve(static_cast<size_t>(q.rows()));
   for (int i = 0; i < q.rows(); ++i) {
     RollupSum& r = out.emplace_back(RollupSum{q.Int(i, 0), q.Int(i, 1), {}, 0, {}});
-    for (size_t b = 0; b < kBucketCount; ++b) r.ms[b] = q.Int(i, static_cast<int>(2 + b));
-    r.coarse_ms = q.Int(i, 7);
-    int64_t named = 0;
-    for (size_t c = 0; c + 1 < kIdleCauseCount; ++c) {
-      r.idle_causes[c] = q.Int(i, static_cast<int>(8 + c));
-      named += r.idle_causes[c];
-    }
-    r.idle_causes[kIdleCauseCount - 1] = r.ms[static_cast<size_t>(Bucket::kAllocatedIdle)] - named;
+    ReadRollupFigures(q, i, 2, r);
   }
   return out;
 }
@@ -414,14 +424,7 @@ Status Reads::ScanHourRollups(const TimeRange& hours, const std::function<Status
       r.period_ms = q.Int(i, 0);
       r.device_id = q.Int(i, 1);
       r.job_id = q.Int(i, 2);
-      for (size_t b = 0; b < kBucketCount; ++b) r.ms[b] = q.Int(i, static_cast<int>(3 + b));
-      r.coarse_ms = q.Int(i, 8);
-      int64_t named = 0;
-      for (size_t c = 0; c + 1 < kIdleCauseCount; ++c) {
-        r.idle_causes[c] = q.Int(i, static_cast<int>(9 + c));
-        named += r.idle_causes[c];
-      }
-      r.idle_causes[kIdleCauseCount - 1] = r.ms[static_cast<size_t>(Bucket::kAllocatedIdle)] - named;
+      ReadRollupFigures(q, i, 3, r);
       GPULEDGER_RETURN_IF_ERROR(fn(r));
     }
     from = to;
