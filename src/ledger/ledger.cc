@@ -303,7 +303,7 @@ class Accumulator {
 
   int64_t device_ms(const store::DeviceRecord& dev) const { return device_ms_[fleet_.IndexOf(dev)]; }
 
-  UsageReport Finish(const TimeRange& window) {
+  UsageReport Finish(const TimeRange& window, bool sorted = true) {
     UsageReport report;
     report.window = window;
     report.by = by_;
@@ -441,7 +441,7 @@ class Accumulator {
         r->unpriced_ticks_ms += unpriced;
       }
     }
-    SortRows(report.rows);
+    if (sorted) SortRows(report.rows);
     report.total.key.assign(by_.size(), "(total)");
     for (const auto& [what, ticks] : unpriced_) {
       report.unpriced.push_back({std::get<0>(what), std::get<1>(what), std::get<2>(what), ticks});
@@ -1041,12 +1041,18 @@ Result<UsageReport> Ledger::Usage(const TimeRange& asked, const std::vector<Dime
   return UsageOn(*snap, asked, by);
 }
 
+Result<UsageReport> Ledger::Usage(const TimeRange& asked, const std::vector<Dimension>& by, RowOrder order) {
+  GPULEDGER_ASSIGN_OR_RETURN(auto snap, store_->Snapshot());
+  return UsageOn(*snap, asked, by, order);
+}
+
 Result<UsageReport> internal_UsageOn(Ledger& ledger, store::StoreReads& snap, const TimeRange& window,
                                      const std::vector<Dimension>& by) {
   return ledger.UsageOn(snap, window, by);
 }
 
-Result<UsageReport> Ledger::UsageOn(store::StoreReads& reads, const TimeRange& asked, const std::vector<Dimension>& by) {
+Result<UsageReport> Ledger::UsageOn(store::StoreReads& reads, const TimeRange& asked, const std::vector<Dimension>& by,
+                                    RowOrder order) {
   store::StoreReads* snap = &reads;
   if (asked.empty()) {
     return InvalidArgument(fmt::format("window [{}, {}) is empty", FormatTime(asked.begin_ms),
@@ -1223,7 +1229,7 @@ Result<UsageReport> Ledger::UsageOn(store::StoreReads& reads, const TimeRange& a
                                   dev.device.uuid, acc.device_ms(dev), expected));
     }
   }
-  UsageReport report = acc.Finish(window);
+  UsageReport report = acc.Finish(window, order == RowOrder::kByCost);
   report.requested = asked;
   report.currency = options_.currency;
   return report;

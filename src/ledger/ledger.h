@@ -279,6 +279,11 @@ class Ledger {
   // window are read from hour rollups; partial hours at its edges are attributed from
   // raw samples the same way, so the result does not depend on the window's alignment.
   Result<UsageReport> Usage(const TimeRange& window, const std::vector<Dimension>& by);
+  // The same figures with the rows in no particular order (the total and every row as
+  // above): for a caller that regroups the rows (a series, a heatmap), which would pay
+  // for sorting 190,000 rows of a week's heatmap by cost only to put them in cells.
+  enum class RowOrder { kByCost, kUnordered };
+  Result<UsageReport> Usage(const TimeRange& window, const std::vector<Dimension>& by, RowOrder order);
 
   // Cost per team and project over `period`. Capacity held by no job is its own lines
   // ("(unallocated)", "(unavailable)", "(unmonitored)"), or with share_idle spread over
@@ -352,7 +357,8 @@ class Ledger {
   friend Result<UsageReport> internal_UsageOn(Ledger&, store::StoreReads&, const TimeRange&,
                                               const std::vector<Dimension>&);
   // Usage on `reads` (a snapshot the caller holds).
-  Result<UsageReport> UsageOn(store::StoreReads& reads, const TimeRange& window, const std::vector<Dimension>& by);
+  Result<UsageReport> UsageOn(store::StoreReads& reads, const TimeRange& window, const std::vector<Dimension>& by,
+                              RowOrder order = RowOrder::kByCost);
   // The period's own chargeback from its live figures (capacity as its own lines).
   Result<ChargebackReport> LiveChargeback(const TimeRange& period);
   // The open-month view: live lines, and corrections to every closed month when `period`

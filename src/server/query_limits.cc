@@ -119,7 +119,8 @@ Status ForEachHourlyRow(const QueryContext& q, const TimeRange& window, const st
   for (int64_t begin = window.begin_ms; begin < window.end_ms;) {
     // Chunks end on hours, so that no hour is split between two of them.
     int64_t end = std::min(window.end_ms, FloorTo(begin, kMsPerHour) + chunk_hours * kMsPerHour);
-    GPULEDGER_ASSIGN_OR_RETURN(ledger::UsageReport r, q.ledger.Usage({begin, end}, dims));
+    GPULEDGER_ASSIGN_OR_RETURN(ledger::UsageReport r,
+                               q.ledger.Usage({begin, end}, dims, ledger::Ledger::RowOrder::kUnordered));
     for (const ledger::UsageRow& row : r.rows) GPULEDGER_RETURN_IF_ERROR(fn(row));
     begin = end;
   }

@@ -64,7 +64,8 @@ Result<QueryCost> EstimateCost(const QueryContext& q, const TimeRange& window,
 Status CheckCost(const QueryContext& q, const QueryCost& cost, bool rows_are_the_answer);
 
 // Runs Usage(window, dims) (dims[0] is the hour) a chunk of whole hours at a time and
-// calls `fn` with every row, chunk by chunk (as Usage orders them within one); `cost` (from EstimateCost of the same dims)
+// calls `fn` with every row, chunk by chunk, in no particular order within a chunk (its
+// callers regroup the rows); `cost` (from EstimateCost of the same dims)
 // sizes the chunks so that at most q's max_rows_in_flight rows are held at once (one
 // hour, at least). Each chunk reads its own snapshot. Stops at the first error.
 Status ForEachHourlyRow(const QueryContext& q, const TimeRange& window, const std::vector<ledger::Dimension>& dims,
