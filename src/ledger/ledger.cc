@@ -133,6 +133,7 @@ class FleetIndex {
   int64_t ticks(const store::DeviceRecord& dev) const { return ticks_[IndexOf(dev)]; }
   // The device's place in uuid order, the job's in job-id order (0: no job).
   int64_t device_rank(const store::DeviceRecord& dev) const { return device_rank_[IndexOf(dev)]; }
+  size_t job_count() const { return jobs_.size(); }
   int64_t job_rank(int64_t job_id) const {
     size_t i = JobIndex(job_id);
     return i == kNoJobIndex ? 0 : job_rank_[i];
@@ -293,10 +294,7 @@ class Accumulator {
   // The hour the time added next falls in (an atom of its own when grouping by hour).
   void set_hour(int64_t hour_ms) {
     int64_t h = hourly_ ? hour_ms : 0;
-    if (h != hour_ms_) {
-      index_.clear();
-      ++hour_stamp_;  // every device's list of atoms this hour is empty again
-    }
+    if (h != hour_ms_) ++hour_stamp_;  // every device's list of atoms this hour is empty again
     hour_ms_ = h;
     last_cell_ = kNone;
   }
@@ -364,41 +362,62 @@ class Accumulator {
     auto hour_at = std::find(by_.begin(), by_.end(), Dimension::kHour);
     std::array<CostNumerator, kIdleCauseCount> weights{}, scratch{};
     std::array<Money, kIdleCauseCount> split{};
-    // The lookups above, each behind a one-entry cache: a device's atoms are mostly of one
-    // job, and a key's atoms of one hour follow each other (the hour rollups are read hour
-    // by hour), so most atoms find their key and row without hashing.
+    // The lookups above, each behind a cheaper one. A key of job attributes alone is the
+    // job's, and one of device attributes alone the device's: it is kept by the job's
+    // rank or the device's index. A key of both is kept for the device's latest job (a
+    // device's atoms are mostly of one job) before the hash. And a key's atoms of one
+    // hour follow each other (the hour rollups are read hour by hour), so a row is found
+    // by its key's latest hour before the hash.
+    const bool by_device = std::any_of(by_.begin(), by_.end(), [](Dimension d) {
+      return !IsJobDimension(d) && d != Dimension::kHour;
+    });
+    constexpr int64_t kNoKey = -1;
+    std::vector<int64_t> key_of_job(by_device ? 0 : fleet_.job_count() + 1, kNoKey);  // by job rank
+    std::vector<int64_t> key_of_device(by_job ? 0 : fleet_.devices().size(), kNoKey);
     struct LastKey {
       int64_t job_id = -1;
       int64_t key = 0;
     };
-    std::vector<LastKey> last_key_of_device(fleet_.devices().size());
+    std::vector<LastKey> last_key_of_device(by_job && by_device ? fleet_.devices().size() : 0);
     struct LastRow {
       int64_t hour_ms = -1;
       size_t row = 0;
     };
     std::vector<LastRow> last_row_of_key;
+    auto make_key = [&](const AtomCell& atom) {
+      const store::DeviceRecord* dev = fleet_.device(atom.device_id);
+      const Job* job = atom.job_id ? fleet_.job(atom.job_id) : nullptr;
+      std::pair<bool, std::vector<std::string>> key{by_job && job == nullptr, {}};
+      for (Dimension d : by_) {
+        key.second.push_back(d == Dimension::kHour ? std::string() : KeyPart(d, *dev, job, ""));
+      }
+      auto [id, added] = partial_id.try_emplace(key, static_cast<int64_t>(partial_keys.size()));
+      if (added) {
+        partial_keys.push_back(std::move(key));
+        last_row_of_key.emplace_back();
+      }
+      return id->second;
+    };
     for (size_t i = 0; i < atoms_.size(); ++i) {
       const AtomCell& atom = atoms_[i];
-      LastKey& last_key = last_key_of_device[atom.device_index];
-      int64_t key_id = last_key.key;
-      if (last_key.job_id != atom.job_id) {
-        auto [pit, fresh] = partial_of.try_emplace({atom.device_id, atom.job_id}, 0);
-        if (fresh) {
-          const store::DeviceRecord* dev = fleet_.device(atom.device_id);
-          const Job* job = atom.job_id ? fleet_.job(atom.job_id) : nullptr;
-          std::pair<bool, std::vector<std::string>> key{by_job && job == nullptr, {}};
-          for (Dimension d : by_) {
-            key.second.push_back(d == Dimension::kHour ? std::string() : KeyPart(d, *dev, job, ""));
-          }
-          auto [id, added] = partial_id.try_emplace(key, static_cast<int64_t>(partial_keys.size()));
-          if (added) {
-            partial_keys.push_back(std::move(key));
-            last_row_of_key.emplace_back();
-          }
-          pit->second = id->second;
+      int64_t key_id = kNoKey;
+      if (!by_device) {
+        int64_t& k = key_of_job[static_cast<size_t>(atom.name_rank & 0xffffffffu)];  // the job's rank
+        if (k == kNoKey) k = make_key(atom);
+        key_id = k;
+      } else if (!by_job) {
+        int64_t& k = key_of_device[atom.device_index];
+        if (k == kNoKey) k = make_key(atom);
+        key_id = k;
+      } else {
+        LastKey& last_key = last_key_of_device[atom.device_index];
+        key_id = last_key.key;
+        if (last_key.job_id != atom.job_id) {
+          auto [pit, fresh] = partial_of.try_emplace({atom.device_id, atom.job_id}, 0);
+          if (fresh) pit->second = make_key(atom);
+          key_id = pit->second;
+          last_key = {atom.job_id, key_id};
         }
-        key_id = pit->second;
-        last_key = {atom.job_id, key_id};
       }
       LastRow& last_row = last_row_of_key[static_cast<size_t>(key_id)];
       if (last_row.hour_ms != atom.hour_ms) {
@@ -466,14 +485,9 @@ class Accumulator {
     std::array<int64_t, kIdleCauseCount> idle_cause_ticks_ms{};
     int64_t coarse_ticks_ms = 0;
   };
-  struct Key {
-    int64_t device_id, job_id, price_micros;
-    bool operator==(const Key&) const = default;
-  };
-  struct KeyHash {
-    size_t operator()(const Key& k) const {
-      return std::hash<int64_t>()((k.device_id * 1'000'003 + k.job_id) * 1'000'033 + k.price_micros);
-    }
+  struct AtomRef {
+    int64_t job_id, price_micros;
+    uint32_t atom;
   };
 
   AtomCell& CellFor(const store::DeviceRecord& dev, int64_t job_id, const std::optional<Money>& price) {
@@ -483,9 +497,22 @@ class Accumulator {
       return atoms_[last_cell_];
     }
     if (hourly_) return HourlyCellFor(dev, job_id, p);
-    auto [it, added] = index_.try_emplace(Key{dev.id, job_id, p}, atoms_.size());
-    if (added) NewCell(dev, job_id, p);
-    return Remember(it->second, dev.id, job_id, p);
+    // Not grouped by hour, a device has an atom per job and price of the window (tens, on
+    // a month of a busy device): each device's, sorted by (job, price), searched. A
+    // device's few atoms stay in cache, where a hash of every atom of a 10,000-GPU month
+    // (400k) misses it on most rows.
+    size_t k = fleet_.IndexOf(dev);
+    if (atoms_of_device_.empty()) atoms_of_device_.resize(fleet_.devices().size());
+    auto& mine = atoms_of_device_[k];
+    auto it = std::lower_bound(mine.begin(), mine.end(), std::pair(job_id, p),
+                               [](const AtomRef& a, const std::pair<int64_t, int64_t>& key) {
+                                 return std::pair(a.job_id, a.price_micros) < key;
+                               });
+    if (it != mine.end() && it->job_id == job_id && it->price_micros == p) return Remember(it->atom, dev.id, job_id, p);
+    auto a = static_cast<uint32_t>(atoms_.size());
+    NewCell(dev, job_id, p);
+    mine.insert(it, AtomRef{job_id, p, a});
+    return Remember(a, dev.id, job_id, p);
   }
 
   // Grouped by hour, a device has an atom or three an hour (one per job and price): they
@@ -534,7 +561,8 @@ class Accumulator {
   bool hourly_;
   std::vector<AtomCell> atoms_;                        // in the order they were met
   static constexpr uint32_t kNoAtom = ~uint32_t{0};
-  std::unordered_map<Key, size_t, KeyHash> index_;     // the atoms (not grouped by hour)
+  // Not grouped by hour: each device's atoms by (job, price), by FleetIndex::IndexOf.
+  std::vector<std::vector<AtomRef>> atoms_of_device_;
   // Grouped by hour: each device's atoms of the current hour, a list through
   // AtomCell::next_of_device from device_head_, valid while its stamp is hour_stamp_.
   uint64_t hour_stamp_ = 1;

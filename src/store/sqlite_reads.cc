@@ -430,23 +430,43 @@ Result<std::vector<DirtyHour>> Reads::DirtyHoursIn(const TimeRange& hours) {
 }
 
 Result<std::vector<RollupSum>> Reads::ReadRollupSums(Stmt& q) {
-  // Summed here rather than with GROUP BY: a hash of (device, job) beats SQLite's
-  // sorter by a factor of three on a month of a thousand GPUs.
+  // Summed here rather than with GROUP BY: a lookup of (device, job) beats SQLite's
+  // sorter by a factor of three on a month of a thousand GPUs. The lookup is each
+  // device's jobs, a small vector sorted by job: the rows come device by device, and a
+  // device's few jobs stay in cache, where a hash of every pair of a 10,000-GPU month
+  // (400k) misses it on most rows. Store ids are dense; a larger one is hashed.
   // `hour_rows[i]`: how many hour rows out[i] sums; a pair left with none (every row of
   // it was in a dirty hour, subtracted again) is no answer, as when nothing was read.
   std::vector<RollupSum> out;
   std::vector<int64_t> hour_rows;
-  std::unordered_map<std::pair<int64_t, int64_t>, size_t, PairHash> index;
+  constexpr int64_t kDenseIds = 1 << 20;
+  std::vector<std::vector<std::pair<int64_t, size_t>>> jobs_of;  // device id -> (job, index in out)
+  std::unordered_map<std::pair<int64_t, int64_t>, size_t, PairHash> index;  // ids from kDenseIds on
+  auto slot = [&](int64_t device, int64_t job) {
+    auto add = [&] {
+      out.push_back(RollupSum{device, job, {}, 0, {}});
+      hour_rows.push_back(0);
+      return out.size() - 1;
+    };
+    if (device < 0 || device >= kDenseIds) {
+      auto [it, inserted] = index.try_emplace({device, job}, 0);
+      if (inserted) it->second = add();
+      return it->second;
+    }
+    if (static_cast<size_t>(device) >= jobs_of.size()) jobs_of.resize(static_cast<size_t>(device) + 1);
+    auto& jobs = jobs_of[static_cast<size_t>(device)];
+    auto it = std::lower_bound(jobs.begin(), jobs.end(), job, [](const auto& e, int64_t j) { return e.first < j; });
+    if (it != jobs.end() && it->first == job) return it->second;
+    size_t i = add();
+    jobs.insert(it, {job, i});
+    return i;
+  };
   GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "rollup_hour", [&] {
     sqlite3_stmt* st = q.get();
     int64_t device = sqlite3_column_int64(st, 0), job = sqlite3_column_int64(st, 1);
-    auto [it, inserted] = index.try_emplace({device, job}, out.size());
-    if (inserted) {
-      out.push_back(RollupSum{device, job, {}, 0, {}});
-      hour_rows.push_back(0);
-    }
-    hour_rows[it->second] += sqlite3_column_int64(st, 11);
-    RollupSum& r = out[it->second];
+    size_t i = slot(device, job);
+    hour_rows[i] += sqlite3_column_int64(st, 11);
+    RollupSum& r = out[i];
     for (size_t b = 0; b < kBucketCount; ++b) r.ms[b] += sqlite3_column_int64(st, static_cast<int>(2 + b));
     r.coarse_ms += sqlite3_column_int64(st, 7);
     int64_t named = 0;
