@@ -301,6 +301,15 @@ class Accumulator {
 
   int64_t device_ms(const store::DeviceRecord& dev) const { return device_ms_[fleet_.IndexOf(dev)]; }
 
+  // Room for `more` atoms beyond those made: a month's 400k atoms made in a growing
+  // array copy it and fault its pages in again at every doubling.
+  // Grows at least twofold, as the array would: a report of many epochs reserves often.
+  void Reserve(size_t more) {
+    if (atoms_.capacity() < atoms_.size() + more) {
+      atoms_.reserve(std::max(atoms_.size() + more, 2 * atoms_.capacity()));
+    }
+  }
+
   UsageReport Finish(const TimeRange& window, bool sorted = true) {
     UsageReport report;
     report.window = window;
@@ -1194,6 +1203,7 @@ Result<UsageReport> Ledger::UsageOn(store::StoreReads& reads, const TimeRange& a
         TimeRange hours{epochs[i], epochs[i + 1]};
         begin_epoch(hours);
         GPULEDGER_ASSIGN_OR_RETURN(auto sums, snap->SumSettledHourRollups(hours));
+        acc.Reserve(sums.size() + n_devices);  // an atom per sum at most, and a gap per device
         for (const store::RollupSum& s : sums) GPULEDGER_RETURN_IF_ERROR(add_rollup(hours, s));
         GPULEDGER_RETURN_IF_ERROR(end_epoch(hours));
       }
