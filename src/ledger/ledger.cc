@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -127,7 +128,8 @@ class FleetIndex {
   // kept by.
   size_t IndexOf(const store::DeviceRecord& dev) const {
     // A record from elsewhere (a copy) would read another device's figures: a bug.
-    if (&dev < devices_.data() || &dev >= devices_.data() + devices_.size()) std::abort();
+    std::less<const store::DeviceRecord*> before;  // a total order, for any two pointers
+    if (before(&dev, devices_.data()) || !before(&dev, devices_.data() + devices_.size())) std::abort();
     return static_cast<size_t>(&dev - devices_.data());
   }
   int64_t ticks(const store::DeviceRecord& dev) const { return ticks_[IndexOf(dev)]; }
