@@ -281,6 +281,11 @@ class Postgres:
     def psql(self, sql):
         run(["psql", "-h", self.dir, "-U", "gpuledger", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-c", sql])
 
+    def size(self, db):
+        out = subprocess.run(["psql", "-h", self.dir, "-U", "gpuledger", "-d", db, "-tAc",
+                              "SELECT pg_database_size(current_database())"], capture_output=True, text=True, check=True)
+        return int(out.stdout.strip())
+
     def url(self, db):
         return f"postgresql://gpuledger@/{db}?host={self.dir}"
 
@@ -328,10 +333,26 @@ def postgresql(args, work, token, token_section):
             for s in srvs:
                 s.stop()
             srvs = []
-        # The queries, on the span the SQLite stores hold, sent through one server.
-        srvs = servers("queries", 1)
-        stream(args, f"PostgreSQL {args.pg_gpus} GPUs", srvs, args.pg_gpus, args.days, args.interval, token, pg.cpu)
-        time_queries(f"PostgreSQL {args.pg_gpus} GPUs", srvs[0].url, token, args.reps, srvs[0].proc.pid, pg.cpu)
+        # The queries, on the span the SQLite stores hold: sent through one server, or
+        # with --pg-direct written straight into the database by the demo, as --db does.
+        label = f"PostgreSQL {args.pg_gpus} GPUs"
+        if args.pg_direct:
+            pg.psql("DROP DATABASE IF EXISTS queries")
+            pg.psql("CREATE DATABASE queries")
+            demo_toml = os.path.join(work, "queries.demo.toml")
+            t0, c0 = time.monotonic(), pg.cpu()
+            run([args.bin, "demo", "--once", "--gpus", str(args.pg_gpus), "--days", str(args.days), "--interval",
+                 args.interval, "--start", START, "--db", pg.url("queries"), "--write-config", demo_toml])
+            print(f"{label} | filled by demo --once --db, {args.days} days at {args.interval} | "
+                  f"{time.monotonic() - t0:.0f} s, PostgreSQL CPU {pg.cpu() - c0:.0f} s", flush=True)
+            config = os.path.join(work, "queries.bench.toml")
+            bench_config(demo_toml, config, token_section)
+            srvs = [Server(args.bin, config, END_OF_MONTH, os.path.join(work, "queries-0.log"), pg.url("queries"))]
+        else:
+            srvs = servers("queries", 1)
+            stream(args, label, srvs, args.pg_gpus, args.days, args.interval, token, pg.cpu)
+        time_queries(label, srvs[0].url, token, args.reps, srvs[0].proc.pid, pg.cpu)
+        print(f"{label} | database size {pg.size('queries') / 1e6:,.0f} MB", flush=True)
     finally:
         for s in srvs:
             s.stop()
@@ -347,7 +368,9 @@ def main():
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--postgresql", action="store_true")
     ap.add_argument("--pg-gpus", type=int, default=1000)
-    ap.add_argument("--replicas", default="1,3")
+    ap.add_argument("--replicas", default="1,3", help="PostgreSQL sustained ingest to so many servers; empty: none")
+    ap.add_argument("--pg-direct", action="store_true", help="PostgreSQL queries: fill the database with "
+                    "demo --once --db (fast) rather than through a server (as agents would)")
     ap.add_argument("--ingest-gpus", type=int, default=344, help="PostgreSQL sustained ingest: the fleet's size")
     ap.add_argument("--ingest-days", type=int, default=1)
     ap.add_argument("--ingest-interval", default="10s")
@@ -357,7 +380,7 @@ def main():
                     "queried again, not made anew")
     args = ap.parse_args()
     args.bin = os.path.abspath(args.bin)
-    args.replicas = [int(x) for x in args.replicas.split(",")]
+    args.replicas = [int(x) for x in args.replicas.split(",") if x]
     work = args.keep or tempfile.mkdtemp(prefix="fleet-bench-")
     os.makedirs(work, exist_ok=True)
     try:

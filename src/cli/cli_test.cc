@@ -339,6 +339,52 @@ TEST_F(CliTest, TheDemosDryRunDecisionsAreInTheAuditLog) {
 // `demo --once --server` is the same fleet as `demo --once`, sent to a running server as
 // its agents would (several batches in flight): the server's store then says what the
 // demo's own store says, to the micro-unit.
+// The benchmarks' PostgreSQL fleet: `demo --once --db postgresql://...` writes the same
+// ledger as the demo's SQLite file, to the micro-unit, with its config where
+// --write-config says (naming the database); it fills an empty database only, and never
+// prints the URL's password.
+TEST_F(CliTest, TheDemoWrittenIntoPostgresqlEqualsTheDemosSqliteStore) {
+  auto pg = store::pgtest::PgTestServer::Shared();
+  if (!pg.ok()) GPULEDGER_SKIP_OR_FAIL_IN_CI() << pg.status().ToString();
+  auto database = (*pg)->CreateDatabase("cli_demo");
+  ASSERT_TRUE(database.ok()) << database.status().ToString();
+  std::string url = (*pg)->Url(*database);
+  url.insert(url.find('@'), ":s3cret-pw");  // the test server trusts its socket: any password opens it
+  const std::string span = " --days 1 --interval 300s --start 2026-11-23T00:00:00Z";
+  Outcome local = Gpuledger("demo --once" + span + " --db " + Path("demo.db"));
+  ASSERT_EQ(local.exit_code, 0) << local.output;
+  const std::string config = Path("pg-demo.toml");
+  Outcome live = Gpuledger("demo --db '" + url + "' --write-config " + config);
+  EXPECT_EQ(live.exit_code, 1);
+  EXPECT_THAT(live.output, HasSubstr("with --once only"));
+  Outcome written = Gpuledger("demo --once" + span + " --db '" + url + "' --write-config " + config);
+  ASSERT_EQ(written.exit_code, 0) << written.output;
+  EXPECT_THAT(written.output, HasSubstr("The store is postgresql://gpuledger:***@"));
+  EXPECT_THAT(written.output, Not(HasSubstr("s3cret-pw")));
+  // The fleet summary the demo prints is computed from the store it wrote.
+  auto summary = [](const std::string& out) {
+    size_t from = out.find("\nFleet ");
+    return from == std::string::npos ? out : out.substr(from, out.find("The store is") - from);
+  };
+  EXPECT_EQ(summary(written.output), summary(local.output));
+  for (const char* by : {"team,pool", "job"}) {
+    const std::string query = std::string(" --from 2026-11-23T00:00:00Z --to 2026-11-24T00:00:00Z --format csv --by ") + by;
+    Outcome mine = Gpuledger("usage --config " + Path("demo.toml") + query);
+    Outcome theirs = Gpuledger("usage --config " + config + query);  // the config names the database
+    ASSERT_EQ(mine.exit_code, 0) << mine.output;
+    ASSERT_EQ(theirs.exit_code, 0) << theirs.output;
+    EXPECT_EQ(theirs.output, mine.output) << by;
+  }
+  Outcome again = Gpuledger("demo --once" + span + " --db '" + url + "' --write-config " + config);
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_THAT(again.output, HasSubstr("the database already holds 376 devices; the demo fills an empty database only"));
+  auto theirs = File("theirs.toml", "[prices]\n");
+  Outcome overwrite = Gpuledger("demo --once" + span + " --db '" + url + "' --write-config " + theirs);
+  EXPECT_EQ(overwrite.exit_code, 1);
+  EXPECT_THAT(overwrite.output, HasSubstr("a file that gpuledger demo did not write"));
+  EXPECT_EQ(testing::ReadAll(theirs), "[prices]\n");
+}
+
 TEST_F(CliTest, TheDemoSentToAServerEqualsTheDemosOwnStore) {
   const std::string span = " --days 1 --interval 300s --start 2026-11-23T00:00:00Z";
   Outcome local = Gpuledger("demo --once --gpus 400" + span + " --db " + Path("demo.db"));

@@ -21,6 +21,7 @@
 #include "server/client.h"
 #include "server/objectives_loop.h"
 #include "server/server.h"
+#include "store/pg_store.h"
 #include "store/store.h"
 #include "wire/batch.h"
 
@@ -34,6 +35,30 @@ constexpr std::string_view kDemoConfigHeader = "# Written by gpuledger demo";
 
 // Whether `db` may be replaced by a fresh demo store: nothing is there, or the demo made
 // it (its config beside it says so). Anything else is someone's ledger: refused.
+// A config file the demo may overwrite: none yet, or one it wrote.
+Status CheckReplaceableConfig(const std::string& config) {
+  std::ifstream f(config, std::ios::binary);
+  if (!f) return Status::Ok();
+  std::string first;
+  std::getline(f, first);
+  if (first.rfind(kDemoConfigHeader, 0) == 0) return Status::Ok();
+  return FailedPrecondition(fmt::format(
+      "{}: a file that gpuledger demo did not write; the demo writes its config there, so give --write-config "
+      "a new path or remove this file yourself",
+      config));
+}
+
+// The demo fills a PostgreSQL database only while it is empty: it never mixes its fleet
+// into a real ledger, and it drops nothing.
+Status CheckEmpty(ledger::Ledger& ledger) {
+  GPULEDGER_ASSIGN_OR_RETURN(auto devices, ledger.Devices());
+  if (devices.empty()) return Status::Ok();
+  return FailedPrecondition(fmt::format(
+      "--db: the database already holds {} devices; the demo fills an empty database only (create a new one, "
+      "or drop this one yourself)",
+      devices.size()));
+}
+
 Status CheckReplaceable(const std::string& db, const std::string& config) {
   if (!std::filesystem::exists(db)) return Status::Ok();
   std::ifstream f(config, std::ios::binary);
@@ -113,12 +138,17 @@ raise_to = 1000
 // take it, so that the report, `usage --by pool` and the dashboard judge by the same
 // targets (docs/configuration.md, "Targets and budgets").
 Status WriteDemoConfig(const demo::DemoFleet& fleet, const CommonOptions& mine) {
+  std::error_code ec;
+  auto parent = std::filesystem::path(mine.config_path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
   std::ofstream f(mine.config_path, std::ios::binary | std::ios::trunc);
   // The demo's prices are list prices of cloud GPUs in US dollars, and its config says so
   // ([prices] currency): a ledger with no [prices] has an unnamed unit, never USD.
   f << kDemoConfigHeader << ": its fleet's prices, targets and budgets.\n"
     << config::WriteGoalsAndPrices(fleet.FleetGoals(), fleet.Prices().entries(),
-                                   std::filesystem::absolute(mine.db_path).lexically_normal().string(),
+                                   store::IsPostgresUrl(mine.db_path)
+                                       ? mine.db_path
+                                       : std::filesystem::absolute(mine.db_path).lexically_normal().string(),
                                    Currency::Iso4217("USD").value())
     << kDemoObjectives;
   if (!f.flush()) return Unavailable(fmt::format("cannot write {}", mine.config_path));
@@ -331,6 +361,7 @@ void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out) {
     std::vector<std::string> servers;
     std::string token;
     int senders = 4;
+    std::string write_config;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand(
@@ -365,6 +396,9 @@ void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                   "with --once: send the whole span to these running servers (comma-separated URLs) "
                   "instead of a store of the demo's own, as agents would")
       ->delimiter(',');
+  sub->add_option("--write-config", o->write_config,
+                  "with a postgresql:// --db: where the demo writes its config, which names the database "
+                  "(default: demo-postgresql.toml beside the default ledger)");
   sub->add_option("--token", o->token, "with --server: an agent or admin token")->envname("GPULEDGER_TOKEN");
   sub->add_option("--senders", o->senders, "with --server: batches in flight at once (sender i to server i mod n)")
       ->check(CLI::Range(1, 256))
@@ -398,14 +432,29 @@ void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    if (mine.db_path.empty()) {
                      mine.db_path = (std::filesystem::path(DefaultDbPath()).parent_path() / "demo.db").string();
                    }
-                   // Its own config beside the store (replacing a --config given: the demo's
-                   // fleet has its own prices and targets).
-                   std::filesystem::path db(mine.db_path);
-                   mine.config_path = db.extension() == ".toml" ? mine.db_path + ".config.toml"
-                                                                 : db.replace_extension(".toml").string();
-                   if (Status st = CheckReplaceable(mine.db_path, mine.config_path); !st.ok()) return Fail(st);
-                   for (const char* suffix : {"", "-wal", "-shm"}) {
-                     std::filesystem::remove(mine.db_path + suffix);
+                   const bool postgresql = store::IsPostgresUrl(mine.db_path);
+                   if (postgresql) {
+                     // A database has no folder to put the config beside: --write-config names
+                     // the file the demo writes, and the database must be empty (checked once open).
+                     if (!o->once) {
+                       return Fail(InvalidArgument("--db postgresql://...: the demo fills a PostgreSQL store "
+                                                   "with --once only (the live demo keeps its own SQLite file)"));
+                     }
+                     mine.config_path =
+                         !o->write_config.empty()
+                             ? o->write_config
+                             : (std::filesystem::path(DefaultDbPath()).parent_path() / "demo-postgresql.toml").string();
+                     if (Status st = CheckReplaceableConfig(mine.config_path); !st.ok()) return Fail(st);
+                   } else {
+                     // Its own config beside the store (replacing a --config given: the demo's
+                     // fleet has its own prices and targets).
+                     std::filesystem::path db(mine.db_path);
+                     mine.config_path = db.extension() == ".toml" ? mine.db_path + ".config.toml"
+                                                                   : db.replace_extension(".toml").string();
+                     if (Status st = CheckReplaceable(mine.db_path, mine.config_path); !st.ok()) return Fail(st);
+                     for (const char* suffix : {"", "-wal", "-shm"}) {
+                       std::filesystem::remove(mine.db_path + suffix);
+                     }
                    }
                    if (!o->once) {
                      // Live: the span starts `history` before the current hour, so the
@@ -432,6 +481,9 @@ void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    Config config;
                    auto ledger = OpenLedger(mine, sim_clock, &config);
                    if (!ledger.ok()) return Fail(ledger.status());
+                   if (postgresql) {
+                     if (Status st = CheckEmpty(**ledger); !st.ok()) return Fail(st);
+                   }
                    int64_t samples = 0, batches = 0;
                    // An hour at a time (a large fleet's day of batches would not fit in
                    // memory), in one group commit, as a server commits what arrives together.
@@ -495,8 +547,8 @@ void AddDemoCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    std::printf("\nThe store is %s and its config %s: try\n"
                                "  gpuledger usage --config %s --from %s --to %s --by team,project\n"
                                "  gpuledger actions --config %s (what the dry-run rules proposed at the end)\n",
-                               mine.db_path.c_str(), mine.config_path.c_str(), mine.config_path.c_str(),
-                               FormatTime(window.begin_ms).c_str(), FormatTime(window.end_ms).c_str(),
+                               store::StoreDisplayName(mine.db_path).c_str(), mine.config_path.c_str(),
+                               mine.config_path.c_str(), FormatTime(window.begin_ms).c_str(), FormatTime(window.end_ms).c_str(),
                                mine.config_path.c_str());
                    return 0;
                  }});

@@ -6,11 +6,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <charconv>
 #include <map>
 #include <mutex>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/serving.h"
@@ -325,7 +327,12 @@ class PgStore final : public Store, public ActionLog {
   Result<ApplyOutcome> ApplyInTransaction(Conn& c, const IngestPlan& plan, Pending& pending);
   // The plan's sender check of a device the batch refers to, against its node as the
   // database holds it now (before this batch's own writes to it, for a declared device).
-  Status CheckNode(Conn& c, const IngestPlan& plan, const std::string& where, const std::string& uuid, int64_t id);
+  using NodeCache = std::unordered_map<int64_t, std::string>;
+  Status CheckNode(Conn& c, const IngestPlan& plan, const std::string& where, const std::string& uuid, int64_t id,
+                   NodeCache& nodes);
+  // The nodes and times of devices `ids` in one read: into `nodes`, and into `p`'s device
+  // times where neither it nor a group above it holds them yet.
+  Status ReadDevices(Conn& c, const std::vector<int64_t>& ids, Pending& p, NodeCache& nodes);
   // A job_changes row for each field of a stored job that `j` declares otherwise.
   Status RecordJobChanges(Conn& c, const IngestPlan& plan, const Job& j);
   Status WriteGroupState(Conn& c, Pending& learnt);
@@ -498,13 +505,32 @@ Result<std::pair<int64_t, int64_t>*> PgStore::DeviceState(Conn& c, int64_t id, P
 }
 
 
+Status PgStore::ReadDevices(Conn& c, const std::vector<int64_t>& ids, Pending& p, NodeCache& nodes) {
+  if (ids.empty()) return Status::Ok();
+  GPULEDGER_ASSIGN_OR_RETURN(Rows r, c.Query("SELECT id, node, in_service_ms, last_sample_ms FROM devices"
+                                             " WHERE id = ANY($1::bigint[])",
+                                             Params().AddArray(ids), "reading devices"));
+  for (int i = 0; i < r.rows(); ++i) {
+    int64_t id = r.Int(i, 0);
+    nodes[id] = r.Text(i, 1);
+    bool known = false;
+    for (const Pending* q = &p; q && !known; q = q->parent) known = q->device_state.count(id) > 0;
+    if (!known) p.device_state[id] = {r.Int(i, 2), r.Int(i, 3)};
+  }
+  return Status::Ok();
+}
+
 Status PgStore::CheckNode(Conn& c, const IngestPlan& plan, const std::string& where, const std::string& uuid,
-                          int64_t id) {
+                          int64_t id, NodeCache& nodes) {
   if (!plan.check_stored_node) return Status::Ok();
-  GPULEDGER_ASSIGN_OR_RETURN(Rows r, c.Query("SELECT node FROM devices WHERE id = $1", Params().Add(id),
-                                             "reading a device's node"));
-  if (r.rows() == 0) return Status::Ok();  // declared by this batch and not written yet: the plan checked it
-  return plan.check_stored_node(where, uuid, r.Text(0, 0));
+  auto it = nodes.find(id);
+  if (it == nodes.end()) {
+    GPULEDGER_ASSIGN_OR_RETURN(Rows r, c.Query("SELECT node FROM devices WHERE id = $1", Params().Add(id),
+                                               "reading a device's node"));
+    if (r.rows() == 0) return Status::Ok();  // declared by this batch and not written yet: the plan checked it
+    it = nodes.emplace(id, r.Text(0, 0)).first;
+  }
+  return plan.check_stored_node(where, uuid, it->second);
 }
 
 Status PgStore::RecordJobChanges(Conn& c, const IngestPlan& plan, const Job& j) {
@@ -572,6 +598,14 @@ Result<ApplyOutcome> PgStore::ApplyInTransaction(Conn& c, const IngestPlan& plan
   std::vector<size_t> order(b.devices.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_partition(order.begin(), order.end(), [&](size_t i) { return !b.devices[i].is_mig(); });
+  // The nodes of devices as the database holds them, read once a batch; dropped when
+  // this batch's own update of the devices changes them.
+  NodeCache nodes;
+  // Devices already stored are checked and updated together (one read, one UPDATE), after
+  // the new ones are inserted in order.
+  std::vector<int64_t> known_id, known_parent, known_share_num, known_share_den, known_memory, known_interval;
+  std::vector<std::string> known_node, known_model, known_pool, known_capacity, known_profile;
+  std::vector<size_t> known_index;
   for (size_t i : order) {
     const Device& d = b.devices[i];
     int64_t parent_id = 0;
@@ -580,25 +614,25 @@ Result<ApplyOutcome> PgStore::ApplyInTransaction(Conn& c, const IngestPlan& plan
       if (!pid) return bad(fmt::format("devices[{}].parent", i), fmt::format("unknown device {}", d.parent_uuid));
       parent_id = *pid;
     }
+    GPULEDGER_ASSIGN_OR_RETURN(auto id, DeviceId(c, d.uuid, pending));
+    if (id) {
+      known_index.push_back(i);
+      known_id.push_back(*id);
+      known_node.push_back(d.node);
+      known_model.push_back(d.model);
+      known_memory.push_back(d.memory_mib);
+      known_pool.push_back(d.pool);
+      known_capacity.emplace_back(CapacityTypeName(d.capacity_type));
+      known_parent.push_back(parent_id);
+      known_share_num.push_back(d.share.num);
+      known_share_den.push_back(d.share.den);
+      known_profile.push_back(d.mig_profile);
+      known_interval.push_back(d.sample_interval_ms);
+      continue;
+    }
     Params row;
     row.Add(d.uuid).Add(d.node).Add(d.model).Add(d.memory_mib).Add(d.pool).Add(CapacityTypeName(d.capacity_type));
     row.Add(parent_id).Add(int64_t{d.share.num}).Add(int64_t{d.share.den}).Add(d.mig_profile).Add(d.sample_interval_ms);
-    GPULEDGER_ASSIGN_OR_RETURN(auto id, DeviceId(c, d.uuid, pending));
-    if (id && plan.check_stored_node) {
-      GPULEDGER_RETURN_IF_ERROR(CheckNode(c, plan, fmt::format("devices[{}]", i), d.uuid, *id));
-    }
-    if (id) {
-      // Written only when it differs from what is stored (whoever stored it).
-      GPULEDGER_RETURN_IF_ERROR(
-          c.Query("UPDATE devices SET node=$2, model=$3, memory_mib=$4, pool=$5, capacity_type=$6, parent_id=$7,"
-                  " share_num=$8, share_den=$9, mig_profile=$10, sample_interval_ms=$11 WHERE uuid=$1 AND"
-                  " (node, model, memory_mib, pool, capacity_type, parent_id, share_num, share_den, mig_profile,"
-                  " sample_interval_ms) IS DISTINCT FROM ($2, $3, $4::bigint, $5, $6, $7::bigint, $8::bigint,"
-                  " $9::bigint, $10, $11::bigint)",
-                  row, "updating a device")
-              .status());
-      continue;
-    }
     GPULEDGER_ASSIGN_OR_RETURN(
         Rows inserted,
         c.Query("INSERT INTO devices(uuid, node, model, memory_mib, pool, capacity_type, parent_id, share_num,"
@@ -610,6 +644,36 @@ Result<ApplyOutcome> PgStore::ApplyInTransaction(Conn& c, const IngestPlan& plan
                 " mig_profile=excluded.mig_profile, sample_interval_ms=excluded.sample_interval_ms RETURNING id",
                 row, "inserting a device"));
     pending.devices[d.uuid] = inserted.Int(0, 0);
+  }
+  if (!known_id.empty()) {
+    if (plan.check_stored_node) {
+      GPULEDGER_RETURN_IF_ERROR(ReadDevices(c, known_id, pending, nodes));
+      for (size_t k = 0; k < known_id.size(); ++k) {
+        const Device& d = b.devices[known_index[k]];
+        GPULEDGER_RETURN_IF_ERROR(
+            CheckNode(c, plan, fmt::format("devices[{}]", known_index[k]), d.uuid, known_id[k], nodes));
+      }
+    }
+    // Written only where it differs from what is stored (whoever stored it).
+    GPULEDGER_RETURN_IF_ERROR(
+        c.Query("UPDATE devices d SET node=u.node, model=u.model, memory_mib=u.memory_mib, pool=u.pool,"
+                " capacity_type=u.capacity_type, parent_id=u.parent_id, share_num=u.share_num,"
+                " share_den=u.share_den, mig_profile=u.mig_profile, sample_interval_ms=u.sample_interval_ms"
+                " FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[],"
+                " $7::bigint[], $8::bigint[], $9::bigint[], $10::text[], $11::bigint[])"
+                " AS u(id, node, model, memory_mib, pool, capacity_type, parent_id, share_num, share_den,"
+                " mig_profile, sample_interval_ms)"
+                " WHERE d.id = u.id AND (d.node, d.model, d.memory_mib, d.pool, d.capacity_type, d.parent_id,"
+                " d.share_num, d.share_den, d.mig_profile, d.sample_interval_ms) IS DISTINCT FROM (u.node,"
+                " u.model, u.memory_mib, u.pool, u.capacity_type, u.parent_id, u.share_num, u.share_den,"
+                " u.mig_profile, u.sample_interval_ms)",
+                Params()
+                    .AddArray(known_id).AddArray(known_node).AddArray(known_model).AddArray(known_memory)
+                    .AddArray(known_pool).AddArray(known_capacity).AddArray(known_parent).AddArray(known_share_num)
+                    .AddArray(known_share_den).AddArray(known_profile).AddArray(known_interval),
+                "updating devices")
+            .status());
+    nodes.clear();
   }
 
   for (const Job& j : b.jobs) {
@@ -656,14 +720,28 @@ Result<ApplyOutcome> PgStore::ApplyInTransaction(Conn& c, const IngestPlan& plan
 
   // The devices the samples are of: their times and the hours the plan marks.
   std::unordered_map<std::string_view, int64_t> sampled_id;
-  for (const SampledDevice& sd : plan.sampled) {
-    GPULEDGER_ASSIGN_OR_RETURN(auto id, DeviceId(c, sd.device_uuid, pending));
-    if (!id) {
-      return bad(fmt::format("samples[{}].device", sd.first_sample),
-                 fmt::format("unknown device {} (declare it in the batch's devices)", sd.device_uuid));
+  {
+    // Their nodes and times in one read, and the devices allocated with them.
+    std::vector<int64_t> ids;
+    for (const SampledDevice& sd : plan.sampled) {
+      GPULEDGER_ASSIGN_OR_RETURN(auto id, DeviceId(c, sd.device_uuid, pending));
+      if (!id) {
+        return bad(fmt::format("samples[{}].device", sd.first_sample),
+                   fmt::format("unknown device {} (declare it in the batch's devices)", sd.device_uuid));
+      }
+      sampled_id[sd.device_uuid] = *id;
+      ids.push_back(*id);
     }
-    sampled_id[sd.device_uuid] = *id;
-    GPULEDGER_RETURN_IF_ERROR(CheckNode(c, plan, fmt::format("samples[{}].device", sd.first_sample), sd.device_uuid, *id));
+    for (const Allocation& a : b.allocations) {
+      GPULEDGER_ASSIGN_OR_RETURN(auto id, DeviceId(c, a.device_uuid, pending));
+      if (id) ids.push_back(*id);
+    }
+    GPULEDGER_RETURN_IF_ERROR(ReadDevices(c, ids, pending, nodes));
+  }
+  for (const SampledDevice& sd : plan.sampled) {
+    const int64_t* id = &sampled_id.at(sd.device_uuid);
+    GPULEDGER_RETURN_IF_ERROR(
+        CheckNode(c, plan, fmt::format("samples[{}].device", sd.first_sample), sd.device_uuid, *id, nodes));
     GPULEDGER_ASSIGN_OR_RETURN(auto* state, DeviceState(c, *id, pending));
     auto& [in_service, last] = *state;
     in_service = in_service == 0 ? sd.first_ms : std::min(in_service, sd.first_ms);
@@ -735,7 +813,8 @@ Result<ApplyOutcome> PgStore::ApplyInTransaction(Conn& c, const IngestPlan& plan
     const Allocation& a = b.allocations[i];
     GPULEDGER_ASSIGN_OR_RETURN(auto device_id, DeviceId(c, a.device_uuid, pending));
     if (!device_id) return bad(fmt::format("allocations[{}].device", i), fmt::format("unknown device {}", a.device_uuid));
-    GPULEDGER_RETURN_IF_ERROR(CheckNode(c, plan, fmt::format("allocations[{}].device", i), a.device_uuid, *device_id));
+    GPULEDGER_RETURN_IF_ERROR(
+        CheckNode(c, plan, fmt::format("allocations[{}].device", i), a.device_uuid, *device_id, nodes));
     GPULEDGER_ASSIGN_OR_RETURN(auto job_id, JobId(c, a.job_id, pending));
     if (!job_id) {
       return bad(fmt::format("allocations[{}].job", i),
@@ -785,27 +864,61 @@ Result<ApplyOutcome> PgStore::ApplyInTransaction(Conn& c, const IngestPlan& plan
     }
   }
 
-  for (size_t i = 0; i < b.serving.size(); ++i) {
-    const ServingSnapshot& v = b.serving[i];
-    GPULEDGER_ASSIGN_OR_RETURN(auto job_id, JobId(c, v.job_id, pending));
-    if (!job_id) return bad(fmt::format("serving[{}].job", i), fmt::format("unknown job {}", v.job_id));
+  if (!b.serving.empty()) {
+    // One INSERT for the batch's snapshots; one already stored (or twice in the batch) is
+    // refused, naming the first such.
+    std::vector<int64_t> job, t;
+    std::vector<std::string> engine, model, prefill, decode, iteration;
+    std::array<std::vector<std::optional<double>>, 10> figures;
+    for (size_t i = 0; i < b.serving.size(); ++i) {
+      const ServingSnapshot& v = b.serving[i];
+      GPULEDGER_ASSIGN_OR_RETURN(auto job_id, JobId(c, v.job_id, pending));
+      if (!job_id) return bad(fmt::format("serving[{}].job", i), fmt::format("unknown job {}", v.job_id));
+      job.push_back(*job_id);
+      engine.push_back(v.engine);
+      model.push_back(v.model);
+      t.push_back(v.t_ms);
+      size_t f = 0;
+      for (const std::optional<double>& x :
+           {v.requests_waiting, v.requests_running, v.kv_cache_usage_ratio, v.prompt_tokens_total,
+            v.generation_tokens_total, v.preemptions_total, v.requests_total, v.executions_total,
+            v.queue_seconds_total, v.compute_seconds_total}) {
+        figures[f++].push_back(x);
+      }
+      prefill.push_back(EncodeHistogram(v.prefill_seconds));
+      decode.push_back(EncodeHistogram(v.decode_seconds));
+      iteration.push_back(EncodeHistogram(v.iteration_tokens));
+    }
+    Params rows;
+    rows.AddArray(job).AddArray(engine).AddArray(model).AddArray(t);
+    for (const auto& fig : figures) rows.AddArray(fig);
+    rows.AddArray(prefill).AddArray(decode).AddArray(iteration);
     GPULEDGER_ASSIGN_OR_RETURN(
-        Rows r,
+        Rows inserted,
         c.Query("INSERT INTO serving(job_id, engine, model, t_ms, requests_waiting, requests_running,"
                 " kv_cache_usage, prompt_tokens, generation_tokens, preemptions, requests, executions,"
                 " queue_seconds, compute_seconds, prefill, decode, iteration_tokens)"
-                " VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17) ON CONFLICT DO NOTHING RETURNING 1",
-                Params()
-                    .Add(*job_id).Add(v.engine).Add(v.model).Add(v.t_ms).Add(v.requests_waiting)
-                    .Add(v.requests_running).Add(v.kv_cache_usage_ratio).Add(v.prompt_tokens_total)
-                    .Add(v.generation_tokens_total).Add(v.preemptions_total).Add(v.requests_total)
-                    .Add(v.executions_total).Add(v.queue_seconds_total).Add(v.compute_seconds_total)
-                    .Add(EncodeHistogram(v.prefill_seconds)).Add(EncodeHistogram(v.decode_seconds))
-                    .Add(EncodeHistogram(v.iteration_tokens)),
-                fmt::format("inserting serving[{}]", i)));
-    if (r.rows() == 0) {
-      return bad(fmt::format("serving[{}]", i),
-                 fmt::format("job {} already has a {} snapshot at {}", v.job_id, v.engine, FormatTime(v.t_ms)));
+                " SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::float8[],"
+                " $6::float8[], $7::float8[], $8::float8[], $9::float8[], $10::float8[], $11::float8[],"
+                " $12::float8[], $13::float8[], $14::float8[], $15::text[], $16::text[], $17::text[])"
+                " ON CONFLICT DO NOTHING RETURNING job_id, engine, model, t_ms",
+                rows, "inserting serving snapshots"));
+    if (static_cast<size_t>(inserted.rows()) != b.serving.size()) {
+      // The rows are inserted in the batch's order, so the first of two equal keys is in.
+      std::multiset<std::tuple<int64_t, std::string, std::string, int64_t>> in;
+      for (int r = 0; r < inserted.rows(); ++r) {
+        in.emplace(inserted.Int(r, 0), inserted.Text(r, 1), inserted.Text(r, 2), inserted.Int(r, 3));
+      }
+      for (size_t i = 0; i < b.serving.size(); ++i) {
+        auto it = in.find({job[i], engine[i], model[i], t[i]});
+        if (it != in.end()) {
+          in.erase(it);
+          continue;
+        }
+        const ServingSnapshot& v = b.serving[i];
+        return bad(fmt::format("serving[{}]", i),
+                   fmt::format("job {} already has a {} snapshot at {}", v.job_id, v.engine, FormatTime(v.t_ms)));
+      }
     }
   }
   pending.dirty = std::move(dirty);
@@ -1314,6 +1427,10 @@ Result<std::unique_ptr<StoreSnapshot>> PgStore::Snapshot() {
 
 bool IsPostgresUrl(std::string_view url_or_path) {
   return url_or_path.starts_with("postgresql://") || url_or_path.starts_with("postgres://");
+}
+
+std::string StoreDisplayName(std::string_view url_or_path) {
+  return IsPostgresUrl(url_or_path) ? pg::Redacted(url_or_path) : std::string(url_or_path);
 }
 
 Result<std::unique_ptr<Store>> OpenPgStore(const std::string& url, const PgOptions& options) {

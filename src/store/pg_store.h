@@ -46,6 +46,9 @@ Result<std::unique_ptr<Store>> OpenPgStore(const std::string& url, const PgOptio
 // Whether `url_or_path` names a PostgreSQL database (postgresql:// or postgres://).
 bool IsPostgresUrl(std::string_view url_or_path);
 
+// The store's name as shown to people: a URL with any password as "***", a path as it is.
+std::string StoreDisplayName(std::string_view url_or_path);
+
 // The one way a program opens its store: a PostgreSQL URL opens a PgStore, anything else
 // is the path of a SQLite file (`sqlite` applies to it only).
 Result<std::unique_ptr<Store>> Open(const std::string& url_or_path, const SqliteOptions& sqlite = {});

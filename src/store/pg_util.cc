@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <bit>
+#include <cmath>
+#include <iterator>
 #include <cstring>
 #include <regex>
 
@@ -50,6 +52,46 @@ Params& Params::AddArray(const std::vector<int64_t>& v) {
   for (size_t i = 0; i < v.size(); ++i) {
     if (i) text += ',';
     text += std::to_string(v[i]);
+  }
+  text += '}';
+  return Add(std::string_view(text));
+}
+Params& Params::AddArray(const std::vector<std::optional<int64_t>>& v) {
+  std::string text = "{";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) text += ',';
+    text += v[i] ? std::to_string(*v[i]) : "NULL";
+  }
+  text += '}';
+  return Add(std::string_view(text));
+}
+Params& Params::AddArray(const std::vector<std::optional<double>>& v) {
+  std::string text = "{";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) text += ',';
+    if (!v[i]) {
+      text += "NULL";
+    } else if (std::isnan(*v[i])) {
+      text += "NaN";
+    } else if (std::isinf(*v[i])) {
+      text += *v[i] > 0 ? "Infinity" : "-Infinity";
+    } else {
+      fmt::format_to(std::back_inserter(text), "{}", *v[i]);  // the shortest text that reads back exactly
+    }
+  }
+  text += '}';
+  return Add(std::string_view(text));
+}
+Params& Params::AddArray(const std::vector<std::string>& v) {
+  std::string text = "{";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) text += ',';
+    text += '"';
+    for (char ch : v[i]) {
+      if (ch == '"' || ch == '\\') text += '\\';
+      text += ch;
+    }
+    text += '"';
   }
   text += '}';
   return Add(std::string_view(text));

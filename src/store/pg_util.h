@@ -31,6 +31,11 @@ class Params {
   Params& AddBytes(std::string_view bytes);
   // A PostgreSQL array literal of integers: '{1,2,3}'.
   Params& AddArray(const std::vector<int64_t>& v);
+  // Array literals of optional integers and doubles (NULL for none), and of texts (each
+  // quoted): one statement then writes a row per element, with unnest().
+  Params& AddArray(const std::vector<std::optional<int64_t>>& v);
+  Params& AddArray(const std::vector<std::optional<double>>& v);
+  Params& AddArray(const std::vector<std::string>& v);
   Params& AddNull();
   size_t size() const { return values_.size(); }
 

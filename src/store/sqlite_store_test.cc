@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <set>
 #include <filesystem>
 #include <thread>
+#include <tuple>
 
 #include <sqlite3.h>
 
@@ -368,6 +370,153 @@ TEST_P(StoreContractTest, ADeviceDeclaredAgainKeepsOrUpdatesItsRecord) {
   Batch back = OnNode("d", "na", kT0 + 3 * kMsPerHour);
   ASSERT_TRUE(store_->ApplyBatch(Plan(back)).ok());
   EXPECT_EQ((*store_->ListDevices())[0].device.pool, "p");
+}
+
+// A batch's devices are written together and its serving snapshots in one statement on
+// PostgreSQL: text that array literals quote (quotes, backslashes, braces, commas, the word
+// NULL) reads back as sent, figures to the bit, and a snapshot stored before or twice in
+// one batch is refused by its index, leaving nothing of the batch.
+TEST_P(StoreContractTest, DevicesAndServingSnapshotsReadBackAsSentWhateverTheirText) {
+  const std::vector<std::string> texts = {R"(n"1\{x},NULL)", "{}", "NULL", R"(a\"b)", "p, q", "",
+                                          "h\xc3\xa9te \t tab"};
+  Batch b;
+  b.batch_id = "text";
+  for (size_t i = 0; i < texts.size(); ++i) {
+    b.devices.push_back(Device{.uuid = fmt::format("GPU-{}", i), .node = texts[i], .model = texts[(i + 1) % texts.size()],
+                               .memory_mib = 81'559, .pool = texts[(i + 2) % texts.size()],
+                               .mig_profile = texts[(i + 3) % texts.size()], .sample_interval_ms = 10'000});
+  }
+  b.jobs.push_back(Job{.id = "serve", .team = "t", .kind = JobKind::kServing});
+  auto snapshot = [](int64_t t, std::string engine, std::string model) {
+    ServingSnapshot v;
+    v.job_id = "serve";
+    v.t_ms = t;
+    v.engine = std::move(engine);
+    v.model = std::move(model);
+    v.requests_waiting = 0.0;
+    v.requests_running = 1.0 / 3.0;
+    v.kv_cache_usage_ratio = 5e-324;  // the smallest double
+    v.prompt_tokens_total = 1.7976931348623157e308;
+    v.generation_tokens_total = 2.5e-7;
+    v.requests_total = 123456789012.0;
+    v.queue_seconds_total = 0.1;
+    v.prefill_seconds = CumulativeHistogram{{0.5, 1, INFINITY}, {2, 3, 4}, 1.25, 4};
+    return v;  // the others unreported (NULL)
+  };
+  b.serving = {snapshot(kT0, "vllm", texts[0]), snapshot(kT0, "vllm", texts[4]), snapshot(kT0, "triton", texts[0]),
+               snapshot(kT0 + kMsPerMinute, "vllm", texts[0])};
+  ASSERT_TRUE(store_->ApplyBatch(Plan(b)).ok());
+  // Declared again, each with other text: the update of stored devices.
+  Batch again;
+  again.batch_id = "again";
+  for (size_t i = 0; i < texts.size(); ++i) {
+    Device d = b.devices[i];
+    d.node = texts[(i + 5) % texts.size()];
+    d.pool = texts[(i + 6) % texts.size()];
+    again.devices.push_back(d);
+  }
+  ASSERT_TRUE(store_->ApplyBatch(Plan(again)).ok());
+  Reopen();
+  auto devices = *store_->ListDevices();
+  ASSERT_EQ(devices.size(), texts.size());
+  std::sort(devices.begin(), devices.end(), [](auto& x, auto& y) { return x.device.uuid < y.device.uuid; });
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const Device& d = devices[i].device;
+    EXPECT_EQ(d.node, texts[(i + 5) % texts.size()]) << i;
+    EXPECT_EQ(d.model, texts[(i + 1) % texts.size()]) << i;
+    EXPECT_EQ(d.pool, texts[(i + 6) % texts.size()]) << i;
+    EXPECT_EQ(d.mig_profile, texts[(i + 3) % texts.size()]) << i;
+    EXPECT_EQ(d.memory_mib, 81'559);
+    EXPECT_EQ(d.sample_interval_ms, 10'000);
+  }
+  auto jobs = store_->ListJobs();  // kept alive: a range-for over *temporary dangles
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  ASSERT_EQ(jobs->size(), 1u);
+  const int64_t job_id = (*jobs)[0].id;
+  auto read = store_->ServingOf(job_id, {kT0, kT0 + kMsPerHour});
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_EQ(read->size(), b.serving.size());
+  std::multiset<std::tuple<int64_t, std::string, std::string>> want, got;
+  for (const ServingSnapshot& v : b.serving) want.emplace(v.t_ms, v.engine, v.model);
+  for (const ServingSnapshot& v : *read) {
+    got.emplace(v.t_ms, v.engine, v.model);
+    const ServingSnapshot w = snapshot(0, "", "");
+    auto bits = [](std::optional<double> x) { return x ? std::optional<uint64_t>(std::bit_cast<uint64_t>(*x)) : std::nullopt; };
+    EXPECT_EQ(bits(v.requests_waiting), bits(w.requests_waiting));
+    EXPECT_EQ(bits(v.requests_running), bits(w.requests_running));
+    EXPECT_EQ(bits(v.kv_cache_usage_ratio), bits(w.kv_cache_usage_ratio));
+    EXPECT_EQ(bits(v.prompt_tokens_total), bits(w.prompt_tokens_total));
+    EXPECT_EQ(bits(v.generation_tokens_total), bits(w.generation_tokens_total));
+    EXPECT_EQ(bits(v.requests_total), bits(w.requests_total));
+    EXPECT_EQ(bits(v.queue_seconds_total), bits(w.queue_seconds_total));
+    EXPECT_FALSE(v.preemptions_total || v.executions_total || v.compute_seconds_total);
+    EXPECT_EQ(v.prefill_seconds.le, w.prefill_seconds.le);
+    EXPECT_EQ(v.prefill_seconds.count, w.prefill_seconds.count);
+    EXPECT_TRUE(v.decode_seconds.empty() && v.iteration_tokens.empty());
+  }
+  EXPECT_EQ(got, want);
+
+  auto before = *store_->Stats();
+  Batch stored;  // its second snapshot is stored already
+  stored.batch_id = "stored";
+  stored.serving = {snapshot(kT0 + 2 * kMsPerMinute, "vllm", texts[0]), snapshot(kT0, "triton", texts[0])};
+  auto r = store_->ApplyBatch(Plan(stored));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("batch stored: serving[1]: job serve already has a triton snapshot at"));
+  Batch twice;  // the same snapshot twice in one batch
+  twice.batch_id = "twice";
+  twice.serving = {snapshot(kT0 + 3 * kMsPerMinute, "vllm", texts[3]), snapshot(kT0 + 4 * kMsPerMinute, "vllm", texts[3]),
+                   snapshot(kT0 + 3 * kMsPerMinute, "vllm", texts[3])};
+  r = store_->ApplyBatch(Plan(twice));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("batch twice: serving[2]: job serve already has a vllm snapshot at"));
+  EXPECT_EQ(store_->Stats()->batches, before.batches);
+  EXPECT_EQ(store_->ServingOf(job_id, {kT0, kT0 + kMsPerHour})->size(), b.serving.size());
+}
+
+// A sender bound to a node is checked against the node the store holds for each device it
+// declares, samples or allocates, read once a batch on PostgreSQL: another node's device is
+// refused by its place in the batch, its own devices (declared again, sampled, allocated in
+// one batch) are taken.
+TEST_P(StoreContractTest, ABoundSenderReportsOnlyForDevicesStoredOnItsNode) {
+  ASSERT_TRUE(store_->ApplyBatch(Plan(OnNode("a", "na", kT0))).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(OnNode("b", "nb", kT0))).ok());
+  const BatchSender agent{.name = "na-agent", .nodes = {"na"}};
+  auto apply = [&](const Batch& b) {
+    auto plan = ledger::PlanIngest(b, agent);
+    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    return plan.ok() ? store_->ApplyBatch(*plan) : Result<ApplyOutcome>(plan.status());
+  };
+  auto before = *store_->Stats();
+  Batch moved = OnNode("moved", "na", kT0 + kMsPerHour, 1);  // declares GPU-nb on na
+  moved.devices.push_back(Device{.uuid = "GPU-nb", .node = "na", .model = "NVIDIA H100", .pool = "p"});
+  Batch sampled = OnNode("sampled", "na", kT0 + kMsPerHour, 1);
+  sampled.samples.push_back(sampled.samples[0]);
+  sampled.samples.back().device_uuid = "GPU-nb";
+  Batch allocated = OnNode("allocated", "na", kT0 + kMsPerHour, 1);
+  allocated.allocations.push_back(Allocation{"GPU-nb", "j-na", kT0 + kMsPerHour, std::nullopt});
+  for (auto [batch, where] : {std::pair{&moved, "devices[1]"}, {&sampled, "samples[1].device"},
+                              {&allocated, "allocations[1].device"}}) {
+    auto r = apply(*batch);
+    ASSERT_FALSE(r.ok()) << where;
+    EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied);
+    EXPECT_THAT(r.status().message(),
+                HasSubstr(fmt::format("batch {}: {}: na-agent may not report for device GPU-nb, which is on node "
+                                      "\"nb\"",
+                                      batch->batch_id, where)));
+  }
+  auto after = *store_->Stats();
+  EXPECT_EQ(after.samples, before.samples);
+  EXPECT_EQ(after.batches, before.batches);
+  Batch own = OnNode("own", "na", kT0 + kMsPerHour, 2);
+  own.devices[0].pool = "moved";
+  ASSERT_TRUE(apply(own).ok());
+  auto devices = *store_->ListDevices();
+  ASSERT_EQ(devices.size(), 2u);
+  for (const DeviceRecord& d : devices) {
+    EXPECT_EQ(d.device.pool, d.device.uuid == "GPU-na" ? "moved" : "p");
+    EXPECT_EQ(d.device.node, d.device.uuid == "GPU-na" ? "na" : "nb");
+  }
 }
 
 // CountJobs counts what ListJobs lists, by a second road: the jobs that overlap the
