@@ -33,15 +33,17 @@ namespace {
 
 constexpr std::string_view kDemoConfigHeader = "# Written by gpuledger demo";
 
-// Whether `db` may be replaced by a fresh demo store: nothing is there, or the demo made
-// it (its config beside it says so). Anything else is someone's ledger: refused.
-// A config file the demo may overwrite: none yet, or one it wrote.
-Status CheckReplaceableConfig(const std::string& config) {
+// Whether the file at `config` was written by the demo (its first line says so).
+bool WrittenByDemo(const std::string& config) {
   std::ifstream f(config, std::ios::binary);
-  if (!f) return Status::Ok();
   std::string first;
   std::getline(f, first);
-  if (first.rfind(kDemoConfigHeader, 0) == 0) return Status::Ok();
+  return first.rfind(kDemoConfigHeader, 0) == 0;
+}
+
+// A config file the demo may overwrite: none yet, or one it wrote.
+Status CheckReplaceableConfig(const std::string& config) {
+  if (!std::filesystem::exists(config) || WrittenByDemo(config)) return Status::Ok();
   return FailedPrecondition(fmt::format(
       "{}: a file that gpuledger demo did not write; the demo writes its config there, so give --write-config "
       "a new path or remove this file yourself",
@@ -59,12 +61,10 @@ Status CheckEmpty(ledger::Ledger& ledger) {
       devices.size()));
 }
 
+// Whether `db` may be replaced by a fresh demo store: nothing is there, or the demo made
+// it (its config beside it says so). Anything else is someone's ledger: refused.
 Status CheckReplaceable(const std::string& db, const std::string& config) {
-  if (!std::filesystem::exists(db)) return Status::Ok();
-  std::ifstream f(config, std::ios::binary);
-  std::string first;
-  std::getline(f, first);
-  if (first.rfind(kDemoConfigHeader, 0) == 0) return Status::Ok();
+  if (!std::filesystem::exists(db) || WrittenByDemo(config)) return Status::Ok();
   return FailedPrecondition(fmt::format(
       "--db {}: a store that gpuledger demo did not make (no {} beside it written by the demo); "
       "the demo replaces its store, so give it a new path or remove this one yourself",
