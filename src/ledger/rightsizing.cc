@@ -275,14 +275,21 @@ Result<std::vector<Recommendation>> Recommend(Ledger& ledger, const TimeRange& a
 
   // Every job's evidence first (the fleet's best input-stall level and the runs of an
   // experiment are read across teams), then the advice for the jobs asked for.
-  std::vector<JobEvidence> evidence;
-  evidence.reserve(by_job.size());
+  std::vector<JobEvidence> candidates;
+  candidates.reserve(by_job.size());
+  std::vector<int> gpus_of;  // by candidate: the devices it held
+  // Each candidate's time on each device it held, in the order its allocations come.
+  struct HeldSpan {
+    size_t candidate;
+    store::DeviceRange range;
+  };
+  std::vector<HeldSpan> held_spans;
   for (const auto& [job_id, allocs] : by_job) {
     auto j = job_of.find(job_id);
     if (j == job_of.end()) continue;
     auto u = usage_of.find(j->second->job.id);
     if (u == usage_of.end()) continue;
-    JobEvidence e;
+    JobEvidence& e = candidates.emplace_back();
     e.record = j->second;
     e.row = u->second;
     e.cost = e.row->total_cost();
@@ -296,10 +303,36 @@ Result<std::vector<Recommendation>> Recommend(Ledger& ledger, const TimeRange& a
       e.on_mig |= dev->device.is_mig();
       held_devices[dev->id] = true;
       TimeRange held = window.Intersect({a->from_ms, a->to_ms.value_or(kForever)});
-      GPULEDGER_ASSIGN_OR_RETURN(auto samples, store.Samples(dev->id, {held.begin_ms, held.end_ms}));
-      advice::ReadDeviceSamples(samples, options, e);
+      held_spans.push_back({candidates.size() - 1, {dev->id, {held.begin_ms, held.end_ms}}});
     }
-    e.gpus = static_cast<int>(held_devices.size());
+    gpus_of.push_back(static_cast<int>(held_devices.size()));
+  }
+  // Their samples, read a block of spans at a time: one round trip per block rather than
+  // per allocation (a week of 1,000 GPUs has about 10,000), and a block's samples bounded
+  // by its spans' length (`kHeldPerRead`, a few days of GPUs) as much as by their count.
+  constexpr size_t kSpansPerRead = 256;
+  constexpr int64_t kHeldPerRead = 64 * 24 * kMsPerHour;
+  std::vector<store::DeviceRange> ranges;
+  for (size_t first = 0; first < held_spans.size();) {
+    size_t end = first;
+    int64_t held_ms = 0;
+    ranges.clear();
+    while (end < held_spans.size() && ranges.size() < kSpansPerRead && (ranges.empty() || held_ms < kHeldPerRead)) {
+      ranges.push_back(held_spans[end].range);
+      held_ms += held_spans[end].range.range.length_ms();
+      ++end;
+    }
+    GPULEDGER_ASSIGN_OR_RETURN(auto samples_of, store.SamplesOf(ranges));
+    for (size_t k = first; k < end; ++k) {
+      advice::ReadDeviceSamples(samples_of[k - first], options, candidates[held_spans[k].candidate]);
+    }
+    first = end;
+  }
+  std::vector<JobEvidence> evidence;
+  evidence.reserve(candidates.size());
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    JobEvidence& e = candidates[c];
+    e.gpus = gpus_of[c];
     if (e.activity.empty() || e.first_device == nullptr) continue;
     if (e.job().kind == JobKind::kTraining) {
       GPULEDGER_ASSIGN_OR_RETURN(auto progress, store.ProgressOf(e.record->id, window));
