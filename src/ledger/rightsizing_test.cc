@@ -1,7 +1,11 @@
 #include "ledger/rightsizing.h"
 
 #include <gmock/gmock.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <map>
+#include <string>
 
 #include "ledger/test_fixture.h"
 
@@ -160,6 +164,48 @@ TEST_F(RecommendTest, FiltersByTeam) {
   auto recs = *Recommend(t_.ledger(), window_, "recsys");
   ASSERT_EQ(recs.size(), 1u);
   EXPECT_EQ(recs[0].job_id, "serve");
+}
+
+// The samples of a fleet's allocations are read a block at a time: 300 notebooks, each on
+// its own GPU with its own peak memory, are each advised from their own samples, on both
+// sides of a block's end.
+TEST(RecommendManyTest, EachJobIsAdvisedFromItsOwnSamples) {
+  testing::TempLedger t;
+  ASSERT_TRUE(t.ledger().SetPrices(*PriceBook::Create(
+      {PriceEntry{"*", "*", CapacityType::kOnDemand, Money::FromUnits(7), {0, kForever}}})).ok());
+  constexpr int kJobs = 300;
+  const int64_t end = kBaseMs + 6 * kMsPerHour;
+  auto peak_gib = [](int k) { return 1 + k % 40; };
+  Batch b;
+  b.batch_id = "many";
+  for (int k = 0; k < kJobs; ++k) {
+    std::string gpu = "GPU-" + std::to_string(k), job = "nb-" + std::to_string(k);
+    b.devices.push_back(Device{.uuid = gpu, .model = "NVIDIA H100 80GB HBM3", .memory_mib = 81559, .pool = "p",
+                               .sample_interval_ms = 60'000});
+    b.jobs.push_back(Job{.id = job, .team = "nlp", .kind = JobKind::kNotebook});
+    b.allocations.push_back({gpu, job, kBaseMs, end});
+    for (int64_t ts = kBaseMs; ts <= end; ts += 60'000) {
+      Sample s;
+      s.device_uuid = gpu;
+      s.t_ms = ts;
+      s.sm_active = ts - kBaseMs < 30 * kMsPerMinute ? 0.3 : 0.0;
+      // The peak once, an hour in; a quarter of it otherwise.
+      s.fb_used_mib = (ts == kBaseMs + kMsPerHour ? 1024 : 256) * peak_gib(k);
+      b.samples.push_back(s);
+    }
+  }
+  auto r = t.ledger().Ingest(b);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto recs = Recommend(t.ledger(), {kBaseMs, end});
+  ASSERT_TRUE(recs.ok()) << recs.status().ToString();
+  std::map<std::string, int> advised;
+  for (const Recommendation& rec : *recs) {
+    int k = std::stoi(rec.job_id.substr(3));
+    EXPECT_THAT(rec.evidence, HasSubstr(fmt::format("peak memory {}.0 GiB", peak_gib(k)))) << rec.job_id;
+    EXPECT_THAT(rec.evidence, HasSubstr("6.0 h sampled on 1 GPU(s)")) << rec.job_id;
+    ++advised[rec.job_id];
+  }
+  EXPECT_EQ(advised.size(), static_cast<size_t>(kJobs));  // every notebook, idle after 30 min
 }
 
 }  // namespace
