@@ -116,6 +116,32 @@ TEST_F(FleetNowTest, AHeldGpuIdleSinceItsHolderTookItCountsFromTheAllocation) {
   EXPECT_EQ(a.idle_cost, Money::FromUnits(2));
 }
 
+// Each held GPU's spell is searched back from now in widening steps (reaching back 1, 5,
+// 21 and 85 hours), every GPU still searching in one read per step: GPUs found in
+// different steps, and one never found, are each answered from their own samples.
+TEST_F(FleetNowTest, HeldGpusIdleForDifferentSpellsAreEachFoundInTheirOwnStep) {
+  Batch b;
+  b.batch_id = "b1";
+  const int64_t from = kNow - 2 * kMsPerDay;
+  const std::vector<std::pair<std::string, int64_t>> idle_for = {
+      {"GPU-A", 20 * kMinute}, {"GPU-B", 3 * kMsPerHour}, {"GPU-C", 30 * kMsPerHour}, {"GPU-D", 50 * kMsPerHour}};
+  for (const auto& [uuid, spell] : idle_for) {
+    b.devices.push_back(Gpu(uuid, "n1"));
+    b.jobs.push_back(Job{.id = "job-" + uuid, .team = "nlp"});
+    b.allocations.push_back({uuid, "job-" + uuid, from, std::nullopt});
+    AddSamples(b, uuid, from, kNow, kNow - spell);
+  }
+  Ingest(b);
+  const std::vector<DeviceNow> fleet = Fleet();  // kept: a reference into a temporary would dangle
+  for (const auto& [uuid, spell] : idle_for) {
+    const DeviceNow& n = Find(fleet, uuid);
+    EXPECT_EQ(n.state, DeviceState::kAllocatedIdle) << uuid;
+    ASSERT_TRUE(n.idle_since_ms.has_value()) << uuid;
+    // The first idle sample; GPU-D idled since before its holder took it: from then.
+    EXPECT_EQ(*n.idle_since_ms, spell < 48 * kMsPerHour ? kNow - spell : from) << uuid;
+  }
+}
+
 TEST_F(FleetNowTest, IdleForLongerThanTheLookBackIsClippedAndSaysSo) {
   Batch b;
   b.batch_id = "b1";

@@ -859,23 +859,54 @@ Money IdleCostOf(const PriceBook& book, const Device& d, int64_t share_ticks, in
   return RoundCost(exact);
 }
 
-// The start of an allocated-idle device's idle spell: the first sample after its last
-// active one, searched backwards in widening steps from `now_ms`, no earlier than
-// `floor_ms`. Returns floor_ms when no sample since then was active.
-Result<int64_t> IdleSpellStart(store::StoreReads& reads, int64_t device_id, int64_t now_ms, int64_t floor_ms) {
-  int64_t first_idle = now_ms;
-  int64_t step = kMsPerHour;
-  for (int64_t end = now_ms; end > floor_ms; step *= 4) {
-    int64_t begin = std::max(floor_ms, end - step);
-    GPULEDGER_ASSIGN_OR_RETURN(auto samples, reads.Samples(device_id, {begin, end}));
-    for (auto it = samples.rbegin(); it != samples.rend(); ++it) {
-      if (it->t_ms > end) continue;  // the range is inclusive at both ends
-      if (it->ActivityRatio().value_or(0) > 0) return first_idle;
-      first_idle = it->t_ms;
-    }
-    end = begin - 1;
+// The start of each allocated-idle device's idle spell: the first sample after its last
+// active one, searched backwards in widening steps from `now_ms`, no earlier than the
+// device's floor. floor_ms when no sample since then was active. Each round reads a step
+// of every device still searching, in one read.
+struct IdleSearch {
+  int64_t device_id = 0;
+  int64_t floor_ms = 0;
+  int64_t since_ms = 0;  // the answer, once done
+};
+Status FindIdleSpellStarts(store::StoreReads& reads, int64_t now_ms, std::vector<IdleSearch>& searches) {
+  struct Open {
+    size_t at;
+    int64_t end, first_idle;
+  };
+  std::vector<Open> open;
+  for (size_t i = 0; i < searches.size(); ++i) {
+    searches[i].since_ms = searches[i].floor_ms;
+    if (now_ms > searches[i].floor_ms) open.push_back({i, now_ms, now_ms});
   }
-  return floor_ms;
+  std::vector<store::DeviceRange> ranges;
+  for (int64_t step = kMsPerHour; !open.empty(); step *= 4) {
+    ranges.clear();
+    for (const Open& o : open) {
+      const IdleSearch& s = searches[o.at];
+      ranges.push_back({s.device_id, {std::max(s.floor_ms, o.end - step), o.end}});
+    }
+    GPULEDGER_ASSIGN_OR_RETURN(auto samples_of, reads.SamplesOf(ranges));
+    std::vector<Open> still;
+    for (size_t k = 0; k < open.size(); ++k) {
+      Open o = open[k];
+      IdleSearch& s = searches[o.at];
+      bool found = false;
+      const auto& samples = samples_of[k];
+      for (auto it = samples.rbegin(); it != samples.rend() && !found; ++it) {
+        if (it->t_ms > o.end) continue;  // the range is inclusive at both ends
+        if (it->ActivityRatio().value_or(0) > 0) {
+          s.since_ms = o.first_idle;
+          found = true;
+        } else {
+          o.first_idle = it->t_ms;
+        }
+      }
+      o.end = ranges[k].range.begin_ms - 1;
+      if (!found && o.end > s.floor_ms) still.push_back(o);
+    }
+    open = std::move(still);
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -905,6 +936,9 @@ Result<std::vector<DeviceNow>> Ledger::FleetNow(int64_t now_ms) {
   const int64_t floor_ms = now_ms - kIdleLookBackMs;
   std::vector<DeviceNow> out;
   out.reserve(devices.size());
+  std::vector<size_t> idle_at, unallocated_at;  // their places in `out`
+  std::vector<IdleSearch> idle;
+  std::vector<store::DeviceRange> unallocated;
   for (store::DeviceRecord& d : devices) {
     DeviceNow n;
     if (auto it = latest.find(d.id); it != latest.end()) n.last = std::move(it->second);
@@ -927,25 +961,35 @@ Result<std::vector<DeviceNow>> Ledger::FleetNow(int64_t now_ms) {
       n.slice_index = slices_of[d.parent_id]++;
     }
     if (n.state == DeviceState::kAllocatedIdle) {
-      GPULEDGER_ASSIGN_OR_RETURN(
-          int64_t since, IdleSpellStart(*snap, d.id, now_ms, std::max(floor_ms, n.holders.front().since_ms)));
-      n.idle_since_ms = since;
+      idle_at.push_back(out.size());
+      idle.push_back({d.id, std::max(floor_ms, n.holders.front().since_ms)});
     } else if (n.state == DeviceState::kUnallocated) {
-      GPULEDGER_ASSIGN_OR_RETURN(auto past, snap->Allocations(d.id, {floor_ms, now_ms}));
-      int64_t since = std::max(floor_ms, d.in_service_ms);
-      for (const auto& a : past) {
-        if (a.to_ms && *a.to_ms <= now_ms) since = std::max(since, *a.to_ms);
-      }
-      n.idle_since_ms = since;
-    }
-    if (n.idle_since_ms) {
-      n.idle_since_clipped = *n.idle_since_ms <= floor_ms;
-      // A MIG parent's capacity is what its slices leave (as in the usage figures).
-      int64_t ticks = d.parent_id ? d.device.share.ticks() : std::max<int64_t>(0, kShareScale - child_ticks[d.id]);
-      n.idle_cost = IdleCostOf(book, d.device, ticks, *n.idle_since_ms, now_ms, n.idle_priced);
+      unallocated_at.push_back(out.size());
+      unallocated.push_back({d.id, {floor_ms, now_ms}});
     }
     n.record = std::move(d);
     out.push_back(std::move(n));
+  }
+  // Since when each idle device has idled: the allocated ones from their samples, the
+  // unallocated ones from their last allocation's end; each kind in one read (a round).
+  GPULEDGER_RETURN_IF_ERROR(FindIdleSpellStarts(*snap, now_ms, idle));
+  for (size_t k = 0; k < idle.size(); ++k) out[idle_at[k]].idle_since_ms = idle[k].since_ms;
+  GPULEDGER_ASSIGN_OR_RETURN(auto past_of, snap->AllocationsOf(unallocated));
+  for (size_t k = 0; k < unallocated.size(); ++k) {
+    DeviceNow& n = out[unallocated_at[k]];
+    int64_t since = std::max(floor_ms, n.record.in_service_ms);
+    for (const auto& a : past_of[k]) {
+      if (a.to_ms && *a.to_ms <= now_ms) since = std::max(since, *a.to_ms);
+    }
+    n.idle_since_ms = since;
+  }
+  for (DeviceNow& n : out) {
+    if (!n.idle_since_ms) continue;
+    const store::DeviceRecord& d = n.record;
+    n.idle_since_clipped = *n.idle_since_ms <= floor_ms;
+    // A MIG parent's capacity is what its slices leave (as in the usage figures).
+    int64_t ticks = d.parent_id ? d.device.share.ticks() : std::max<int64_t>(0, kShareScale - child_ticks[d.id]);
+    n.idle_cost = IdleCostOf(book, d.device, ticks, *n.idle_since_ms, now_ms, n.idle_priced);
   }
   std::stable_sort(out.begin(), out.end(), [](const DeviceNow& a, const DeviceNow& b) {
     if (a.idle_cost != b.idle_cost) return b.idle_cost < a.idle_cost;
