@@ -42,6 +42,17 @@ struct ServingSnapshot {
   CumulativeHistogram iteration_tokens;          // vLLM tokens per engine step
 };
 
+// A snapshot's gauges alone, without its counters and histograms: what the advice reads
+// (the queue and the KV cache), at a fraction of a whole snapshot's read.
+struct ServingGauges {
+  int64_t t_ms = 0;
+  std::string engine;
+  std::string model;
+  std::optional<double> requests_waiting;
+  std::optional<double> requests_running;
+  std::optional<double> kv_cache_usage_ratio;  // 0..1
+};
+
 // "sum;total;le:count,le:count,..." and back (the store keeps histograms as text).
 // Decode fails on anything it did not write.
 std::string EncodeHistogram(const CumulativeHistogram& h);

@@ -12,9 +12,9 @@ namespace gpuledger::ledger::advice {
 
 Status AdviseServing(store::StoreReads& store, const JobEvidence& e, const TimeRange& window,
                      const RightSizingOptions& options, std::vector<Recommendation>& out) {
-  GPULEDGER_ASSIGN_OR_RETURN(auto snapshots, store.ServingOf(e.record->id, window));
+  GPULEDGER_ASSIGN_OR_RETURN(auto snapshots, store.ServingGaugesOf(e.record->id, window));
   std::vector<double> queue, kv;
-  for (const ServingSnapshot& s : snapshots) {
+  for (const ServingGauges& s : snapshots) {
     if (s.requests_waiting) queue.push_back(*s.requests_waiting);
     if (s.kv_cache_usage_ratio) kv.push_back(*s.kv_cache_usage_ratio);
   }

@@ -191,6 +191,18 @@ Result<std::vector<ServingSnapshot>> Reads::ServingOf(int64_t job_id, const Time
   return out;
 }
 
+Result<std::vector<ServingGauges>> Reads::ServingGaugesOf(int64_t job_id, const TimeRange& range) {
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows q, c_.Query("SELECT engine, model, t_ms, requests_waiting, requests_running, kv_cache_usage FROM serving"
+                       " WHERE job_id=$1 AND t_ms >= $2 AND t_ms <= $3 ORDER BY engine, model, t_ms",
+                       Params().Add(job_id).Add(range.begin_ms).Add(range.end_ms), "reading serving gauges"));
+  std::vector<ServingGauges> out;
+  for (int i = 0; i < q.rows(); ++i) {
+    out.push_back({q.Int(i, 2), q.Text(i, 0), q.Text(i, 1), q.OptDouble(i, 3), q.OptDouble(i, 4), q.OptDouble(i, 5)});
+  }
+  return out;
+}
+
 Result<std::vector<JobChange>> Reads::JobChangesOf(int64_t job_id) {
   GPULEDGER_ASSIGN_OR_RETURN(
       Rows q, c_.Query("SELECT at_ms, batch_id, sender, field, old_value, new_value FROM job_changes WHERE job_id=$1"

@@ -26,6 +26,7 @@ class Reads final : public StoreSnapshot {
   Result<std::vector<std::vector<AllocationRecord>>> AllocationsOf(std::span<const DeviceRange> ranges) override;
   Result<std::vector<AllocationRecord>> AllocationsOverlapping(const TimeRange& range) override;
   Result<std::vector<ServingSnapshot>> ServingOf(int64_t job_id, const TimeRange& range) override;
+  Result<std::vector<ServingGauges>> ServingGaugesOf(int64_t job_id, const TimeRange& range) override;
   Result<std::vector<Progress>> ProgressOf(int64_t job_id, const TimeRange& range) override;
   Result<std::vector<JobChange>> JobChangesOf(int64_t job_id) override;
   Result<std::vector<ClosedPeriodRecord>> ClosedPeriods() override;

@@ -215,6 +215,9 @@ class PgStore final : public Store, public ActionLog {
   Result<std::vector<ServingSnapshot>> ServingOf(int64_t job_id, const TimeRange& range) override {
     return Locked([&](pg::Reads& r) { return r.ServingOf(job_id, range); });
   }
+  Result<std::vector<ServingGauges>> ServingGaugesOf(int64_t job_id, const TimeRange& range) override {
+    return Locked([&](pg::Reads& r) { return r.ServingGaugesOf(job_id, range); });
+  }
   Result<std::vector<Progress>> ProgressOf(int64_t job_id, const TimeRange& range) override {
     return Locked([&](pg::Reads& r) { return r.ProgressOf(job_id, range); });
   }
@@ -1359,6 +1362,9 @@ class PgStore::PooledSnapshot final : public StoreSnapshot {
   }
   Result<std::vector<ServingSnapshot>> ServingOf(int64_t job_id, const TimeRange& range) override {
     return reads_.ServingOf(job_id, range);
+  }
+  Result<std::vector<ServingGauges>> ServingGaugesOf(int64_t job_id, const TimeRange& range) override {
+    return reads_.ServingGaugesOf(job_id, range);
   }
   Result<std::vector<Progress>> ProgressOf(int64_t job_id, const TimeRange& range) override {
     return reads_.ProgressOf(job_id, range);

@@ -93,6 +93,9 @@ Status Reads::Prepare() {
        " prompt_tokens, generation_tokens, preemptions, requests, executions, queue_seconds,"
        " compute_seconds, prefill, decode, iteration_tokens FROM serving WHERE job_id=?1"
        " AND t_ms >= ?2 AND t_ms <= ?3 ORDER BY engine, model, t_ms"},
+      {kServingGaugesOf,
+       "SELECT engine, model, t_ms, requests_waiting, requests_running, kv_cache_usage FROM serving"
+       " WHERE job_id=?1 AND t_ms >= ?2 AND t_ms <= ?3 ORDER BY engine, model, t_ms"},
       {kProgressOf,
        "SELECT t_ms, interval_ms, tokens, model_flops FROM progress WHERE job_id=?1 AND t_ms > ?2"
        " AND t_ms - interval_ms < ?3 ORDER BY t_ms"},
@@ -283,6 +286,17 @@ Result<std::vector<ServingSnapshot>> Reads::ServingOf(int64_t job_id, const Time
                      "a histogram does not decode");
     }
     out.push_back(std::move(v));
+    return Status::Ok();
+  }));
+  return out;
+}
+
+Result<std::vector<ServingGauges>> Reads::ServingGaugesOf(int64_t job_id, const TimeRange& range) {
+  Stmt& q = S(kServingGaugesOf);
+  q.Bind(1, job_id).Bind(2, range.begin_ms).Bind(3, range.end_ms);
+  std::vector<ServingGauges> out;
+  GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "serving", [&] {
+    out.push_back({q.Int(2), q.Text(0), q.Text(1), q.OptDouble(3), q.OptDouble(4), q.OptDouble(5)});
     return Status::Ok();
   }));
   return out;

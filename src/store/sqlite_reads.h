@@ -29,6 +29,7 @@ class Reads : public StoreSnapshot {
   Result<std::vector<std::vector<AllocationRecord>>> AllocationsOf(std::span<const DeviceRange> ranges) override;
   Result<std::vector<AllocationRecord>> AllocationsOverlapping(const TimeRange& range) override;
   Result<std::vector<ServingSnapshot>> ServingOf(int64_t job_id, const TimeRange& range) override;
+  Result<std::vector<ServingGauges>> ServingGaugesOf(int64_t job_id, const TimeRange& range) override;
   Result<std::vector<Progress>> ProgressOf(int64_t job_id, const TimeRange& range) override;
   Result<std::vector<JobChange>> JobChangesOf(int64_t job_id) override;
   Result<std::vector<ClosedPeriodRecord>> ClosedPeriods() override;
@@ -53,7 +54,7 @@ class Reads : public StoreSnapshot {
   enum Id {
     kListDevices, kListJobs, kAllocationsOfDevice, kAllocationsOverlapping, kSamplesOfDevice,
     kProcessesOfDevice, kDirtyHours, kDirtyHoursIn, kSumHourRollups, kSumSettledHourRollups,
-    kScanMinuteRollups, kScanSettledMinuteRollups, kLoadPrices, kProgressOf, kJobChangesOf, kClosedPeriods, kFrozenLines, kServingOf, kLatestSamples, kCountJobs, kScanHourRollups, kCount
+    kScanMinuteRollups, kScanSettledMinuteRollups, kLoadPrices, kProgressOf, kJobChangesOf, kClosedPeriods, kFrozenLines, kServingOf, kServingGaugesOf, kLatestSamples, kCountJobs, kScanHourRollups, kCount
   };
   Status Prepare();
   Stmt& S(Id id);

@@ -293,6 +293,9 @@ class SqliteStore final : public Store, public ActionLog {
   Result<std::vector<ServingSnapshot>> ServingOf(int64_t job_id, const TimeRange& range) override {
     return Locked([&] { return reads_->ServingOf(job_id, range); });
   }
+  Result<std::vector<ServingGauges>> ServingGaugesOf(int64_t job_id, const TimeRange& range) override {
+    return Locked([&] { return reads_->ServingGaugesOf(job_id, range); });
+  }
   Result<std::vector<Progress>> ProgressOf(int64_t job_id, const TimeRange& range) override {
     return Locked([&] { return reads_->ProgressOf(job_id, range); });
   }
@@ -1346,6 +1349,9 @@ class SqliteStore::PooledSnapshot final : public StoreSnapshot {
   }
   Result<std::vector<ServingSnapshot>> ServingOf(int64_t job_id, const TimeRange& range) override {
     return r_->reads->ServingOf(job_id, range);
+  }
+  Result<std::vector<ServingGauges>> ServingGaugesOf(int64_t job_id, const TimeRange& range) override {
+    return r_->reads->ServingGaugesOf(job_id, range);
   }
   Result<std::vector<Progress>> ProgressOf(int64_t job_id, const TimeRange& range) override {
     return r_->reads->ProgressOf(job_id, range);

@@ -455,6 +455,18 @@ TEST_P(StoreContractTest, DevicesAndServingSnapshotsReadBackAsSentWhateverTheirT
     EXPECT_TRUE(v.decode_seconds.empty() && v.iteration_tokens.empty());
   }
   EXPECT_EQ(got, want);
+  // The gauges alone are the same snapshots' gauges, in the same order.
+  auto gauges = store_->ServingGaugesOf(job_id, {kT0, kT0 + kMsPerHour});
+  ASSERT_TRUE(gauges.ok()) << gauges.status().ToString();
+  ASSERT_EQ(gauges->size(), read->size());
+  for (size_t i = 0; i < gauges->size(); ++i) {
+    const ServingGauges& g = (*gauges)[i];
+    const ServingSnapshot& v = (*read)[i];
+    EXPECT_EQ(std::tie(g.t_ms, g.engine, g.model), std::tie(v.t_ms, v.engine, v.model)) << i;
+    EXPECT_EQ(g.requests_waiting, v.requests_waiting) << i;
+    EXPECT_EQ(g.requests_running, v.requests_running) << i;
+    EXPECT_EQ(g.kv_cache_usage_ratio, v.kv_cache_usage_ratio) << i;
+  }
 
   auto before = *store_->Stats();
   Batch stored;  // its second snapshot is stored already

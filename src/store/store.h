@@ -253,6 +253,8 @@ class StoreReads {
   // Serving snapshots of `job_id` with t in [range.begin, range.end], by engine, model
   // and time.
   virtual Result<std::vector<ServingSnapshot>> ServingOf(int64_t job_id, const TimeRange& range) = 0;
+  // Their gauges alone, in the same order: no counters, no histograms to read and decode.
+  virtual Result<std::vector<ServingGauges>> ServingGaugesOf(int64_t job_id, const TimeRange& range) = 0;
   // Progress reports of `job_id` whose interval overlaps `range`, by time.
   virtual Result<std::vector<Progress>> ProgressOf(int64_t job_id, const TimeRange& range) = 0;
   // The changes batches made to job `job_id`'s metadata, oldest first.
