@@ -142,6 +142,31 @@ TEST_F(FleetNowTest, HeldGpusIdleForDifferentSpellsAreEachFoundInTheirOwnStep) {
   }
 }
 
+// Many held GPUs still searching are read a block at a time: 300 of them, idle for 5 to
+// 35 hours, each found at its own first idle sample.
+TEST_F(FleetNowTest, ManyHeldGpusAreSearchedABlockAtATimeEachFromItsOwnSamples) {
+  Batch b;
+  b.batch_id = "b1";
+  const int64_t from = kNow - 2 * kMsPerDay;
+  auto spell = [](int k) { return (k % 7 + 1) * 5 * kMsPerHour; };
+  for (int k = 0; k < 300; ++k) {
+    std::string uuid = "GPU-" + std::to_string(k);
+    b.devices.push_back(Gpu(uuid, "n" + std::to_string(k / 8)));
+    b.devices.back().sample_interval_ms = 10 * kMinute;
+    b.jobs.push_back(Job{.id = "job-" + uuid, .team = "nlp"});
+    b.allocations.push_back({uuid, "job-" + uuid, from, std::nullopt});
+    for (int64_t t = from; t <= kNow; t += 10 * kMinute) b.samples.push_back(At(uuid, t, t < kNow - spell(k) ? 0.8 : 0));
+  }
+  Ingest(b);
+  const std::vector<DeviceNow> fleet = Fleet();  // kept: a reference into a temporary would dangle
+  ASSERT_EQ(fleet.size(), 300u);
+  for (int k = 0; k < 300; ++k) {
+    const DeviceNow& n = Find(fleet, "GPU-" + std::to_string(k));
+    ASSERT_TRUE(n.idle_since_ms.has_value()) << k;
+    EXPECT_EQ(*n.idle_since_ms, kNow - spell(k)) << k;
+  }
+}
+
 TEST_F(FleetNowTest, IdleForLongerThanTheLookBackIsClippedAndSaysSo) {
   Batch b;
   b.batch_id = "b1";

@@ -862,7 +862,7 @@ Money IdleCostOf(const PriceBook& book, const Device& d, int64_t share_ticks, in
 // The start of each allocated-idle device's idle spell: the first sample after its last
 // active one, searched backwards in widening steps from `now_ms`, no earlier than the
 // device's floor. floor_ms when no sample since then was active. Each round reads a step
-// of every device still searching, in one read.
+// of every device still searching, a block of devices per read.
 struct IdleSearch {
   int64_t device_id = 0;
   int64_t floor_ms = 0;
@@ -878,31 +878,42 @@ Status FindIdleSpellStarts(store::StoreReads& reads, int64_t now_ms, std::vector
     searches[i].since_ms = searches[i].floor_ms;
     if (now_ms > searches[i].floor_ms) open.push_back({i, now_ms, now_ms});
   }
+  // A read's samples are bounded by its ranges' time as much as by their count: a late
+  // step reaches days back, on every device still idle.
+  constexpr size_t kRangesPerRead = 256;
+  constexpr int64_t kRangeMsPerRead = 64 * 24 * kMsPerHour;
   std::vector<store::DeviceRange> ranges;
   for (int64_t step = kMsPerHour; !open.empty(); step *= 4) {
-    ranges.clear();
-    for (const Open& o : open) {
-      const IdleSearch& s = searches[o.at];
-      ranges.push_back({s.device_id, {std::max(s.floor_ms, o.end - step), o.end}});
-    }
-    GPULEDGER_ASSIGN_OR_RETURN(auto samples_of, reads.SamplesOf(ranges));
     std::vector<Open> still;
-    for (size_t k = 0; k < open.size(); ++k) {
-      Open o = open[k];
-      IdleSearch& s = searches[o.at];
-      bool found = false;
-      const auto& samples = samples_of[k];
-      for (auto it = samples.rbegin(); it != samples.rend() && !found; ++it) {
-        if (it->t_ms > o.end) continue;  // the range is inclusive at both ends
-        if (it->ActivityRatio().value_or(0) > 0) {
-          s.since_ms = o.first_idle;
-          found = true;
-        } else {
-          o.first_idle = it->t_ms;
-        }
+    for (size_t first = 0; first < open.size();) {
+      ranges.clear();
+      int64_t range_ms = 0;
+      size_t end = first;
+      while (end < open.size() && ranges.size() < kRangesPerRead && (ranges.empty() || range_ms < kRangeMsPerRead)) {
+        const IdleSearch& s = searches[open[end].at];
+        ranges.push_back({s.device_id, {std::max(s.floor_ms, open[end].end - step), open[end].end}});
+        range_ms += ranges.back().range.length_ms();
+        ++end;
       }
-      o.end = ranges[k].range.begin_ms - 1;
-      if (!found && o.end > s.floor_ms) still.push_back(o);
+      GPULEDGER_ASSIGN_OR_RETURN(auto samples_of, reads.SamplesOf(ranges));
+      for (size_t k = first; k < end; ++k) {
+        Open o = open[k];
+        IdleSearch& s = searches[o.at];
+        bool found = false;
+        const auto& samples = samples_of[k - first];
+        for (auto it = samples.rbegin(); it != samples.rend() && !found; ++it) {
+          if (it->t_ms > o.end) continue;  // the range is inclusive at both ends
+          if (it->ActivityRatio().value_or(0) > 0) {
+            s.since_ms = o.first_idle;
+            found = true;
+          } else {
+            o.first_idle = it->t_ms;
+          }
+        }
+        o.end = ranges[k - first].range.begin_ms - 1;
+        if (!found && o.end > s.floor_ms) still.push_back(o);
+      }
+      first = end;
     }
     open = std::move(still);
   }
