@@ -878,24 +878,19 @@ Status FindIdleSpellStarts(store::StoreReads& reads, int64_t now_ms, std::vector
     searches[i].since_ms = searches[i].floor_ms;
     if (now_ms > searches[i].floor_ms) open.push_back({i, now_ms, now_ms});
   }
-  // A read's samples are bounded by its ranges' time as much as by their count: a late
-  // step reaches days back, on every device still idle.
-  constexpr size_t kRangesPerRead = 256;
-  constexpr int64_t kRangeMsPerRead = 64 * 24 * kMsPerHour;
   std::vector<store::DeviceRange> ranges;
   for (int64_t step = kMsPerHour; !open.empty(); step *= 4) {
+    ranges.clear();
+    for (const Open& o : open) {
+      const IdleSearch& s = searches[o.at];
+      ranges.push_back({s.device_id, {std::max(s.floor_ms, o.end - step), o.end}});
+    }
     std::vector<Open> still;
-    for (size_t first = 0; first < open.size();) {
-      ranges.clear();
-      int64_t range_ms = 0;
-      size_t end = first;
-      while (end < open.size() && ranges.size() < kRangesPerRead && (ranges.empty() || range_ms < kRangeMsPerRead)) {
-        const IdleSearch& s = searches[open[end].at];
-        ranges.push_back({s.device_id, {std::max(s.floor_ms, open[end].end - step), open[end].end}});
-        range_ms += ranges.back().range.length_ms();
-        ++end;
-      }
-      GPULEDGER_ASSIGN_OR_RETURN(auto samples_of, reads.SamplesOf(ranges));
+    // A block of devices per read (store::SampleReadEnd): a late step reaches days back,
+    // on every device still idle.
+    for (size_t first = 0, end = 0; first < ranges.size(); first = end) {
+      end = store::SampleReadEnd(ranges, first);
+      GPULEDGER_ASSIGN_OR_RETURN(auto samples_of, reads.SamplesOf(std::span(ranges).subspan(first, end - first)));
       for (size_t k = first; k < end; ++k) {
         Open o = open[k];
         IdleSearch& s = searches[o.at];
@@ -910,10 +905,9 @@ Status FindIdleSpellStarts(store::StoreReads& reads, int64_t now_ms, std::vector
             o.first_idle = it->t_ms;
           }
         }
-        o.end = ranges[k - first].range.begin_ms - 1;
+        o.end = ranges[k].range.begin_ms - 1;
         if (!found && o.end > s.floor_ms) still.push_back(o);
       }
-      first = end;
     }
     open = std::move(still);
   }

@@ -279,11 +279,8 @@ Result<std::vector<Recommendation>> Recommend(Ledger& ledger, const TimeRange& a
   candidates.reserve(by_job.size());
   std::vector<int> gpus_of;  // by candidate: the devices it held
   // Each candidate's time on each device it held, in the order its allocations come.
-  struct HeldSpan {
-    size_t candidate;
-    store::DeviceRange range;
-  };
-  std::vector<HeldSpan> held_spans;
+  std::vector<store::DeviceRange> held;
+  std::vector<size_t> held_by;  // the candidate of each
   for (const auto& [job_id, allocs] : by_job) {
     auto j = job_of.find(job_id);
     if (j == job_of.end()) continue;
@@ -302,31 +299,19 @@ Result<std::vector<Recommendation>> Recommend(Ledger& ledger, const TimeRange& a
       if (e.first_device == nullptr) e.first_device = dev;
       e.on_mig |= dev->device.is_mig();
       held_devices[dev->id] = true;
-      TimeRange held = window.Intersect({a->from_ms, a->to_ms.value_or(kForever)});
-      held_spans.push_back({candidates.size() - 1, {dev->id, {held.begin_ms, held.end_ms}}});
+      held.push_back({dev->id, window.Intersect({a->from_ms, a->to_ms.value_or(kForever)})});
+      held_by.push_back(candidates.size() - 1);
     }
     gpus_of.push_back(static_cast<int>(held_devices.size()));
   }
-  // Their samples, read a block of spans at a time: one round trip per block rather than
-  // per allocation (a week of 1,000 GPUs has about 10,000), and a block's samples bounded
-  // by its spans' length (`kHeldPerRead`, a few days of GPUs) as much as by their count.
-  constexpr size_t kSpansPerRead = 256;
-  constexpr int64_t kHeldPerRead = 64 * 24 * kMsPerHour;
-  std::vector<store::DeviceRange> ranges;
-  for (size_t first = 0; first < held_spans.size();) {
-    size_t end = first;
-    int64_t held_ms = 0;
-    ranges.clear();
-    while (end < held_spans.size() && ranges.size() < kSpansPerRead && (ranges.empty() || held_ms < kHeldPerRead)) {
-      ranges.push_back(held_spans[end].range);
-      held_ms += held_spans[end].range.range.length_ms();
-      ++end;
-    }
-    GPULEDGER_ASSIGN_OR_RETURN(auto samples_of, store.SamplesOf(ranges));
+  // Their samples, a block of spans per read (store::SampleReadEnd): one round trip per
+  // block rather than per allocation (a week of 1,000 GPUs has about 10,000).
+  for (size_t first = 0, end = 0; first < held.size(); first = end) {
+    end = store::SampleReadEnd(held, first);
+    GPULEDGER_ASSIGN_OR_RETURN(auto samples_of, store.SamplesOf(std::span(held).subspan(first, end - first)));
     for (size_t k = first; k < end; ++k) {
-      advice::ReadDeviceSamples(samples_of[k - first], options, candidates[held_spans[k].candidate]);
+      advice::ReadDeviceSamples(samples_of[k - first], options, candidates[held_by[k]]);
     }
-    first = end;
   }
   std::vector<JobEvidence> evidence;
   evidence.reserve(candidates.size());

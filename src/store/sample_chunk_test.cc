@@ -5,8 +5,10 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <vector>
 
 #include "core/time.h"
+#include "store/store.h"
 #include "store/testing/chunk_samples.h"
 #include "store/testing/legacy_sample_chunk.h"
 
@@ -315,6 +317,21 @@ TEST(SampleChunkTest, AnHourOfABusyGpuTakesAFifthOfTheLegacyRows) {
   std::string quiet = Encode(idle, kT0);
   EXPECT_LE(quiet.size(), 36u);  // measured: 35 (written plain: too small to deflate)
   ExpectSame(DecodeAll(quiet, kT0), idle);
+}
+
+// One read of samples brings at most 256 ranges, and past its first range no more than
+// 64 device-days: a block ends where either bound is reached.
+TEST(SampleReadEndTest, ABlockEndsAt256RangesOr64DeviceDays) {
+  std::vector<DeviceRange> hours(600, DeviceRange{1, {0, kMsPerHour}});
+  EXPECT_EQ(SampleReadEnd(hours, 0), 256u);
+  EXPECT_EQ(SampleReadEnd(hours, 256), 512u);
+  EXPECT_EQ(SampleReadEnd(hours, 512), 600u);
+  EXPECT_EQ(SampleReadEnd(hours, 600), 600u);
+  std::vector<DeviceRange> weeks(20, DeviceRange{1, {0, 7 * kMsPerDay}});
+  EXPECT_EQ(SampleReadEnd(weeks, 0), 10u);  // 10 weeks reach 64 days; the 10th is taken
+  std::vector<DeviceRange> year(3, DeviceRange{1, {0, 365 * kMsPerDay}});
+  EXPECT_EQ(SampleReadEnd(year, 0), 1u);  // one range alone, however long
+  EXPECT_EQ(SampleReadEnd(year, 1), 2u);
 }
 
 }  // namespace

@@ -113,6 +113,18 @@ std::vector<Result<ApplyOutcome>> Store::ApplyBatches(std::span<const IngestPlan
   return out;
 }
 
+size_t SampleReadEnd(std::span<const DeviceRange> ranges, size_t first) {
+  constexpr size_t kRangesPerRead = 256;
+  constexpr int64_t kRangeMsPerRead = 64 * 24 * kMsPerHour;
+  size_t end = first;
+  int64_t range_ms = 0;
+  while (end < ranges.size() && end - first < kRangesPerRead && (end == first || range_ms < kRangeMsPerRead)) {
+    range_ms += ranges[end].range.length_ms();
+    ++end;
+  }
+  return end;
+}
+
 Result<std::vector<Sample>> StoreReads::Samples(int64_t device_id, const TimeRange& range) {
   DeviceRange one{device_id, range};
   GPULEDGER_ASSIGN_OR_RETURN(auto out, SamplesOf({&one, 1}));

@@ -231,6 +231,12 @@ struct DeviceRange {
   TimeRange range;
 };
 
+// Where the block of `ranges` from `first` that one SamplesOf read should bring ends: at
+// most 256 ranges, and no more device-time than 64 device-days once it holds one, so
+// that a read's samples stay bounded however long its ranges are (a week of a GPU at
+// 10 s is 60,000 samples). Reports that read many devices' samples go block by block.
+size_t SampleReadEnd(std::span<const DeviceRange> ranges, size_t first);
+
 // What a store can be asked. Every read returns a Status that is not Ok when the database
 // failed (an I/O error, a corrupt row named by its table and key), never a truncated list.
 // Reads are batch-oriented: a query over the fleet asks for many devices in one call (one
