@@ -375,23 +375,6 @@ Result<std::vector<DirtyHour>> Reads::DirtyHoursIn(const TimeRange& hours) {
   return DirtyRows(q);
 }
 
-namespace {
-// The figures of a rollup row from row `i` of `q`, its columns from `col` on: the five
-// buckets, coarse_ms and the named idle causes, in the order of rollup_hour's columns.
-// "Other" idle is the idle time no named cause holds.
-template <typename Row>
-void ReadRollupFigures(const Rows& q, int i, int col, Row& r) {
-  for (size_t b = 0; b < kBucketCount; ++b) r.ms[b] = q.Int(i, col + static_cast<int>(b));
-  r.coarse_ms = q.Int(i, col + static_cast<int>(kBucketCount));
-  int64_t named = 0;
-  for (size_t c = 0; c + 1 < kIdleCauseCount; ++c) {
-    r.idle_causes[c] = q.Int(i, col + static_cast<int>(kBucketCount + 1 + c));
-    named += r.idle_causes[c];
-  }
-  r.idle_causes[kIdleCauseCount - 1] = r.ms[static_cast<size_t>(Bucket::kAllocatedIdle)] - named;
-}
-}  // namespace
-
 Result<std::vector<RollupSum>> Reads::RollupSums(const TimeRange& hours, bool settled_only) {
   // Summed by the server: one row per device and job crosses the wire, not one per hour.
   // The whole days of the window from the day rows, the hours outside them from the hour
@@ -444,9 +427,21 @@ Result<std::vector<RollupSum>> Reads::SumSettledHourRollups(const TimeRange& hou
 
 Status Reads::ScanHourRollups(const TimeRange& hours, const std::function<Status(const RollupRow&)>& fn) {
   // A day per query: the rows of a day cross the wire together, and memory is one day's.
+  // A whole day comes from its day-hours rows, a row per device (store/rollup_days.h).
   RollupRow r;
   for (int64_t from = hours.begin_ms; from < hours.end_ms;) {
-    int64_t to = std::min(hours.end_ms, FloorTo(from, kMsPerDay) + kMsPerDay);
+    const int64_t day = FloorTo(from, kMsPerDay);
+    const int64_t to = std::min(hours.end_ms, day + kMsPerDay);
+    if (from == day && to == day + kMsPerDay) {
+      GPULEDGER_ASSIGN_OR_RETURN(Rows q, c_.Query("SELECT device_id, hours FROM rollup_day_hours WHERE day_ms = $1"
+                                                  " ORDER BY device_id",
+                                                  Params().Add(day), "reading day hours"));
+      DayHoursScan scan(fn);
+      for (int i = 0; i < q.rows(); ++i) GPULEDGER_RETURN_IF_ERROR(scan.Add(day, q.Int(i, 0), q.Bytes(i, 1)));
+      GPULEDGER_RETURN_IF_ERROR(scan.Finish());
+      from = to;
+      continue;
+    }
     GPULEDGER_ASSIGN_OR_RETURN(
         Rows q, c_.Query("SELECT hour_ms, device_id, job_id, active_ms, idle_ms, unallocated_ms, unavailable_ms,"
                          " unmonitored_ms, coarse_ms, input_stall_ms, checkpoint_stall_ms, held_idle_ms FROM rollup_hour"

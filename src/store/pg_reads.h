@@ -6,11 +6,25 @@
 
 #include <memory>
 
+#include "store/pg_util.h"
 #include "store/store.h"
 
 namespace gpuledger::store::pg {
 
-class Conn;
+// The figures of a rollup row from row `i` of `q`, its columns from `col` on: the five
+// buckets, coarse_ms and the named idle causes, in the order of rollup_hour's columns.
+// "Other" idle is the idle time no named cause holds.
+template <typename Row>
+void ReadRollupFigures(const Rows& q, int i, int col, Row& r) {
+  for (size_t b = 0; b < kBucketCount; ++b) r.ms[b] = q.Int(i, col + static_cast<int>(b));
+  r.coarse_ms = q.Int(i, col + static_cast<int>(kBucketCount));
+  int64_t named = 0;
+  for (size_t c = 0; c + 1 < kIdleCauseCount; ++c) {
+    r.idle_causes[c] = q.Int(i, col + static_cast<int>(kBucketCount + 1 + c));
+    named += r.idle_causes[c];
+  }
+  r.idle_causes[kIdleCauseCount - 1] = r.ms[static_cast<size_t>(Bucket::kAllocatedIdle)] - named;
+}
 
 // Implements StoreReads with SQL on `conn` (not owned; it outlives this). Not
 // thread-safe: the owner of the connection serializes its use. A row that cannot be read

@@ -124,7 +124,82 @@ std::vector<std::string> Migrations() {
       "  sum(active_ms), sum(idle_ms), sum(unallocated_ms), sum(unavailable_ms), sum(unmonitored_ms), sum(coarse_ms),"
       "  sum(input_stall_ms), sum(checkpoint_stall_ms), sum(held_idle_ms), count(*)"
       "  FROM rollup_hour GROUP BY 1, device_id, job_id;",
+      // 7: SqliteStore's version 12: each device-day's hour rows as one value
+      // (store/rollup_days.h), filled from the hour rows by FillDayHours and kept equal to
+      // them by WriteRollups. Not partitioned, as rollup_day.
+      "CREATE TABLE rollup_day_hours(day_ms BIGINT NOT NULL, device_id BIGINT NOT NULL, hours BYTEA NOT NULL,"
+      "  PRIMARY KEY(day_ms, device_id));",
   };
+}
+
+// The schema version whose migration also runs FillDayHours.
+constexpr size_t kDayHoursVersion = 7;
+
+// Replaces the rollup_day_hours rows of the device-days (devs[i], days[i]) with each
+// day's hour rows as they are now; a device-day with none has no row. REQUIRES: in a
+// transaction.
+Status RewriteDayHours(Conn& c, const std::vector<int64_t>& devs, const std::vector<int64_t>& days) {
+  if (devs.empty()) return Status::Ok();
+  Params keys;
+  keys.AddArray(devs).AddArray(days);
+  // The day's 24 hours by key (hour_ms, device_id), as a range over hour_ms would read
+  // every device's rows of the day.
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows q, c.Query("SELECT u.dev, u.day, h.hour_ms, h.job_id, h.active_ms, h.idle_ms, h.unallocated_ms,"
+                      " h.unavailable_ms, h.unmonitored_ms, h.coarse_ms, h.input_stall_ms, h.checkpoint_stall_ms,"
+                      " h.held_idle_ms FROM unnest($1::bigint[], $2::bigint[]) AS u(dev, day)"
+                      " CROSS JOIN generate_series(0, 23) AS k(hour)"
+                      " JOIN rollup_hour h ON h.hour_ms = u.day + k.hour * 3600000::bigint AND h.device_id = u.dev"
+                      " ORDER BY u.dev, u.day, h.hour_ms, h.job_id",
+                      keys, "reading the hour rollups of a day"));
+  GPULEDGER_RETURN_IF_ERROR(c.Query("DELETE FROM rollup_day_hours r USING unnest($1::bigint[], $2::bigint[]) AS u(dev, day)"
+                                    " WHERE r.device_id = u.dev AND r.day_ms = u.day",
+                                    keys, "replacing day hours")
+                                .status());
+  std::vector<int64_t> out_dev, out_day;
+  std::string blobs = "{";
+  std::vector<RollupRow> rows;
+  for (int i = 0; i < q.rows();) {
+    const int64_t dev = q.Int(i, 0), day = q.Int(i, 1);
+    rows.clear();
+    for (; i < q.rows() && q.Int(i, 0) == dev && q.Int(i, 1) == day; ++i) {
+      RollupRow& r = rows.emplace_back();
+      r.device_id = dev;
+      r.period_ms = q.Int(i, 2);
+      r.job_id = q.Int(i, 3);
+      pg::ReadRollupFigures(q, i, 4, r);
+    }
+    GPULEDGER_ASSIGN_OR_RETURN(std::string blob, EncodeDayHours(day, rows));
+    out_dev.push_back(dev);
+    out_day.push_back(day);
+    if (blobs.size() > 1) blobs += ',';
+    pg::AppendHex(blobs, blob);
+  }
+  blobs += '}';
+  if (out_dev.empty()) return Status::Ok();
+  return c.Query("INSERT INTO rollup_day_hours(day_ms, device_id, hours)"
+                 " SELECT d, dev, decode(x, 'hex') FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS u(d, dev, x)",
+                 Params().AddArray(out_day).AddArray(out_dev).Add(blobs), "writing day hours")
+      .status();
+}
+
+// Schema version 7: the rollup_day_hours row of every device-day that has hour rows,
+// some thousands of device-days per statement.
+Status FillDayHours(Conn& c) {
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows keys, c.Query("SELECT DISTINCT device_id, hour_ms - ((hour_ms % 86400000) + 86400000) % 86400000"
+                         " FROM rollup_hour ORDER BY 1, 2",
+                         "listing the device-days of hour rollups"));
+  constexpr int kPerStatement = 2000;
+  for (int from = 0; from < keys.rows(); from += kPerStatement) {
+    std::vector<int64_t> devs, days;
+    for (int i = from; i < std::min(keys.rows(), from + kPerStatement); ++i) {
+      devs.push_back(keys.Int(i, 0));
+      days.push_back(keys.Int(i, 1));
+    }
+    GPULEDGER_RETURN_IF_ERROR(RewriteDayHours(c, devs, days));
+  }
+  return Status::Ok();
 }
 
 std::string DigestText(uint64_t d) { return fmt::format("{:016x}", d); }
@@ -404,6 +479,9 @@ Status PgStore::Migrate() {
   for (size_t v = version; v < migrations.size(); ++v) {
     if (Status st = c.Exec(migrations[v], fmt::format("migrating to schema version {}", v + 1)); !st.ok()) {
       return fail(st);
+    }
+    if (v + 1 == kDayHoursVersion) {
+      if (Status st = FillDayHours(c); !st.ok()) return fail(st.WithContext("migrating to schema version 7"));
     }
   }
   if (version < migrations.size()) {
@@ -1181,6 +1259,7 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
                  " GROUP BY u.day, u.dev, h.job_id",
                  days, "writing day rollups")
             .status());
+    GPULEDGER_RETURN_IF_ERROR(RewriteDayHours(*c, day_dev, day_ms));
     GPULEDGER_RETURN_IF_ERROR(
         c->Query("DELETE FROM dirty_hours d USING unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(dev, hour, gen)"
                  " WHERE d.device_id = u.dev AND d.hour_ms = u.hour AND d.generation = u.gen",
@@ -1301,7 +1380,8 @@ Result<StoreCheck> PgStore::Check(bool full) {
   // The quick check (what `serve` runs at start-up): every table of the schema is there.
   // PostgreSQL keeps its own pages sound (WAL; data checksums where the cluster has them).
   for (const char* table : {"meta", "batches", "devices", "jobs", "allocations", "sample_chunks", "process_samples",
-                            "rollup_hour", "rollup_minute", "rollup_day", "dirty_hours", "prices", "progress", "serving"}) {
+                            "rollup_hour", "rollup_minute", "rollup_day", "rollup_day_hours", "dirty_hours", "prices", "progress",
+                            "serving"}) {
     GPULEDGER_ASSIGN_OR_RETURN(Rows there, c->Query("SELECT to_regclass($1) IS NOT NULL", Params().Add(table), "checking"));
     if (there.Bytes(0, 0) != std::string_view("\x01", 1)) {
       out.problems.push_back(fmt::format("table {} is missing", table));

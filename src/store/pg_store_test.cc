@@ -9,6 +9,7 @@
 #include <future>
 #include <map>
 #include <thread>
+#include <tuple>
 
 #include "core/testing/missing_component.h"
 #include "ledger/ingest_plan.h"
@@ -90,7 +91,7 @@ TEST_F(PgStoreTest, ASchemaFromANewerBuildIsRefusedNamingBothVersions) {
   auto s = OpenPgStore(server_->Url(db_));
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_THAT(s.status().message(), HasSubstr("has schema version 999, newer than this build (6); upgrade gpuledger"));
+  EXPECT_THAT(s.status().message(), HasSubstr("has schema version 999, newer than this build (7); upgrade gpuledger"));
 }
 
 // A store of schema version 5 had hour rollups and no day rollups: migrating fills them
@@ -106,7 +107,10 @@ TEST_F(PgStoreTest, MigratesHourRollupsIntoDayRollups) {
                   .ok());
   store_.reset();
   ASSERT_TRUE(
-      server_->Exec(db_, "DROP TABLE rollup_day; UPDATE meta SET value = '5' WHERE key = 'schema_version'").ok());
+      server_
+          ->Exec(db_, "DROP TABLE rollup_day; DROP TABLE rollup_day_hours;"
+                      " UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+          .ok());
   auto s = OpenPgStore(server_->Url(db_));
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   store_ = std::move(*s);
@@ -120,6 +124,17 @@ TEST_F(PgStoreTest, MigratesHourRollupsIntoDayRollups) {
   EXPECT_EQ(active(day0, day0 + kMsPerDay), (std::map<int64_t, int64_t>{{1, 300}, {2, 20}}));
   EXPECT_EQ(active(day0 - kMsPerDay, day0 + 3 * kMsPerDay), (std::map<int64_t, int64_t>{{1, 701}, {2, 20}}));
   EXPECT_EQ(active(day0 + kMsPerHour, day0 + 2 * kMsPerDay), (std::map<int64_t, int64_t>{{1, 600}}));
+  // The day hours too: the whole day scans as its hour rows.
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> scanned;  // hour, job, active
+  ASSERT_TRUE(store_
+                  ->ScanHourRollups({day0, day0 + kMsPerDay},
+                                    [&](const RollupRow& r) {
+                                      scanned.emplace_back(r.period_ms, r.job_id, r.ms[0]);
+                                      return Status::Ok();
+                                    })
+                  .ok());
+  EXPECT_EQ(scanned, (std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+                         {day0, 1, 100}, {day0, 2, 20}, {day0 + 23 * kMsPerHour, 1, 200}}));
 }
 
 // A role that may read but not write: the store opens (a report's role), a batch is

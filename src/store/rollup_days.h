@@ -4,9 +4,19 @@
 //   day row (day, device, job) = sum of the hour rows (h, device, job), h in the day
 // in the transaction that writes hour rows (WriteRollups), and answer SumHourRollups
 // from day rows for the whole days of a window and from hour rows for the rest.
+//
+// `rollup_day_hours` holds, per UTC day and device, that device-day's hour rows
+// themselves as one value (EncodeDayHours), kept equal to them in the same transaction:
+//   DecodeDayHours(day_hours (day, device)) = the hour rows (h, device, *), h in the day
+// so that ScanHourRollups reads one row per device and day for the whole days of a range
+// instead of one per device, job and hour.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -34,5 +44,42 @@ Status CheckRollupUpdates(const std::vector<RollupUpdate>& updates);
 
 // The distinct (device_id, day_ms) of the updates, sorted: the day rows to recompute.
 std::vector<std::pair<int64_t, int64_t>> TouchedDeviceDays(const std::vector<RollupUpdate>& updates);
+
+// The hour rows of one device-day as one value (rollup_day_hours.hours in both stores).
+// The format: a tag byte 0x01, then each row in (hour, job) order: the hour of the day
+// (a byte, 0 to 23), the job id (varint), a pattern byte and the figures it names as
+// varints. The pattern's low five bits say which buckets hold time, bit 5 that coarse_ms
+// is not 0, bit 6 that the three named idle causes follow (the fourth is the rest of
+// allocated_idle, as in rollup_hour), bit 7 that the buckets add up to the whole hour, and
+// then the last bucket that holds time is left out, being the rest of the hour. A row
+// busy (or idle) for one job the whole hour is 4 bytes while the job's id is below 16,384.
+// kInternal when a row lies outside the day, two rows share an (hour, job), or a figure
+// is negative.
+Result<std::string> EncodeDayHours(int64_t day_ms, std::vector<RollupRow> hour_rows);
+
+// Calls `fn` with each hour row of `blob` (of device `device_id`, day `day_ms`) in
+// (hour, job) order, idle_causes filled. False when the blob is corrupt (then `fn` may
+// have been called for the rows before the fault).
+bool DecodeDayHours(std::string_view blob, int64_t day_ms, int64_t device_id,
+                    const std::function<void(const RollupRow&)>& fn);
+
+// Takes the rollup_day_hours rows of whole days, read by day and then device, and hands
+// their hour rows to `fn` in (hour, device, job) order: ScanHourRollups' order. Holds
+// one day's rows at a time.
+class DayHoursScan {
+ public:
+  explicit DayHoursScan(const std::function<Status(const RollupRow&)>& fn) : fn_(fn) {}
+  // The row (day_ms, device_id, hours); kInternal naming them when `hours` is corrupt,
+  // kInvalidArgument when out of order, or the error of `fn`.
+  Status Add(int64_t day_ms, int64_t device_id, std::string_view hours);
+  // Hands on the last day's rows.
+  Status Finish();
+
+ private:
+  const std::function<Status(const RollupRow&)>& fn_;
+  int64_t day_ms_ = 0, device_id_ = 0;
+  bool any_ = false;
+  std::array<std::vector<RollupRow>, 24> by_hour_;
+};
 
 }  // namespace gpuledger::store

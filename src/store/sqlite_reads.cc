@@ -134,8 +134,11 @@ Status Reads::Prepare() {
        " WHERE d.last_sample_ms > 0"},
       {kCountJobs, kCountJobsSql},
       // In the primary key's order: one pass over the range, no sort.
-      {kScanHourRollups, std::string("SELECT hour_ms, ") + kRollupColumns +
+      {kScanHourRollups, std::string("SELECT ") + kHourRowColumns +
                              " FROM rollup_hour WHERE hour_ms >= ?1 AND hour_ms < ?2 ORDER BY hour_ms, device_id, job_id"},
+      {kScanDayHours,
+       "SELECT day_ms, device_id, hours FROM rollup_day_hours WHERE day_ms >= ?1 AND day_ms < ?2"
+       " ORDER BY day_ms, device_id"},
       {kDirtyHoursIn,
        "SELECT device_id, hour_ms, generation FROM dirty_hours WHERE hour_ms >= ?1 AND hour_ms < ?2"
        " ORDER BY device_id, hour_ms"},
@@ -516,23 +519,29 @@ Result<std::vector<RollupSum>> Reads::SumSettledHourRollups(const TimeRange& hou
 }
 
 Status Reads::ScanHourRollups(const TimeRange& hours, const std::function<Status(const RollupRow&)>& fn) {
-  Stmt& q = S(kScanHourRollups);
-  q.Bind(1, hours.begin_ms).Bind(2, hours.end_ms);
+  // The whole days from their day-hours rows, a row per device and day; the hours
+  // around them from the hour rows.
+  const DaySplit split = SplitIntoDays(hours);
   RollupRow r;
-  return ForEach(db_, q, "rollup_hour", [&]() -> Status {
-    r.period_ms = q.Int(0);
-    r.device_id = q.Int(1);
-    r.job_id = q.Int(2);
-    for (size_t b = 0; b < kBucketCount; ++b) r.ms[b] = q.Int(static_cast<int>(3 + b));
-    r.coarse_ms = q.Int(8);
-    int64_t named = 0;
-    for (size_t c = 0; c + 1 < kIdleCauseCount; ++c) {
-      r.idle_causes[c] = q.Int(static_cast<int>(9 + c));
-      named += r.idle_causes[c];
-    }
-    r.idle_causes[kIdleCauseCount - 1] = r.ms[static_cast<size_t>(Bucket::kAllocatedIdle)] - named;
-    return fn(r);
-  });
+  auto scan_hours = [&](const TimeRange& part) -> Status {
+    if (part.empty()) return Status::Ok();
+    Stmt& q = S(kScanHourRollups);
+    q.Bind(1, part.begin_ms).Bind(2, part.end_ms);
+    return ForEach(db_, q, "rollup_hour", [&]() -> Status {
+      HourRowAt(q, r);
+      return fn(r);
+    });
+  };
+  GPULEDGER_RETURN_IF_ERROR(scan_hours(split.head));
+  if (!split.days.empty()) {
+    DayHoursScan days(fn);
+    Stmt& q = S(kScanDayHours);
+    q.Bind(1, split.days.begin_ms).Bind(2, split.days.end_ms);
+    GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "rollup_day_hours",
+                                      [&]() -> Status { return days.Add(q.Int(0), q.Int(1), q.Blob(2)); }));
+    GPULEDGER_RETURN_IF_ERROR(days.Finish());
+  }
+  return scan_hours(split.tail);
 }
 
 Status Reads::ScanMinuteRollups(const TimeRange& range, const std::function<void(const RollupRow&)>& fn,

@@ -54,7 +54,7 @@ class Reads : public StoreSnapshot {
   enum Id {
     kListDevices, kListJobs, kAllocationsOfDevice, kAllocationsOverlapping, kSamplesOfDevice,
     kProcessesOfDevice, kDirtyHours, kDirtyHoursIn, kSumHourRollups, kSumSettledHourRollups,
-    kScanMinuteRollups, kScanSettledMinuteRollups, kLoadPrices, kProgressOf, kJobChangesOf, kClosedPeriods, kFrozenLines, kServingOf, kServingGaugesOf, kLatestSamples, kCountJobs, kScanHourRollups, kCount
+    kScanMinuteRollups, kScanSettledMinuteRollups, kLoadPrices, kProgressOf, kJobChangesOf, kClosedPeriods, kFrozenLines, kServingOf, kServingGaugesOf, kLatestSamples, kCountJobs, kScanHourRollups, kScanDayHours, kCount
   };
   Status Prepare();
   Stmt& S(Id id);

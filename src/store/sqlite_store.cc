@@ -153,8 +153,17 @@ std::vector<std::string> Migrations() {
       "  device_id, job_id, sum(active_ms), sum(idle_ms), sum(unallocated_ms), sum(unavailable_ms),"
       "  sum(unmonitored_ms), sum(coarse_ms), sum(input_stall_ms), sum(checkpoint_stall_ms),"
       "  sum(held_idle_ms), count(*) FROM rollup_hour GROUP BY day, device_id, job_id;",
+      // 12: each device-day's hour rows as one value (store/rollup_days.h,
+      // EncodeDayHours), so that a scan of whole days reads a row per device and day.
+      // Filled from the hour rows by FillDayHours; kept equal to them by WriteRollups.
+      "CREATE TABLE rollup_day_hours(day_ms INTEGER NOT NULL, device_id INTEGER NOT NULL,"
+      "  hours BLOB NOT NULL, PRIMARY KEY(day_ms, device_id))" + wr + ";",
   };
 }
+
+// The schema version whose migration also runs FillDayHours.
+constexpr size_t kDayHoursVersion = 12;
+constexpr const char* kInsertDayHoursSql = "INSERT INTO rollup_day_hours(day_ms, device_id, hours) VALUES(?1,?2,?3)";
 
 // The schema version whose migration also runs ConvertSamplesToChunks.
 constexpr size_t kChunkedSamplesVersion = 5;
@@ -364,15 +373,38 @@ class SqliteStore final : public Store, public ActionLog {
     for (const RollupUpdate& u : updates) {
       GPULEDGER_RETURN_IF_ERROR(WriteOneRollup(u.dirty, u.hour_rows, u.minute_rows));
     }
-    // The day rows of each device-day touched, once, from its hour rows as they are now.
-    for (const auto& dd : TouchedDeviceDays(updates)) {
-      GPULEDGER_RETURN_IF_ERROR(Done(S(kDeleteDayRollup).Reset().Bind(1, dd.second).Bind(2, dd.first)));
-      GPULEDGER_RETURN_IF_ERROR(Done(S(kInsertDayRollup).Reset().Bind(1, dd.second).Bind(2, dd.first)));
+    // The day rows and the day's hours of each device-day touched, once, from its hour
+    // rows as they are now.
+    std::vector<RollupRow> rows;
+    for (const auto& [device, day] : TouchedDeviceDays(updates)) {
+      GPULEDGER_RETURN_IF_ERROR(Done(S(kDeleteDayRollup).Reset().Bind(1, day).Bind(2, device)));
+      GPULEDGER_RETURN_IF_ERROR(Done(S(kInsertDayRollup).Reset().Bind(1, day).Bind(2, device)));
+      rows.clear();
+      Stmt& q = S(kDayHourRows).Reset().Bind(1, day).Bind(2, device);
+      GPULEDGER_RETURN_IF_ERROR(sqlite::ForEach(db_, q, "rollup_hour", [&]() -> Status {
+        sqlite::HourRowAt(q, rows.emplace_back());
+        return Status::Ok();
+      }));
+      GPULEDGER_RETURN_IF_ERROR(PutDayHours(device, day, rows));
     }
     return txn.Commit();
   }
 
  private:
+  // Replaces the rollup_day_hours row of (device, day) with `rows` (none: no row).
+  Status PutDayHours(int64_t device, int64_t day, const std::vector<RollupRow>& rows) {
+    GPULEDGER_RETURN_IF_ERROR(Done(S(kDeleteDayHours).Reset().Bind(1, day).Bind(2, device)));
+    if (rows.empty()) return Status::Ok();
+    return InsertDayHours(S(kInsertDayHours), device, day, rows);
+  }
+  // Runs `ins` (kInsertDayHours' statement) for the day's hours of `rows`.
+  Status InsertDayHours(Stmt& ins, int64_t device, int64_t day, const std::vector<RollupRow>& rows) {
+    GPULEDGER_ASSIGN_OR_RETURN(std::string blob, EncodeDayHours(day, rows));
+    ins.Reset().Bind(1, day).Bind(2, device);
+    sqlite3_bind_blob(ins.get(), 3, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+    return Done(ins);
+  }
+
   Status WriteOneRollup(const DirtyHour& d, const std::vector<RollupRow>& hour_rows,
                         const std::vector<RollupRow>& minute_rows) {
     {
@@ -676,7 +708,7 @@ class SqliteStore final : public Store, public ActionLog {
     kInsertClosedPeriod, kInsertFrozenLine, kFindBatch, kInsertBatch, kInsertDevice, kUpdateDevice, kUpdateDeviceTimes, kFindJob, kInsertJobChange, kUpsertJob,
     kFindAllocation, kInsertAllocation, kCloseAllocation, kInsertChunk, kChunksOverlapping, kInsertProcess,
     kMarkDirty, kDeleteHourRollup, kDeleteMinuteRollup, kInsertHourRollup, kInsertMinuteRollup,
-    kDeleteDayRollup, kInsertDayRollup,
+    kDeleteDayRollup, kInsertDayRollup, kDayHourRows, kDeleteDayHours, kInsertDayHours,
     kClearDirty, kInsertPrice, kPruneSamples, kPruneProcesses, kInsertProgress, kInsertServing,
     kNextGeneration, kFirstGeneration, kStmtCount
   };
@@ -779,6 +811,10 @@ class SqliteStore final : public Store, public ActionLog {
          " sum(unavailable_ms), sum(unmonitored_ms), sum(coarse_ms), sum(input_stall_ms),"
          " sum(checkpoint_stall_ms), sum(held_idle_ms), count(*) FROM rollup_hour"
          " WHERE device_id=?2 AND hour_ms IN (" + DayHoursList("?1") + ") GROUP BY job_id"},
+        {kDayHourRows, std::string("SELECT ") + sqlite::kHourRowColumns +
+                           " FROM rollup_hour WHERE device_id=?2 AND hour_ms IN (" + DayHoursList("?1") + ")"},
+        {kDeleteDayHours, "DELETE FROM rollup_day_hours WHERE day_ms=?1 AND device_id=?2"},
+        {kInsertDayHours, kInsertDayHoursSql},
         {kInsertMinuteRollup,
          "INSERT INTO rollup_minute(hour_ms, device_id, buckets) VALUES(?1,?2,?3)"},
         {kClearDirty, "DELETE FROM dirty_hours WHERE device_id=?1 AND hour_ms=?2 AND generation=?3"},
@@ -840,6 +876,7 @@ class SqliteStore final : public Store, public ActionLog {
       GPULEDGER_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
       Status st = Exec(migrations[v]);
       if (st.ok() && v + 1 == kChunkedSamplesVersion) st = ConvertSamplesToChunks();
+      if (st.ok() && v + 1 == kDayHoursVersion) st = FillDayHours();
       if (st.ok()) {
         st = Exec(fmt::format(
             "INSERT INTO meta(key, value) VALUES('schema_version', '{}')"
@@ -853,6 +890,35 @@ class SqliteStore final : public Store, public ActionLog {
       GPULEDGER_RETURN_IF_ERROR(Exec("COMMIT"));
     }
     return Status::Ok();
+  }
+
+  // Schema version 12: the rollup_day_hours row of every device-day that has hour rows.
+  Status FillDayHours() {
+    Stmt q;
+    GPULEDGER_RETURN_IF_ERROR(q.Prepare(db_, std::string("SELECT ") + sqlite::kHourRowColumns +
+                                                 " FROM rollup_hour ORDER BY device_id, hour_ms, job_id"));
+    Stmt ins;
+    GPULEDGER_RETURN_IF_ERROR(ins.Prepare(db_, kInsertDayHoursSql));
+    std::vector<RollupRow> rows;
+    int64_t device = 0, day = 0;
+    auto flush = [&]() -> Status {
+      if (rows.empty()) return Status::Ok();
+      GPULEDGER_RETURN_IF_ERROR(InsertDayHours(ins, device, day, rows));
+      rows.clear();
+      return Status::Ok();
+    };
+    RollupRow r;
+    GPULEDGER_RETURN_IF_ERROR(sqlite::ForEach(db_, q, "rollup_hour", [&]() -> Status {
+      sqlite::HourRowAt(q, r);
+      if (r.device_id != device || FloorTo(r.period_ms, kMsPerDay) != day) {
+        GPULEDGER_RETURN_IF_ERROR(flush());
+        device = r.device_id;
+        day = FloorTo(r.period_ms, kMsPerDay);
+      }
+      rows.push_back(r);
+      return Status::Ok();
+    }));
+    return flush();
   }
 
   // Schema version 5: moves the rows of the old `samples` table (one per sample) into

@@ -758,7 +758,7 @@ TEST_F(SqliteStoreTest, MigratesOneRowPerSampleIntoChunks) {
   // And without what the versions after 5 add, which migrating again creates.
   sql += "DROP TABLE sample_chunks; DROP TABLE job_changes; DROP TABLE closed_periods; DROP TABLE frozen_lines;"
          " DROP TABLE actions; ALTER TABLE jobs DROP COLUMN labels; ALTER TABLE jobs DROP COLUMN annotations;"
-         " DROP TABLE leases; DROP TABLE rollup_day;"
+         " DROP TABLE leases; DROP TABLE rollup_day; DROP TABLE rollup_day_hours;"
          " UPDATE meta SET value='4' WHERE key='schema_version';";
   std::string cmd = "sqlite3 " + (dir_ / "ledger.db").string() + " \"" + sql + "\" 2>&1";
   if (std::system(cmd.c_str()) != 0) {
@@ -781,7 +781,7 @@ TEST_F(SqliteStoreTest, MigratesAStoreWithoutLabels) {
   ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
   ExecBehindTheStore(
       "ALTER TABLE jobs DROP COLUMN labels; ALTER TABLE jobs DROP COLUMN annotations; DROP TABLE leases;"
-      " DROP TABLE rollup_day; UPDATE meta SET value='8' WHERE key='schema_version';");
+      " DROP TABLE rollup_day; DROP TABLE rollup_day_hours; UPDATE meta SET value='8' WHERE key='schema_version';");
   auto jobs = store_->ListJobs();
   ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
   ASSERT_EQ(jobs->size(), 1u);
@@ -1166,10 +1166,20 @@ TEST_P(StoreContractTest, AnHourRollupScanStopsAtItsReadersError) {
   EXPECT_EQ(st.code(), StatusCode::kInternal);
   EXPECT_THAT(st.message(), HasSubstr("stop at"));
   EXPECT_EQ(seen, 20);
+  // And within a whole day, read from its day hours.
+  const int64_t day = FloorTo(kT0, kMsPerDay) + kMsPerDay;
+  seen = 0;
+  st = store_->ScanHourRollups({day, day + kMsPerDay}, [&](const RollupRow& r) -> Status {
+    if (++seen == 3) return Internal(fmt::format("stop at {}", FormatTime(r.period_ms)));
+    return Status::Ok();
+  });
+  EXPECT_THAT(st.message(), HasSubstr("stop at " + FormatTime(day + 2 * kMsPerHour)));
+  EXPECT_EQ(seen, 3);
 }
 
 // A store of schema version 10 had hour rollups and no day rollups: migrating fills them
-// from the hour rows, and every window sums as before (a whole day reads day rows only).
+// (and the day hours of version 12) from the hour rows, and every window sums and scans
+// as before (a whole day reads day rows only).
 TEST_F(SqliteStoreTest, MigratesHourRollupsIntoDayRollups) {
   const int64_t day0 = FloorTo(kT0, kMsPerDay);
   std::map<std::pair<int64_t, int64_t>, std::vector<RollupRow>> written;
@@ -1184,7 +1194,8 @@ TEST_F(SqliteStoreTest, MigratesHourRollupsIntoDayRollups) {
     }
   }
   ASSERT_TRUE(store_->WriteRollups(updates).ok());
-  ExecBehindTheStore("DROP TABLE rollup_day; UPDATE meta SET value='10' WHERE key='schema_version';");
+  ExecBehindTheStore(
+      "DROP TABLE rollup_day; DROP TABLE rollup_day_hours; UPDATE meta SET value='10' WHERE key='schema_version';");
   for (const TimeRange& w : {TimeRange{day0, day0 + kMsPerDay}, TimeRange{day0, day0 + 2 * kMsPerDay},
                              TimeRange{day0 - 5 * kMsPerHour, day0 + 2 * kMsPerDay + 5 * kMsPerHour},
                              TimeRange{day0 + 3 * kMsPerHour, day0 + 30 * kMsPerHour}}) {
@@ -1192,6 +1203,21 @@ TEST_F(SqliteStoreTest, MigratesHourRollupsIntoDayRollups) {
     Sums have = ByPair(*store_->SumHourRollups(w));
     EXPECT_TRUE(SameSums(have, want)) << "over [" << FormatTime(w.begin_ms) << ", " << FormatTime(w.end_ms)
                                       << ")\nstore:\n" << Describe(have) << "written rows:\n" << Describe(want);
+    // The scan: each written row once, in (hour, device, job) order.
+    std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>> want_rows, scanned;  // hour, device, job, active
+    for (const auto& [key, rows] : written) {
+      if (!w.Contains(key.second)) continue;
+      for (const RollupRow& r : rows) want_rows.emplace_back(r.period_ms, r.device_id, r.job_id, r.ms[0]);
+    }
+    std::sort(want_rows.begin(), want_rows.end());
+    ASSERT_TRUE(store_
+                    ->ScanHourRollups(w,
+                                      [&](const RollupRow& r) {
+                                        scanned.emplace_back(r.period_ms, r.device_id, r.job_id, r.ms[0]);
+                                        return Status::Ok();
+                                      })
+                    .ok());
+    EXPECT_EQ(scanned, want_rows) << "scanned over [" << FormatTime(w.begin_ms) << ", " << FormatTime(w.end_ms) << ")";
   }
 }
 

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "core/status.h"
+#include "store/store.h"
 
 namespace gpuledger::store::sqlite {
 
@@ -143,6 +144,26 @@ Status ForEach(sqlite3* db, Stmt& q, std::string_view what, RowFn&& row) {
     if (rc != SQLITE_ROW) return Error(db, rc, fmt::format("reading {}", what));
     GPULEDGER_RETURN_IF_ERROR(row());
   }
+}
+
+// An hour rollup row as SELECTed: HourRowAt reads these columns from column 0 on.
+inline constexpr const char* kHourRowColumns =
+    "hour_ms, device_id, job_id, active_ms, idle_ms, unallocated_ms, unavailable_ms, unmonitored_ms,"
+    " coarse_ms, input_stall_ms, checkpoint_stall_ms, held_idle_ms";
+// The row of kHourRowColumns at `q`'s current step; the last idle cause is the rest of
+// allocated_idle.
+inline void HourRowAt(Stmt& q, RollupRow& r) {
+  r.period_ms = q.Int(0);
+  r.device_id = q.Int(1);
+  r.job_id = q.Int(2);
+  for (size_t b = 0; b < kBucketCount; ++b) r.ms[b] = q.Int(static_cast<int>(3 + b));
+  r.coarse_ms = q.Int(8);
+  int64_t named = 0;
+  for (size_t c = 0; c + 1 < kIdleCauseCount; ++c) {
+    r.idle_causes[c] = q.Int(static_cast<int>(9 + c));
+    named += r.idle_causes[c];
+  }
+  r.idle_causes[kIdleCauseCount - 1] = r.ms[static_cast<size_t>(Bucket::kAllocatedIdle)] - named;
 }
 
 // Runs `sql` (no rows expected).
