@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <tuple>
 
 #include "store/varint.h"
@@ -109,83 +110,127 @@ Result<std::string> EncodeDayHours(int64_t day_ms, std::vector<RollupRow> hour_r
   return out;
 }
 
+namespace {
+
+// Reads the next row of a day's hours off `in` into `r` (its device_id left as it is),
+// checking that it comes after (last_hour, last_job). False when corrupt.
+bool ReadRow(VarintReader& in, int64_t day_ms, RollupRow& r, int64_t& last_hour, int64_t& last_job) {
+  // Figures are bounded so that no sum of a window's rows can overflow.
+  constexpr uint64_t kMaxFigure = uint64_t{1} << 40;
+  uint8_t hour, pattern;
+  uint64_t job;
+  if (!in.Byte(hour) || hour >= 24 || !in.Varint(job) || job >= kMaxFigure || !in.Byte(pattern)) return false;
+  const bool whole = (pattern & kWholeHourBit) != 0;
+  size_t last = kBucketCount;
+  for (size_t b = 0; b < kBucketCount; ++b) {
+    if ((pattern & (1u << b)) != 0) last = b;
+  }
+  if (whole && last == kBucketCount) return false;
+  auto j = static_cast<int64_t>(job);
+  if (hour < last_hour || (hour == last_hour && j <= last_job)) return false;
+  last_hour = hour;
+  last_job = j;
+  r.period_ms = day_ms + hour * kMsPerHour;
+  r.job_id = j;
+  auto figure = [&](bool present, int64_t& v) {
+    v = 0;
+    if (!present) return true;
+    uint64_t u;
+    if (!in.Varint(u) || u >= kMaxFigure) return false;
+    v = static_cast<int64_t>(u);
+    return true;
+  };
+  int64_t sum = 0;
+  for (size_t b = 0; b < kBucketCount; ++b) {
+    if (!figure((pattern & (1u << b)) != 0 && !(whole && b == last), r.ms[b])) return false;
+    sum += r.ms[b];
+  }
+  if (whole) {
+    if (sum >= kMsPerHour) return false;
+    r.ms[last] = kMsPerHour - sum;
+  }
+  if (!figure((pattern & kCoarseBit) != 0, r.coarse_ms)) return false;
+  int64_t named = 0;
+  for (size_t c = 0; c < kNamedCauses; ++c) {
+    if (!figure((pattern & kCausesBit) != 0, r.idle_causes[c])) return false;
+    named += r.idle_causes[c];
+  }
+  r.idle_causes[kNamedCauses] = r.ms[static_cast<size_t>(Bucket::kAllocatedIdle)] - named;
+  return true;
+}
+
+// The rows of `blob` after its tag, or nullopt when it has none.
+std::optional<VarintReader> RowsOf(std::string_view blob) {
+  if (blob.empty() || static_cast<uint8_t>(blob[0]) != kDayHoursTag) return std::nullopt;
+  return VarintReader(blob.substr(1));
+}
+
+}  // namespace
+
 bool DecodeDayHours(std::string_view blob, int64_t day_ms, int64_t device_id,
                     const std::function<void(const RollupRow&)>& fn) {
-  if (blob.empty() || static_cast<uint8_t>(blob[0]) != kDayHoursTag) return false;
-  VarintReader in(blob.substr(1));
+  std::optional<VarintReader> in = RowsOf(blob);
+  if (!in) return false;
   RollupRow r;
   r.device_id = device_id;
   int64_t last_hour = -1, last_job = -1;
-  // Figures are bounded so that no sum of a window's rows can overflow.
-  constexpr uint64_t kMaxFigure = uint64_t{1} << 40;
-  while (!in.done()) {
-    uint8_t hour, pattern;
-    uint64_t job;
-    if (!in.Byte(hour) || hour >= 24 || !in.Varint(job) || job >= kMaxFigure || !in.Byte(pattern)) return false;
-    const bool whole = (pattern & kWholeHourBit) != 0;
-    size_t last = kBucketCount;
-    for (size_t b = 0; b < kBucketCount; ++b) {
-      if ((pattern & (1u << b)) != 0) last = b;
-    }
-    if (whole && last == kBucketCount) return false;
-    auto j = static_cast<int64_t>(job);
-    if (hour < last_hour || (hour == last_hour && j <= last_job)) return false;
-    last_hour = hour;
-    last_job = j;
-    r.period_ms = day_ms + hour * kMsPerHour;
-    r.job_id = j;
-    auto figure = [&](bool present, int64_t& v) {
-      v = 0;
-      if (!present) return true;
-      uint64_t u;
-      if (!in.Varint(u) || u >= kMaxFigure) return false;
-      v = static_cast<int64_t>(u);
-      return true;
-    };
-    int64_t sum = 0;
-    for (size_t b = 0; b < kBucketCount; ++b) {
-      if (!figure((pattern & (1u << b)) != 0 && !(whole && b == last), r.ms[b])) return false;
-      sum += r.ms[b];
-    }
-    if (whole) {
-      if (sum >= kMsPerHour) return false;
-      r.ms[last] = kMsPerHour - sum;
-    }
-    if (!figure((pattern & kCoarseBit) != 0, r.coarse_ms)) return false;
-    int64_t named = 0;
-    for (size_t c = 0; c < kNamedCauses; ++c) {
-      if (!figure((pattern & kCausesBit) != 0, r.idle_causes[c])) return false;
-      named += r.idle_causes[c];
-    }
-    r.idle_causes[kNamedCauses] = r.ms[static_cast<size_t>(Bucket::kAllocatedIdle)] - named;
+  while (!in->done()) {
+    if (!ReadRow(*in, day_ms, r, last_hour, last_job)) return false;
     fn(r);
   }
   return true;
 }
 
 Status DayHoursScan::Add(int64_t day_ms, int64_t device_id, std::string_view hours) {
-  if (any_ && (day_ms < day_ms_ || (day_ms == day_ms_ && device_id <= device_id_))) {
+  if (any_ && (day_ms < day_ms_ || (day_ms == day_ms_ && device_id <= last_device_))) {
     return InvalidArgument(fmt::format("day hours of device {} on {} read out of order", device_id,
                                        FormatTime(day_ms)));
   }
-  if (any_ && day_ms != day_ms_) GPULEDGER_RETURN_IF_ERROR(Finish());
-  any_ = true;
+  if (!devices_.empty() && day_ms != day_ms_) GPULEDGER_RETURN_IF_ERROR(Finish());
   day_ms_ = day_ms;
-  device_id_ = device_id;
-  if (!DecodeDayHours(hours, day_ms, device_id, [&](const RollupRow& r) {
-        by_hour_[static_cast<size_t>((r.period_ms - day_ms) / kMsPerHour)].push_back(r);
-      })) {
+  // Checked whole now, so that a corrupt row stops the scan before any row of its day.
+  std::optional<VarintReader> in = RowsOf(hours);
+  bool good = in.has_value();
+  RollupRow r;
+  int64_t last_hour = -1, last_job = -1;
+  while (good && !in->done()) good = ReadRow(*in, day_ms, r, last_hour, last_job);
+  if (!good) {
     return Internal(fmt::format("store: rollup_day_hours row of device {} on {} is corrupt", device_id,
                                 FormatTime(day_ms)));
   }
+  any_ = true;
+  last_device_ = device_id;
+  devices_.push_back({device_id, bytes_.size(), hours.size()});
+  bytes_.append(hours);
   return Status::Ok();
 }
 
 Status DayHoursScan::Finish() {
-  for (std::vector<RollupRow>& rows : by_hour_) {
-    for (const RollupRow& r : rows) GPULEDGER_RETURN_IF_ERROR(fn_(r));
-    rows.clear();
+  // Each device's rows are in hour order: one cursor per device, all advanced an hour at
+  // a time, hand the day on by hour, then device, then job, holding only its bytes.
+  struct Cursor {
+    VarintReader in;
+    int64_t last_hour = -1, last_job = -1;
+  };
+  std::vector<Cursor> cursors;
+  cursors.reserve(devices_.size());
+  for (const Entry& e : devices_) {
+    cursors.push_back({*RowsOf(std::string_view(bytes_).substr(e.offset, e.size))});
   }
+  RollupRow r;
+  for (uint8_t hour = 0; hour < 24; ++hour) {
+    for (size_t k = 0; k < cursors.size(); ++k) {
+      Cursor& c = cursors[k];
+      r.device_id = devices_[k].device_id;
+      uint8_t next;
+      while (c.in.Peek(next) && next == hour) {
+        if (!ReadRow(c.in, day_ms_, r, c.last_hour, c.last_job)) return Internal("store: rollup_day_hours changed while read");
+        GPULEDGER_RETURN_IF_ERROR(fn_(r));
+      }
+    }
+  }
+  devices_.clear();
+  bytes_.clear();
   return Status::Ok();
 }
 

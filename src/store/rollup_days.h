@@ -12,7 +12,6 @@
 // instead of one per device, job and hour.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -65,7 +64,7 @@ bool DecodeDayHours(std::string_view blob, int64_t day_ms, int64_t device_id,
 
 // Takes the rollup_day_hours rows of whole days, read by day and then device, and hands
 // their hour rows to `fn` in (hour, device, job) order: ScanHourRollups' order. Holds
-// one day's rows at a time.
+// one day's encoded rows at a time.
 class DayHoursScan {
  public:
   explicit DayHoursScan(const std::function<Status(const RollupRow&)>& fn) : fn_(fn) {}
@@ -76,10 +75,15 @@ class DayHoursScan {
   Status Finish();
 
  private:
+  struct Entry {
+    int64_t device_id = 0;
+    size_t offset = 0, size = 0;  // in bytes_
+  };
   const std::function<Status(const RollupRow&)>& fn_;
-  int64_t day_ms_ = 0, device_id_ = 0;
+  int64_t day_ms_ = 0, last_device_ = 0;  // of the last row added, when any_
   bool any_ = false;
-  std::array<std::vector<RollupRow>, 24> by_hour_;
+  std::vector<Entry> devices_;  // of the day, in order
+  std::string bytes_;           // their blobs, one after another
 };
 
 }  // namespace gpuledger::store

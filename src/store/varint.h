@@ -24,6 +24,12 @@ class VarintReader {
       : p_(reinterpret_cast<const uint8_t*>(data.data())), end_(p_ + data.size()) {}
   bool done() const { return p_ == end_; }
   size_t remaining() const { return static_cast<size_t>(end_ - p_); }
+  // The next byte, left to be read.
+  bool Peek(uint8_t& v) const {
+    if (p_ == end_) return false;
+    v = *p_;
+    return true;
+  }
   bool Byte(uint8_t& v) {
     if (p_ == end_) return false;
     v = *p_++;
