@@ -147,9 +147,20 @@ std::vector<Money> SplitMoney(Money total, const std::vector<CostNumerator>& wei
 void SplitMoneyInto(Money total, std::span<const CostNumerator> weights, std::span<CostNumerator> rem,
                     std::span<Money> out) {
   CostNumerator wsum = 0;
-  for (CostNumerator w : weights) wsum += w;
+  size_t nonzero = 0, only = 0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    wsum += weights[i];
+    if (weights[i] != 0) {
+      ++nonzero;
+      only = i;
+    }
+  }
   for (Money& m : out) m = Money();
   if (wsum == 0) return;
+  if (nonzero == 1 && weights[only] > 0) {  // all of it: what the division below would give
+    out[only] = total;
+    return;
+  }
   int64_t assigned = 0;
   for (size_t i = 0; i < weights.size(); ++i) {
     CostNumerator num = static_cast<CostNumerator>(total.micros()) * weights[i];

@@ -90,6 +90,9 @@ TEST(MoneyTest, SplitMoneyIsExactAndProportional) {
   EXPECT_EQ(uneven[1], Money::FromMicros(2'500'000));
   auto none = SplitMoney(Money::FromUnits(10), {Money(), Money()});
   EXPECT_EQ(none[0], Money());
+  // One weight that holds anything takes it all, wherever it stands.
+  auto one = SplitMoney(Money::FromMicros(1'234'567), {Money(), Money(), Money::FromMicros(5), Money()});
+  EXPECT_EQ(one, (std::vector<Money>{Money(), Money(), Money::FromMicros(1'234'567), Money()}));
 }
 
 }  // namespace

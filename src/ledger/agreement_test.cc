@@ -227,6 +227,38 @@ TEST_P(AgreementPropertyTest, EveryGroupingOfAWindowSumsTheSameMoney) {
   }
 }
 
+// Prices of millions an hour: an atom's exact cost no longer fits 64 bits (an hour of a
+// whole GPU is 3.0e9 ticks x 4.3e12 micros), and is floored and rounded in 128 bits,
+// while the few ms at a window's edges still fit. The total is the report's own GPU
+// time at its models' prices, rounded once; every grouping adds up to it.
+TEST_P(AgreementPropertyTest, CostsTooLargeForSixtyFourBitsAreExactToo) {
+  testing::TempLedger t;
+  RandomFleet(t.ledger(), GetParam());
+  const Money expensive = Money::Parse("4333333.333333").value(), cheap = Money::Parse("777777.777777").value();
+  ASSERT_TRUE(t.ledger().SetPrices(*PriceBook::Create(
+      {PriceEntry{"EXPENSIVE", "*", CapacityType::kOnDemand, expensive, {0, kForever}},
+       PriceEntry{"CHEAP", "*", CapacityType::kOnDemand, cheap, {0, kForever}}})).ok());
+  ASSERT_TRUE(t.ledger().RefreshRollups().ok());
+  const TimeRange window{kBaseMs + 17 * kMinute, kBaseMs + 5 * kMsPerHour + 41 * kMinute};
+  for (const std::vector<Dimension>& by : {std::vector<Dimension>{Dimension::kModel},
+                                           std::vector<Dimension>{Dimension::kModel, Dimension::kHour}}) {
+    auto usage = t.ledger().Usage(window, by);
+    ASSERT_TRUE(usage.ok()) << usage.status().ToString();
+    CostNumerator exact = 0;
+    Money rows;
+    for (const UsageRow& row : usage->rows) {
+      const Money price = row.key[0] == "EXPENSIVE" ? expensive : cheap;
+      for (int64_t ticks : row.gpu_ticks_ms) exact += static_cast<CostNumerator>(ticks) * price.micros();
+      rows += row.total_cost();
+    }
+    EXPECT_EQ(usage->total.total_cost(), RoundCost(exact)) << "by " << by.size() << " dimensions";
+    EXPECT_EQ(rows, usage->total.total_cost());
+    auto chargeback = t.ledger().Chargeback(window, false);
+    ASSERT_TRUE(chargeback.ok());
+    EXPECT_EQ(chargeback->total, RoundCost(exact));
+  }
+}
+
 // A query reads a snapshot: the hours not yet rolled up are attributed from their samples
 // exactly as the refresh would roll them up.
 TEST_P(AgreementPropertyTest, DirtyHoursAnswerAsTheirRollupsWill) {

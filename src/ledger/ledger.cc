@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -334,10 +335,21 @@ class Accumulator {
       for (size_t b = 0; b < kBucketCount; ++b) {
         CostNumerator exact = static_cast<CostNumerator>(a.ticks_ms[b]) * a.price_micros;
         sum += exact;
-        auto f = static_cast<int64_t>(exact / kCostDenominator);
+        // An hour's atom fits 64 bits, whose division by the constant is a multiplication;
+        // a long window's may not (ticks and prices are never negative).
+        int64_t f;
+        uint32_t r;
+        if (exact <= std::numeric_limits<int64_t>::max()) {
+          auto e = static_cast<int64_t>(exact);
+          f = e / kCostDenominator;
+          r = static_cast<uint32_t>(e % kCostDenominator);
+        } else {
+          f = static_cast<int64_t>(exact / kCostDenominator);
+          r = static_cast<uint32_t>(exact % kCostDenominator);
+        }
         cost[i][b] = Money::FromMicros(f);
         floor_sum += f;
-        if (auto r = static_cast<uint32_t>(exact % kCostDenominator); r != 0) {
+        if (r != 0) {
           rems.push_back({r, static_cast<uint32_t>(i), static_cast<uint8_t>(b)});
         }
       }
