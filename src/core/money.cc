@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace gpuledger {
@@ -162,10 +163,21 @@ void SplitMoneyInto(Money total, std::span<const CostNumerator> weights, std::sp
     return;
   }
   int64_t assigned = 0;
+  // The products fit 64 bits when the weights are below 2^63 / total (an hour's idle
+  // cost over its causes always is): 64-bit division, the same quotients.
+  bool narrow = total.micros() >= 0 && wsum > 0 && wsum <= std::numeric_limits<int64_t>::max();
+  const int64_t limit = std::numeric_limits<int64_t>::max() / std::max<int64_t>(total.micros(), 1);
+  for (size_t i = 0; narrow && i < weights.size(); ++i) narrow = weights[i] >= 0 && weights[i] <= limit;
   for (size_t i = 0; i < weights.size(); ++i) {
-    CostNumerator num = static_cast<CostNumerator>(total.micros()) * weights[i];
-    out[i] = Money::FromMicros(static_cast<int64_t>(num / wsum));
-    rem[i] = num % wsum;
+    if (narrow) {
+      const int64_t num = total.micros() * static_cast<int64_t>(weights[i]), den = static_cast<int64_t>(wsum);
+      out[i] = Money::FromMicros(num / den);
+      rem[i] = num % den;
+    } else {
+      CostNumerator num = static_cast<CostNumerator>(total.micros()) * weights[i];
+      out[i] = Money::FromMicros(static_cast<int64_t>(num / wsum));
+      rem[i] = num % wsum;
+    }
     assigned += out[i].micros();
   }
   // Fewer than weights.size() micro-units are left: one each to the largest remainders,

@@ -93,6 +93,10 @@ TEST(MoneyTest, SplitMoneyIsExactAndProportional) {
   // One weight that holds anything takes it all, wherever it stands.
   auto one = SplitMoney(Money::FromMicros(1'234'567), {Money(), Money(), Money::FromMicros(5), Money()});
   EXPECT_EQ(one, (std::vector<Money>{Money(), Money(), Money::FromMicros(1'234'567), Money()}));
+  // Weights whose products with the total pass 64 bits.
+  const CostNumerator big = CostNumerator{1} << 62;
+  auto wide = SplitMoney(Money::FromUnits(1'000'000), std::vector<CostNumerator>{big, big, 1});
+  EXPECT_EQ(wide, (std::vector<Money>{Money::FromUnits(500'000), Money::FromUnits(500'000), Money()}));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <tuple>
 #include <unordered_map>
@@ -261,6 +262,28 @@ void SortRows(std::vector<UsageRow>& rows) {
 // met while that hour is read (the rollups of settled device-hours, then the samples of
 // the dirty ones and of the window's edges, which no rollup covers), so the lookup of an
 // atom is kept for the current hour only: memory is the atoms themselves.
+// A growing array in blocks of 2^14 elements: an append never moves what is stored. A
+// month's hourly atoms are 100+ MB, which a vector copies, and faults in afresh, at every
+// doubling.
+template <class T>
+class BlockArray {
+ public:
+  size_t size() const { return size_; }
+  T& operator[](size_t i) { return blocks_[i >> kShift][i & kMask]; }
+  const T& operator[](size_t i) const { return blocks_[i >> kShift][i & kMask]; }
+  T& emplace_back() {
+    if ((size_ & kMask) == 0 && (size_ >> kShift) == blocks_.size()) blocks_.push_back(std::make_unique<T[]>(kMask + 1));
+    T& t = (*this)[size_++];
+    t = T{};
+    return t;
+  }
+
+ private:
+  static constexpr size_t kShift = 14, kMask = (size_t{1} << kShift) - 1;
+  std::vector<std::unique_ptr<T[]>> blocks_;
+  size_t size_ = 0;
+};
+
 class Accumulator {
  public:
   Accumulator(const FleetIndex& fleet, const std::vector<Dimension>& by)
@@ -303,15 +326,6 @@ class Accumulator {
 
   int64_t device_ms(const store::DeviceRecord& dev) const { return device_ms_[fleet_.IndexOf(dev)]; }
 
-  // Room for `more` atoms beyond those made: a month's 400k atoms made in a growing
-  // array copy it and fault its pages in again at every doubling. Grows at least
-  // twofold, as the array would, since a report of many epochs reserves often.
-  void Reserve(size_t more) {
-    if (atoms_.capacity() < atoms_.size() + more) {
-      atoms_.reserve(std::max(atoms_.size() + more, 2 * atoms_.capacity()));
-    }
-  }
-
   UsageReport Finish(const TimeRange& window, bool sorted = true) {
     UsageReport report;
     report.window = window;
@@ -327,6 +341,7 @@ class Accumulator {
     static_assert(kCostDenominator < (int64_t{1} << 32));
     std::vector<std::array<Money, kBucketCount>> cost(atoms_.size());
     std::vector<Remainder> rems;
+    rems.reserve(atoms_.size() * kBucketCount);  // at most one per bucket of each atom
     CostNumerator sum = 0;
     int64_t floor_sum = 0;
     for (size_t i = 0; i < atoms_.size(); ++i) {
@@ -592,7 +607,7 @@ class Accumulator {
   const FleetIndex& fleet_;
   const std::vector<Dimension>& by_;
   bool hourly_;
-  std::vector<AtomCell> atoms_;                        // in the order they were met
+  BlockArray<AtomCell> atoms_;                         // in the order they were met
   static constexpr uint32_t kNoAtom = ~uint32_t{0};
   // Not grouped by hour: each device's atoms by (job, price), by FleetIndex::IndexOf.
   std::vector<std::vector<AtomRef>> atoms_of_device_;
@@ -1276,7 +1291,6 @@ Result<UsageReport> Ledger::UsageOn(store::StoreReads& reads, const TimeRange& a
         TimeRange hours{epochs[i], epochs[i + 1]};
         begin_epoch(hours);
         GPULEDGER_ASSIGN_OR_RETURN(auto sums, snap->SumSettledHourRollups(hours));
-        acc.Reserve(sums.size() + n_devices);  // an atom per sum at most, and a gap per device
         for (const store::RollupSum& s : sums) GPULEDGER_RETURN_IF_ERROR(add_rollup(hours, s));
         GPULEDGER_RETURN_IF_ERROR(end_epoch(hours));
       }
