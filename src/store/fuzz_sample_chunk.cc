@@ -2,14 +2,18 @@
 // and clang; scripts/fuzz.sh runs it). Beyond "no crash, no sanitizer report" on the
 // input taken as a chunk (either format, deflated or not), it reads the input as samples
 // (times, figures present or absent, health, process count, gaps), encodes them and
-// checks that they decode to exactly what went in, and that ChunkTimes agrees.
+// checks that they decode to exactly what went in, and that ChunkTimes agrees. The input
+// is also read as a day's hour rollups (store/rollup_days.h): rows it decodes to lie in
+// the day, in (hour, job) order, and encode again to a blob that decodes to the same rows.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
+#include "store/rollup_days.h"
 #include "store/sample_chunk.h"
 
 namespace gs = gpuledger::store;
@@ -93,5 +97,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   times.clear();
   Check(gs::ChunkTimes(chunk, first, times) && times.size() == samples.size());
+
+  std::vector<gs::RollupRow> rows;
+  if (gs::DecodeDayHours(raw, first, 7, [&](const gs::RollupRow& r) { rows.push_back(r); })) {
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const gs::RollupRow& r = rows[i];
+      Check(r.device_id == 7 && r.period_ms >= first && r.period_ms < first + gpuledger::kMsPerDay);
+      Check(i == 0 || std::pair(rows[i - 1].period_ms, rows[i - 1].job_id) < std::pair(r.period_ms, r.job_id));
+    }
+    auto again = gs::EncodeDayHours(first, rows);
+    Check(again.ok());
+    std::vector<gs::RollupRow> back;
+    Check(gs::DecodeDayHours(*again, first, 7, [&](const gs::RollupRow& r) { back.push_back(r); }));
+    Check(back.size() == rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      Check(back[i].period_ms == rows[i].period_ms && back[i].job_id == rows[i].job_id && back[i].ms == rows[i].ms &&
+            back[i].coarse_ms == rows[i].coarse_ms && back[i].idle_causes == rows[i].idle_causes);
+    }
+  }
   return 0;
 }
