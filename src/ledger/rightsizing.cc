@@ -74,19 +74,24 @@ double JobEvidence::CauseShare(IdleCause c) const {
          static_cast<double>(held_ticks);
 }
 
+// Nearest rank: the k-th smallest, found without sorting the rest (a week of a busy GPU's
+// samples is tens of thousands of them, and the weekly report takes thousands of these).
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
   size_t i = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
-  return v[std::min(v.size() - 1, i == 0 ? 0 : i - 1)];
+  auto k = static_cast<std::ptrdiff_t>(std::min(v.size() - 1, i == 0 ? 0 : i - 1));
+  std::nth_element(v.begin(), v.begin() + k, v.end());
+  return v[static_cast<size_t>(k)];
 }
 
 double Median(std::vector<int64_t> v) {
   if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
   size_t n = v.size();
-  return n % 2 == 1 ? static_cast<double>(v[n / 2])
-                    : (static_cast<double>(v[n / 2 - 1]) + static_cast<double>(v[n / 2])) / 2.0;
+  auto mid = v.begin() + static_cast<std::ptrdiff_t>(n / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  if (n % 2 == 1) return static_cast<double>(*mid);
+  // The lower middle is the largest of the half below.
+  return (static_cast<double>(*std::max_element(v.begin(), mid)) + static_cast<double>(*mid)) / 2.0;
 }
 
 Money Scale(Money m, int64_t num, int64_t den) {

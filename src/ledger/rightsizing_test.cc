@@ -4,13 +4,45 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
+#include <random>
 #include <string>
 
+#include "ledger/advice_internal.h"
 #include "ledger/test_fixture.h"
 
 namespace gpuledger::ledger {
 namespace {
+
+// The advice's percentiles and medians against a second road: the sorted vector read at
+// the nearest rank (and the two middles averaged), over random vectors with ties.
+TEST(AdvicePercentileTest, NearestRankAndMedianAgreeWithASortedCopy) {
+  std::mt19937_64 rng(12);
+  for (int trial = 0; trial < 500; ++trial) {
+    size_t n = 1 + static_cast<size_t>(rng() % 60);
+    std::vector<double> v(n);
+    std::vector<int64_t> w(n);
+    for (size_t i = 0; i < n; ++i) {
+      v[i] = static_cast<double>(rng() % 20) / 7.0;
+      w[i] = static_cast<int64_t>(rng() % 25) - 5;
+    }
+    std::vector<double> sv = v;
+    std::sort(sv.begin(), sv.end());
+    for (double p : {0.0, 0.1, 0.5, 0.95, 0.99, 1.0}) {
+      size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(n)));
+      EXPECT_EQ(advice::Percentile(v, p), sv[rank == 0 ? 0 : rank - 1]) << "trial " << trial << " p " << p;
+    }
+    std::vector<int64_t> sw = w;
+    std::sort(sw.begin(), sw.end());
+    double median = n % 2 ? static_cast<double>(sw[n / 2])
+                          : (static_cast<double>(sw[n / 2 - 1]) + static_cast<double>(sw[n / 2])) / 2.0;
+    EXPECT_EQ(advice::Median(w), median) << "trial " << trial;
+  }
+  EXPECT_EQ(advice::Percentile({}, 0.5), 0.0);
+  EXPECT_EQ(advice::Median({}), 0.0);
+}
 
 using ::testing::HasSubstr;
 using testing::kBaseMs;
