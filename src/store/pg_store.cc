@@ -136,9 +136,10 @@ std::vector<std::string> Migrations() {
 constexpr size_t kDayHoursVersion = 7;
 
 // Replaces the rollup_day_hours rows of the device-days (devs[i], days[i]) with each
-// day's hour rows as they are now; a device-day with none has no row. REQUIRES: in a
-// transaction.
-Status RewriteDayHours(Conn& c, const std::vector<int64_t>& devs, const std::vector<int64_t>& days) {
+// day's hour rows as they are now, and with `day_rows` their rollup_day rows with those
+// rows' sums per job, from one read of the hour rows; a device-day with none has no row.
+// REQUIRES: in a transaction.
+Status RewriteDays(Conn& c, const std::vector<int64_t>& devs, const std::vector<int64_t>& days, bool day_rows) {
   if (devs.empty()) return Status::Ok();
   Params keys;
   keys.AddArray(devs).AddArray(days);
@@ -156,8 +157,18 @@ Status RewriteDayHours(Conn& c, const std::vector<int64_t>& devs, const std::vec
                                     " WHERE r.device_id = u.dev AND r.day_ms = u.day",
                                     keys, "replacing day hours")
                                 .status());
+  if (day_rows) {
+    GPULEDGER_RETURN_IF_ERROR(c.Query("DELETE FROM rollup_day r USING unnest($1::bigint[], $2::bigint[]) AS u(dev, day)"
+                                      " WHERE r.device_id = u.dev AND r.day_ms = u.day",
+                                      keys, "replacing day rollups")
+                                  .status());
+  }
   std::vector<int64_t> out_dev, out_day;
   std::string blobs = "{";
+  // The day rows: (day, device, job), the sums of the columns after them, the hour rows.
+  std::vector<int64_t> d_day, d_dev, d_job, d_coarse, d_count;
+  std::array<std::vector<int64_t>, kBucketCount> d_ms;
+  std::array<std::vector<int64_t>, kIdleCauseCount - 1> d_causes;
   std::vector<RollupRow> rows;
   for (int i = 0; i < q.rows();) {
     const int64_t dev = q.Int(i, 0), day = q.Int(i, 1);
@@ -174,9 +185,44 @@ Status RewriteDayHours(Conn& c, const std::vector<int64_t>& devs, const std::vec
     out_day.push_back(day);
     if (blobs.size() > 1) blobs += ',';
     pg::AppendHex(blobs, blob);
+    if (!day_rows) continue;
+    std::sort(rows.begin(), rows.end(), [](const RollupRow& a, const RollupRow& b) { return a.job_id < b.job_id; });
+    for (size_t k = 0; k < rows.size();) {
+      const int64_t job = rows[k].job_id;
+      d_day.push_back(day);
+      d_dev.push_back(dev);
+      d_job.push_back(job);
+      d_coarse.push_back(0);
+      d_count.push_back(0);
+      for (auto& v : d_ms) v.push_back(0);
+      for (auto& v : d_causes) v.push_back(0);
+      for (; k < rows.size() && rows[k].job_id == job; ++k) {
+        const RollupRow& r = rows[k];
+        for (size_t b = 0; b < kBucketCount; ++b) d_ms[b].back() += r.ms[b];
+        d_coarse.back() += r.coarse_ms;
+        for (size_t c2 = 0; c2 + 1 < kIdleCauseCount; ++c2) d_causes[c2].back() += r.idle_causes[c2];
+        ++d_count.back();
+      }
+    }
   }
   blobs += '}';
   if (out_dev.empty()) return Status::Ok();
+  if (day_rows) {
+    Params p;
+    p.AddArray(d_day).AddArray(d_dev).AddArray(d_job);
+    for (const auto& v : d_ms) p.AddArray(v);
+    p.AddArray(d_coarse);
+    for (const auto& v : d_causes) p.AddArray(v);
+    p.AddArray(d_count);
+    GPULEDGER_RETURN_IF_ERROR(
+        c.Query("INSERT INTO rollup_day(day_ms, device_id, job_id, active_ms, idle_ms, unallocated_ms, unavailable_ms,"
+                " unmonitored_ms, coarse_ms, input_stall_ms, checkpoint_stall_ms, held_idle_ms, hour_rows)"
+                " SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[],"
+                " $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[],"
+                " $13::bigint[])",
+                p, "writing day rollups")
+            .status());
+  }
   return c.Query("INSERT INTO rollup_day_hours(day_ms, device_id, hours)"
                  " SELECT d, dev, decode(x, 'hex') FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS u(d, dev, x)",
                  Params().AddArray(out_day).AddArray(out_dev).Add(blobs), "writing day hours")
@@ -197,7 +243,7 @@ Status FillDayHours(Conn& c) {
       devs.push_back(keys.Int(i, 0));
       days.push_back(keys.Int(i, 1));
     }
-    GPULEDGER_RETURN_IF_ERROR(RewriteDayHours(c, devs, days));
+    GPULEDGER_RETURN_IF_ERROR(RewriteDays(c, devs, days, /*day_rows=*/false));  // version 6 filled them
   }
   return Status::Ok();
 }
@@ -1234,32 +1280,14 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
                    Params().AddArray(m_hour).AddArray(m_dev).Add(m_blobs), "writing minute rollups")
               .status());
     }
-    // The day rows of each device-day written, once, from its hour rows as they are now:
-    // the day's 24 hours by key (hour_ms, device_id), as a range over hour_ms would read
-    // every device's rows of the day.
+    // The day rows and the day hours of each device-day written, once, from its hour rows
+    // as they are now.
     std::vector<int64_t> day_dev, day_ms;
     for (const auto& dd : TouchedDeviceDays(written_keys)) {
       day_dev.push_back(dd.first);
       day_ms.push_back(dd.second);
     }
-    Params days;
-    days.AddArray(day_dev).AddArray(day_ms);
-    GPULEDGER_RETURN_IF_ERROR(c->Query("DELETE FROM rollup_day r USING unnest($1::bigint[], $2::bigint[]) AS u(dev, day)"
-                                       " WHERE r.device_id = u.dev AND r.day_ms = u.day",
-                                       days, "replacing day rollups")
-                                  .status());
-    GPULEDGER_RETURN_IF_ERROR(
-        c->Query("INSERT INTO rollup_day(day_ms, device_id, job_id, active_ms, idle_ms, unallocated_ms, unavailable_ms,"
-                 " unmonitored_ms, coarse_ms, input_stall_ms, checkpoint_stall_ms, held_idle_ms, hour_rows)"
-                 " SELECT u.day, u.dev, h.job_id, sum(h.active_ms), sum(h.idle_ms), sum(h.unallocated_ms),"
-                 " sum(h.unavailable_ms), sum(h.unmonitored_ms), sum(h.coarse_ms), sum(h.input_stall_ms),"
-                 " sum(h.checkpoint_stall_ms), sum(h.held_idle_ms), count(*)"
-                 " FROM unnest($1::bigint[], $2::bigint[]) AS u(dev, day) CROSS JOIN generate_series(0, 23) AS k(hour)"
-                 " JOIN rollup_hour h ON h.hour_ms = u.day + k.hour * 3600000::bigint AND h.device_id = u.dev"
-                 " GROUP BY u.day, u.dev, h.job_id",
-                 days, "writing day rollups")
-            .status());
-    GPULEDGER_RETURN_IF_ERROR(RewriteDayHours(*c, day_dev, day_ms));
+    GPULEDGER_RETURN_IF_ERROR(RewriteDays(*c, day_dev, day_ms, /*day_rows=*/true));
     GPULEDGER_RETURN_IF_ERROR(
         c->Query("DELETE FROM dirty_hours d USING unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(dev, hour, gen)"
                  " WHERE d.device_id = u.dev AND d.hour_ms = u.hour AND d.generation = u.gen",
