@@ -54,6 +54,9 @@ constexpr uint8_t kCausesBit = 1u << 6;
 constexpr uint8_t kWholeHourBit = 1u << 7;  // the buckets add up to the hour; the last is left out
 constexpr size_t kNamedCauses = kIdleCauseCount - 1;  // the last is the rest of allocated_idle
 static_assert(kBucketCount <= 5, "the pattern byte has five bucket bits");
+// Figures and job ids are below this (an hour row's are below 3,600,000 ms), so that no
+// sum of a window's rows can overflow: the decoder takes a larger one for corruption.
+constexpr uint64_t kMaxFigure = uint64_t{1} << 40;
 
 }  // namespace
 
@@ -74,12 +77,17 @@ Result<std::string> EncodeDayHours(int64_t day_ms, std::vector<RollupRow> hour_r
       return Internal(fmt::format("two hour rollups of device {} and job {} at {}", r.device_id, r.job_id,
                                   FormatTime(r.period_ms)));
     }
-    if (r.job_id < 0) return Internal(fmt::format("hour rollup of device {} has job id {}", r.device_id, r.job_id));
+    auto out_of_range = [](int64_t v) { return v < 0 || static_cast<uint64_t>(v) >= kMaxFigure; };
+    if (out_of_range(r.job_id)) {
+      return Internal(fmt::format("hour rollup of device {} has job id {}", r.device_id, r.job_id));
+    }
     uint8_t pattern = 0;
     int64_t sum = 0;
     size_t last = kBucketCount;  // the last bucket that holds time
     for (size_t b = 0; b < kBucketCount; ++b) {
-      if (r.ms[b] < 0) return Internal(fmt::format("hour rollup of device {}: a bucket below 0 ms", r.device_id));
+      if (out_of_range(r.ms[b])) {
+        return Internal(fmt::format("hour rollup of device {}: a bucket of {} ms", r.device_id, r.ms[b]));
+      }
       if (r.ms[b] != 0) {
         pattern |= static_cast<uint8_t>(1u << b);
         last = b;
@@ -88,11 +96,15 @@ Result<std::string> EncodeDayHours(int64_t day_ms, std::vector<RollupRow> hour_r
     }
     const bool whole = sum == kMsPerHour;
     if (whole) pattern |= kWholeHourBit;
-    if (r.coarse_ms < 0) return Internal(fmt::format("hour rollup of device {}: coarse time below 0", r.device_id));
+    if (out_of_range(r.coarse_ms)) {
+      return Internal(fmt::format("hour rollup of device {}: coarse time of {} ms", r.device_id, r.coarse_ms));
+    }
     if (r.coarse_ms != 0) pattern |= kCoarseBit;
     bool causes = false;
     for (size_t c = 0; c < kNamedCauses; ++c) {
-      if (r.idle_causes[c] < 0) return Internal(fmt::format("hour rollup of device {}: an idle cause below 0", r.device_id));
+      if (out_of_range(r.idle_causes[c])) {
+        return Internal(fmt::format("hour rollup of device {}: an idle cause of {} ms", r.device_id, r.idle_causes[c]));
+      }
       causes = causes || r.idle_causes[c] != 0;
     }
     if (causes) pattern |= kCausesBit;
@@ -115,8 +127,6 @@ namespace {
 // Reads the next row of a day's hours off `in` into `r` (its device_id left as it is),
 // checking that it comes after (last_hour, last_job). False when corrupt.
 bool ReadRow(VarintReader& in, int64_t day_ms, RollupRow& r, int64_t& last_hour, int64_t& last_job) {
-  // Figures are bounded so that no sum of a window's rows can overflow.
-  constexpr uint64_t kMaxFigure = uint64_t{1} << 40;
   uint8_t hour, pattern;
   uint64_t job;
   if (!in.Byte(hour) || hour >= 24 || !in.Varint(job) || job >= kMaxFigure || !in.Byte(pattern)) return false;

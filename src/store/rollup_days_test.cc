@@ -130,6 +130,10 @@ TEST(DayHoursTest, RowsThatDoNotBelongToTheDayAreRefused) {
   EXPECT_FALSE(EncodeDayHours(kDay, {Row(3, 1, {-1, 0, 0, 0, 0})}).ok());
   EXPECT_FALSE(EncodeDayHours(kDay, {Row(3, -2, {1, 0, 0, 0, 0})}).ok());
   EXPECT_FALSE(EncodeDayHours(kDay, {Row(3, 1, {0, 5, 0, 0, 0}, 0, {-1, 0, 0})}).ok());
+  // Past what the decoder takes for a figure: refused here rather than read as corrupt.
+  EXPECT_FALSE(EncodeDayHours(kDay, {Row(3, 1, {int64_t{1} << 40, 0, 0, 0, 0})}).ok());
+  EXPECT_FALSE(EncodeDayHours(kDay, {Row(3, int64_t{1} << 40, {1, 0, 0, 0, 0})}).ok());
+  EXPECT_TRUE(EncodeDayHours(kDay, {Row(3, (int64_t{1} << 40) - 1, {(int64_t{1} << 40) - 1, 0, 0, 0, 0})}).ok());
 }
 
 // Every cut of a good blob, and blobs broken on purpose, read as corrupt (never as fewer
