@@ -129,6 +129,9 @@ std::vector<std::string> Migrations() {
       // them by WriteRollups. Not partitioned, as rollup_day.
       "CREATE TABLE rollup_day_hours(day_ms BIGINT NOT NULL, device_id BIGINT NOT NULL, hours BYTEA NOT NULL,"
       "  PRIMARY KEY(day_ms, device_id));",
+      // 8: SqliteStore's version 13: serving snapshots keyed by (job, time, engine,
+      // model), so that a window of a job's snapshots is one range of the key.
+      "ALTER TABLE serving DROP CONSTRAINT serving_pkey, ADD PRIMARY KEY(job_id, t_ms, engine, model);",
   };
 }
 

@@ -91,7 +91,7 @@ TEST_F(PgStoreTest, ASchemaFromANewerBuildIsRefusedNamingBothVersions) {
   auto s = OpenPgStore(server_->Url(db_));
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_THAT(s.status().message(), HasSubstr("has schema version 999, newer than this build (7); upgrade gpuledger"));
+  EXPECT_THAT(s.status().message(), HasSubstr("has schema version 999, newer than this build (8); upgrade gpuledger"));
 }
 
 // A store of schema version 5 had hour rollups and no day rollups: migrating fills them
@@ -135,6 +135,35 @@ TEST_F(PgStoreTest, MigratesHourRollupsIntoDayRollups) {
                   .ok());
   EXPECT_EQ(scanned, (std::vector<std::tuple<int64_t, int64_t, int64_t>>{
                          {day0, 1, 100}, {day0, 2, 20}, {day0 + 23 * kMsPerHour, 1, 200}}));
+}
+
+// A store of schema version 7 kept serving snapshots by (job, engine, model, time), so a
+// window of a job's snapshots read every one it ever reported: migrating keys them by
+// (job, time, engine, model), and a window reads as before.
+TEST_F(PgStoreTest, MigratesServingSnapshotsToAKeyByJobAndTime) {
+  const Batch b = testing_batches::ServingEverySixHours("serving", kT0);
+  ASSERT_TRUE(store_->ApplyBatch(Plan(b)).ok());
+  store_.reset();
+  ASSERT_TRUE(server_
+                  ->Exec(db_, "ALTER TABLE serving DROP CONSTRAINT serving_pkey,"
+                              " ADD PRIMARY KEY(job_id, engine, model, t_ms);"
+                              " UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+                  .ok());
+  auto s = OpenPgStore(server_->Url(db_));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  store_ = std::move(*s);
+  const int64_t job = store_->ListJobs()->at(0).id;
+  const TimeRange day{kT0 + kMsPerDay, kT0 + 2 * kMsPerDay};
+  auto gauges = store_->ServingGaugesOf(job, day);
+  ASSERT_TRUE(gauges.ok()) << gauges.status().ToString();
+  EXPECT_EQ(testing_batches::KeysOf(*gauges), testing_batches::ServingIn(b, day.begin_ms, day.end_ms));
+  PGconn* c = Connect();
+  EXPECT_EQ(One(c, "SELECT string_agg(a.attname, ' ' ORDER BY k.n) FROM pg_index i"
+                   " CROSS JOIN unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)"
+                   " JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum"
+                   " WHERE i.indrelid = 'serving'::regclass AND i.indisprimary"),
+            "job_id t_ms engine model");
+  PQfinish(c);
 }
 
 // A role that may read but not write: the store opens (a report's role), a batch is

@@ -92,10 +92,10 @@ Status Reads::Prepare() {
        "SELECT engine, model, t_ms, requests_waiting, requests_running, kv_cache_usage,"
        " prompt_tokens, generation_tokens, preemptions, requests, executions, queue_seconds,"
        " compute_seconds, prefill, decode, iteration_tokens FROM serving WHERE job_id=?1"
-       " AND t_ms >= ?2 AND t_ms <= ?3 ORDER BY engine, model, t_ms"},
+       " AND t_ms >= ?2 AND t_ms <= ?3 ORDER BY t_ms, engine, model"},
       {kServingGaugesOf,
        "SELECT engine, model, t_ms, requests_waiting, requests_running, kv_cache_usage FROM serving"
-       " WHERE job_id=?1 AND t_ms >= ?2 AND t_ms <= ?3 ORDER BY engine, model, t_ms"},
+       " WHERE job_id=?1 AND t_ms >= ?2 AND t_ms <= ?3 ORDER BY t_ms, engine, model"},
       {kProgressOf,
        "SELECT t_ms, interval_ms, tokens, model_flops FROM progress WHERE job_id=?1 AND t_ms > ?2"
        " AND t_ms - interval_ms < ?3 ORDER BY t_ms"},
@@ -291,6 +291,7 @@ Result<std::vector<ServingSnapshot>> Reads::ServingOf(int64_t job_id, const Time
     out.push_back(std::move(v));
     return Status::Ok();
   }));
+  OrderByEngineAndModel(out);
   return out;
 }
 
@@ -302,6 +303,7 @@ Result<std::vector<ServingGauges>> Reads::ServingGaugesOf(int64_t job_id, const 
     out.push_back({q.Int(2), q.Text(0), q.Text(1), q.OptDouble(3), q.OptDouble(4), q.OptDouble(5)});
     return Status::Ok();
   }));
+  OrderByEngineAndModel(out);
   return out;
 }
 

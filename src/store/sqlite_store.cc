@@ -158,6 +158,21 @@ std::vector<std::string> Migrations() {
       // Filled from the hour rows by FillDayHours; kept equal to them by WriteRollups.
       "CREATE TABLE rollup_day_hours(day_ms INTEGER NOT NULL, device_id INTEGER NOT NULL,"
       "  hours BLOB NOT NULL, PRIMARY KEY(day_ms, device_id))" + wr + ";",
+      // 13: serving snapshots keyed by (job, time, engine, model), so that a window of a
+      // job's snapshots is one range of the key; keyed by (job, engine, model, time), a
+      // week's gauges of a job read every snapshot it ever reported (all 31 days of the
+      // 10,000-GPU benchmark's store for the weekly report). The rows are copied as they are.
+      "CREATE TABLE serving_by_time(job_id INTEGER NOT NULL, engine TEXT NOT NULL, model TEXT NOT NULL,"
+      "  t_ms INTEGER NOT NULL, requests_waiting REAL, requests_running REAL,"
+      "  kv_cache_usage REAL, prompt_tokens REAL, generation_tokens REAL, preemptions REAL,"
+      "  requests REAL, executions REAL, queue_seconds REAL, compute_seconds REAL,"
+      "  prefill TEXT NOT NULL, decode TEXT NOT NULL, iteration_tokens TEXT NOT NULL,"
+      "  PRIMARY KEY(job_id, t_ms, engine, model))" + wr + ";"
+      "INSERT INTO serving_by_time SELECT job_id, engine, model, t_ms, requests_waiting, requests_running,"
+      "  kv_cache_usage, prompt_tokens, generation_tokens, preemptions, requests, executions, queue_seconds,"
+      "  compute_seconds, prefill, decode, iteration_tokens FROM serving;"
+      "DROP TABLE serving;"
+      "ALTER TABLE serving_by_time RENAME TO serving;",
   };
 }
 

@@ -455,6 +455,9 @@ TEST_P(StoreContractTest, DevicesAndServingSnapshotsReadBackAsSentWhateverTheirT
     EXPECT_TRUE(v.decode_seconds.empty() && v.iteration_tokens.empty());
   }
   EXPECT_EQ(got, want);
+  EXPECT_TRUE(std::is_sorted(read->begin(), read->end(), [](const ServingSnapshot& x, const ServingSnapshot& y) {
+    return std::tie(x.engine, x.model, x.t_ms) < std::tie(y.engine, y.model, y.t_ms);
+  })) << "by engine, model and time";
   // The gauges alone are the same snapshots' gauges, in the same order.
   auto gauges = store_->ServingGaugesOf(job_id, {kT0, kT0 + kMsPerHour});
   ASSERT_TRUE(gauges.ok()) << gauges.status().ToString();
@@ -792,6 +795,46 @@ TEST_F(SqliteStoreTest, MigratesAStoreWithoutLabels) {
   b2.jobs.push_back(Job{.id = "j1", .labels = JobMetadata{{"gpuledger.io/exempt", "true"}}});
   ASSERT_TRUE(store_->ApplyBatch(Plan(b2)).ok());
   EXPECT_EQ(store_->ListJobs()->at(0).job.labels, (JobMetadata{{"gpuledger.io/exempt", "true"}}));
+}
+
+// A store of schema version 12 kept serving snapshots by (job, engine, model, time), so a
+// window of a job's snapshots read every one it ever reported: migrating keys them by
+// (job, time, engine, model), and each window reads as before, in (engine, model, time)
+// order.
+TEST_F(SqliteStoreTest, MigratesServingSnapshotsToAKeyByJobAndTime) {
+  const Batch b = testing_batches::ServingEverySixHours("serving", kT0);
+  ASSERT_TRUE(store_->ApplyBatch(Plan(b)).ok());
+  ExecBehindTheStore(
+      "CREATE TABLE serving_old(job_id INTEGER NOT NULL, engine TEXT NOT NULL, model TEXT NOT NULL,"
+      " t_ms INTEGER NOT NULL, requests_waiting REAL, requests_running REAL, kv_cache_usage REAL,"
+      " prompt_tokens REAL, generation_tokens REAL, preemptions REAL, requests REAL, executions REAL,"
+      " queue_seconds REAL, compute_seconds REAL, prefill TEXT NOT NULL, decode TEXT NOT NULL,"
+      " iteration_tokens TEXT NOT NULL, PRIMARY KEY(job_id, engine, model, t_ms)) WITHOUT ROWID;"
+      " INSERT INTO serving_old SELECT * FROM serving; DROP TABLE serving;"
+      " ALTER TABLE serving_old RENAME TO serving; UPDATE meta SET value='12' WHERE key='schema_version';");
+  const int64_t job = store_->ListJobs()->at(0).id;
+  for (const TimeRange& w : {TimeRange{kT0, kT0 + 3 * kMsPerDay}, TimeRange{kT0 + kMsPerDay, kT0 + 2 * kMsPerDay},
+                             TimeRange{kT0 + 6 * kMsPerHour + 1, kT0 + 12 * kMsPerHour}}) {
+    const auto want = testing_batches::ServingIn(b, w.begin_ms, w.end_ms);
+    auto gauges = store_->ServingGaugesOf(job, w);
+    ASSERT_TRUE(gauges.ok()) << gauges.status().ToString();
+    EXPECT_EQ(testing_batches::KeysOf(*gauges), want)
+        << "over [" << FormatTime(w.begin_ms) << ", " << FormatTime(w.end_ms) << "]";
+    EXPECT_EQ(store_->ServingOf(job, w)->size(), want.size());
+  }
+  store_.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ / "ledger.db").string().c_str(), &db), SQLITE_OK);
+  std::string key;
+  auto append = [](void* out, int, char** values, char**) {
+    *static_cast<std::string*>(out) += std::string(values[0]) + " ";
+    return 0;
+  };
+  EXPECT_EQ(sqlite3_exec(db, "SELECT name FROM pragma_table_info('serving') WHERE pk > 0 ORDER BY pk", append, &key,
+                         nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  EXPECT_EQ(key, "job_id t_ms engine model ");
 }
 
 // A second server (or an import) on the same SQLite file is refused with a clear message

@@ -1,10 +1,14 @@
 // Batches the store tests apply (both the contract suite and the PostgreSQL store's own).
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "core/batch.h"
+#include "core/serving.h"
 
 namespace gpuledger::store::testing_batches {
 
@@ -25,6 +29,48 @@ inline Batch OnNode(const std::string& id, const std::string& node, int64_t t0, 
     b.samples.push_back(s);
   }
   return b;
+}
+
+// Batch `id`: serving job "serve" and its snapshots of two engines every six hours for
+// three days from t0, models alternating; requests_waiting is the snapshot's step k.
+inline Batch ServingEverySixHours(const std::string& id, int64_t t0) {
+  Batch b;
+  b.batch_id = id;
+  b.jobs.push_back(Job{.id = "serve", .team = "t", .kind = JobKind::kServing});
+  for (int64_t k = 0; k < 12; ++k) {
+    for (const char* engine : {"vllm", "triton"}) {
+      ServingSnapshot v;
+      v.job_id = "serve";
+      v.t_ms = t0 + k * 6 * 3'600'000;
+      v.engine = engine;
+      v.model = k % 2 ? "m1" : "m0";
+      v.requests_waiting = static_cast<double>(k);
+      v.kv_cache_usage_ratio = 0.25;
+      b.serving.push_back(v);
+    }
+  }
+  return b;
+}
+
+// A serving snapshot's (engine, model, t, requests_waiting), -1 when unreported.
+using ServingKey = std::tuple<std::string, std::string, int64_t, double>;
+
+// The snapshots of `b` in [begin_ms, end_ms], in (engine, model, t) order: what a store's
+// ServingGaugesOf(job, {begin_ms, end_ms}) answers.
+inline std::vector<ServingKey> ServingIn(const Batch& b, int64_t begin_ms, int64_t end_ms) {
+  std::vector<ServingKey> out;
+  for (const ServingSnapshot& v : b.serving) {
+    if (v.t_ms >= begin_ms && v.t_ms <= end_ms) out.emplace_back(v.engine, v.model, v.t_ms, v.requests_waiting.value_or(-1));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// What a store answered, in its order.
+inline std::vector<ServingKey> KeysOf(const std::vector<ServingGauges>& gauges) {
+  std::vector<ServingKey> out;
+  for (const ServingGauges& g : gauges) out.emplace_back(g.engine, g.model, g.t_ms, g.requests_waiting.value_or(-1));
+  return out;
 }
 
 }  // namespace gpuledger::store::testing_batches
