@@ -53,7 +53,7 @@ std::vector<std::pair<int64_t, int64_t>> TouchedDeviceDays(const std::vector<Rol
 // then the last bucket that holds time is left out, being the rest of the hour. A row
 // busy (or idle) for one job the whole hour is 4 bytes while the job's id is below 16,384.
 // kInternal when a row lies outside the day, two rows share an (hour, job), or a figure
-// is negative.
+// or job id is negative or at least 2^40 (which the decoder takes for corruption).
 Result<std::string> EncodeDayHours(int64_t day_ms, std::vector<RollupRow> hour_rows);
 
 // Calls `fn` with each hour row of `blob` (of device `device_id`, day `day_ms`) in
@@ -67,7 +67,7 @@ bool DecodeDayHours(std::string_view blob, int64_t day_ms, int64_t device_id,
 // one day's encoded rows at a time.
 class DayHoursScan {
  public:
-  explicit DayHoursScan(const std::function<Status(const RollupRow&)>& fn) : fn_(fn) {}
+  explicit DayHoursScan(std::function<Status(const RollupRow&)> fn) : fn_(std::move(fn)) {}
   // The row (day_ms, device_id, hours); kInternal naming them when `hours` is corrupt,
   // kInvalidArgument when out of order, or the error of `fn`.
   Status Add(int64_t day_ms, int64_t device_id, std::string_view hours);
@@ -79,7 +79,7 @@ class DayHoursScan {
     int64_t device_id = 0;
     size_t offset = 0, size = 0;  // in bytes_
   };
-  const std::function<Status(const RollupRow&)>& fn_;
+  std::function<Status(const RollupRow&)> fn_;  // a copy: a lambda passed in would not outlive the call
   int64_t day_ms_ = 0, last_device_ = 0;  // of the last row added, when any_
   bool any_ = false;
   std::vector<Entry> devices_;  // of the day, in order
