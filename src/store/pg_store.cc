@@ -189,23 +189,14 @@ Status RewriteDays(Conn& c, const std::vector<int64_t>& devs, const std::vector<
     if (blobs.size() > 1) blobs += ',';
     pg::AppendHex(blobs, blob);
     if (!day_rows) continue;
-    std::sort(rows.begin(), rows.end(), [](const RollupRow& a, const RollupRow& b) { return a.job_id < b.job_id; });
-    for (size_t k = 0; k < rows.size();) {
-      const int64_t job = rows[k].job_id;
+    for (const DayRow& d : SumDayRows(std::move(rows))) {
       d_day.push_back(day);
       d_dev.push_back(dev);
-      d_job.push_back(job);
-      d_coarse.push_back(0);
-      d_count.push_back(0);
-      for (auto& v : d_ms) v.push_back(0);
-      for (auto& v : d_causes) v.push_back(0);
-      for (; k < rows.size() && rows[k].job_id == job; ++k) {
-        const RollupRow& r = rows[k];
-        for (size_t b = 0; b < kBucketCount; ++b) d_ms[b].back() += r.ms[b];
-        d_coarse.back() += r.coarse_ms;
-        for (size_t c2 = 0; c2 + 1 < kIdleCauseCount; ++c2) d_causes[c2].back() += r.idle_causes[c2];
-        ++d_count.back();
-      }
+      d_job.push_back(d.sum.job_id);
+      for (size_t b = 0; b < kBucketCount; ++b) d_ms[b].push_back(d.sum.ms[b]);
+      d_coarse.push_back(d.sum.coarse_ms);
+      for (size_t c2 = 0; c2 + 1 < kIdleCauseCount; ++c2) d_causes[c2].push_back(d.sum.idle_causes[c2]);
+      d_count.push_back(d.hour_rows);
     }
   }
   blobs += '}';

@@ -46,6 +46,24 @@ std::vector<std::pair<int64_t, int64_t>> TouchedDeviceDays(const std::vector<Rol
   return out;
 }
 
+std::vector<DayRow> SumDayRows(std::vector<RollupRow> hour_rows) {
+  std::sort(hour_rows.begin(), hour_rows.end(), [](const RollupRow& a, const RollupRow& b) { return a.job_id < b.job_id; });
+  std::vector<DayRow> out;
+  for (const RollupRow& r : hour_rows) {
+    if (out.empty() || out.back().sum.job_id != r.job_id) {
+      out.emplace_back();
+      out.back().sum.device_id = r.device_id;
+      out.back().sum.job_id = r.job_id;
+    }
+    DayRow& d = out.back();
+    for (size_t b = 0; b < kBucketCount; ++b) d.sum.ms[b] += r.ms[b];
+    d.sum.coarse_ms += r.coarse_ms;
+    for (size_t c = 0; c < kIdleCauseCount; ++c) d.sum.idle_causes[c] += r.idle_causes[c];
+    ++d.hour_rows;
+  }
+  return out;
+}
+
 namespace {
 
 constexpr uint8_t kDayHoursTag = 0x01;

@@ -44,6 +44,17 @@ Status CheckRollupUpdates(const std::vector<RollupUpdate>& updates);
 // The distinct (device_id, day_ms) of the updates, sorted: the day rows to recompute.
 std::vector<std::pair<int64_t, int64_t>> TouchedDeviceDays(const std::vector<RollupUpdate>& updates);
 
+// A day row: the sums of one device-day's hour rows of one job, and how many they are.
+struct DayRow {
+  RollupSum sum;
+  int64_t hour_rows = 0;
+};
+
+// The day rows of one device-day's hour rows (in any order), by job: what rollup_day
+// holds for that device-day. Both stores write them from the hour rows they read for the
+// day hours, so that a refresh reads a device-day's hour rows once.
+std::vector<DayRow> SumDayRows(std::vector<RollupRow> hour_rows);
+
 // The hour rows of one device-day as one value (rollup_day_hours.hours in both stores).
 // The format: a tag byte 0x01, then each row in (hour, job) order: the hour of the day
 // (a byte, 0 to 23), the job id (varint), a pattern byte and the figures it names as

@@ -217,5 +217,27 @@ TEST(DayHoursTest, AScanStopsAtItsReadersError) {
   EXPECT_EQ(calls, 2);
 }
 
+// A device-day's day rows, by job: each figure the sum of the job's hour rows (written
+// out by hand here), and how many rows they sum; the rows may come in any order.
+TEST(DayRowsTest, EachJobSumsItsHourRowsAndCountsThem) {
+  const std::vector<RollupRow> rows = {Row(5, 9, {600, 3000, 0, 0, 0}, 10, {100, 200, 300}),
+                                       Row(0, 0, {0, 0, 3600000, 0, 0}),
+                                       Row(2, 9, {1000, 2600000, 0, 0, 0}, 0, {5, 0, 7}),
+                                       Row(5, 4, {0, 0, 0, 0, 3596400})};
+  const std::vector<DayRow> days = SumDayRows(rows);
+  ASSERT_EQ(days.size(), 3u);
+  EXPECT_EQ(days[0].sum.job_id, 0);
+  EXPECT_EQ(days[0].hour_rows, 1);
+  EXPECT_EQ(days[0].sum.ms, (std::array<int64_t, kBucketCount>{0, 0, 3600000, 0, 0}));
+  EXPECT_EQ(days[1].sum.job_id, 4);
+  EXPECT_EQ(days[1].sum.ms[4], 3596400);
+  const DayRow& j9 = days[2];
+  EXPECT_EQ(std::tie(j9.sum.device_id, j9.sum.job_id, j9.hour_rows), std::make_tuple(int64_t{7}, int64_t{9}, int64_t{2}));
+  EXPECT_EQ(j9.sum.ms, (std::array<int64_t, kBucketCount>{1600, 2603000, 0, 0, 0}));
+  EXPECT_EQ(j9.sum.coarse_ms, 10);
+  EXPECT_EQ(j9.sum.idle_causes, (std::array<int64_t, kIdleCauseCount>{105, 200, 307, 2603000 - 612}));
+  EXPECT_TRUE(SumDayRows({}).empty());
+}
+
 }  // namespace
 }  // namespace gpuledger::store

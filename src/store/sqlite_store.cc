@@ -388,18 +388,24 @@ class SqliteStore final : public Store, public ActionLog {
     for (const RollupUpdate& u : updates) {
       GPULEDGER_RETURN_IF_ERROR(WriteOneRollup(u.dirty, u.hour_rows, u.minute_rows));
     }
-    // The day rows and the day's hours of each device-day touched, once, from its hour
-    // rows as they are now.
+    // The day rows and the day's hours of each device-day touched, once, from one read
+    // of its hour rows as they are now.
     std::vector<RollupRow> rows;
     for (const auto& [device, day] : TouchedDeviceDays(updates)) {
-      GPULEDGER_RETURN_IF_ERROR(Done(S(kDeleteDayRollup).Reset().Bind(1, day).Bind(2, device)));
-      GPULEDGER_RETURN_IF_ERROR(Done(S(kInsertDayRollup).Reset().Bind(1, day).Bind(2, device)));
       rows.clear();
       Stmt& q = S(kDayHourRows).Reset().Bind(1, day).Bind(2, device);
       GPULEDGER_RETURN_IF_ERROR(sqlite::ForEach(db_, q, "rollup_hour", [&]() -> Status {
         sqlite::HourRowAt(q, rows.emplace_back());
         return Status::Ok();
       }));
+      GPULEDGER_RETURN_IF_ERROR(Done(S(kDeleteDayRollup).Reset().Bind(1, day).Bind(2, device)));
+      for (const DayRow& d : SumDayRows(rows)) {
+        Stmt& ins = S(kInsertDayRollup).Reset().Bind(1, day).Bind(2, device).Bind(3, d.sum.job_id);
+        for (size_t b = 0; b < kBucketCount; ++b) ins.Bind(static_cast<int>(4 + b), d.sum.ms[b]);
+        ins.Bind(9, d.sum.coarse_ms);
+        for (size_t c = 0; c + 1 < kIdleCauseCount; ++c) ins.Bind(static_cast<int>(10 + c), d.sum.idle_causes[c]);
+        GPULEDGER_RETURN_IF_ERROR(Done(ins.Bind(13, d.hour_rows)));
+      }
       GPULEDGER_RETURN_IF_ERROR(PutDayHours(device, day, rows));
     }
     return txn.Commit();
@@ -817,15 +823,12 @@ class SqliteStore final : public Store, public ActionLog {
          " unavailable_ms, unmonitored_ms, coarse_ms, input_stall_ms, checkpoint_stall_ms,"
          " held_idle_ms) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)"},
         {kDeleteDayRollup, "DELETE FROM rollup_day WHERE day_ms=?1 AND device_id=?2"},
-        // The day's 24 hours by key (hour_ms, device_id): a range over hour_ms would read
-        // every device's rows of the day.
         {kInsertDayRollup,
          "INSERT INTO rollup_day(day_ms, device_id, job_id, active_ms, idle_ms, unallocated_ms,"
          " unavailable_ms, unmonitored_ms, coarse_ms, input_stall_ms, checkpoint_stall_ms, held_idle_ms,"
-         " hour_rows) SELECT ?1, ?2, job_id, sum(active_ms), sum(idle_ms), sum(unallocated_ms),"
-         " sum(unavailable_ms), sum(unmonitored_ms), sum(coarse_ms), sum(input_stall_ms),"
-         " sum(checkpoint_stall_ms), sum(held_idle_ms), count(*) FROM rollup_hour"
-         " WHERE device_id=?2 AND hour_ms IN (" + DayHoursList("?1") + ") GROUP BY job_id"},
+         " hour_rows) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)"},
+        // The day's 24 hours by key (hour_ms, device_id): a range over hour_ms would read
+        // every device's rows of the day.
         {kDayHourRows, std::string("SELECT ") + sqlite::kHourRowColumns +
                            " FROM rollup_hour WHERE device_id=?2 AND hour_ms IN (" + DayHoursList("?1") + ")"},
         {kDeleteDayHours, "DELETE FROM rollup_day_hours WHERE day_ms=?1 AND device_id=?2"},
