@@ -377,55 +377,86 @@ Result<std::vector<DirtyHour>> Reads::DirtyHoursIn(const TimeRange& hours) {
   return DirtyRows(q);
 }
 
-Result<std::vector<RollupSum>> Reads::RollupSums(const TimeRange& hours, bool settled_only) {
-  // Summed by the server: one row per device and job crosses the wire, not one per hour.
-  // The whole days of the window from the day rows, the hours outside them from the hour
-  // rows (store/rollup_days.h). A settled read takes every day row and subtracts the dirty
-  // hours' rows from it (the day row is the sum of its hour rows): the sum of the day's
-  // settled hours, read by the few dirty keys. `n` counts the hour rows summed: a pair left
-  // with none is no answer, as when nothing was read.
-  const char* not_dirty = settled_only ? kNotDirty : "";
+Result<std::vector<std::pair<int64_t, int64_t>>> Reads::DayVersions(const TimeRange& days) {
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows q, c_.Query("SELECT day_ms, version FROM rollup_day_versions WHERE day_ms >= $1 AND day_ms < $2 ORDER BY day_ms",
+                       Params().Add(days.begin_ms).Add(days.end_ms), "reading day versions"));
+  std::vector<std::pair<int64_t, int64_t>> out;
+  out.reserve(static_cast<size_t>(q.rows()));
+  for (int i = 0; i < q.rows(); ++i) out.emplace_back(q.Int(i, 0), q.Int(i, 1));
+  return out;
+}
+
+Status Reads::ReadDay(int64_t day_ms, std::optional<int64_t>& version, const std::function<void(const DayRow&)>& fn) {
+  // The version with the rows, in one statement: the rows are those of that version even
+  // outside a snapshot's transaction (the writer's connection).
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows q, c_.Query("SELECT v.version, r.device_id, r.job_id, r.active_ms, r.idle_ms, r.unallocated_ms,"
+                       " r.unavailable_ms, r.unmonitored_ms, r.coarse_ms, r.input_stall_ms, r.checkpoint_stall_ms,"
+                       " r.held_idle_ms, r.hour_rows FROM rollup_day r"
+                       " LEFT JOIN rollup_day_versions v ON v.day_ms = r.day_ms WHERE r.day_ms = $1",
+                       Params().Add(day_ms), "reading day rollups"));
+  DayRow d;
+  for (int i = 0; i < q.rows(); ++i) {
+    if (q.IsNull(i, 0)) {
+      version.reset();
+    } else {
+      version = q.Int(i, 0);
+    }
+    d.sum.device_id = q.Int(i, 1);
+    d.sum.job_id = q.Int(i, 2);
+    ReadRollupFigures(q, i, 3, d.sum);
+    d.hour_rows = q.Int(i, 12);
+    fn(d);
+  }
+  return Status::Ok();
+}
+
+Status Reads::AddHourRows(const DaySplit& split, bool settled, RollupSummer& summer) {
+  // Summed by the server: one row per device and job crosses the wire, not one per hour;
+  // `n` counts the hour rows summed (negative for the dirty hours' rows taken back out of
+  // the day rows).
+  const char* not_dirty = settled ? kNotDirty : "";
   constexpr const char* kCols =
       "device_id, job_id, active_ms, idle_ms, unallocated_ms, unavailable_ms, unmonitored_ms, coarse_ms,"
       " input_stall_ms, checkpoint_stall_ms, held_idle_ms";
   std::string rows = fmt::format(
       "SELECT {0}, 1 AS n FROM rollup_hour r WHERE r.hour_ms >= $1 AND r.hour_ms < $2{1}"
-      " UNION ALL SELECT {0}, 1 FROM rollup_hour r WHERE r.hour_ms >= $3 AND r.hour_ms < $4{1}"
-      " UNION ALL SELECT {0}, hour_rows FROM rollup_day r WHERE r.day_ms >= $5 AND r.day_ms < $6",
+      " UNION ALL SELECT {0}, 1 FROM rollup_hour r WHERE r.hour_ms >= $3 AND r.hour_ms < $4{1}",
       kCols, not_dirty);
-  if (settled_only) {
+  Params params;
+  params.Add(split.head.begin_ms).Add(split.head.end_ms).Add(split.tail.begin_ms).Add(split.tail.end_ms);
+  if (settled) {
     rows += " UNION ALL SELECT h.device_id, h.job_id, -h.active_ms, -h.idle_ms, -h.unallocated_ms, -h.unavailable_ms,"
             " -h.unmonitored_ms, -h.coarse_ms, -h.input_stall_ms, -h.checkpoint_stall_ms, -h.held_idle_ms, -1"
             " FROM dirty_hours d JOIN rollup_hour h ON h.hour_ms = d.hour_ms AND h.device_id = d.device_id"
             " WHERE d.hour_ms >= $5 AND d.hour_ms < $6";
+    params.Add(split.days.begin_ms).Add(split.days.end_ms);
   }
-  DaySplit split = SplitIntoDays(hours);
   GPULEDGER_ASSIGN_OR_RETURN(
       Rows q, c_.Query(fmt::format("SELECT device_id, job_id, sum(active_ms)::bigint, sum(idle_ms)::bigint,"
                                    " sum(unallocated_ms)::bigint, sum(unavailable_ms)::bigint,"
                                    " sum(unmonitored_ms)::bigint, sum(coarse_ms)::bigint, sum(input_stall_ms)::bigint,"
-                                   " sum(checkpoint_stall_ms)::bigint, sum(held_idle_ms)::bigint"
-                                   " FROM ({}) r GROUP BY device_id, job_id HAVING sum(n) <> 0 ORDER BY device_id, job_id",
+                                   " sum(checkpoint_stall_ms)::bigint, sum(held_idle_ms)::bigint, sum(n)::bigint"
+                                   " FROM ({}) r GROUP BY device_id, job_id ORDER BY device_id, job_id",
                                    rows),
-                       Params()
-                           .Add(split.head.begin_ms)
-                           .Add(split.head.end_ms)
-                           .Add(split.tail.begin_ms)
-                           .Add(split.tail.end_ms)
-                           .Add(split.days.begin_ms)
-                           .Add(split.days.end_ms),
-                       "summing hour rollups"));
-  std::vector<RollupSum> out;
-  out.reserve(static_cast<size_t>(q.rows()));
+                       params, "summing hour rollups"));
+  std::array<int64_t, kBucketCount> ms{};
+  std::array<int64_t, kIdleCauseCount - 1> named{};
   for (int i = 0; i < q.rows(); ++i) {
-    RollupSum& r = out.emplace_back(RollupSum{q.Int(i, 0), q.Int(i, 1), {}, 0, {}});
-    ReadRollupFigures(q, i, 2, r);
+    for (size_t b = 0; b < kBucketCount; ++b) ms[b] = q.Int(i, 2 + static_cast<int>(b));
+    for (size_t c = 0; c < named.size(); ++c) named[c] = q.Int(i, 8 + static_cast<int>(c));
+    summer.Add(q.Int(i, 0), q.Int(i, 1), ms, q.Int(i, 7), named, q.Int(i, 11));
   }
-  return out;
+  return Status::Ok();
 }
 
-Result<std::vector<RollupSum>> Reads::SumHourRollups(const TimeRange& hours) { return RollupSums(hours, false); }
-Result<std::vector<RollupSum>> Reads::SumSettledHourRollups(const TimeRange& hours) { return RollupSums(hours, true); }
+Result<std::vector<RollupSum>> Reads::SumHourRollups(const TimeRange& hours) {
+  return SumHourRollupsThroughCache(*this, *days_, hours, /*settled=*/false);
+}
+Result<std::vector<RollupSum>> Reads::SumSettledHourRollups(const TimeRange& hours) {
+  return SumHourRollupsThroughCache(*this, *days_, hours, /*settled=*/true);
+}
 
 Status Reads::ScanHourRollups(const TimeRange& hours, const std::function<Status(const RollupRow&)>& fn) {
   // A day per query: the rows of a day cross the wire together, and memory is one day's.

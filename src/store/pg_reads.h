@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "store/day_cache.h"
 #include "store/pg_util.h"
 #include "store/store.h"
 
@@ -29,9 +30,12 @@ void ReadRollupFigures(const Rows& q, int i, int col, Row& r) {
 // Implements StoreReads with SQL on `conn` (not owned; it outlives this). Not
 // thread-safe: the owner of the connection serializes its use. A row that cannot be read
 // (a bad enum text, a corrupt chunk or minute blob) is an error naming its table and key.
-class Reads final : public StoreSnapshot {
+//
+// Whole days of SumHourRollups come through `days`, the cache of the store whose
+// connection `conn` is (store/day_cache.h).
+class Reads final : public StoreSnapshot, private DayRowSource {
  public:
-  explicit Reads(Conn& conn) : c_(conn) {}
+  Reads(Conn& conn, std::shared_ptr<DayRowCache> days) : c_(conn), days_(std::move(days)) {}
 
   Result<std::vector<DeviceRecord>> ListDevices() override;
   Result<std::vector<JobRecord>> ListJobs() override;
@@ -57,8 +61,12 @@ class Reads final : public StoreSnapshot {
   Result<StoreStats> Stats() override;
 
  private:
-  Result<std::vector<RollupSum>> RollupSums(const TimeRange& hours, bool settled_only);
+  // DayRowSource, for SumHourRollups and SumSettledHourRollups.
+  Result<std::vector<std::pair<int64_t, int64_t>>> DayVersions(const TimeRange& days) override;
+  Status ReadDay(int64_t day_ms, std::optional<int64_t>& version, const std::function<void(const DayRow&)>& fn) override;
+  Status AddHourRows(const DaySplit& split, bool settled, RollupSummer& summer) override;
   Conn& c_;
+  std::shared_ptr<DayRowCache> days_;
 };
 
 }  // namespace gpuledger::store::pg

@@ -20,6 +20,7 @@
 #include "store/minute_blob.h"
 #include "store/pg_reads.h"
 #include "store/pg_util.h"
+#include "store/day_cache.h"
 #include "store/rollup_days.h"
 #include "store/sample_chunk.h"
 
@@ -132,6 +133,12 @@ std::vector<std::string> Migrations() {
       // 8: SqliteStore's version 13: serving snapshots keyed by (job, time, engine,
       // model), so that a window of a job's snapshots is one range of the key.
       "ALTER TABLE serving DROP CONSTRAINT serving_pkey, ADD PRIMARY KEY(job_id, t_ms, engine, model);",
+      // 9: SqliteStore's version 14: a version per day of rollup_day (store/day_cache.h),
+      // drawn anew by WriteRollups for every day whose day rows it rewrites: what every
+      // replica's cache of whole days is keyed by. A random one for each day there is.
+      "CREATE TABLE rollup_day_versions(day_ms BIGINT PRIMARY KEY, version BIGINT NOT NULL);"
+      "INSERT INTO rollup_day_versions SELECT day_ms, (random() * 9.2e18 - 4.6e18)::bigint"
+      "  FROM (SELECT DISTINCT day_ms FROM rollup_day) d;",
   };
 }
 
@@ -430,7 +437,7 @@ class PgStore final : public Store, public ActionLog {
   auto Locked(F&& read) -> decltype(read(std::declval<pg::Reads&>())) {
     std::lock_guard lock(mu_);
     GPULEDGER_ASSIGN_OR_RETURN(Conn * c, Writer());
-    pg::Reads reads(*c);
+    pg::Reads reads(*c, days_);
     return read(reads);
   }
 
@@ -475,6 +482,8 @@ class PgStore final : public Store, public ActionLog {
   std::unique_ptr<Conn> writer_;
   std::unordered_map<std::string, int64_t> device_ids_;  // uuid -> id: never changes once committed
   std::unordered_map<std::string, int64_t> job_ids_;
+  // Whole days' day rows, for every read of this replica (store/day_cache.h).
+  std::shared_ptr<DayRowCache> days_ = std::make_shared<DayRowCache>();
   std::mutex part_mu_;  // part_conn_ and known_parts_
   std::unique_ptr<Conn> part_conn_;
   std::set<std::string> known_parts_;
@@ -1282,6 +1291,15 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
       day_ms.push_back(dd.second);
     }
     GPULEDGER_RETURN_IF_ERROR(RewriteDays(*c, day_dev, day_ms, /*day_rows=*/true));
+    std::vector<int64_t> days = TouchedDays(written_keys), versions;
+    for (size_t i = 0; i < days.size(); ++i) versions.push_back(NewDayVersion());
+    if (!days.empty()) {
+      GPULEDGER_RETURN_IF_ERROR(
+          c->Query("INSERT INTO rollup_day_versions(day_ms, version) SELECT * FROM unnest($1::bigint[], $2::bigint[])"
+                   " ON CONFLICT(day_ms) DO UPDATE SET version = excluded.version",
+                   Params().AddArray(days).AddArray(versions), "drawing day versions")
+              .status());
+    }
     GPULEDGER_RETURN_IF_ERROR(
         c->Query("DELETE FROM dirty_hours d USING unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(dev, hour, gen)"
                  " WHERE d.device_id = u.dev AND d.hour_ms = u.hour AND d.generation = u.gen",
@@ -1402,7 +1420,7 @@ Result<StoreCheck> PgStore::Check(bool full) {
   // The quick check (what `serve` runs at start-up): every table of the schema is there.
   // PostgreSQL keeps its own pages sound (WAL; data checksums where the cluster has them).
   for (const char* table : {"meta", "batches", "devices", "jobs", "allocations", "sample_chunks", "process_samples",
-                            "rollup_hour", "rollup_minute", "rollup_day", "rollup_day_hours", "dirty_hours", "prices", "progress",
+                            "rollup_hour", "rollup_minute", "rollup_day", "rollup_day_hours", "rollup_day_versions", "dirty_hours", "prices", "progress",
                             "serving"}) {
     GPULEDGER_ASSIGN_OR_RETURN(Rows there, c->Query("SELECT to_regclass($1) IS NOT NULL", Params().Add(table), "checking"));
     if (there.Bytes(0, 0) != std::string_view("\x01", 1)) {
@@ -1445,7 +1463,8 @@ Result<StoreCheck> PgStore::Check(bool full) {
 // moment taken at once, ended (and the connection handed back) when destroyed.
 class PgStore::PooledSnapshot final : public StoreSnapshot {
  public:
-  PooledSnapshot(PgStore& store, std::unique_ptr<Conn> c) : store_(store), c_(std::move(c)), reads_(*c_) {}
+  PooledSnapshot(PgStore& store, std::unique_ptr<Conn> c)
+      : store_(store), c_(std::move(c)), reads_(*c_, store.days_) {}
   ~PooledSnapshot() override {
     if (!c_->Broken() && c_->InTransaction()) (void)c_->Exec("COMMIT", "ending a snapshot");
     store_.ReturnReader(std::move(c_));

@@ -46,6 +46,15 @@ std::vector<std::pair<int64_t, int64_t>> TouchedDeviceDays(const std::vector<Rol
   return out;
 }
 
+std::vector<int64_t> TouchedDays(const std::vector<RollupUpdate>& updates) {
+  std::vector<int64_t> out;
+  out.reserve(updates.size());
+  for (const RollupUpdate& u : updates) out.push_back(FloorTo(u.dirty.hour_ms, kMsPerDay));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 std::vector<DayRow> SumDayRows(std::vector<RollupRow> hour_rows) {
   std::sort(hour_rows.begin(), hour_rows.end(), [](const RollupRow& a, const RollupRow& b) { return a.job_id < b.job_id; });
   std::vector<DayRow> out;

@@ -44,6 +44,10 @@ Status CheckRollupUpdates(const std::vector<RollupUpdate>& updates);
 // The distinct (device_id, day_ms) of the updates, sorted: the day rows to recompute.
 std::vector<std::pair<int64_t, int64_t>> TouchedDeviceDays(const std::vector<RollupUpdate>& updates);
 
+// The distinct UTC days of the updates, sorted: the days whose version is drawn anew
+// (store/day_cache.h).
+std::vector<int64_t> TouchedDays(const std::vector<RollupUpdate>& updates);
+
 // A day row: the sums of one device-day's hour rows of one job, and how many they are.
 struct DayRow {
   RollupSum sum;

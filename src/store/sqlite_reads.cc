@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/serving.h"
+#include "store/day_cache.h"
 #include "store/minute_blob.h"
 #include "store/rollup_days.h"
 #include "store/sample_chunk.h"
@@ -14,12 +15,6 @@
 
 namespace gpuledger::store::sqlite {
 namespace {
-
-struct PairHash {
-  size_t operator()(const std::pair<int64_t, int64_t>& p) const {
-    return std::hash<int64_t>()(p.first * 1'000'003 + p.second);
-  }
-};
 
 // A stored row that does not read back: an error naming the table and the row's key.
 Status Corrupt(std::string_view table, std::string_view key, std::string_view why) {
@@ -33,19 +28,18 @@ constexpr const char* kRollupColumns =
 constexpr const char* kNotDirty =
     " AND NOT EXISTS (SELECT 1 FROM dirty_hours d WHERE d.device_id = r.device_id AND d.hour_ms = r.hour_ms)";
 
-// The statement of SumHourRollups (settled: SumSettledHourRollups) over a DaySplit
-// (store/rollup_days.h): ?1..?2 the head hours, ?3..?4 the tail hours, ?5..?6 the whole
-// days. Each row is kRollupColumns and the number of hour rows it sums. A settled read
-// takes the day rows of every device-day and then subtracts the dirty hours' rows from
-// them (a row with negated figures and -1 hour rows): the day row is the sum of its hour
-// rows, so this is the sum of the day's settled hours, read by the few dirty keys rather
-// than by the 24 hours of each day that has one.
-std::string SumRollupsSql(bool settled) {
+// The statement of the hour rows around the whole days of SumHourRollups (settled:
+// SumSettledHourRollups; store/day_cache.h): ?1..?2 the head hours, ?3..?4 the tail
+// hours, ?5..?6 the whole days. Each row is kRollupColumns and the number of hour rows it
+// sums. A settled read subtracts from the days' day rows the dirty hours' rows (a row with
+// negated figures and -1 hour rows): the day row is the sum of its hour rows, so this is
+// the sum of the day's settled hours, read by the few dirty keys rather than by the 24
+// hours of each day that has one.
+std::string HourRowsAroundDaysSql(bool settled) {
   const char* not_dirty = settled ? kNotDirty : "";
   std::string sql = fmt::format(
       "SELECT {0}, 1 FROM rollup_hour r WHERE r.hour_ms >= ?1 AND r.hour_ms < ?2{1}"
-      " UNION ALL SELECT {0}, 1 FROM rollup_hour r WHERE r.hour_ms >= ?3 AND r.hour_ms < ?4{1}"
-      " UNION ALL SELECT {0}, hour_rows FROM rollup_day r WHERE r.day_ms >= ?5 AND r.day_ms < ?6",
+      " UNION ALL SELECT {0}, 1 FROM rollup_hour r WHERE r.hour_ms >= ?3 AND r.hour_ms < ?4{1}",
       kRollupColumns, not_dirty);
   if (settled) {
     // CROSS JOIN: SQLite keeps this order, from each dirty mark to its hour rows by key.
@@ -68,8 +62,8 @@ constexpr const char* kCountJobsSql =
 
 Reads::~Reads() = default;
 
-Result<std::unique_ptr<Reads>> Reads::Create(sqlite3* db) {
-  std::unique_ptr<Reads> r(new Reads(db));
+Result<std::unique_ptr<Reads>> Reads::Create(sqlite3* db, std::shared_ptr<DayRowCache> days) {
+  std::unique_ptr<Reads> r(new Reads(db, std::move(days)));
   GPULEDGER_RETURN_IF_ERROR(r->Prepare());
   return r;
 }
@@ -142,8 +136,13 @@ Status Reads::Prepare() {
       {kDirtyHoursIn,
        "SELECT device_id, hour_ms, generation FROM dirty_hours WHERE hour_ms >= ?1 AND hour_ms < ?2"
        " ORDER BY device_id, hour_ms"},
-      {kSumHourRollups, SumRollupsSql(/*settled=*/false)},
-      {kSumSettledHourRollups, SumRollupsSql(/*settled=*/true)},
+      {kHourRowsAroundDays, HourRowsAroundDaysSql(/*settled=*/false)},
+      {kSettledHourRowsAroundDays, HourRowsAroundDaysSql(/*settled=*/true)},
+      {kDayVersions, "SELECT day_ms, version FROM rollup_day_versions WHERE day_ms >= ?1 AND day_ms < ?2 ORDER BY day_ms"},
+      {kReadDay,
+       "SELECT v.version, r.device_id, r.job_id, r.active_ms, r.idle_ms, r.unallocated_ms, r.unavailable_ms,"
+       " r.unmonitored_ms, r.coarse_ms, r.input_stall_ms, r.checkpoint_stall_ms, r.held_idle_ms, r.hour_rows"
+       " FROM rollup_day r LEFT JOIN rollup_day_versions v ON v.day_ms = r.day_ms WHERE r.day_ms = ?1"},
       {kScanMinuteRollups, scan + " ORDER BY r.hour_ms, r.device_id"},
       {kScanSettledMinuteRollups, scan + kNotDirty + " ORDER BY r.hour_ms, r.device_id"},
       {kLoadPrices,
@@ -448,76 +447,66 @@ Result<std::vector<DirtyHour>> Reads::DirtyHoursIn(const TimeRange& hours) {
   return out;
 }
 
-Result<std::vector<RollupSum>> Reads::ReadRollupSums(Stmt& q) {
-  // Summed here rather than with GROUP BY: a lookup of (device, job) beats SQLite's
-  // sorter by a factor of three on a month of a thousand GPUs. The lookup is each
-  // device's jobs, a small vector sorted by job: the rows come device by device, and a
-  // device's few jobs stay in cache, where a hash of every pair of a 10,000-GPU month
-  // (400k) misses it on most rows. Store ids are dense; a larger one is hashed.
-  // `hour_rows[i]`: how many hour rows out[i] sums; a pair left with none (every row of
-  // it was in a dirty hour, subtracted again) is no answer, as when nothing was read.
-  std::vector<RollupSum> out;
-  std::vector<int64_t> hour_rows;
-  constexpr int64_t kDenseIds = 1 << 20;
-  std::vector<std::vector<std::pair<int64_t, size_t>>> jobs_of;  // device id -> (job, index in out)
-  std::unordered_map<std::pair<int64_t, int64_t>, size_t, PairHash> index;  // ids from kDenseIds on
-  auto slot = [&](int64_t device, int64_t job) {
-    auto add = [&] {
-      out.push_back(RollupSum{device, job, {}, 0, {}});
-      hour_rows.push_back(0);
-      return out.size() - 1;
-    };
-    if (device < 0 || device >= kDenseIds) {
-      auto [it, inserted] = index.try_emplace({device, job}, 0);
-      if (inserted) it->second = add();
-      return it->second;
-    }
-    if (static_cast<size_t>(device) >= jobs_of.size()) jobs_of.resize(static_cast<size_t>(device) + 1);
-    auto& jobs = jobs_of[static_cast<size_t>(device)];
-    auto it = std::lower_bound(jobs.begin(), jobs.end(), job, [](const auto& e, int64_t j) { return e.first < j; });
-    if (it != jobs.end() && it->first == job) return it->second;
-    size_t i = add();
-    jobs.insert(it, {job, i});
-    return i;
-  };
-  GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "rollup_hour", [&] {
-    sqlite3_stmt* st = q.get();
-    int64_t device = sqlite3_column_int64(st, 0), job = sqlite3_column_int64(st, 1);
-    size_t i = slot(device, job);
-    hour_rows[i] += sqlite3_column_int64(st, 11);
-    RollupSum& r = out[i];
-    for (size_t b = 0; b < kBucketCount; ++b) r.ms[b] += sqlite3_column_int64(st, static_cast<int>(2 + b));
-    r.coarse_ms += sqlite3_column_int64(st, 7);
-    int64_t named = 0;
-    for (size_t c = 0; c + 1 < kIdleCauseCount; ++c) {
-      int64_t v = sqlite3_column_int64(st, static_cast<int>(8 + c));
-      r.idle_causes[c] += v;
-      named += v;
-    }
-    r.idle_causes[kIdleCauseCount - 1] += sqlite3_column_int64(st, 3) - named;
+Result<std::vector<std::pair<int64_t, int64_t>>> Reads::DayVersions(const TimeRange& days) {
+  Stmt& q = S(kDayVersions);
+  q.Bind(1, days.begin_ms).Bind(2, days.end_ms);
+  std::vector<std::pair<int64_t, int64_t>> out;
+  GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "rollup_day_versions", [&]() -> Status {
+    out.emplace_back(q.Int(0), q.Int(1));
     return Status::Ok();
   }));
-  size_t kept = 0;
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (hour_rows[i] != 0) out[kept++] = out[i];
-  }
-  out.resize(kept);
   return out;
 }
 
-Result<std::vector<RollupSum>> Reads::SumRollups(Stmt& q, const TimeRange& hours) {
-  DaySplit split = SplitIntoDays(hours);
+Status Reads::ReadDay(int64_t day_ms, std::optional<int64_t>& version, const std::function<void(const DayRow&)>& fn) {
+  Stmt& q = S(kReadDay);
+  q.Bind(1, day_ms);
+  DayRow d;
+  return ForEach(db_, q, "rollup_day", [&]() -> Status {
+    sqlite3_stmt* st = q.get();
+    if (sqlite3_column_type(st, 0) == SQLITE_NULL) {
+      version.reset();
+    } else {
+      version = sqlite3_column_int64(st, 0);
+    }
+    d.sum.device_id = sqlite3_column_int64(st, 1);
+    d.sum.job_id = sqlite3_column_int64(st, 2);
+    for (size_t b = 0; b < kBucketCount; ++b) d.sum.ms[b] = sqlite3_column_int64(st, static_cast<int>(3 + b));
+    d.sum.coarse_ms = sqlite3_column_int64(st, 8);
+    int64_t named = 0;
+    for (size_t c = 0; c + 1 < kIdleCauseCount; ++c) {
+      d.sum.idle_causes[c] = sqlite3_column_int64(st, static_cast<int>(9 + c));
+      named += d.sum.idle_causes[c];
+    }
+    d.sum.idle_causes[kIdleCauseCount - 1] = d.sum.ms[static_cast<size_t>(Bucket::kAllocatedIdle)] - named;
+    d.hour_rows = sqlite3_column_int64(st, 12);
+    fn(d);
+    return Status::Ok();
+  });
+}
+
+Status Reads::AddHourRows(const DaySplit& split, bool settled, RollupSummer& summer) {
+  Stmt& q = S(settled ? kSettledHourRowsAroundDays : kHourRowsAroundDays);
   q.Bind(1, split.head.begin_ms).Bind(2, split.head.end_ms).Bind(3, split.tail.begin_ms).Bind(4, split.tail.end_ms);
-  q.Bind(5, split.days.begin_ms).Bind(6, split.days.end_ms);
-  return ReadRollupSums(q);
+  if (settled) q.Bind(5, split.days.begin_ms).Bind(6, split.days.end_ms);
+  std::array<int64_t, kBucketCount> ms{};
+  std::array<int64_t, kIdleCauseCount - 1> named{};
+  return ForEach(db_, q, "rollup_hour", [&] {
+    sqlite3_stmt* st = q.get();
+    for (size_t b = 0; b < kBucketCount; ++b) ms[b] = sqlite3_column_int64(st, static_cast<int>(2 + b));
+    for (size_t c = 0; c < named.size(); ++c) named[c] = sqlite3_column_int64(st, static_cast<int>(8 + c));
+    summer.Add(sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), ms, sqlite3_column_int64(st, 7), named,
+               sqlite3_column_int64(st, 11));
+    return Status::Ok();
+  });
 }
 
 Result<std::vector<RollupSum>> Reads::SumHourRollups(const TimeRange& hours) {
-  return SumRollups(S(kSumHourRollups), hours);
+  return SumHourRollupsThroughCache(*this, *days_, hours, /*settled=*/false);
 }
 
 Result<std::vector<RollupSum>> Reads::SumSettledHourRollups(const TimeRange& hours) {
-  return SumRollups(S(kSumSettledHourRollups), hours);
+  return SumHourRollupsThroughCache(*this, *days_, hours, /*settled=*/true);
 }
 
 Status Reads::ScanHourRollups(const TimeRange& hours, const std::function<Status(const RollupRow&)>& fn) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "store/day_cache.h"
 #include "store/store.h"
 
 struct sqlite3;
@@ -17,11 +18,12 @@ class Stmt;
 // Implements StoreReads with SQL on `db` (not owned; it outlives this). Not thread-safe:
 // the owner of the connection serializes its use. A row that cannot be read (a bad enum
 // text, a corrupt chunk or blob) is an error naming its table and key.
-class Reads : public StoreSnapshot {
+class Reads : public StoreSnapshot, private DayRowSource {
  public:
   ~Reads() override;
-  // Prepares the read statements on `db`.
-  static Result<std::unique_ptr<Reads>> Create(sqlite3* db);
+  // Prepares the read statements on `db`; whole days' rows through `days`, the cache of
+  // the store whose connection `db` is (store/day_cache.h).
+  static Result<std::unique_ptr<Reads>> Create(sqlite3* db, std::shared_ptr<DayRowCache> days);
 
   Result<std::vector<DeviceRecord>> ListDevices() override;
   Result<std::vector<JobRecord>> ListJobs() override;
@@ -47,24 +49,26 @@ class Reads : public StoreSnapshot {
   Result<StoreStats> Stats() override;
 
  protected:
-  explicit Reads(sqlite3* db) : db_(db) {}
+  Reads(sqlite3* db, std::shared_ptr<DayRowCache> days) : db_(db), days_(std::move(days)) {}
   sqlite3* db() const { return db_; }
 
  private:
   enum Id {
     kListDevices, kListJobs, kAllocationsOfDevice, kAllocationsOverlapping, kSamplesOfDevice,
-    kProcessesOfDevice, kDirtyHours, kDirtyHoursIn, kSumHourRollups, kSumSettledHourRollups,
+    kProcessesOfDevice, kDirtyHours, kDirtyHoursIn, kHourRowsAroundDays, kSettledHourRowsAroundDays, kDayVersions, kReadDay,
     kScanMinuteRollups, kScanSettledMinuteRollups, kLoadPrices, kProgressOf, kJobChangesOf, kClosedPeriods, kFrozenLines, kServingOf, kServingGaugesOf, kLatestSamples, kCountJobs, kScanHourRollups, kScanDayHours, kCount
   };
   Status Prepare();
   Stmt& S(Id id);
   Result<std::vector<AllocationRecord>> ReadAllocations(Stmt& q);
-  Result<std::vector<RollupSum>> ReadRollupSums(Stmt& q);
-  // Binds the DaySplit of `hours` to kSumHourRollups or kSumSettledHourRollups and sums.
-  Result<std::vector<RollupSum>> SumRollups(Stmt& q, const TimeRange& hours);
+  // DayRowSource, for SumHourRollups and SumSettledHourRollups.
+  Result<std::vector<std::pair<int64_t, int64_t>>> DayVersions(const TimeRange& days) override;
+  Status ReadDay(int64_t day_ms, std::optional<int64_t>& version, const std::function<void(const DayRow&)>& fn) override;
+  Status AddHourRows(const DaySplit& split, bool settled, RollupSummer& summer) override;
   Result<std::vector<Sample>> SamplesOfDevice(int64_t device_id, const TimeRange& range);
 
   sqlite3* db_;
+  std::shared_ptr<DayRowCache> days_;
   std::vector<std::unique_ptr<Stmt>> stmts_;
 };
 

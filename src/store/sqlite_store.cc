@@ -22,6 +22,7 @@
 
 #include "store/actions_internal.h"
 #include "store/minute_blob.h"
+#include "store/day_cache.h"
 #include "store/rollup_days.h"
 #include "store/sample_chunk.h"
 #include "store/sqlite_reads.h"
@@ -173,6 +174,11 @@ std::vector<std::string> Migrations() {
       "  compute_seconds, prefill, decode, iteration_tokens FROM serving;"
       "DROP TABLE serving;"
       "ALTER TABLE serving_by_time RENAME TO serving;",
+      // 14: a version per day of rollup_day (store/day_cache.h), drawn anew by
+      // WriteRollups for every day whose day rows it rewrites: what the servers' caches
+      // of whole days are keyed by. A random one for each day there is.
+      "CREATE TABLE rollup_day_versions(day_ms INTEGER PRIMARY KEY, version INTEGER NOT NULL);"
+      "INSERT INTO rollup_day_versions SELECT day_ms, random() FROM (SELECT DISTINCT day_ms FROM rollup_day);",
   };
 }
 
@@ -277,7 +283,7 @@ class SqliteStore final : public Store, public ActionLog {
       GPULEDGER_RETURN_IF_ERROR(Exec(fmt::format("PRAGMA max_page_count={}", std::max<int64_t>(1, options.max_size_bytes / page_size))));
     }
     GPULEDGER_RETURN_IF_ERROR(PrepareAll());
-    GPULEDGER_ASSIGN_OR_RETURN(reads_, sqlite::Reads::Create(db_));
+    GPULEDGER_ASSIGN_OR_RETURN(reads_, sqlite::Reads::Create(db_, days_));
     path_ = path;
     GPULEDGER_RETURN_IF_ERROR(LoadCaches());
     GPULEDGER_ASSIGN_OR_RETURN(data_version_, DataVersion());
@@ -407,6 +413,9 @@ class SqliteStore final : public Store, public ActionLog {
         GPULEDGER_RETURN_IF_ERROR(Done(ins.Bind(13, d.hour_rows)));
       }
       GPULEDGER_RETURN_IF_ERROR(PutDayHours(device, day, rows));
+    }
+    for (int64_t day : TouchedDays(updates)) {
+      GPULEDGER_RETURN_IF_ERROR(Done(S(kPutDayVersion).Reset().Bind(1, day).Bind(2, NewDayVersion())));
     }
     return txn.Commit();
   }
@@ -729,7 +738,7 @@ class SqliteStore final : public Store, public ActionLog {
     kInsertClosedPeriod, kInsertFrozenLine, kFindBatch, kInsertBatch, kInsertDevice, kUpdateDevice, kUpdateDeviceTimes, kFindJob, kInsertJobChange, kUpsertJob,
     kFindAllocation, kInsertAllocation, kCloseAllocation, kInsertChunk, kChunksOverlapping, kInsertProcess,
     kMarkDirty, kDeleteHourRollup, kDeleteMinuteRollup, kInsertHourRollup, kInsertMinuteRollup,
-    kDeleteDayRollup, kInsertDayRollup, kDayHourRows, kDeleteDayHours, kInsertDayHours,
+    kDeleteDayRollup, kInsertDayRollup, kPutDayVersion, kDayHourRows, kDeleteDayHours, kInsertDayHours,
     kClearDirty, kInsertPrice, kPruneSamples, kPruneProcesses, kInsertProgress, kInsertServing,
     kNextGeneration, kFirstGeneration, kStmtCount
   };
@@ -823,6 +832,9 @@ class SqliteStore final : public Store, public ActionLog {
          " unavailable_ms, unmonitored_ms, coarse_ms, input_stall_ms, checkpoint_stall_ms,"
          " held_idle_ms) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)"},
         {kDeleteDayRollup, "DELETE FROM rollup_day WHERE day_ms=?1 AND device_id=?2"},
+        {kPutDayVersion,
+         "INSERT INTO rollup_day_versions(day_ms, version) VALUES(?1, ?2)"
+         " ON CONFLICT(day_ms) DO UPDATE SET version=excluded.version"},
         {kInsertDayRollup,
          "INSERT INTO rollup_day(day_ms, device_id, job_id, active_ms, idle_ms, unallocated_ms,"
          " unavailable_ms, unmonitored_ms, coarse_ms, input_stall_ms, checkpoint_stall_ms, held_idle_ms,"
@@ -1400,6 +1412,8 @@ class SqliteStore final : public Store, public ActionLog {
   std::string path_;
   std::vector<std::unique_ptr<Stmt>> stmts_;
   std::unique_ptr<sqlite::Reads> reads_;  // on db_
+  // Whole days' day rows, for reads_ and every snapshot's (store/day_cache.h).
+  std::shared_ptr<DayRowCache> days_ = std::make_shared<DayRowCache>();
   std::unordered_map<std::string, int64_t> device_ids_;
   std::unordered_map<std::string, int64_t> job_ids_;
   std::unordered_map<int64_t, std::pair<int64_t, int64_t>> device_state_;
@@ -1480,7 +1494,7 @@ Result<std::unique_ptr<SqliteStore::Reader>> SqliteStore::OpenReader() {
   // A reader's sorts stay in memory (bounded by the server's query limits), so that reads
   // go on while the disk is full.
   GPULEDGER_RETURN_IF_ERROR(sqlite::Exec(r->db, "PRAGMA temp_store=MEMORY"));
-  GPULEDGER_ASSIGN_OR_RETURN(r->reads, sqlite::Reads::Create(r->db));
+  GPULEDGER_ASSIGN_OR_RETURN(r->reads, sqlite::Reads::Create(r->db, days_));
   return r;
 }
 

@@ -761,7 +761,7 @@ TEST_F(SqliteStoreTest, MigratesOneRowPerSampleIntoChunks) {
   // And without what the versions after 5 add, which migrating again creates.
   sql += "DROP TABLE sample_chunks; DROP TABLE job_changes; DROP TABLE closed_periods; DROP TABLE frozen_lines;"
          " DROP TABLE actions; ALTER TABLE jobs DROP COLUMN labels; ALTER TABLE jobs DROP COLUMN annotations;"
-         " DROP TABLE leases; DROP TABLE rollup_day; DROP TABLE rollup_day_hours;"
+         " DROP TABLE leases; DROP TABLE rollup_day; DROP TABLE rollup_day_hours; DROP TABLE rollup_day_versions;"
          " UPDATE meta SET value='4' WHERE key='schema_version';";
   std::string cmd = "sqlite3 " + (dir_ / "ledger.db").string() + " \"" + sql + "\" 2>&1";
   if (std::system(cmd.c_str()) != 0) {
@@ -784,7 +784,7 @@ TEST_F(SqliteStoreTest, MigratesAStoreWithoutLabels) {
   ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
   ExecBehindTheStore(
       "ALTER TABLE jobs DROP COLUMN labels; ALTER TABLE jobs DROP COLUMN annotations; DROP TABLE leases;"
-      " DROP TABLE rollup_day; DROP TABLE rollup_day_hours; UPDATE meta SET value='8' WHERE key='schema_version';");
+      " DROP TABLE rollup_day; DROP TABLE rollup_day_hours; DROP TABLE rollup_day_versions; UPDATE meta SET value='8' WHERE key='schema_version';");
   auto jobs = store_->ListJobs();
   ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
   ASSERT_EQ(jobs->size(), 1u);
@@ -811,7 +811,8 @@ TEST_F(SqliteStoreTest, MigratesServingSnapshotsToAKeyByJobAndTime) {
       " queue_seconds REAL, compute_seconds REAL, prefill TEXT NOT NULL, decode TEXT NOT NULL,"
       " iteration_tokens TEXT NOT NULL, PRIMARY KEY(job_id, engine, model, t_ms)) WITHOUT ROWID;"
       " INSERT INTO serving_old SELECT * FROM serving; DROP TABLE serving;"
-      " ALTER TABLE serving_old RENAME TO serving; UPDATE meta SET value='12' WHERE key='schema_version';");
+      " ALTER TABLE serving_old RENAME TO serving; DROP TABLE rollup_day_versions;"
+      " UPDATE meta SET value='12' WHERE key='schema_version';");
   const int64_t job = store_->ListJobs()->at(0).id;
   for (const TimeRange& w : {TimeRange{kT0, kT0 + 3 * kMsPerDay}, TimeRange{kT0 + kMsPerDay, kT0 + 2 * kMsPerDay},
                              TimeRange{kT0 + 6 * kMsPerHour + 1, kT0 + 12 * kMsPerHour}}) {
@@ -1238,7 +1239,7 @@ TEST_F(SqliteStoreTest, MigratesHourRollupsIntoDayRollups) {
   }
   ASSERT_TRUE(store_->WriteRollups(updates).ok());
   ExecBehindTheStore(
-      "DROP TABLE rollup_day; DROP TABLE rollup_day_hours; UPDATE meta SET value='10' WHERE key='schema_version';");
+      "DROP TABLE rollup_day; DROP TABLE rollup_day_hours; DROP TABLE rollup_day_versions; UPDATE meta SET value='10' WHERE key='schema_version';");
   for (const TimeRange& w : {TimeRange{day0, day0 + kMsPerDay}, TimeRange{day0, day0 + 2 * kMsPerDay},
                              TimeRange{day0 - 5 * kMsPerHour, day0 + 2 * kMsPerDay + 5 * kMsPerHour},
                              TimeRange{day0 + 3 * kMsPerHour, day0 + 30 * kMsPerHour}}) {
@@ -1262,6 +1263,24 @@ TEST_F(SqliteStoreTest, MigratesHourRollupsIntoDayRollups) {
                     .ok());
     EXPECT_EQ(scanned, want_rows) << "scanned over [" << FormatTime(w.begin_ms) << ", " << FormatTime(w.end_ms) << ")";
   }
+  // And a version for each day with day rows (schema version 14), which the cache of
+  // whole days is keyed by.
+  store_.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ / "ledger.db").string().c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* q = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db,
+                               "SELECT (SELECT count(*) FROM rollup_day_versions),"
+                               " (SELECT count(DISTINCT day_ms) FROM rollup_day),"
+                               " (SELECT count(*) FROM rollup_day_versions v WHERE v.day_ms IN (SELECT day_ms FROM rollup_day))",
+                               -1, &q, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int64(q, 0), 4);  // the hours written span four days
+  EXPECT_EQ(sqlite3_column_int64(q, 1), 4);
+  EXPECT_EQ(sqlite3_column_int64(q, 2), 4);
+  sqlite3_finalize(q);
+  sqlite3_close(db);
 }
 
 // The day rows follow their hours: a replaced hour, a job gone from an hour, and a
@@ -1306,6 +1325,74 @@ TEST_P(StoreContractTest, DayRollupsFollowReplacedAndEmptiedHours) {
   ASSERT_TRUE(store_->WriteRollups({{mark(h1), {}, {}}}).ok());
   EXPECT_TRUE(active_of(day).empty());
   EXPECT_TRUE(store_->SumHourRollups({day0 - kMsPerDay, day0 + 2 * kMsPerDay})->empty());
+}
+
+// Whole days are summed from each store's cache of day rows (store/day_cache.h), keyed
+// by a version per day in the database: a second server on the same database, which has
+// cached the day, sees the first mark an hour of it dirty and then rewrite it, and a
+// snapshot taken before both still reads the day as it was then.
+TEST_P(StoreContractTest, AServerSeesAnotherRewriteADayItHasCached) {
+  const int64_t day0 = FloorTo(kT0, kMsPerDay) + kMsPerDay;
+  // The device's newest sample after the two days: a sample in them is a late one, which
+  // marks its own hour alone.
+  ASSERT_TRUE(store_->ApplyBatch(Plan(testing_batches::OnNode("dev", "na", day0 + 3 * kMsPerDay, 1))).ok());
+  const int64_t dev = store_->ListDevices()->at(0).id;
+  auto opened = backend_.open(dir_);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<Store> other = std::move(*opened);
+  const TimeRange days{day0, day0 + 2 * kMsPerDay};
+  const int64_t h1 = day0 + kMsPerHour;
+  auto row = [&](int64_t hour, int64_t job, int64_t active) { return RollupRow{hour, dev, job, {active, 0, 0, 0, 0}, 0}; };
+  // Job -> active ms over the two days, settled, in a snapshot of `s` (or in `snap`).
+  auto settled = [&](StoreReads& r) {
+    std::map<int64_t, int64_t> out;
+    auto sums = r.SumSettledHourRollups(days);
+    EXPECT_TRUE(sums.ok()) << sums.status().ToString();
+    if (sums.ok()) {
+      for (const RollupSum& x : *sums) out[x.job_id] = x.ms[0];
+    }
+    return out;
+  };
+  auto in_snapshot = [&](Store& s) {
+    auto snap = s.Snapshot();
+    EXPECT_TRUE(snap.ok()) << snap.status().ToString();
+    return snap.ok() ? settled(**snap) : std::map<int64_t, int64_t>{};
+  };
+  const int64_t h10 = day0 + 10 * kMsPerHour, h20 = day0 + 20 * kMsPerHour;
+  ASSERT_TRUE(store_->WriteRollups({{{dev, h1, 0}, {row(h1, 1, 100)}, {}},
+                                    {{dev, h10, 0}, {row(h10, 1, 100)}, {}},
+                                    {{dev, h20, 0}, {row(h20, 1, 100)}, {}},
+                                    {{dev, day0 + kMsPerDay, 0}, {row(day0 + kMsPerDay, 1, 5)}, {}}})
+                  .ok());
+  EXPECT_EQ(in_snapshot(*other), (std::map<int64_t, int64_t>{{1, 305}}));
+  EXPECT_EQ(settled(*other), (std::map<int64_t, int64_t>{{1, 305}}));  // the store's own reads too
+  auto before = other->Snapshot();
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+
+  // A late sample of 01:30 marks its hour dirty (and the hours of its context, none of
+  // which holds rows): a settled sum leaves 01:00 out, the day cached or not.
+  ASSERT_TRUE(store_->ApplyBatch(Plan(OneSampleOn("late", "na", h1 + 30 * kMsPerMinute))).ok());
+  auto marked = store_->DirtyHoursIn(days);
+  ASSERT_TRUE(marked.ok()) << marked.status().ToString();
+  ASSERT_TRUE(std::any_of(marked->begin(), marked->end(), [&](const DirtyHour& d) { return d.hour_ms == h1; }));
+  for (const DirtyHour& d : *marked) ASSERT_LT(d.hour_ms, h10) << FormatTime(d.hour_ms);
+  EXPECT_EQ(in_snapshot(*other), (std::map<int64_t, int64_t>{{1, 205}}));
+
+  // The first server's refresh rewrites the marked hours, 01:00 for job 2: the second
+  // sums the new day.
+  std::vector<RollupUpdate> refresh;
+  for (const DirtyHour& d : *marked) {
+    refresh.push_back({d, d.hour_ms == h1 ? std::vector<RollupRow>{row(h1, 2, 700)} : std::vector<RollupRow>{}, {}});
+  }
+  ASSERT_TRUE(store_->WriteRollups(refresh).ok());
+  ASSERT_TRUE(store_->DirtyHoursIn(days)->empty());
+  EXPECT_EQ(in_snapshot(*other), (std::map<int64_t, int64_t>{{1, 205}, {2, 700}}));
+  EXPECT_EQ(settled(*other), (std::map<int64_t, int64_t>{{1, 205}, {2, 700}}));
+  EXPECT_EQ(in_snapshot(*store_), (std::map<int64_t, int64_t>{{1, 205}, {2, 700}}));
+  // The snapshot of before: the day as it was, though a newer one was cached since.
+  EXPECT_EQ(settled(**before), (std::map<int64_t, int64_t>{{1, 305}}));
+  before->reset();
+  EXPECT_EQ(in_snapshot(*other), (std::map<int64_t, int64_t>{{1, 205}, {2, 700}}));
 }
 
 // Hour rows outside their update's own device-hour, or an hour off the hour, cannot be
