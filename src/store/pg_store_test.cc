@@ -135,6 +135,14 @@ TEST_F(PgStoreTest, MigratesHourRollupsIntoDayRollups) {
                   .ok());
   EXPECT_EQ(scanned, (std::vector<std::tuple<int64_t, int64_t, int64_t>>{
                          {day0, 1, 100}, {day0, 2, 20}, {day0 + 23 * kMsPerHour, 1, 200}}));
+  // And a version for each day with day rows (schema version 9), which every replica's
+  // cache of whole days is keyed by.
+  PGconn* c = Connect();
+  EXPECT_EQ(One(c, "SELECT count(*) FROM rollup_day_versions"), "3");
+  EXPECT_EQ(One(c, "SELECT count(*) FROM rollup_day_versions v"
+                   " WHERE v.day_ms IN (SELECT day_ms FROM rollup_day) AND v.version IS NOT NULL"),
+            "3");
+  PQfinish(c);
 }
 
 // A store of schema version 7 kept serving snapshots by (job, engine, model, time), so a
