@@ -2,9 +2,11 @@
 // long window read again (usage over 30 days, the chargeback of a month, asked by every
 // dashboard refresh) does not read its day rows from the database again.
 //
-// `rollup_day_versions` holds a version per UTC day: a random 64-bit value that
-// WriteRollups draws anew, in its own transaction, for every day whose day rows it
-// rewrites (the only writer of rollup_day after the migrations). So in every backend
+// `rollup_day_versions` holds a version per UTC day: a random 64-bit value drawn anew, in
+// the transaction that writes the day's rows, for every day whose day rows change:
+// SQLite's WriteRollups draws it (the only writer of rollup_day after the migrations);
+// on PostgreSQL, triggers on rollup_day do, once per statement, so that a replica of an
+// older build refreshing beside newer ones draws it too. So in every backend
 //   the day rows of day d are the same wherever the version of d is the same
 // and a day's rows cached with the version read in the same statement are those of any
 // later read of that version, on any replica sharing the database. A random value rather

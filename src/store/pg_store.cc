@@ -134,11 +134,31 @@ std::vector<std::string> Migrations() {
       // model), so that a window of a job's snapshots is one range of the key.
       "ALTER TABLE serving DROP CONSTRAINT serving_pkey, ADD PRIMARY KEY(job_id, t_ms, engine, model);",
       // 9: SqliteStore's version 14: a version per day of rollup_day (store/day_cache.h),
-      // drawn anew by WriteRollups for every day whose day rows it rewrites: what every
-      // replica's cache of whole days is keyed by. A random one for each day there is.
+      // what every replica's cache of whole days is keyed by; a random one for each day
+      // there is. Drawn anew by triggers, once per statement, for every day a statement
+      // writes day rows of: so also when a replica of an older build, which knows no
+      // versions, refreshes rollups while a newer one caches days.
       "CREATE TABLE rollup_day_versions(day_ms BIGINT PRIMARY KEY, version BIGINT NOT NULL);"
       "INSERT INTO rollup_day_versions SELECT day_ms, (random() * 9.2e18 - 4.6e18)::bigint"
-      "  FROM (SELECT DISTINCT day_ms FROM rollup_day) d;",
+      "  FROM (SELECT DISTINCT day_ms FROM rollup_day) d;"
+      "CREATE FUNCTION rollup_day_new_version() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN"
+      "  IF TG_OP = 'DELETE' THEN"
+      "    INSERT INTO rollup_day_versions(day_ms, version)"
+      "      SELECT day_ms, (random() * 9.2e18 - 4.6e18)::bigint FROM (SELECT DISTINCT day_ms FROM gone) d"
+      "      ON CONFLICT(day_ms) DO UPDATE SET version = excluded.version;"
+      "  ELSE"
+      "    INSERT INTO rollup_day_versions(day_ms, version)"
+      "      SELECT day_ms, (random() * 9.2e18 - 4.6e18)::bigint FROM (SELECT DISTINCT day_ms FROM added) d"
+      "      ON CONFLICT(day_ms) DO UPDATE SET version = excluded.version;"
+      "  END IF;"
+      "  RETURN NULL;"
+      " END $f$;"
+      "CREATE TRIGGER rollup_day_inserted AFTER INSERT ON rollup_day REFERENCING NEW TABLE AS added"
+      "  FOR EACH STATEMENT EXECUTE FUNCTION rollup_day_new_version();"
+      "CREATE TRIGGER rollup_day_updated AFTER UPDATE ON rollup_day REFERENCING NEW TABLE AS added"
+      "  FOR EACH STATEMENT EXECUTE FUNCTION rollup_day_new_version();"
+      "CREATE TRIGGER rollup_day_deleted AFTER DELETE ON rollup_day REFERENCING OLD TABLE AS gone"
+      "  FOR EACH STATEMENT EXECUTE FUNCTION rollup_day_new_version();",
   };
 }
 
@@ -1290,16 +1310,8 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
       day_dev.push_back(dd.first);
       day_ms.push_back(dd.second);
     }
+    // The days' versions are drawn anew by rollup_day's triggers (schema version 9).
     GPULEDGER_RETURN_IF_ERROR(RewriteDays(*c, day_dev, day_ms, /*day_rows=*/true));
-    std::vector<int64_t> days = TouchedDays(written_keys), versions;
-    for (size_t i = 0; i < days.size(); ++i) versions.push_back(NewDayVersion());
-    if (!days.empty()) {
-      GPULEDGER_RETURN_IF_ERROR(
-          c->Query("INSERT INTO rollup_day_versions(day_ms, version) SELECT * FROM unnest($1::bigint[], $2::bigint[])"
-                   " ON CONFLICT(day_ms) DO UPDATE SET version = excluded.version",
-                   Params().AddArray(days).AddArray(versions), "drawing day versions")
-              .status());
-    }
     GPULEDGER_RETURN_IF_ERROR(
         c->Query("DELETE FROM dirty_hours d USING unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(dev, hour, gen)"
                  " WHERE d.device_id = u.dev AND d.hour_ms = u.hour AND d.generation = u.gen",
