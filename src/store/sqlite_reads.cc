@@ -461,6 +461,9 @@ Result<std::vector<std::pair<int64_t, int64_t>>> Reads::DayVersions(const TimeRa
 Status Reads::ReadDay(int64_t day_ms, std::optional<int64_t>& version, const std::function<void(const DayRow&)>& fn) {
   Stmt& q = S(kReadDay);
   q.Bind(1, day_ms);
+  // Column 0 is the version, where HourRowAt reads the hour: its columns after it are
+  // the day row's.
+  RollupRow r;
   DayRow d;
   return ForEach(db_, q, "rollup_day", [&]() -> Status {
     sqlite3_stmt* st = q.get();
@@ -469,16 +472,8 @@ Status Reads::ReadDay(int64_t day_ms, std::optional<int64_t>& version, const std
     } else {
       version = sqlite3_column_int64(st, 0);
     }
-    d.sum.device_id = sqlite3_column_int64(st, 1);
-    d.sum.job_id = sqlite3_column_int64(st, 2);
-    for (size_t b = 0; b < kBucketCount; ++b) d.sum.ms[b] = sqlite3_column_int64(st, static_cast<int>(3 + b));
-    d.sum.coarse_ms = sqlite3_column_int64(st, 8);
-    int64_t named = 0;
-    for (size_t c = 0; c + 1 < kIdleCauseCount; ++c) {
-      d.sum.idle_causes[c] = sqlite3_column_int64(st, static_cast<int>(9 + c));
-      named += d.sum.idle_causes[c];
-    }
-    d.sum.idle_causes[kIdleCauseCount - 1] = d.sum.ms[static_cast<size_t>(Bucket::kAllocatedIdle)] - named;
+    HourRowAt(q, r);
+    d.sum = RollupSum{r.device_id, r.job_id, r.ms, r.coarse_ms, r.idle_causes};
     d.hour_rows = sqlite3_column_int64(st, 12);
     fn(d);
     return Status::Ok();
