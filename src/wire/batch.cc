@@ -124,7 +124,10 @@ class Reader {
     }
     if (!std::isfinite(d)) return Bad(p, "must be finite");
     if (d < min || d > max) return Bad(p, fmt::format("must be within {}..{}", min, max));
-    out = d;
+    // -0.0 (written "-0.0" or an underflow such as "-1e-400") is 0: written back it would
+    // be "-0", which JSON readers take for the integer 0, so the batch's canonical form,
+    // and with it its content digest, would change on a second reading.
+    out = d == 0 ? 0.0 : d;
     return Status::Ok();
   }
 

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/time.h"
 
 namespace gpuledger::wire {
@@ -191,6 +193,24 @@ TEST(BatchTest, DigestDiffersForDifferentContent) {
   auto b = ParseBatch(WithSample(R"({"device":"GPU-1","t":1795420800000,"sm_active":0.2})"));
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_NE(a->content_digest, b->content_digest);
+}
+
+// Negative zero, however it is spelled, is read as 0: written back as "-0" it would be
+// read the second time as the integer 0, so the canonical form (and the digest that
+// makes a retry idempotent) would depend on how often the batch was re-serialized.
+TEST(BatchTest, NegativeZeroReadsAsZero) {
+  auto zero = ParseBatch(WithSample(R"({"device":"GPU-1","t":1795420800000,"sm_active":0})"));
+  ASSERT_TRUE(zero.ok()) << zero.status().message();
+  for (const char* spelling : {"-0.0", "-0e5", "-1e-400", "-0"}) {
+    auto b = ParseBatch(WithSample(fmt::format(R"({{"device":"GPU-1","t":1795420800000,"sm_active":{}}})", spelling)));
+    ASSERT_TRUE(b.ok()) << spelling << ": " << b.status().message();
+    ASSERT_TRUE(b->samples[0].sm_active.has_value());
+    EXPECT_FALSE(std::signbit(*b->samples[0].sm_active)) << spelling;
+    EXPECT_EQ(b->content_digest, zero->content_digest) << spelling;
+    auto again = ParseBatch(WriteBatch(*b));
+    ASSERT_TRUE(again.ok()) << spelling;
+    EXPECT_EQ(WriteBatch(*again), WriteBatch(*b)) << spelling;
+  }
 }
 
 // A job's labels and annotations travel as JSON objects of strings; an empty object is
