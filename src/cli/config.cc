@@ -41,8 +41,13 @@ Result<std::unique_ptr<ledger::Ledger>> OpenLedger(const CommonOptions& common, 
     auto parent = std::filesystem::path(db_path).parent_path();
     if (!parent.empty()) std::filesystem::create_directories(parent, ec);
   }
-  store::SqliteOptions store_opts = store_options;
-  if (config.ledger.store_max_bytes) store_opts.max_size_bytes = static_cast<int64_t>(*config.ledger.store_max_bytes);
+  store::OpenOptions store_opts{.sqlite = store_options};
+  if (config.ledger.store_max_bytes) {
+    store_opts.sqlite.max_size_bytes = static_cast<int64_t>(*config.ledger.store_max_bytes);
+  }
+  if (config.day_cache_bytes) {
+    store_opts.sqlite.day_cache_bytes = store_opts.pg.day_cache_bytes = *config.day_cache_bytes;
+  }
   GPULEDGER_ASSIGN_OR_RETURN(auto store, store::Open(db_path, store_opts));
   ledger::LedgerOptions options = LedgerOptionsFrom(config.ledger);
   options.currency = config.currency.value_or(Currency());

@@ -417,14 +417,16 @@ Status ReadBudgets(const std::string& file, const toml::table& t, int64_t line, 
   return Status::Ok();
 }
 
-// [store] url = "postgresql://...": where the store is, as `db` says it (not both).
+// [store] url = "postgresql://...": where the store is, as `db` says it (not both);
+// day_cache_size: the memory for whole days' day rows.
 Status ReadStore(const std::string& file, const toml::table& t, int64_t line, Config& c) {
   Where where(file, line, "store");
   Reader r(file, t, where);
-  GPULEDGER_RETURN_IF_ERROR(r.Known({"url"}));
+  GPULEDGER_RETURN_IF_ERROR(r.Known({"url", "day_cache_size"}));
   if (c.db_path && t.get("url") != nullptr) {
     return r.Fail(*t.get("url"), "url", "the store is given twice: keep either the top-level db or [store] url");
   }
+  GPULEDGER_RETURN_IF_ERROR(r.ByteSize("day_cache_size", c.day_cache_bytes));
   return r.String("url", c.db_path);
 }
 

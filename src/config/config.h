@@ -235,6 +235,9 @@ struct Config {
   // `db`: the SQLite file, or a postgresql:// URL; `[store] url` says the same (one of the
   // two, not both). store::Open tells them apart.
   std::optional<std::string> db_path;
+  // [store] day_cache_size: the memory each store (each replica) keeps whole days' day
+  // rows in; absent, store::kDefaultDayCacheBytes.
+  std::optional<uint64_t> day_cache_bytes;
   LedgerSection ledger;
   // [[price]]: checked as a price book (PriceBook::Create); absent: the store's book stays.
   std::optional<std::vector<PriceEntry>> prices;

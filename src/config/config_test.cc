@@ -240,6 +240,19 @@ TEST(ConfigTest, TheStoreIsNamedByDbOrByStoreUrlNotBoth) {
   EXPECT_THAT(stray.status().message(), ::testing::HasSubstr("store.path"));
 }
 
+// [store] day_cache_size sizes each store's memory of whole days' day rows, a size like
+// any other: positive, in bytes or with a unit.
+TEST(ConfigTest, StoreDayCacheSizeIsASize) {
+  TempDir dir;
+  auto cache = Load(dir.Write("cache.toml", "[store]\nday_cache_size = \"1GiB\"\n"));
+  ASSERT_TRUE(cache.ok()) << cache.status().ToString();
+  EXPECT_EQ(cache->day_cache_bytes, uint64_t{1} << 30);
+  EXPECT_FALSE(cache->db_path.has_value());
+  auto no_cache = Load(dir.Write("no_cache.toml", "[store]\nday_cache_size = 0\n"));
+  ASSERT_FALSE(no_cache.ok());
+  EXPECT_THAT(no_cache.status().message(), ::testing::HasSubstr("store.day_cache_size"));
+}
+
 // A stray key in any table is refused with the file, its line and its dotted name; the
 // lines before it are valid, so the line in the message is the stray key's own.
 TEST(ConfigTest, UnknownKeysAreErrorsInEveryTable) {

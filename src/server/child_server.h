@@ -28,7 +28,7 @@ inline pid_t StartServerChild(const std::string& url_or_path, int64_t now_ms, in
   if (pid == 0) {
     close(fds[0]);
     ManualClock clock(now_ms);
-    auto store = store::Open(url_or_path, {.synchronous_full = true});
+    auto store = store::Open(url_or_path, {.sqlite = {.synchronous_full = true}});
     if (!store.ok()) _exit(2);
     ledger::Ledger l(std::move(*store), clock);
     ServerOptions o;

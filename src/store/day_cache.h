@@ -56,9 +56,8 @@ using CachedDay = std::vector<CachedDayRow>;
 // recently used dropped past `max_bytes`. Thread-safe.
 class DayRowCache {
  public:
-  // 256 MiB: some 4.8 million day rows, five months of a 10,000-GPU fleet.
-  static constexpr size_t kDefaultBytes = size_t{256} << 20;
-  explicit DayRowCache(size_t max_bytes = kDefaultBytes) : max_bytes_(max_bytes) {}
+  // 0: nothing is kept.
+  explicit DayRowCache(size_t max_bytes = kDefaultDayCacheBytes) : max_bytes_(max_bytes) {}
 
   // The rows of `day_ms` at `version`, or null when not cached at that version.
   std::shared_ptr<const CachedDay> Find(int64_t day_ms, int64_t version);

@@ -503,7 +503,7 @@ class PgStore final : public Store, public ActionLog {
   std::unordered_map<std::string, int64_t> device_ids_;  // uuid -> id: never changes once committed
   std::unordered_map<std::string, int64_t> job_ids_;
   // Whole days' day rows, for every read of this replica (store/day_cache.h).
-  std::shared_ptr<DayRowCache> days_ = std::make_shared<DayRowCache>();
+  std::shared_ptr<DayRowCache> days_ = std::make_shared<DayRowCache>(options_.day_cache_bytes);
   std::mutex part_mu_;  // part_conn_ and known_parts_
   std::unique_ptr<Conn> part_conn_;
   std::set<std::string> known_parts_;
@@ -1582,9 +1582,9 @@ Result<std::unique_ptr<Store>> OpenPgStore(const std::string& url, const PgOptio
   return std::unique_ptr<Store>(std::move(store));
 }
 
-Result<std::unique_ptr<Store>> Open(const std::string& url_or_path, const SqliteOptions& sqlite) {
-  if (IsPostgresUrl(url_or_path)) return OpenPgStore(url_or_path);
-  return OpenSqliteStore(url_or_path, sqlite);
+Result<std::unique_ptr<Store>> Open(const std::string& url_or_path, const OpenOptions& options) {
+  if (IsPostgresUrl(url_or_path)) return OpenPgStore(url_or_path, options.pg);
+  return OpenSqliteStore(url_or_path, options.sqlite);
 }
 
 }  // namespace gpuledger::store

@@ -37,6 +37,9 @@ namespace gpuledger::store {
 struct PgOptions {
   // Connections kept open for snapshots beyond the writer's (more are opened when needed).
   int idle_readers = 4;
+  // The memory for whole days' day rows, which long windows read again from memory
+  // (0: none, every read goes to the database).
+  size_t day_cache_bytes = kDefaultDayCacheBytes;
 };
 
 // Opens (creating the schema if the database is empty, migrating it if older) the store at
@@ -49,8 +52,14 @@ bool IsPostgresUrl(std::string_view url_or_path);
 // The store's name as shown to people: a URL with any password as "***", a path as it is.
 std::string StoreDisplayName(std::string_view url_or_path);
 
-// The one way a program opens its store: a PostgreSQL URL opens a PgStore, anything else
-// is the path of a SQLite file (`sqlite` applies to it only).
-Result<std::unique_ptr<Store>> Open(const std::string& url_or_path, const SqliteOptions& sqlite = {});
+// How Open opens either backend.
+struct OpenOptions {
+  SqliteOptions sqlite;  // a SQLite file's
+  PgOptions pg;          // a PostgreSQL database's
+};
+
+// The one way a program opens its store: a PostgreSQL URL opens a PgStore with
+// options.pg, anything else is the path of a SQLite file opened with options.sqlite.
+Result<std::unique_ptr<Store>> Open(const std::string& url_or_path, const OpenOptions& options = {});
 
 }  // namespace gpuledger::store

@@ -247,6 +247,7 @@ class SqliteStore final : public Store, public ActionLog {
   }
 
   Status Open(const std::string& path, const SqliteOptions& options) {
+    days_ = std::make_shared<DayRowCache>(options.day_cache_bytes);
     // NOMUTEX: every use of the connection is under mu_ already, and SQLite's own
     // per-call mutex cost a lock and an unlock per bind and step (14% of native ingest).
     if (sqlite3_open_v2(path.c_str(), &db_,
@@ -1413,7 +1414,7 @@ class SqliteStore final : public Store, public ActionLog {
   std::vector<std::unique_ptr<Stmt>> stmts_;
   std::unique_ptr<sqlite::Reads> reads_;  // on db_
   // Whole days' day rows, for reads_ and every snapshot's (store/day_cache.h).
-  std::shared_ptr<DayRowCache> days_ = std::make_shared<DayRowCache>();
+  std::shared_ptr<DayRowCache> days_;  // made by Open, of options.day_cache_bytes
   std::unordered_map<std::string, int64_t> device_ids_;
   std::unordered_map<std::string, int64_t> job_ids_;
   std::unordered_map<int64_t, std::pair<int64_t, int64_t>> device_state_;

@@ -1395,6 +1395,32 @@ TEST_P(StoreContractTest, AServerSeesAnotherRewriteADayItHasCached) {
   EXPECT_EQ(in_snapshot(*other), (std::map<int64_t, int64_t>{{1, 205}, {2, 700}}));
 }
 
+// day_cache_bytes sizes the cache of whole days' day rows: a store opened with none reads
+// a day's rows from the file each time, where one with the default keeps them by the
+// day's version. Rows deleted behind both stores, leaving the version as it was, tell
+// the two apart.
+TEST_F(SqliteStoreTest, AStoreWithoutADayCacheReadsEveryDayFromTheFile) {
+  const int64_t day0 = FloorTo(kT0, kMsPerDay) + kMsPerDay;
+  const TimeRange day{day0, day0 + kMsPerDay};
+  const int64_t hour = day0 + 5 * kMsPerHour;
+  ASSERT_TRUE(store_->WriteRollups({{{1, hour, 0}, {RollupRow{hour, 1, 1, {1000, 0, 0, 0, 0}, 0}}, {}}}).ok());
+  auto uncached = OpenSqliteStore((dir_ / "ledger.db").string(), {.day_cache_bytes = 0});
+  ASSERT_TRUE(uncached.ok()) << uncached.status().ToString();
+  auto active_ms = [&](Store& s) -> int64_t {
+    auto sums = s.SumSettledHourRollups(day);
+    EXPECT_TRUE(sums.ok()) << sums.status().ToString();
+    return sums.ok() && !sums->empty() ? sums->at(0).ms[0] : -1;
+  };
+  EXPECT_EQ(active_ms(*store_), 1000);
+  EXPECT_EQ(active_ms(**uncached), 1000);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ / "ledger.db").string().c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, "DELETE FROM rollup_day", nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  EXPECT_EQ(active_ms(*store_), 1000) << "the day at the same version, from the cache";
+  EXPECT_EQ(active_ms(**uncached), -1) << "the day read from the file again";
+}
+
 // Hour rows outside their update's own device-hour, or an hour off the hour, cannot be
 // kept in day rows by device-day: refused, nothing written.
 TEST_P(StoreContractTest, RollupsOutsideTheirDeviceHourAreRefused) {
