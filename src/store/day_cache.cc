@@ -118,14 +118,21 @@ Result<std::vector<RollupSum>> SumHourRollupsThroughCache(DayRowSource& source, 
   RollupSummer summer;
   if (!split.days.empty()) {
     GPULEDGER_ASSIGN_OR_RETURN(auto versions, source.DayVersions(split.days));
+    // The days cached at their version, and room for their pairs (at most their rows).
+    std::vector<std::shared_ptr<const CachedDay>> cached;
+    size_t cached_rows = 0;
     auto v = versions.begin();
     for (int64_t day = split.days.begin_ms; day < split.days.end_ms; day += kMsPerDay) {
       while (v != versions.end() && v->first < day) ++v;
-      if (v != versions.end() && v->first == day) {
-        if (auto rows = cache.Find(day, v->second)) {
-          for (const CachedDayRow& r : *rows) summer.Add(r);
-          continue;
-        }
+      cached.push_back(v != versions.end() && v->first == day ? cache.Find(day, v->second) : nullptr);
+      if (cached.back()) cached_rows += cached.back()->size();
+    }
+    summer.Reserve(cached_rows);
+    size_t k = 0;
+    for (int64_t day = split.days.begin_ms; day < split.days.end_ms; day += kMsPerDay, ++k) {
+      if (cached[k]) {
+        for (const CachedDayRow& r : *cached[k]) summer.Add(r);
+        continue;
       }
       std::optional<int64_t> version;
       auto rows = std::make_shared<CachedDay>();
