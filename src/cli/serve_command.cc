@@ -1,13 +1,16 @@
 // gpuledger serve: the central server; gpuledger token: a new bearer token and the
 // config entry that admits it.
 #include <fmt/format.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <optional>
 #include <signal.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include "actuators/actuators.h"
 #include "agent/agent_config.h"
@@ -32,6 +35,19 @@ sigset_t BlockStopSignals() {
 }
 
 namespace {
+
+// One malloc arena for the whole server, unless GLIBC_TUNABLES names its own count. glibc
+// gives each further thread an arena of its own whose heaps are at most 64 MiB, so the
+// large arrays a long window's report builds and frees (tens of MB at 10,000 GPUs) are
+// fresh mmap'd pages on every request, zeroed by the kernel page by page; the main arena
+// keeps freed memory for the next request, whichever thread makes it. Small allocations
+// still come from each thread's own cache. Measured in docs/benchmarks.md ("Reserved sums
+// and one malloc arena"). Before any thread starts.
+void UseOneMallocArena() {
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (tunables != nullptr && std::string_view(tunables).find("arena_max") != std::string_view::npos) return;
+  mallopt(M_ARENA_MAX, 1);
+}
 
 // The text of a file that holds a secret (a token, a store URL with its password): its
 // trailing whitespace dropped, since `kubectl create secret --from-file` and editors leave a
@@ -104,6 +120,7 @@ void AddServeCommand(CLI::App& app, CommonOptions& common, Commands& out) {
   sub->add_option("--now", o->now, "pretend the time is this, and stands still (tests, screenshots of a stored fleet)")
       ->group("");
   out.push_back({sub, [o, &common]() -> int {
+                   UseOneMallocArena();
                    sigset_t stop = BlockStopSignals();
                    SystemClock system_clock;
                    std::optional<ManualClock> frozen;
