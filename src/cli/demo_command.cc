@@ -28,6 +28,7 @@
 namespace gpuledger::cli {
 
 sigset_t BlockStopSignals();  // serve_command.cc
+void UseOneMallocArena();     // serve_command.cc
 
 namespace {
 
@@ -160,6 +161,7 @@ Status WriteDemoConfig(const demo::DemoFleet& fleet, const CommonOptions& mine) 
 // time, after `history` of it has been sent at once. Stops on SIGINT or SIGTERM.
 int RunLive(const demo::DemoOptions& d, const CommonOptions& mine, const std::string& listen, double speed,
             int64_t history_ms) {
+  UseOneMallocArena();  // a server, as `serve` runs it
   sigset_t stop = BlockStopSignals();
   ManualClock sim_clock(d.start_ms + history_ms);
   demo::DemoFleet fleet(d);

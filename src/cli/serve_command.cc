@@ -34,8 +34,6 @@ sigset_t BlockStopSignals() {
   return set;
 }
 
-namespace {
-
 // One malloc arena for the whole server, unless GLIBC_TUNABLES names its own count. glibc
 // gives each further thread an arena of its own whose heaps are at most 64 MiB, so the
 // large arrays a long window's report builds and frees (tens of MB at 10,000 GPUs) are
@@ -48,6 +46,8 @@ void UseOneMallocArena() {
   if (tunables != nullptr && std::string_view(tunables).find("arena_max") != std::string_view::npos) return;
   mallopt(M_ARENA_MAX, 1);
 }
+
+namespace {
 
 // The text of a file that holds a secret (a token, a store URL with its password): its
 // trailing whitespace dropped, since `kubectl create secret --from-file` and editors leave a
