@@ -372,7 +372,8 @@ class Store : public StoreReads {
 };
 
 // The memory a store keeps whole days' day rows in by default (its DayRowCache, shared by
-// its snapshots): some 4.8 million device-days, five months of a 10,000-GPU fleet.
+// its snapshots): some 4.8 million day rows (one per device and job of a day), five
+// months of a 10,000-GPU fleet.
 inline constexpr size_t kDefaultDayCacheBytes = size_t{256} << 20;
 
 struct SqliteOptions {
