@@ -180,6 +180,31 @@ TEST_F(PgStoreTest, DayRowsRewrittenBehindTheStoreAreReadAnew) {
   EXPECT_EQ(active(), 113);
 }
 
+// PgOptions::day_cache_bytes sizes each replica's cache of whole days: a store opened
+// with none reads a day's rows from the database each time, where one with the default
+// keeps them by the day's version. Rows updated with the triggers off (so the version
+// stays) tell the two apart.
+TEST_F(PgStoreTest, AStoreWithoutADayCacheReadsEveryDayFromTheDatabase) {
+  const int64_t day0 = kT0 - 8 * kMsPerHour;  // 2026-11-23T00:00:00Z
+  const TimeRange day{day0, day0 + kMsPerDay};
+  ASSERT_TRUE(store_->WriteRollups({{{1, day0, 0}, {RollupRow{day0, 1, 1, {100, 0, 0, 0, 0}, 0}}, {}}}).ok());
+  auto uncached = OpenPgStore(server_->Url(db_), {.day_cache_bytes = 0});
+  ASSERT_TRUE(uncached.ok()) << uncached.status().ToString();
+  auto active_ms = [&](Store& s) -> int64_t {
+    auto sums = s.SumSettledHourRollups(day);
+    EXPECT_TRUE(sums.ok()) << sums.status().ToString();
+    return sums.ok() && !sums->empty() ? sums->at(0).ms[0] : -1;
+  };
+  EXPECT_EQ(active_ms(*store_), 100);
+  EXPECT_EQ(active_ms(**uncached), 100);
+  ASSERT_TRUE(server_
+                  ->Exec(db_, "ALTER TABLE rollup_day DISABLE TRIGGER USER; UPDATE rollup_day SET active_ms = 7;"
+                              " ALTER TABLE rollup_day ENABLE TRIGGER USER")
+                  .ok());
+  EXPECT_EQ(active_ms(*store_), 100) << "the day at the same version, from the cache";
+  EXPECT_EQ(active_ms(**uncached), 7) << "the day read from the database again";
+}
+
 // A store of schema version 7 kept serving snapshots by (job, engine, model, time), so a
 // window of a job's snapshots read every one it ever reported: migrating keys them by
 // (job, time, engine, model), and a window reads as before.
