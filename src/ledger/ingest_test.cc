@@ -152,5 +152,28 @@ TEST(IngestTest, TimeHeldByNoJobIsToldApartByAFlagNotByItsName) {
   EXPECT_THAT(t.ledger().Ingest(*forged).status().message(), HasSubstr("jobs[0].team"));
 }
 
+// Reports share the job list while no job changes (store/job_list_cache.h): a batch that
+// moves a job to another team is in the next report, whatever the reports before it read.
+TEST(IngestTest, AJobsNewTeamIsInTheNextReport) {
+  testing::TempLedger t;
+  ASSERT_EQ(*t.ledger().Ingest(*wire::ParseBatch(kGood)), store::ApplyOutcome::kApplied);
+  TimeRange window{testing::kBaseMs, testing::kBaseMs + 2 * kMsPerMinute};
+  auto teams = [&] {
+    auto r = t.ledger().Usage(window, {Dimension::kTeam});
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    std::vector<std::string> keys;
+    if (r.ok()) {
+      for (const UsageRow& row : r->rows) keys.push_back(row.key.at(0));
+    }
+    return keys;
+  };
+  EXPECT_THAT(teams(), ::testing::ElementsAre("nlp"));
+  EXPECT_THAT(teams(), ::testing::ElementsAre("nlp"));
+  auto moved = wire::ParseBatch(R"({"version":1,"batch_id":"moved","jobs":[{"id":"j1","team":"vision"}]})");
+  ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+  ASSERT_EQ(*t.ledger().Ingest(*moved), store::ApplyOutcome::kApplied);
+  EXPECT_THAT(teams(), ::testing::ElementsAre("vision"));
+}
+
 }  // namespace
 }  // namespace gpuledger::ledger

@@ -14,7 +14,8 @@ Result<JobActivity> JobActivityOf(Ledger& ledger, const std::string& job_id, con
                                   int64_t step_ms, int64_t max_device_hours) {
   if (step_ms <= 0 || step_ms % kMsPerMinute != 0) return InvalidArgument("a step is a whole number of minutes");
   GPULEDGER_ASSIGN_OR_RETURN(auto snap, internal_StoreOf(ledger).Snapshot());
-  GPULEDGER_ASSIGN_OR_RETURN(auto jobs, snap->ListJobs());
+  GPULEDGER_ASSIGN_OR_RETURN(auto shared_jobs, snap->SharedJobs());
+  const std::vector<store::JobRecord>& jobs = *shared_jobs;
   std::unordered_map<std::string, int64_t> key_to_id;
   for (const auto& j : jobs) key_to_id[j.job.id] = j.id;
   auto found = key_to_id.find(job_id);

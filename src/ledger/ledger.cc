@@ -40,13 +40,83 @@ constexpr DimensionInfo kDimensions[] = {
     {Dimension::kHour, "hour"},
 };
 
+}  // namespace
+
+// The latest jobs' ranks a ledger made, for the next query that reads the same list.
+class Ledger::RankedJobsCache {
+ public:
+  // The jobs of one list (StoreReads::SharedJobs) with what every report derives from it:
+  // each job's place in job-id order and, made on the first call of IdOf, the map from
+  // job id to store id. Made once per list, shared by the queries that read that list.
+  class Ranked {
+   public:
+    explicit Ranked(std::shared_ptr<const std::vector<store::JobRecord>> list) : jobs_(std::move(list)) {
+      auto by_id = [](const store::JobRecord& a, const store::JobRecord& b) { return a.id < b.id; };
+      if (!std::is_sorted(jobs_->begin(), jobs_->end(), by_id)) {  // should a store not keep ListJobs' order
+        auto sorted = std::make_shared<std::vector<store::JobRecord>>(*jobs_);
+        std::sort(sorted->begin(), sorted->end(), by_id);
+        jobs_ = std::move(sorted);
+      }
+      // Ranks by the names the data give (uuid, job id), not by the store's ids, which
+      // follow the order batches arrived in: two stores of the same data break the ties
+      // of an apportionment alike.
+      const auto& j = *jobs_;
+      std::vector<uint32_t> by_key(j.size());
+      for (size_t i = 0; i < by_key.size(); ++i) by_key[i] = static_cast<uint32_t>(i);
+      std::sort(by_key.begin(), by_key.end(), [&](uint32_t a, uint32_t b) { return j[a].job.id < j[b].job.id; });
+      rank_.resize(j.size());
+      for (size_t r = 0; r < by_key.size(); ++r) rank_[by_key[r]] = static_cast<int64_t>(r) + 1;  // 0: no job
+    }
+    const std::vector<store::JobRecord>& jobs() const { return *jobs_; }  // by store id
+    int64_t rank(size_t i) const { return rank_[i]; }                      // of jobs()[i], from 1
+    // The store id of the job keyed `key`, 0 if none.
+    int64_t IdOf(const std::string& key) const {
+      std::call_once(key_map_once_, [&] {
+        key_to_id_.reserve(jobs_->size());
+        for (const auto& j : *jobs_) key_to_id_.emplace(j.job.id, j.id);
+      });
+      auto it = key_to_id_.find(key);
+      return it == key_to_id_.end() ? 0 : it->second;
+    }
+
+   private:
+    std::shared_ptr<const std::vector<store::JobRecord>> jobs_;
+    std::vector<int64_t> rank_;
+    mutable std::once_flag key_map_once_;
+    mutable std::unordered_map<std::string, int64_t> key_to_id_;  // made under key_map_once_
+  };
+
+  std::shared_ptr<const Ranked> Of(std::shared_ptr<const std::vector<store::JobRecord>> list) {
+    {
+      MutexLock lock(mu_);
+      if (kept_ && kept_list_ == list) return kept_;
+    }
+    auto made = std::make_shared<const Ranked>(list);  // outside the lock: other queries go on
+    MutexLock lock(mu_);
+    kept_list_ = std::move(list);
+    kept_ = made;
+    return made;
+  }
+
+ private:
+  Mutex mu_;
+  std::shared_ptr<const std::vector<store::JobRecord>> kept_list_ GUARDED_BY(mu_);  // as the store handed it
+  std::shared_ptr<const Ranked> kept_ GUARDED_BY(mu_);
+};
+
+namespace {
+
 // Everything a report needs to know about the fleet, loaded once per query.
 class FleetIndex {
  public:
   // `now_ms` and `retire_after_ms` set the service spans (see ServiceSpan).
-  Status Load(store::StoreReads& s, int64_t now_ms = kForever, int64_t retire_after_ms = kForever) {
+  // The jobs' ranks come from `ranked`, made again only when the store hands out another
+  // list.
+  Status Load(store::StoreReads& s, Ledger::RankedJobsCache& ranked, int64_t now_ms = kForever,
+              int64_t retire_after_ms = kForever) {
     GPULEDGER_ASSIGN_OR_RETURN(devices_, s.ListDevices());
-    GPULEDGER_ASSIGN_OR_RETURN(auto jobs, s.ListJobs());
+    GPULEDGER_ASSIGN_OR_RETURN(auto jobs, s.SharedJobs());
+    jobs_ = ranked.Of(std::move(jobs));
     GPULEDGER_ASSIGN_OR_RETURN(book_, s.LoadPriceBook());
     std::unordered_map<int64_t, int64_t> child_ticks;
     // Store ids are dense (1, 2, ...): a vector maps them to their index, with the hash
@@ -70,25 +140,13 @@ class FleetIndex {
       ticks_[i] = d.parent_id ? d.device.share.ticks()
                               : std::max<int64_t>(0, kShareScale - child_ticks[d.id]);
     }
-    // By store id (ListJobs' order, sorted again should a store not keep it).
-    jobs_ = std::move(jobs);
-    if (!std::is_sorted(jobs_.begin(), jobs_.end(), [](const auto& a, const auto& b) { return a.id < b.id; })) {
-      std::sort(jobs_.begin(), jobs_.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
-    }
-    // Ranks by the names the data give (uuid, job id), not by the store's ids, which
-    // follow the order batches arrived in: two stores of the same data break the ties of
-    // an apportionment alike.
+    // Devices rank by uuid, as jobs by job id (RankedJobsCache::Ranked).
     std::vector<size_t> by_uuid(devices_.size());
     for (size_t i = 0; i < by_uuid.size(); ++i) by_uuid[i] = i;
     std::sort(by_uuid.begin(), by_uuid.end(),
               [&](size_t a, size_t b) { return devices_[a].device.uuid < devices_[b].device.uuid; });
     device_rank_.resize(devices_.size());
     for (size_t r = 0; r < by_uuid.size(); ++r) device_rank_[by_uuid[r]] = static_cast<int64_t>(r);
-    std::vector<uint32_t> by_key(jobs_.size());
-    for (size_t i = 0; i < by_key.size(); ++i) by_key[i] = static_cast<uint32_t>(i);
-    std::sort(by_key.begin(), by_key.end(), [&](uint32_t a, uint32_t b) { return jobs_[a].job.id < jobs_[b].job.id; });
-    job_rank_.resize(jobs_.size());
-    for (size_t r = 0; r < by_key.size(); ++r) job_rank_[by_key[r]] = static_cast<int64_t>(r) + 1;  // 0: no job
     // The data ends at the fleet's latest sample (never after now); a store with no sample
     // yet has no end but now.
     data_end_ms_ = 0;
@@ -137,25 +195,18 @@ class FleetIndex {
   int64_t ticks(const store::DeviceRecord& dev) const { return ticks_[IndexOf(dev)]; }
   // The device's place in uuid order, the job's in job-id order (0: no job).
   int64_t device_rank(const store::DeviceRecord& dev) const { return device_rank_[IndexOf(dev)]; }
-  size_t job_count() const { return jobs_.size(); }
+  size_t job_count() const { return jobs_->jobs().size(); }
   int64_t job_rank(int64_t job_id) const {
     size_t i = JobIndex(job_id);
-    return i == kNoJobIndex ? 0 : job_rank_[i];
+    return i == kNoJobIndex ? 0 : jobs_->rank(i);
   }
   const Job* job(int64_t id) const {
     size_t i = JobIndex(id);
-    return i == kNoJobIndex ? nullptr : &jobs_[i].job;
+    return i == kNoJobIndex ? nullptr : &jobs_->jobs()[i].job;
   }
-  // The store id of the job keyed `key`, 0 if none. The map is made on the first call:
-  // only a report that attributes samples needs it.
-  int64_t JobIdOf(const std::string& key) const {
-    std::call_once(key_map_once_, [&] {
-      job_key_to_id_.reserve(jobs_.size());
-      for (const auto& j : jobs_) job_key_to_id_.emplace(j.job.id, j.id);
-    });
-    auto it = job_key_to_id_.find(key);
-    return it == job_key_to_id_.end() ? 0 : it->second;
-  }
+  // The store id of the job keyed `key`, 0 if none. The map is made on the first call for
+  // a list: only a report that attributes samples needs it.
+  int64_t JobIdOf(const std::string& key) const { return jobs_->IdOf(key); }
   const PriceBook& book() const { return book_; }
 
   std::optional<Money> PriceAt(const store::DeviceRecord& d, int64_t t_ms) const {
@@ -170,22 +221,20 @@ class FleetIndex {
   std::unordered_map<int64_t, size_t> device_index_;    // otherwise
   std::vector<int64_t> ticks_;
   static constexpr size_t kNoJobIndex = ~size_t{0};
-  // The index in jobs_ of the job with store id `id`: ids are dense, so most often
-  // jobs_[id - first id]; otherwise by binary search.
+  // The index in jobs_->jobs() of the job with store id `id`: ids are dense, so most
+  // often its [id - first id]; otherwise by binary search.
   size_t JobIndex(int64_t id) const {
-    if (jobs_.empty() || id <= 0) return kNoJobIndex;
-    int64_t guess = id - jobs_.front().id;
-    if (guess >= 0 && static_cast<size_t>(guess) < jobs_.size() && jobs_[static_cast<size_t>(guess)].id == id) {
+    const std::vector<store::JobRecord>& jobs = jobs_->jobs();
+    if (jobs.empty() || id <= 0) return kNoJobIndex;
+    int64_t guess = id - jobs.front().id;
+    if (guess >= 0 && static_cast<size_t>(guess) < jobs.size() && jobs[static_cast<size_t>(guess)].id == id) {
       return static_cast<size_t>(guess);
     }
-    auto it = std::lower_bound(jobs_.begin(), jobs_.end(), id, [](const auto& j, int64_t v) { return j.id < v; });
-    return it != jobs_.end() && it->id == id ? static_cast<size_t>(it - jobs_.begin()) : kNoJobIndex;
+    auto it = std::lower_bound(jobs.begin(), jobs.end(), id, [](const auto& j, int64_t v) { return j.id < v; });
+    return it != jobs.end() && it->id == id ? static_cast<size_t>(it - jobs.begin()) : kNoJobIndex;
   }
   std::vector<int64_t> device_rank_;
-  std::vector<store::JobRecord> jobs_;  // by id
-  std::vector<int64_t> job_rank_;       // by index in jobs_
-  mutable std::once_flag key_map_once_;
-  mutable std::unordered_map<std::string, int64_t> job_key_to_id_;
+  std::shared_ptr<const Ledger::RankedJobsCache::Ranked> jobs_;
   PriceBook book_;
   std::vector<TimeRange> service_;
   int64_t data_end_ms_ = kForever;
@@ -827,7 +876,8 @@ Result<store::JobCounts> Ledger::CountJobs(const TimeRange& window) {
 
 Result<std::vector<JobAllocation>> Ledger::AllocationsOf(const std::string& job_id) {
   GPULEDGER_ASSIGN_OR_RETURN(auto snap, store_->Snapshot());
-  GPULEDGER_ASSIGN_OR_RETURN(auto jobs, snap->ListJobs());
+  GPULEDGER_ASSIGN_OR_RETURN(auto shared_jobs, snap->SharedJobs());
+  const std::vector<store::JobRecord>& jobs = *shared_jobs;
   auto job = std::find_if(jobs.begin(), jobs.end(), [&](const store::JobRecord& j) { return j.job.id == job_id; });
   if (job == jobs.end()) return std::vector<JobAllocation>{};
   GPULEDGER_ASSIGN_OR_RETURN(auto devices, snap->ListDevices());
@@ -844,7 +894,8 @@ Result<std::vector<JobAllocation>> Ledger::AllocationsOf(const std::string& job_
 
 Result<std::vector<store::JobChange>> Ledger::JobChanges(const std::string& job_id) {
   GPULEDGER_ASSIGN_OR_RETURN(auto snap, store_->Snapshot());
-  GPULEDGER_ASSIGN_OR_RETURN(auto jobs, snap->ListJobs());
+  GPULEDGER_ASSIGN_OR_RETURN(auto shared_jobs, snap->SharedJobs());
+  const std::vector<store::JobRecord>& jobs = *shared_jobs;
   auto job = std::find_if(jobs.begin(), jobs.end(), [&](const store::JobRecord& j) { return j.job.id == job_id; });
   if (job == jobs.end()) return std::vector<store::JobChange>{};
   return snap->JobChangesOf(job->id);
@@ -853,7 +904,8 @@ Result<std::vector<store::JobChange>> Ledger::JobChanges(const std::string& job_
 Result<std::vector<std::pair<JobAllocation, std::string>>> Ledger::OpenAllocations(int64_t at_ms) {
   GPULEDGER_ASSIGN_OR_RETURN(auto snap, store_->Snapshot());
   GPULEDGER_ASSIGN_OR_RETURN(auto devices, snap->ListDevices());
-  GPULEDGER_ASSIGN_OR_RETURN(auto jobs, snap->ListJobs());
+  GPULEDGER_ASSIGN_OR_RETURN(auto shared_jobs, snap->SharedJobs());
+  const std::vector<store::JobRecord>& jobs = *shared_jobs;
   std::unordered_map<int64_t, std::string> uuid_of, key_of;
   for (const auto& d : devices) uuid_of[d.id] = d.device.uuid;
   for (const auto& j : jobs) key_of[j.id] = j.job.id;
@@ -946,7 +998,8 @@ Status FindIdleSpellStarts(store::StoreReads& reads, int64_t now_ms, std::vector
 Result<std::vector<DeviceNow>> Ledger::FleetNow(int64_t now_ms) {
   GPULEDGER_ASSIGN_OR_RETURN(auto snap, store_->Snapshot());
   GPULEDGER_ASSIGN_OR_RETURN(auto devices, snap->ListDevices());
-  GPULEDGER_ASSIGN_OR_RETURN(auto jobs, snap->ListJobs());
+  GPULEDGER_ASSIGN_OR_RETURN(auto shared_jobs, snap->SharedJobs());
+  const std::vector<store::JobRecord>& jobs = *shared_jobs;
   GPULEDGER_ASSIGN_OR_RETURN(auto allocs, snap->AllocationsOverlapping({now_ms, now_ms + 1}));
   GPULEDGER_ASSIGN_OR_RETURN(auto latest, snap->LatestSamples());
   GPULEDGER_ASSIGN_OR_RETURN(PriceBook book, snap->LoadPriceBook());
@@ -1057,7 +1110,9 @@ Result<DataSpan> Ledger::Data() {
 }
 
 Ledger::Ledger(std::unique_ptr<store::Store> store, const Clock& clock, LedgerOptions options)
-    : store_(std::move(store)), clock_(clock), options_(options) {}
+    : store_(std::move(store)), clock_(clock), options_(options), ranked_jobs_(std::make_unique<RankedJobsCache>()) {}
+
+Ledger::~Ledger() = default;
 
 Result<store::ApplyOutcome> Ledger::Ingest(const Batch& batch, const BatchSender& sender) {
   int64_t now = clock_.NowMs();
@@ -1075,7 +1130,7 @@ Result<int64_t> Ledger::RefreshRollups() {
     GPULEDGER_ASSIGN_OR_RETURN(auto dirty, store_->DirtyHours(1024));
     if (dirty.empty()) return rebuilt;
     if (!loaded) {
-      GPULEDGER_RETURN_IF_ERROR(fleet.Load(*store_));
+      GPULEDGER_RETURN_IF_ERROR(fleet.Load(*store_, *ranked_jobs_));
       loaded = true;
     }
     // Runs of consecutive dirty hours of one device share one read of its samples.
@@ -1185,7 +1240,7 @@ Result<UsageReport> Ledger::UsageOn(store::StoreReads& reads, const TimeRange& a
   }
   if (by.empty()) return InvalidArgument("usage needs at least one dimension to group by");
   FleetIndex fleet;
-  GPULEDGER_RETURN_IF_ERROR(fleet.Load(*snap, clock_.NowMs(), options_.retire_after_ms));
+  GPULEDGER_RETURN_IF_ERROR(fleet.Load(*snap, *ranked_jobs_, clock_.NowMs(), options_.retire_after_ms));
   Accumulator acc(fleet, by);
   // The window ends where the data ends: time after the fleet's latest sample (or after
   // now) is no capacity anyone has measured yet.
@@ -1644,7 +1699,7 @@ Result<std::vector<TimelinePoint>> Ledger::Timeline(const TimeRange& window, int
   }
   GPULEDGER_ASSIGN_OR_RETURN(auto snap, store_->Snapshot());
   FleetIndex fleet;
-  GPULEDGER_RETURN_IF_ERROR(fleet.Load(*snap, clock_.NowMs(), options_.retire_after_ms));
+  GPULEDGER_RETURN_IF_ERROR(fleet.Load(*snap, *ranked_jobs_, clock_.NowMs(), options_.retire_after_ms));
   // As in Usage, capacity ends where the data ends (here at the end of its minute, the
   // resolution of the minute rollups): the points after it are empty.
   const TimeRange measured{window.begin_ms, CeilTo(fleet.data_end_ms(), kMsPerMinute)};

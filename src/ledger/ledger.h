@@ -255,6 +255,7 @@ class IngestGroup {
 class Ledger {
  public:
   Ledger(std::unique_ptr<store::Store> store, const Clock& clock, LedgerOptions options = {});
+  ~Ledger();
 
   // Validates and applies one batch, whole or not at all (see Store::ApplyBatch). A sender
   // bound to nodes that reports for another gets kPermissionDenied naming the device or job.
@@ -369,6 +370,12 @@ class Ledger {
   const Clock& clock_;
   LedgerOptions options_;
   Mutex refresh_mu_;  // one refresh at a time (the writer lock serializes its writes)
+
+ public:
+  class RankedJobsCache;  // ledger.cc: the jobs' ranks, made once per job list
+
+ private:
+  std::unique_ptr<RankedJobsCache> ranked_jobs_;
 };
 
 // "--window 30d": `length_ms` of whole hours ending where the data ends: at the current

@@ -227,7 +227,8 @@ Result<JobEfficiency> JobMfu(Ledger& ledger, const std::string& job_id, const Ti
                              Recompute recompute) {
   GPULEDGER_ASSIGN_OR_RETURN(auto snap, internal_StoreOf(ledger).Snapshot());
   store::StoreSnapshot& store = *snap;
-  GPULEDGER_ASSIGN_OR_RETURN(auto jobs, store.ListJobs());
+  GPULEDGER_ASSIGN_OR_RETURN(auto shared_jobs, store.SharedJobs());
+  const std::vector<store::JobRecord>& jobs = *shared_jobs;
   const store::JobRecord* job = nullptr;
   for (const auto& j : jobs) {
     if (j.job.id == job_id) job = &j;

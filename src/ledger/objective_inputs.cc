@@ -59,7 +59,8 @@ Result<std::vector<HeldJob>> HeldJobs(Ledger& ledger, int64_t at_ms, int64_t loo
   GPULEDGER_ASSIGN_OR_RETURN(auto snap, internal_StoreOf(ledger).Snapshot());
   store::StoreSnapshot& store = *snap;
   GPULEDGER_ASSIGN_OR_RETURN(std::vector<store::DeviceRecord> devices, store.ListDevices());
-  GPULEDGER_ASSIGN_OR_RETURN(std::vector<store::JobRecord> jobs, store.ListJobs());
+  GPULEDGER_ASSIGN_OR_RETURN(auto shared_jobs, store.SharedJobs());
+  const std::vector<store::JobRecord>& jobs = *shared_jobs;
   GPULEDGER_ASSIGN_OR_RETURN(std::vector<store::AllocationRecord> allocations,
                              store.AllocationsOverlapping({at_ms, at_ms + 1}));
   GPULEDGER_ASSIGN_OR_RETURN(PriceBook book, store.LoadPriceBook());

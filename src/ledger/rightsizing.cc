@@ -269,7 +269,8 @@ Result<std::vector<Recommendation>> Recommend(Ledger& ledger, const TimeRange& a
     if (!row.no_job) usage_of[row.key[0]] = &row;
   }
   GPULEDGER_ASSIGN_OR_RETURN(auto devices, store.ListDevices());
-  GPULEDGER_ASSIGN_OR_RETURN(auto jobs, store.ListJobs());
+  GPULEDGER_ASSIGN_OR_RETURN(auto shared_jobs, store.SharedJobs());
+  const std::vector<store::JobRecord>& jobs = *shared_jobs;
   GPULEDGER_ASSIGN_OR_RETURN(auto allocations, store.AllocationsOverlapping(window));
   std::map<int64_t, const store::DeviceRecord*> device_of;
   for (const auto& d : devices) device_of[d.id] = &d;

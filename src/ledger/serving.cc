@@ -134,7 +134,8 @@ Result<ServingReport> AnalyzeServing(const std::vector<ServingSnapshot>& s,
 Result<std::vector<JobServingReport>> JobServing(Ledger& ledger, const std::string& job_id,
                                                  const TimeRange& window) {
   GPULEDGER_ASSIGN_OR_RETURN(auto snap, internal_StoreOf(ledger).Snapshot());
-  GPULEDGER_ASSIGN_OR_RETURN(auto jobs, snap->ListJobs());
+  GPULEDGER_ASSIGN_OR_RETURN(auto shared_jobs, snap->SharedJobs());
+  const std::vector<store::JobRecord>& jobs = *shared_jobs;
   int64_t id = 0;
   for (const auto& j : jobs) {
     if (j.job.id == job_id) id = j.id;

@@ -46,7 +46,8 @@ Result<Workload> RecordedWorkload(Ledger& ledger, const TimeRange& asked) {
   if (first != INT64_MAX) window.begin_ms = std::max(window.begin_ms, first);
   if (last > 0) window.end_ms = std::min(window.end_ms, last);
   if (window.empty()) window = asked;
-  GPULEDGER_ASSIGN_OR_RETURN(auto records, store.ListJobs());
+  GPULEDGER_ASSIGN_OR_RETURN(auto shared_jobs, store.SharedJobs());
+  const std::vector<store::JobRecord>& records = *shared_jobs;
   GPULEDGER_ASSIGN_OR_RETURN(auto allocations, store.AllocationsOverlapping(window));
   GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_job, internal_UsageOn(ledger, store, window, {Dimension::kJob}));
   GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_pool, internal_UsageOn(ledger, store, window, {Dimension::kPool}));

@@ -87,13 +87,28 @@ Result<std::vector<DeviceRecord>> Reads::ListDevices() {
 }
 
 Result<std::vector<JobRecord>> Reads::ListJobs() {
+  std::optional<int64_t> version;
+  return ReadJobs(version);
+}
+
+Result<std::shared_ptr<const std::vector<JobRecord>>> Reads::SharedJobs() {
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows v, c_.Query("SELECT version FROM catalog_versions WHERE name = 'jobs'", "reading the jobs' version"));
+  std::optional<int64_t> now = v.rows() == 1 ? v.OptInt(0, 0) : std::nullopt;
+  return SharedJobsThrough(*jobs_, now, [&](std::optional<int64_t>& version) { return ReadJobs(version); });
+}
+
+Result<std::vector<JobRecord>> Reads::ReadJobs(std::optional<int64_t>& version) {
+  // The version of the jobs read (store/job_list_cache.h), in the same statement.
   GPULEDGER_ASSIGN_OR_RETURN(
       Rows q, c_.Query("SELECT id, job_key, team, project, experiment, user_name, kind, pool, priority,"
                        " requested_gpus, requested_mig_profile, submit_ms, start_ms, end_ms, model_parameters,"
-                       " model_layers, model_hidden, model_sequence, model_dtype, labels, annotations"
-                       " FROM jobs ORDER BY id",
+                       " model_layers, model_hidden, model_sequence, model_dtype, labels, annotations,"
+                       " (SELECT version FROM catalog_versions WHERE name = 'jobs') FROM jobs ORDER BY id",
                        "listing jobs"));
   std::vector<JobRecord> out;
+  out.reserve(static_cast<size_t>(q.rows()));
+  version = q.rows() > 0 ? q.OptInt(0, 21) : std::nullopt;
   for (int i = 0; i < q.rows(); ++i) {
     JobRecord r;
     r.id = q.Int(i, 0);

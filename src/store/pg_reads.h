@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "store/day_cache.h"
+#include "store/job_list_cache.h"
 #include "store/pg_util.h"
 #include "store/store.h"
 
@@ -31,14 +32,17 @@ void ReadRollupFigures(const Rows& q, int i, int col, Row& r) {
 // thread-safe: the owner of the connection serializes its use. A row that cannot be read
 // (a bad enum text, a corrupt chunk or minute blob) is an error naming its table and key.
 //
-// Whole days of SumHourRollups come through `days`, the cache of the store whose
-// connection `conn` is (store/day_cache.h).
+// Whole days of SumHourRollups come through `days`, and the job list through `jobs`, the
+// caches of the store whose connection `conn` is (store/day_cache.h,
+// store/job_list_cache.h).
 class Reads final : public StoreSnapshot, private DayRowSource {
  public:
-  Reads(Conn& conn, std::shared_ptr<DayRowCache> days) : c_(conn), days_(std::move(days)) {}
+  Reads(Conn& conn, std::shared_ptr<DayRowCache> days, std::shared_ptr<JobListCache> jobs)
+      : c_(conn), days_(std::move(days)), jobs_(std::move(jobs)) {}
 
   Result<std::vector<DeviceRecord>> ListDevices() override;
   Result<std::vector<JobRecord>> ListJobs() override;
+  Result<std::shared_ptr<const std::vector<JobRecord>>> SharedJobs() override;
   Result<JobCounts> CountJobs(const TimeRange& window) override;
   Status ScanHourRollups(const TimeRange& hours, const std::function<Status(const RollupRow&)>& fn) override;
   Result<std::vector<std::vector<AllocationRecord>>> AllocationsOf(std::span<const DeviceRange> ranges) override;
@@ -65,8 +69,11 @@ class Reads final : public StoreSnapshot, private DayRowSource {
   Result<std::vector<std::pair<int64_t, int64_t>>> DayVersions(const TimeRange& days) override;
   Status ReadDay(int64_t day_ms, std::optional<int64_t>& version, const std::function<void(const DayRow&)>& fn) override;
   Status AddHourRows(const DaySplit& split, bool settled, RollupSummer& summer) override;
+  // ListJobs, and the version of the jobs read in the same statement (none when no job).
+  Result<std::vector<JobRecord>> ReadJobs(std::optional<int64_t>& version);
   Conn& c_;
   std::shared_ptr<DayRowCache> days_;
+  std::shared_ptr<JobListCache> jobs_;
 };
 
 }  // namespace gpuledger::store::pg

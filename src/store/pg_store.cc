@@ -21,6 +21,7 @@
 #include "store/pg_reads.h"
 #include "store/pg_util.h"
 #include "store/day_cache.h"
+#include "store/job_list_cache.h"
 #include "store/rollup_days.h"
 #include "store/sample_chunk.h"
 
@@ -159,6 +160,21 @@ std::vector<std::string> Migrations() {
       "  FOR EACH STATEMENT EXECUTE FUNCTION rollup_day_new_version();"
       "CREATE TRIGGER rollup_day_deleted AFTER DELETE ON rollup_day REFERENCING OLD TABLE AS gone"
       "  FOR EACH STATEMENT EXECUTE FUNCTION rollup_day_new_version();",
+      // 10: SqliteStore's version 15: a version of the jobs (store/job_list_cache.h),
+      // what every replica's cache of the job list is keyed by. Drawn anew for every job
+      // inserted or deleted and every update that changes a row, by triggers deferred to
+      // the commit: the version row is locked only while a transaction commits, after
+      // every job row it locks.
+      "CREATE TABLE catalog_versions(name TEXT PRIMARY KEY, version BIGINT NOT NULL);"
+      "INSERT INTO catalog_versions VALUES('jobs', (random() * 9.2e18 - 4.6e18)::bigint);"
+      "CREATE FUNCTION jobs_new_version() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN"
+      "  UPDATE catalog_versions SET version = (random() * 9.2e18 - 4.6e18)::bigint WHERE name = 'jobs';"
+      "  RETURN NULL;"
+      " END $f$;"
+      "CREATE CONSTRAINT TRIGGER jobs_inserted_or_deleted AFTER INSERT OR DELETE ON jobs"
+      "  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION jobs_new_version();"
+      "CREATE CONSTRAINT TRIGGER jobs_updated AFTER UPDATE ON jobs DEFERRABLE INITIALLY DEFERRED"
+      "  FOR EACH ROW WHEN (OLD.* IS DISTINCT FROM NEW.*) EXECUTE FUNCTION jobs_new_version();",
   };
 }
 
@@ -342,6 +358,9 @@ class PgStore final : public Store, public ActionLog {
   // Reads on the writer's connection, under the writer's lock (as SqliteStore's).
   Result<std::vector<DeviceRecord>> ListDevices() override { return Locked([](pg::Reads& r) { return r.ListDevices(); }); }
   Result<std::vector<JobRecord>> ListJobs() override { return Locked([](pg::Reads& r) { return r.ListJobs(); }); }
+  Result<std::shared_ptr<const std::vector<JobRecord>>> SharedJobs() override {
+    return Locked([](pg::Reads& r) { return r.SharedJobs(); });
+  }
   Result<JobCounts> CountJobs(const TimeRange& window) override {
     return Locked([&](pg::Reads& r) { return r.CountJobs(window); });
   }
@@ -457,7 +476,7 @@ class PgStore final : public Store, public ActionLog {
   auto Locked(F&& read) -> decltype(read(std::declval<pg::Reads&>())) {
     std::lock_guard lock(mu_);
     GPULEDGER_ASSIGN_OR_RETURN(Conn * c, Writer());
-    pg::Reads reads(*c, days_);
+    pg::Reads reads(*c, days_, jobs_);
     return read(reads);
   }
 
@@ -504,6 +523,8 @@ class PgStore final : public Store, public ActionLog {
   std::unordered_map<std::string, int64_t> job_ids_;
   // Whole days' day rows, for every read of this replica (store/day_cache.h).
   std::shared_ptr<DayRowCache> days_ = std::make_shared<DayRowCache>(options_.day_cache_bytes);
+  // The job list, likewise (store/job_list_cache.h).
+  std::shared_ptr<JobListCache> jobs_ = std::make_shared<JobListCache>();
   std::mutex part_mu_;  // part_conn_ and known_parts_
   std::unique_ptr<Conn> part_conn_;
   std::set<std::string> known_parts_;
@@ -1432,8 +1453,8 @@ Result<StoreCheck> PgStore::Check(bool full) {
   // The quick check (what `serve` runs at start-up): every table of the schema is there.
   // PostgreSQL keeps its own pages sound (WAL; data checksums where the cluster has them).
   for (const char* table : {"meta", "batches", "devices", "jobs", "allocations", "sample_chunks", "process_samples",
-                            "rollup_hour", "rollup_minute", "rollup_day", "rollup_day_hours", "rollup_day_versions", "dirty_hours", "prices", "progress",
-                            "serving"}) {
+                            "rollup_hour", "rollup_minute", "rollup_day", "rollup_day_hours", "rollup_day_versions",
+                            "catalog_versions", "dirty_hours", "prices", "progress", "serving"}) {
     GPULEDGER_ASSIGN_OR_RETURN(Rows there, c->Query("SELECT to_regclass($1) IS NOT NULL", Params().Add(table), "checking"));
     if (there.Bytes(0, 0) != std::string_view("\x01", 1)) {
       out.problems.push_back(fmt::format("table {} is missing", table));
@@ -1476,13 +1497,14 @@ Result<StoreCheck> PgStore::Check(bool full) {
 class PgStore::PooledSnapshot final : public StoreSnapshot {
  public:
   PooledSnapshot(PgStore& store, std::unique_ptr<Conn> c)
-      : store_(store), c_(std::move(c)), reads_(*c_, store.days_) {}
+      : store_(store), c_(std::move(c)), reads_(*c_, store.days_, store.jobs_) {}
   ~PooledSnapshot() override {
     if (!c_->Broken() && c_->InTransaction()) (void)c_->Exec("COMMIT", "ending a snapshot");
     store_.ReturnReader(std::move(c_));
   }
   Result<std::vector<DeviceRecord>> ListDevices() override { return reads_.ListDevices(); }
   Result<std::vector<JobRecord>> ListJobs() override { return reads_.ListJobs(); }
+  Result<std::shared_ptr<const std::vector<JobRecord>>> SharedJobs() override { return reads_.SharedJobs(); }
   Result<JobCounts> CountJobs(const TimeRange& window) override { return reads_.CountJobs(window); }
   Status ScanHourRollups(const TimeRange& hours, const std::function<Status(const RollupRow&)>& fn) override {
     return reads_.ScanHourRollups(hours, fn);

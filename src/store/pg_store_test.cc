@@ -91,7 +91,7 @@ TEST_F(PgStoreTest, ASchemaFromANewerBuildIsRefusedNamingBothVersions) {
   auto s = OpenPgStore(server_->Url(db_));
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_THAT(s.status().message(), HasSubstr("has schema version 999, newer than this build (9); upgrade gpuledger"));
+  EXPECT_THAT(s.status().message(), HasSubstr("has schema version 999, newer than this build (10); upgrade gpuledger"));
 }
 
 // A store of schema version 5 had hour rollups and no day rollups: migrating fills them
@@ -109,6 +109,7 @@ TEST_F(PgStoreTest, MigratesHourRollupsIntoDayRollups) {
   ASSERT_TRUE(
       server_
           ->Exec(db_, "DROP TABLE rollup_day; DROP TABLE rollup_day_hours; DROP TABLE rollup_day_versions; DROP FUNCTION rollup_day_new_version() CASCADE;"
+                      " DROP TABLE catalog_versions; DROP FUNCTION jobs_new_version() CASCADE;"
                       " UPDATE meta SET value = '5' WHERE key = 'schema_version'")
           .ok());
   auto s = OpenPgStore(server_->Url(db_));
@@ -215,6 +216,7 @@ TEST_F(PgStoreTest, MigratesServingSnapshotsToAKeyByJobAndTime) {
   ASSERT_TRUE(server_
                   ->Exec(db_, "ALTER TABLE serving DROP CONSTRAINT serving_pkey,"
                               " ADD PRIMARY KEY(job_id, engine, model, t_ms); DROP TABLE rollup_day_versions; DROP FUNCTION rollup_day_new_version() CASCADE;"
+                              " DROP TABLE catalog_versions; DROP FUNCTION jobs_new_version() CASCADE;"
                               " UPDATE meta SET value = '7' WHERE key = 'schema_version'")
                   .ok());
   auto s = OpenPgStore(server_->Url(db_));

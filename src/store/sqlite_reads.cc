@@ -62,8 +62,9 @@ constexpr const char* kCountJobsSql =
 
 Reads::~Reads() = default;
 
-Result<std::unique_ptr<Reads>> Reads::Create(sqlite3* db, std::shared_ptr<DayRowCache> days) {
-  std::unique_ptr<Reads> r(new Reads(db, std::move(days)));
+Result<std::unique_ptr<Reads>> Reads::Create(sqlite3* db, std::shared_ptr<DayRowCache> days,
+                                             std::shared_ptr<JobListCache> jobs) {
+  std::unique_ptr<Reads> r(new Reads(db, std::move(days), std::move(jobs)));
   GPULEDGER_RETURN_IF_ERROR(r->Prepare());
   return r;
 }
@@ -81,7 +82,10 @@ Status Reads::Prepare() {
       {kListJobs,
        "SELECT id, job_key, team, project, experiment, user_name, kind, pool, priority,"
        " requested_gpus, requested_mig_profile, submit_ms, start_ms, end_ms, model_parameters,"
-       " model_layers, model_hidden, model_sequence, model_dtype, labels, annotations FROM jobs ORDER BY id"},
+       " model_layers, model_hidden, model_sequence, model_dtype, labels, annotations,"
+       // The version of the jobs read (store/job_list_cache.h), in the same statement.
+       " (SELECT version FROM catalog_versions WHERE name = 'jobs') FROM jobs ORDER BY id"},
+      {kJobsVersion, "SELECT version FROM catalog_versions WHERE name = 'jobs'"},
       {kServingOf,
        "SELECT engine, model, t_ms, requests_waiting, requests_running, kv_cache_usage,"
        " prompt_tokens, generation_tokens, preemptions, requests, executions, queue_seconds,"
@@ -202,9 +206,26 @@ Result<JobCounts> Reads::CountJobs(const TimeRange& window) {
 }
 
 Result<std::vector<JobRecord>> Reads::ListJobs() {
+  std::optional<int64_t> version;
+  return ReadJobs(version);
+}
+
+Result<std::shared_ptr<const std::vector<JobRecord>>> Reads::SharedJobs() {
+  Stmt& v = S(kJobsVersion);
+  std::optional<int64_t> now;
+  GPULEDGER_RETURN_IF_ERROR(ForEach(db_, v, "catalog_versions", [&]() -> Status {
+    now = v.OptInt(0);
+    return Status::Ok();
+  }));
+  return SharedJobsThrough(*jobs_, now, [&](std::optional<int64_t>& version) { return ReadJobs(version); });
+}
+
+Result<std::vector<JobRecord>> Reads::ReadJobs(std::optional<int64_t>& version) {
   Stmt& q = S(kListJobs);
   std::vector<JobRecord> out;
+  version.reset();
   GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "jobs", [&]() -> Status {
+    version = q.OptInt(21);
     JobRecord r;
     r.id = q.Int(0);
     Job& j = r.job;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "store/day_cache.h"
+#include "store/job_list_cache.h"
 #include "store/store.h"
 
 struct sqlite3;
@@ -21,12 +22,15 @@ class Stmt;
 class Reads : public StoreSnapshot, private DayRowSource {
  public:
   ~Reads() override;
-  // Prepares the read statements on `db`; whole days' rows through `days`, the cache of
-  // the store whose connection `db` is (store/day_cache.h).
-  static Result<std::unique_ptr<Reads>> Create(sqlite3* db, std::shared_ptr<DayRowCache> days);
+  // Prepares the read statements on `db`; whole days' rows through `days` and the job
+  // list through `jobs`, the caches of the store whose connection `db` is
+  // (store/day_cache.h, store/job_list_cache.h).
+  static Result<std::unique_ptr<Reads>> Create(sqlite3* db, std::shared_ptr<DayRowCache> days,
+                                               std::shared_ptr<JobListCache> jobs);
 
   Result<std::vector<DeviceRecord>> ListDevices() override;
   Result<std::vector<JobRecord>> ListJobs() override;
+  Result<std::shared_ptr<const std::vector<JobRecord>>> SharedJobs() override;
   Result<JobCounts> CountJobs(const TimeRange& window) override;
   Result<std::vector<std::vector<AllocationRecord>>> AllocationsOf(std::span<const DeviceRange> ranges) override;
   Result<std::vector<AllocationRecord>> AllocationsOverlapping(const TimeRange& range) override;
@@ -49,18 +53,21 @@ class Reads : public StoreSnapshot, private DayRowSource {
   Result<StoreStats> Stats() override;
 
  protected:
-  Reads(sqlite3* db, std::shared_ptr<DayRowCache> days) : db_(db), days_(std::move(days)) {}
+  Reads(sqlite3* db, std::shared_ptr<DayRowCache> days, std::shared_ptr<JobListCache> jobs)
+      : db_(db), days_(std::move(days)), jobs_(std::move(jobs)) {}
   sqlite3* db() const { return db_; }
 
  private:
   enum Id {
-    kListDevices, kListJobs, kAllocationsOfDevice, kAllocationsOverlapping, kSamplesOfDevice,
+    kListDevices, kListJobs, kJobsVersion, kAllocationsOfDevice, kAllocationsOverlapping, kSamplesOfDevice,
     kProcessesOfDevice, kDirtyHours, kDirtyHoursIn, kHourRowsAroundDays, kSettledHourRowsAroundDays, kDayVersions, kReadDay,
     kScanMinuteRollups, kScanSettledMinuteRollups, kLoadPrices, kProgressOf, kJobChangesOf, kClosedPeriods, kFrozenLines, kServingOf, kServingGaugesOf, kLatestSamples, kCountJobs, kScanHourRollups, kScanDayHours, kCount
   };
   Status Prepare();
   Stmt& S(Id id);
   Result<std::vector<AllocationRecord>> ReadAllocations(Stmt& q);
+  // ListJobs, and the version of the jobs read in the same statement (none when no job).
+  Result<std::vector<JobRecord>> ReadJobs(std::optional<int64_t>& version);
   // DayRowSource, for SumHourRollups and SumSettledHourRollups.
   Result<std::vector<std::pair<int64_t, int64_t>>> DayVersions(const TimeRange& days) override;
   Status ReadDay(int64_t day_ms, std::optional<int64_t>& version, const std::function<void(const DayRow&)>& fn) override;
@@ -69,6 +76,7 @@ class Reads : public StoreSnapshot, private DayRowSource {
 
   sqlite3* db_;
   std::shared_ptr<DayRowCache> days_;
+  std::shared_ptr<JobListCache> jobs_;
   std::vector<std::unique_ptr<Stmt>> stmts_;
 };
 

@@ -23,6 +23,7 @@
 #include "store/actions_internal.h"
 #include "store/minute_blob.h"
 #include "store/day_cache.h"
+#include "store/job_list_cache.h"
 #include "store/rollup_days.h"
 #include "store/sample_chunk.h"
 #include "store/sqlite_reads.h"
@@ -179,6 +180,28 @@ std::vector<std::string> Migrations() {
       // of whole days are keyed by. A random one for each day there is.
       "CREATE TABLE rollup_day_versions(day_ms INTEGER PRIMARY KEY, version INTEGER NOT NULL);"
       "INSERT INTO rollup_day_versions SELECT day_ms, random() FROM (SELECT DISTINCT day_ms FROM rollup_day);",
+      // 15: a version of the jobs (store/job_list_cache.h), what the servers' cache of the
+      // job list is keyed by: drawn anew by triggers for every job inserted or deleted and
+      // every update that changes a column (a migration adding a column to jobs recreates
+      // jobs_updated with it).
+      "CREATE TABLE catalog_versions(name TEXT PRIMARY KEY, version INTEGER NOT NULL);"
+      "INSERT INTO catalog_versions VALUES('jobs', random());"
+      "CREATE TRIGGER jobs_inserted AFTER INSERT ON jobs"
+      "  BEGIN UPDATE catalog_versions SET version = random() WHERE name = 'jobs'; END;"
+      "CREATE TRIGGER jobs_deleted AFTER DELETE ON jobs"
+      "  BEGIN UPDATE catalog_versions SET version = random() WHERE name = 'jobs'; END;"
+      "CREATE TRIGGER jobs_updated AFTER UPDATE ON jobs WHEN"
+      "  (OLD.id, OLD.job_key, OLD.team, OLD.project, OLD.experiment, OLD.user_name, "
+      "  OLD.kind, OLD.pool, OLD.priority, OLD.requested_gpus, "
+      "  OLD.requested_mig_profile, OLD.submit_ms, OLD.start_ms, OLD.end_ms, "
+      "  OLD.model_parameters, OLD.model_layers, OLD.model_hidden, OLD.model_sequence, "
+      "  OLD.model_dtype, OLD.labels, OLD.annotations) IS NOT "
+      "  (NEW.id, NEW.job_key, NEW.team, NEW.project, NEW.experiment, NEW.user_name, "
+      "  NEW.kind, NEW.pool, NEW.priority, NEW.requested_gpus, "
+      "  NEW.requested_mig_profile, NEW.submit_ms, NEW.start_ms, NEW.end_ms, "
+      "  NEW.model_parameters, NEW.model_layers, NEW.model_hidden, NEW.model_sequence, "
+      "  NEW.model_dtype, NEW.labels, NEW.annotations) "
+      "  BEGIN UPDATE catalog_versions SET version = random() WHERE name = 'jobs'; END;",
   };
 }
 
@@ -248,6 +271,7 @@ class SqliteStore final : public Store, public ActionLog {
 
   Status Open(const std::string& path, const SqliteOptions& options) {
     days_ = std::make_shared<DayRowCache>(options.day_cache_bytes);
+    jobs_ = std::make_shared<JobListCache>();
     // NOMUTEX: every use of the connection is under mu_ already, and SQLite's own
     // per-call mutex cost a lock and an unlock per bind and step (14% of native ingest).
     if (sqlite3_open_v2(path.c_str(), &db_,
@@ -284,7 +308,7 @@ class SqliteStore final : public Store, public ActionLog {
       GPULEDGER_RETURN_IF_ERROR(Exec(fmt::format("PRAGMA max_page_count={}", std::max<int64_t>(1, options.max_size_bytes / page_size))));
     }
     GPULEDGER_RETURN_IF_ERROR(PrepareAll());
-    GPULEDGER_ASSIGN_OR_RETURN(reads_, sqlite::Reads::Create(db_, days_));
+    GPULEDGER_ASSIGN_OR_RETURN(reads_, sqlite::Reads::Create(db_, days_, jobs_));
     path_ = path;
     GPULEDGER_RETURN_IF_ERROR(LoadCaches());
     GPULEDGER_ASSIGN_OR_RETURN(data_version_, DataVersion());
@@ -309,6 +333,9 @@ class SqliteStore final : public Store, public ActionLog {
   // and wait for a group being applied (readers that must not wait take a Snapshot).
   Result<std::vector<DeviceRecord>> ListDevices() override { return Locked([&] { return reads_->ListDevices(); }); }
   Result<std::vector<JobRecord>> ListJobs() override { return Locked([&] { return reads_->ListJobs(); }); }
+  Result<std::shared_ptr<const std::vector<JobRecord>>> SharedJobs() override {
+    return Locked([&] { return reads_->SharedJobs(); });
+  }
   Result<JobCounts> CountJobs(const TimeRange& window) override {
     return Locked([&] { return reads_->CountJobs(window); });
   }
@@ -1415,6 +1442,7 @@ class SqliteStore final : public Store, public ActionLog {
   std::unique_ptr<sqlite::Reads> reads_;  // on db_
   // Whole days' day rows, for reads_ and every snapshot's (store/day_cache.h).
   std::shared_ptr<DayRowCache> days_;  // made by Open, of options.day_cache_bytes
+  std::shared_ptr<JobListCache> jobs_;  // the job list, likewise (store/job_list_cache.h)
   std::unordered_map<std::string, int64_t> device_ids_;
   std::unordered_map<std::string, int64_t> job_ids_;
   std::unordered_map<int64_t, std::pair<int64_t, int64_t>> device_state_;
@@ -1436,6 +1464,7 @@ class SqliteStore::PooledSnapshot final : public StoreSnapshot {
   }
   Result<std::vector<DeviceRecord>> ListDevices() override { return r_->reads->ListDevices(); }
   Result<std::vector<JobRecord>> ListJobs() override { return r_->reads->ListJobs(); }
+  Result<std::shared_ptr<const std::vector<JobRecord>>> SharedJobs() override { return r_->reads->SharedJobs(); }
   Result<JobCounts> CountJobs(const TimeRange& window) override { return r_->reads->CountJobs(window); }
   Status ScanHourRollups(const TimeRange& hours, const std::function<Status(const RollupRow&)>& fn) override {
     return r_->reads->ScanHourRollups(hours, fn);
@@ -1495,7 +1524,7 @@ Result<std::unique_ptr<SqliteStore::Reader>> SqliteStore::OpenReader() {
   // A reader's sorts stay in memory (bounded by the server's query limits), so that reads
   // go on while the disk is full.
   GPULEDGER_RETURN_IF_ERROR(sqlite::Exec(r->db, "PRAGMA temp_store=MEMORY"));
-  GPULEDGER_ASSIGN_OR_RETURN(r->reads, sqlite::Reads::Create(r->db, days_));
+  GPULEDGER_ASSIGN_OR_RETURN(r->reads, sqlite::Reads::Create(r->db, days_, jobs_));
   return r;
 }
 

@@ -759,7 +759,8 @@ TEST_F(SqliteStoreTest, MigratesOneRowPerSampleIntoChunks) {
                        smp.fb_used_mib ? std::to_string(std::llround(*smp.fb_used_mib)) : "NULL");
   }
   // And without what the versions after 5 add, which migrating again creates.
-  sql += "DROP TABLE sample_chunks; DROP TABLE job_changes; DROP TABLE closed_periods; DROP TABLE frozen_lines;"
+  sql += "DROP TRIGGER jobs_inserted; DROP TRIGGER jobs_deleted; DROP TRIGGER jobs_updated; DROP TABLE catalog_versions;"
+         " DROP TABLE sample_chunks; DROP TABLE job_changes; DROP TABLE closed_periods; DROP TABLE frozen_lines;"
          " DROP TABLE actions; ALTER TABLE jobs DROP COLUMN labels; ALTER TABLE jobs DROP COLUMN annotations;"
          " DROP TABLE leases; DROP TABLE rollup_day; DROP TABLE rollup_day_hours; DROP TABLE rollup_day_versions;"
          " UPDATE meta SET value='4' WHERE key='schema_version';";
@@ -783,8 +784,10 @@ TEST_F(SqliteStoreTest, MigratesOneRowPerSampleIntoChunks) {
 TEST_F(SqliteStoreTest, MigratesAStoreWithoutLabels) {
   ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
   ExecBehindTheStore(
-      "ALTER TABLE jobs DROP COLUMN labels; ALTER TABLE jobs DROP COLUMN annotations; DROP TABLE leases;"
-      " DROP TABLE rollup_day; DROP TABLE rollup_day_hours; DROP TABLE rollup_day_versions; UPDATE meta SET value='8' WHERE key='schema_version';");
+      "DROP TRIGGER jobs_inserted; DROP TRIGGER jobs_deleted; DROP TRIGGER jobs_updated; DROP TABLE catalog_versions;"
+      " ALTER TABLE jobs DROP COLUMN labels; ALTER TABLE jobs DROP COLUMN annotations; DROP TABLE leases;"
+      " DROP TABLE rollup_day; DROP TABLE rollup_day_hours; DROP TABLE rollup_day_versions;"
+      " UPDATE meta SET value='8' WHERE key='schema_version';");
   auto jobs = store_->ListJobs();
   ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
   ASSERT_EQ(jobs->size(), 1u);
@@ -812,6 +815,7 @@ TEST_F(SqliteStoreTest, MigratesServingSnapshotsToAKeyByJobAndTime) {
       " iteration_tokens TEXT NOT NULL, PRIMARY KEY(job_id, engine, model, t_ms)) WITHOUT ROWID;"
       " INSERT INTO serving_old SELECT * FROM serving; DROP TABLE serving;"
       " ALTER TABLE serving_old RENAME TO serving; DROP TABLE rollup_day_versions;"
+      " DROP TRIGGER jobs_inserted; DROP TRIGGER jobs_deleted; DROP TRIGGER jobs_updated; DROP TABLE catalog_versions;"
       " UPDATE meta SET value='12' WHERE key='schema_version';");
   const int64_t job = store_->ListJobs()->at(0).id;
   for (const TimeRange& w : {TimeRange{kT0, kT0 + 3 * kMsPerDay}, TimeRange{kT0 + kMsPerDay, kT0 + 2 * kMsPerDay},
@@ -1239,7 +1243,9 @@ TEST_F(SqliteStoreTest, MigratesHourRollupsIntoDayRollups) {
   }
   ASSERT_TRUE(store_->WriteRollups(updates).ok());
   ExecBehindTheStore(
-      "DROP TABLE rollup_day; DROP TABLE rollup_day_hours; DROP TABLE rollup_day_versions; UPDATE meta SET value='10' WHERE key='schema_version';");
+      "DROP TABLE rollup_day; DROP TABLE rollup_day_hours; DROP TABLE rollup_day_versions;"
+      " DROP TRIGGER jobs_inserted; DROP TRIGGER jobs_deleted; DROP TRIGGER jobs_updated; DROP TABLE catalog_versions;"
+      " UPDATE meta SET value='10' WHERE key='schema_version';");
   for (const TimeRange& w : {TimeRange{day0, day0 + kMsPerDay}, TimeRange{day0, day0 + 2 * kMsPerDay},
                              TimeRange{day0 - 5 * kMsPerHour, day0 + 2 * kMsPerDay + 5 * kMsPerHour},
                              TimeRange{day0 + 3 * kMsPerHour, day0 + 30 * kMsPerHour}}) {
@@ -1419,6 +1425,66 @@ TEST_F(SqliteStoreTest, AStoreWithoutADayCacheReadsEveryDayFromTheFile) {
   sqlite3_close(db);
   EXPECT_EQ(active_ms(*store_), 1000) << "the day at the same version, from the cache";
   EXPECT_EQ(active_ms(**uncached), -1) << "the day read from the file again";
+}
+
+// The job list a store hands out (SharedJobs) is one list while no job changes: a batch
+// restating a job as it is stored keeps it. A field changed, by this store or by another
+// on the same database (a replica), or a new job, makes a new one; a list handed out
+// never changes.
+TEST_P(StoreContractTest, TheSharedJobListIsNewOnlyWhenAJobChanges) {
+  ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
+  auto replica = backend_.open(dir_);
+  ASSERT_TRUE(replica.ok()) << replica.status().ToString();
+  auto jobs = [](StoreReads& r) {
+    auto list = r.SharedJobs();
+    EXPECT_TRUE(list.ok()) << list.status().ToString();
+    return list.ok() ? *list : nullptr;
+  };
+  auto first = jobs(*store_);
+  ASSERT_TRUE(first != nullptr);
+  ASSERT_EQ(first->size(), 1u);
+  EXPECT_EQ(first->at(0).job.team, "vision");
+  EXPECT_EQ(jobs(*store_), first);
+  auto snap = store_->Snapshot();
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  EXPECT_EQ(jobs(**snap), first) << "a snapshot of the same jobs shares the list";
+  snap->reset();
+
+  Batch restated = Basic("b2");
+  restated.samples.clear();
+  ASSERT_EQ(*store_->ApplyBatch(Plan(restated)), ApplyOutcome::kApplied);
+  EXPECT_EQ(jobs(*store_), first) << "a job restated as stored changes no job";
+
+  Batch moved = Basic("b3");
+  moved.samples.clear();
+  moved.jobs[0].team = "nlp";
+  ASSERT_EQ(*(*replica)->ApplyBatch(Plan(moved)), ApplyOutcome::kApplied);
+  auto second = jobs(*store_);
+  ASSERT_TRUE(second != nullptr);
+  EXPECT_NE(second, first) << "the replica's change is seen";
+  ASSERT_EQ(second->size(), 1u);
+  EXPECT_EQ(second->at(0).job.team, "nlp");
+  EXPECT_EQ(first->at(0).job.team, "vision") << "a list handed out never changes";
+
+  Batch ended = Basic("b4");
+  ended.samples.clear();
+  ended.jobs[0].end_ms = kT0 + kMsPerHour;
+  ASSERT_EQ(*store_->ApplyBatch(Plan(ended)), ApplyOutcome::kApplied);
+  auto third = jobs(*(*replica));
+  ASSERT_TRUE(third != nullptr);
+  EXPECT_EQ(third->at(0).job.end_ms, kT0 + kMsPerHour) << "a time is a field too";
+  EXPECT_EQ(jobs(*(*replica)), third);
+
+  Batch added = Basic("b5");
+  added.samples.clear();
+  added.allocations.clear();
+  added.jobs[0] = Job{.id = "j2", .team = "nlp", .kind = JobKind::kServing};
+  ASSERT_EQ(*(*replica)->ApplyBatch(Plan(added)), ApplyOutcome::kApplied);
+  auto fourth = jobs(*store_);
+  ASSERT_TRUE(fourth != nullptr);
+  ASSERT_EQ(fourth->size(), 2u);
+  EXPECT_EQ(fourth->at(1).job.id, "j2");
+  EXPECT_EQ(fourth->at(0).job.end_ms, kT0 + kMsPerHour);
 }
 
 // Hour rows outside their update's own device-hour, or an hour off the hour, cannot be

@@ -143,6 +143,11 @@ Result<std::vector<Sample>> StoreReads::Samples(int64_t device_id, const TimeRan
   return std::move(out.at(0));
 }
 
+Result<std::shared_ptr<const std::vector<JobRecord>>> StoreReads::SharedJobs() {
+  GPULEDGER_ASSIGN_OR_RETURN(auto jobs, ListJobs());
+  return std::make_shared<const std::vector<JobRecord>>(std::move(jobs));
+}
+
 Result<std::vector<AllocationRecord>> StoreReads::Allocations(int64_t device_id, const TimeRange& range) {
   DeviceRange one{device_id, range};
   GPULEDGER_ASSIGN_OR_RETURN(auto out, AllocationsOf({&one, 1}));

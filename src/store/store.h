@@ -255,6 +255,10 @@ class StoreReads {
 
   virtual Result<std::vector<DeviceRecord>> ListDevices() = 0;
   virtual Result<std::vector<JobRecord>> ListJobs() = 0;
+  // The jobs of ListJobs as a list shared by the reads that see the same jobs: the SQLite
+  // and PostgreSQL stores hand out the list they read before while no job row changed
+  // since, on any replica (store/job_list_cache.h); by default, a fresh list each time.
+  virtual Result<std::shared_ptr<const std::vector<JobRecord>>> SharedJobs();
   // The jobs overlapping `window` (JobCounts), counted by the database.
   virtual Result<JobCounts> CountJobs(const TimeRange& window) = 0;
   // For each entry of `ranges`, in order: the allocations of its device that overlap its
