@@ -59,7 +59,7 @@ Result<QueryCost> EstimateCost(const QueryContext& q, const TimeRange& window, c
   cost.devices = static_cast<int64_t>(devices.size());
   bool by_job = std::any_of(dims.begin(), dims.end(), IsJobDimension);
   // The jobs that overlap the window (one that ended before it, or started after it, has
-  // no row in it), counted by the store rather than read.
+  // no row in it), counted from the store's shared job list (StoreReads::CountJobs).
   store::JobCounts jobs;
   if (by_job) {
     GPULEDGER_ASSIGN_OR_RETURN(jobs, q.ledger.CountJobs(window));

@@ -154,15 +154,6 @@ Result<std::vector<std::vector<AllocationRecord>>> Reads::AllocationsOf(std::spa
   return out;
 }
 
-Result<JobCounts> Reads::CountJobs(const TimeRange& window) {
-  GPULEDGER_ASSIGN_OR_RETURN(
-      Rows q, c_.Query("SELECT count(*), count(DISTINCT team), count(DISTINCT project), count(DISTINCT experiment),"
-                       " count(DISTINCT user_name), count(DISTINCT kind) FROM jobs"
-                       " WHERE (end_ms IS NULL OR end_ms >= $1) AND (start_ms IS NULL OR start_ms < $2)",
-                       Params().Add(window.begin_ms).Add(window.end_ms), "counting jobs"));
-  return JobCounts{q.Int(0, 0), q.Int(0, 1), q.Int(0, 2), q.Int(0, 3), q.Int(0, 4), q.Int(0, 5)};
-}
-
 Result<std::vector<AllocationRecord>> Reads::AllocationsOverlapping(const TimeRange& range) {
   GPULEDGER_ASSIGN_OR_RETURN(
       Rows q, c_.Query("SELECT device_id, job_id, from_ms, to_ms FROM allocations WHERE from_ms < $1"

@@ -43,7 +43,6 @@ class Reads final : public StoreSnapshot, private DayRowSource {
   Result<std::vector<DeviceRecord>> ListDevices() override;
   Result<std::vector<JobRecord>> ListJobs() override;
   Result<std::shared_ptr<const std::vector<JobRecord>>> SharedJobs() override;
-  Result<JobCounts> CountJobs(const TimeRange& window) override;
   Status ScanHourRollups(const TimeRange& hours, const std::function<Status(const RollupRow&)>& fn) override;
   Result<std::vector<std::vector<AllocationRecord>>> AllocationsOf(std::span<const DeviceRange> ranges) override;
   Result<std::vector<AllocationRecord>> AllocationsOverlapping(const TimeRange& range) override;

@@ -361,9 +361,6 @@ class PgStore final : public Store, public ActionLog {
   Result<std::shared_ptr<const std::vector<JobRecord>>> SharedJobs() override {
     return Locked([](pg::Reads& r) { return r.SharedJobs(); });
   }
-  Result<JobCounts> CountJobs(const TimeRange& window) override {
-    return Locked([&](pg::Reads& r) { return r.CountJobs(window); });
-  }
   Status ScanHourRollups(const TimeRange& hours, const std::function<Status(const RollupRow&)>& fn) override {
     return Locked([&](pg::Reads& r) { return r.ScanHourRollups(hours, fn); });
   }
@@ -1505,7 +1502,6 @@ class PgStore::PooledSnapshot final : public StoreSnapshot {
   Result<std::vector<DeviceRecord>> ListDevices() override { return reads_.ListDevices(); }
   Result<std::vector<JobRecord>> ListJobs() override { return reads_.ListJobs(); }
   Result<std::shared_ptr<const std::vector<JobRecord>>> SharedJobs() override { return reads_.SharedJobs(); }
-  Result<JobCounts> CountJobs(const TimeRange& window) override { return reads_.CountJobs(window); }
   Status ScanHourRollups(const TimeRange& hours, const std::function<Status(const RollupRow&)>& fn) override {
     return reads_.ScanHourRollups(hours, fn);
   }

@@ -51,13 +51,6 @@ std::string HourRowsAroundDaysSql(bool settled) {
   return sql;
 }
 
-// The statement of CountJobs, the same on both backends: ?1/$1 the window's begin, ?2/$2
-// its end.
-constexpr const char* kCountJobsSql =
-    "SELECT count(*), count(DISTINCT team), count(DISTINCT project), count(DISTINCT experiment),"
-    " count(DISTINCT user_name), count(DISTINCT kind) FROM jobs"
-    " WHERE (end_ms IS NULL OR end_ms >= ?1) AND (start_ms IS NULL OR start_ms < ?2)";
-
 }  // namespace
 
 Reads::~Reads() = default;
@@ -130,7 +123,6 @@ Status Reads::Prepare() {
        " ON c.device_id = d.id AND c.first_ms >= d.last_sample_ms - d.last_sample_ms % 3600000"
        " AND c.first_ms <= d.last_sample_ms AND c.last_ms >= d.last_sample_ms"
        " WHERE d.last_sample_ms > 0"},
-      {kCountJobs, kCountJobsSql},
       // In the primary key's order: one pass over the range, no sort.
       {kScanHourRollups, std::string("SELECT ") + kHourRowColumns +
                              " FROM rollup_hour WHERE hour_ms >= ?1 AND hour_ms < ?2 ORDER BY hour_ms, device_id, job_id"},
@@ -192,17 +184,6 @@ Result<std::vector<DeviceRecord>> Reads::ListDevices() {
     r.device.parent_uuid = parent->second;
   }
   return out;
-}
-
-Result<JobCounts> Reads::CountJobs(const TimeRange& window) {
-  Stmt& q = S(kCountJobs);
-  q.Bind(1, window.begin_ms).Bind(2, window.end_ms);
-  JobCounts c;
-  GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "jobs", [&]() -> Status {
-    c = {q.Int(0), q.Int(1), q.Int(2), q.Int(3), q.Int(4), q.Int(5)};
-    return Status::Ok();
-  }));
-  return c;
 }
 
 Result<std::vector<JobRecord>> Reads::ListJobs() {

@@ -336,9 +336,6 @@ class SqliteStore final : public Store, public ActionLog {
   Result<std::shared_ptr<const std::vector<JobRecord>>> SharedJobs() override {
     return Locked([&] { return reads_->SharedJobs(); });
   }
-  Result<JobCounts> CountJobs(const TimeRange& window) override {
-    return Locked([&] { return reads_->CountJobs(window); });
-  }
   Status ScanHourRollups(const TimeRange& hours, const std::function<Status(const RollupRow&)>& fn) override {
     return Locked([&] { return reads_->ScanHourRollups(hours, fn); });
   }
@@ -1465,7 +1462,6 @@ class SqliteStore::PooledSnapshot final : public StoreSnapshot {
   Result<std::vector<DeviceRecord>> ListDevices() override { return r_->reads->ListDevices(); }
   Result<std::vector<JobRecord>> ListJobs() override { return r_->reads->ListJobs(); }
   Result<std::shared_ptr<const std::vector<JobRecord>>> SharedJobs() override { return r_->reads->SharedJobs(); }
-  Result<JobCounts> CountJobs(const TimeRange& window) override { return r_->reads->CountJobs(window); }
   Status ScanHourRollups(const TimeRange& hours, const std::function<Status(const RollupRow&)>& fn) override {
     return r_->reads->ScanHourRollups(hours, fn);
   }

@@ -1,12 +1,15 @@
 // What every Store backend shares: the group of batches applied at once, the
-// single-device forms of the batch-oriented reads, and the audit log's door.
+// single-device forms of the batch-oriented reads, the job counts of a window, and the
+// audit log's door.
 #include "store/store.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <set>
+#include <string_view>
 #include <tuple>
+#include <unordered_set>
 
 #include "store/actions.h"
 
@@ -141,6 +144,29 @@ Result<std::vector<Sample>> StoreReads::Samples(int64_t device_id, const TimeRan
   DeviceRange one{device_id, range};
   GPULEDGER_ASSIGN_OR_RETURN(auto out, SamplesOf({&one, 1}));
   return std::move(out.at(0));
+}
+
+Result<JobCounts> StoreReads::CountJobs(const TimeRange& window) {
+  GPULEDGER_ASSIGN_OR_RETURN(auto jobs, SharedJobs());
+  JobCounts c;
+  std::unordered_set<std::string_view> teams, projects, experiments, users;
+  std::set<JobKind> kinds;
+  for (const JobRecord& r : *jobs) {
+    const Job& j = r.job;
+    if ((j.end_ms && *j.end_ms < window.begin_ms) || (j.start_ms && *j.start_ms >= window.end_ms)) continue;
+    ++c.jobs;
+    teams.insert(j.team);
+    projects.insert(j.project);
+    experiments.insert(j.experiment);
+    users.insert(j.user);
+    kinds.insert(j.kind);
+  }
+  c.teams = static_cast<int64_t>(teams.size());
+  c.projects = static_cast<int64_t>(projects.size());
+  c.experiments = static_cast<int64_t>(experiments.size());
+  c.users = static_cast<int64_t>(users.size());
+  c.kinds = static_cast<int64_t>(kinds.size());
+  return c;
 }
 
 Result<std::shared_ptr<const std::vector<JobRecord>>> StoreReads::SharedJobs() {
