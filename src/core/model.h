@@ -68,6 +68,7 @@ struct IdleGaps {
   int64_t interval_ms = 0;    // the span the profile covers
   int64_t idle_ms = 0;        // no kernel running, in all
   int64_t short_idle_ms = 0;  // of which in gaps shorter than 2 s between bursts of work
+  bool operator==(const IdleGaps&) const = default;
 };
 
 // Which figure an activity ratio came from.

@@ -97,17 +97,17 @@ Result<std::vector<HeldJob>> HeldJobs(Ledger& ledger, int64_t at_ms, int64_t loo
     ranges.push_back({a.device_id, {std::max(at_ms - look_back_ms, a.from_ms), at_ms}});
     range_job.push_back(&h);
   }
-  GPULEDGER_ASSIGN_OR_RETURN(auto samples, store.SamplesOf(ranges));
+  GPULEDGER_ASSIGN_OR_RETURN(auto samples, store.ActivityOf(ranges));
   std::map<HeldJob*, bool> seen_device;
   for (size_t i = 0; i < ranges.size(); ++i) {
     HeldJob& h = *range_job[i];
     int64_t newest = samples[i].empty() ? 0 : samples[i].back().t_ms;
     h.evidence_until_ms = seen_device[&h] ? std::min(h.evidence_until_ms, newest) : newest;
     seen_device[&h] = true;
-    for (const Sample& s : samples[i]) {
+    for (const store::ActivitySample& s : samples[i]) {
       ++h.samples;
       bool no_process = s.process_count && *s.process_count == 0;
-      double activity = no_process ? 0.0 : s.ActivityRatio().value_or(0.0);
+      double activity = no_process ? 0.0 : s.activity.value_or(0.0);
       h.max_activity = std::max(h.max_activity, activity);
     }
   }

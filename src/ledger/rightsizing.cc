@@ -151,7 +151,7 @@ FleetEvidence GatherFleet(const std::vector<JobEvidence>& jobs) {
 namespace {
 
 // One GPU's samples over the job's time on it, into `e`.
-void ReadDeviceSamples(const std::vector<Sample>& samples, const RightSizingOptions& options,
+void ReadDeviceSamples(const std::vector<store::ActivitySample>& samples, const RightSizingOptions& options,
                        JobEvidence& e) {
   constexpr double kNoWork = 0.01;  // the idle-cause rules' "did no work"
   std::vector<double> activity;
@@ -180,8 +180,8 @@ void ReadDeviceSamples(const std::vector<Sample>& samples, const RightSizingOpti
     }
     unused_from = -1;
   };
-  for (const Sample& s : samples) {
-    double r = s.ActivityRatio().value_or(0.0);
+  for (const store::ActivitySample& s : samples) {
+    double r = s.activity.value_or(0.0);
     int64_t before = prev_t >= 0 ? prev_t : s.t_ms;
     activity.push_back(r);
     e.activity.push_back(r);
@@ -310,11 +310,12 @@ Result<std::vector<Recommendation>> Recommend(Ledger& ledger, const TimeRange& a
     }
     gpus_of.push_back(static_cast<int>(held_devices.size()));
   }
-  // Their samples, a block of spans per read (store::SampleReadEnd): one round trip per
-  // block rather than per allocation (a week of 1,000 GPUs has about 10,000).
+  // Their samples' activity figures alone (store::ActivitySample), a block of spans per
+  // read (store::SampleReadEnd): one round trip per block rather than per allocation (a
+  // week of 1,000 GPUs has about 10,000).
   for (size_t first = 0, end = 0; first < held.size(); first = end) {
     end = store::SampleReadEnd(held, first);
-    GPULEDGER_ASSIGN_OR_RETURN(auto samples_of, store.SamplesOf(std::span(held).subspan(first, end - first)));
+    GPULEDGER_ASSIGN_OR_RETURN(auto samples_of, store.ActivityOf(std::span(held).subspan(first, end - first)));
     for (size_t k = first; k < end; ++k) {
       advice::ReadDeviceSamples(samples_of[k - first], options, candidates[held_by[k]]);
     }

@@ -2,7 +2,8 @@
 // and clang; scripts/fuzz.sh runs it). Beyond "no crash, no sanitizer report" on the
 // input taken as a chunk (either format, deflated or not), it reads the input as samples
 // (times, figures present or absent, health, process count, gaps), encodes them and
-// checks that they decode to exactly what went in, and that ChunkTimes agrees. The input
+// checks that they decode to exactly what went in, and that ChunkTimes and DecodeActivity
+// agree. The input
 // is also read as a day's hour rollups (store/rollup_days.h): rows it decodes to lie in
 // the day, in (hour, job) order, and encode again to a blob that decodes to the same rows.
 #include <cstddef>
@@ -44,8 +45,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int64_t first = 1'795'392'000'000;
   std::string_view raw(reinterpret_cast<const char*>(data), size);
   std::vector<Sample> out;
-  (void)gs::DecodeChunk(raw, first, std::numeric_limits<int64_t>::min(),
-                        std::numeric_limits<int64_t>::max(), out);
+  const bool decoded = gs::DecodeChunk(raw, first, std::numeric_limits<int64_t>::min(),
+                                       std::numeric_limits<int64_t>::max(), out);
+  // The activity figures alone: refused where the whole samples are, and else the very
+  // figures of those samples (sm_active where present, else gpu_util).
+  std::vector<gs::ActivitySample> activity;
+  Check(gs::DecodeActivity(raw, first, std::numeric_limits<int64_t>::min(),
+                           std::numeric_limits<int64_t>::max(), activity) == decoded);
+  if (decoded) {
+    Check(activity.size() == out.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      const Sample& w = out[i];
+      const gs::ActivitySample& a = activity[i];
+      Check(a.t_ms == w.t_ms && a.activity == (w.sm_active ? w.sm_active : w.gpu_util) &&
+            a.fb_used_mib == w.fb_used_mib && a.process_count == w.process_count && a.gaps == w.gaps);
+    }
+  }
   std::vector<int64_t> times;
   (void)gs::ChunkTimes(raw, first, times);
 

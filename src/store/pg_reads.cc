@@ -273,8 +273,9 @@ Result<std::vector<Progress>> Reads::ProgressOf(int64_t job_id, const TimeRange&
   return out;
 }
 
-Result<std::vector<std::vector<Sample>>> Reads::SamplesOf(std::span<const DeviceRange> ranges) {
-  std::vector<std::vector<Sample>> out(ranges.size());
+template <class Out>
+Result<std::vector<std::vector<Out>>> Reads::ChunksOf(std::span<const DeviceRange> ranges, ChunkDecoder<Out> decode) {
+  std::vector<std::vector<Out>> out(ranges.size());
   if (ranges.empty()) return out;
   // A chunk lies within one hour: those starting from the hour of the range's begin on.
   // Range by range, through the index (see kEachRange): as a join, 256 short ranges were
@@ -290,10 +291,10 @@ Result<std::vector<std::vector<Sample>>> Reads::SamplesOf(std::span<const Device
   for (int i = 0; i < q.rows(); ++i) {
     const size_t at = static_cast<size_t>(q.Int(i, 0) - 1);
     const DeviceRange& r = ranges[at];
-    std::vector<Sample>& samples = out[at];
+    std::vector<Out>& samples = out[at];
     int64_t first = q.Int(i, 1);
     size_t before = samples.size();
-    if (!DecodeChunk(q.Bytes(i, 2), first, r.range.begin_ms, r.range.end_ms, samples)) {
+    if (!decode(q.Bytes(i, 2), first, r.range.begin_ms, r.range.end_ms, samples)) {
       return Corrupt("sample_chunks", fmt::format("of device {} at {}", r.device_id, FormatTime(first)),
                      "the chunk does not decode");
     }
@@ -302,9 +303,19 @@ Result<std::vector<std::vector<Sample>>> Reads::SamplesOf(std::span<const Device
   }
   for (size_t at = 0; at < out.size(); ++at) {
     if (!ordered[at]) {
-      std::stable_sort(out[at].begin(), out[at].end(), [](const Sample& a, const Sample& b) { return a.t_ms < b.t_ms; });
+      std::stable_sort(out[at].begin(), out[at].end(), [](const Out& a, const Out& b) { return a.t_ms < b.t_ms; });
     }
   }
+  return out;
+}
+
+Result<std::vector<std::vector<ActivitySample>>> Reads::ActivityOf(std::span<const DeviceRange> ranges) {
+  return ChunksOf(ranges, DecodeActivity);
+}
+
+Result<std::vector<std::vector<Sample>>> Reads::SamplesOf(std::span<const DeviceRange> ranges) {
+  GPULEDGER_ASSIGN_OR_RETURN(auto out, ChunksOf(ranges, DecodeChunk));
+  if (ranges.empty()) return out;
   GPULEDGER_ASSIGN_OR_RETURN(
       Rows p, c_.Query(fmt::format("SELECT r.i, p.t_ms, p.pid, p.job_key, p.fb_used_mib, p.sm_share FROM {}"
                                    " CROSS JOIN LATERAL (SELECT t_ms, pid, job_key, fb_used_mib, sm_share"

@@ -389,6 +389,9 @@ class PgStore final : public Store, public ActionLog {
   Result<std::vector<std::vector<Sample>>> SamplesOf(std::span<const DeviceRange> ranges) override {
     return Locked([&](pg::Reads& r) { return r.SamplesOf(ranges); });
   }
+  Result<std::vector<std::vector<ActivitySample>>> ActivityOf(std::span<const DeviceRange> ranges) override {
+    return Locked([&](pg::Reads& r) { return r.ActivityOf(ranges); });
+  }
   Result<std::unordered_map<int64_t, Sample>> LatestSamples() override {
     return Locked([](pg::Reads& r) { return r.LatestSamples(); });
   }
@@ -1525,6 +1528,9 @@ class PgStore::PooledSnapshot final : public StoreSnapshot {
   Result<std::vector<FrozenLine>> FrozenLines() override { return reads_.FrozenLines(); }
   Result<std::vector<std::vector<Sample>>> SamplesOf(std::span<const DeviceRange> ranges) override {
     return reads_.SamplesOf(ranges);
+  }
+  Result<std::vector<std::vector<ActivitySample>>> ActivityOf(std::span<const DeviceRange> ranges) override {
+    return reads_.ActivityOf(ranges);
   }
   Result<std::unordered_map<int64_t, Sample>> LatestSamples() override { return reads_.LatestSamples(); }
   Result<std::vector<DirtyHour>> DirtyHours(size_t limit) override { return reads_.DirtyHours(limit); }

@@ -185,9 +185,62 @@ bool Inflate(std::string_view in, size_t size, std::string& out) {
   return ok;
 }
 
+// Gap figure `k` (kGapsAt and the two after it), the gaps made present.
+int64_t& GapFigure(std::optional<IdleGaps>& gaps, int k) {
+  if (!gaps) gaps.emplace();
+  return k == kGapsAt ? gaps->interval_ms : k == kGapsAt + 1 ? gaps->idle_ms : gaps->short_idle_ms;
+}
+// Where the columnar decoder puts a sample's time and health, and its integer `k` (in
+// the body's order: the seven figures, process count, the three gap figures), for the
+// two kinds of sample it decodes into.
+void PutHead(Sample& s, int64_t t_ms, Health health) {
+  s.t_ms = t_ms;
+  s.health = health;
+}
+void PutInteger(Sample& s, int k, int64_t v) {
+  if (k < kProcessCountAt) {
+    s.*kFigures[k].field = static_cast<double>(v) / kFigures[k].scale;
+  } else if (k == kProcessCountAt) {
+    s.process_count = static_cast<int32_t>(v);
+  } else {
+    GapFigure(s.gaps, k) = v;
+  }
+}
+void PutHead(ActivitySample& s, int64_t t_ms, Health) { s.t_ms = t_ms; }
+constexpr int kSmActiveAt = 0, kGpuUtilAt = 4, kFbUsedAt = 5, kPowerAt = 6;
+void PutInteger(ActivitySample& s, int k, int64_t v) {
+  switch (k) {
+    case kSmActiveAt:
+      s.activity = static_cast<double>(v) / kFigures[k].scale;
+      break;
+    case kGpuUtilAt:  // after sm_active, which wins where present (Sample::ActivityRatio)
+      if (!s.activity) s.activity = static_cast<double>(v) / kFigures[k].scale;
+      break;
+    case kFbUsedAt:
+      s.fb_used_mib = static_cast<double>(v) / kFigures[k].scale;
+      break;
+    case kProcessCountAt:
+      s.process_count = static_cast<int32_t>(v);
+      break;
+    case kGapsAt:
+    case kGapsAt + 1:
+    case kGapsAt + 2:
+      GapFigure(s.gaps, k) = v;
+      break;
+    default:  // sm_occupancy, tensor_active, dram_active, power: not read
+      break;
+  }
+}
+// Whether integer `k` is stored into an ActivitySample (else only read past).
+constexpr bool Kept(const Sample*, int) { return true; }
+constexpr bool Kept(const ActivitySample*, int k) {
+  return k == kSmActiveAt || k == kGpuUtilAt || (k >= kFbUsedAt && k != kPowerAt);
+}
+
 // Decodes a columnar body, appending the samples in [from_ms, to_ms] to `out`.
+template <class Out>
 bool DecodeColumnar(std::string_view body, int64_t first_ms, int64_t from_ms, int64_t to_ms,
-                    std::vector<Sample>* out) {
+                    std::vector<Out>* out) {
   VarintReader r(body);
   uint64_t n;
   if (!r.Varint(n) || n > kMaxSamples) return false;
@@ -216,12 +269,11 @@ bool DecodeColumnar(std::string_view body, int64_t first_ms, int64_t from_ms, in
   size_t base = out->size();
   out->resize(base + (end - begin));
   for (size_t i = begin; i < end; ++i) {
-    Sample& s = (*out)[base + i - begin];
-    s.t_ms = t[i];
-    s.health = static_cast<Health>(masks[i] >> kMaskBits);
+    PutHead((*out)[base + i - begin], t[i], static_cast<Health>(masks[i] >> kMaskBits));
   }
   for (int k = 0; k < kIntegers; ++k) {
     uint32_t bit = BitOf(k);
+    const bool kept = Kept(static_cast<const Out*>(nullptr), k);
     int64_t v = 0;
     uint64_t g = 0;
     bool first = true;
@@ -235,31 +287,36 @@ bool DecodeColumnar(std::string_view body, int64_t first_ms, int64_t from_ms, in
         if (!r.Signed(q)) return false;
         v = static_cast<int64_t>(static_cast<uint64_t>(v) + static_cast<uint64_t>(q) * g);
       }
-      if (i < begin || i >= end) continue;
-      Sample& s = (*out)[base + i - begin];
-      if (k < kProcessCountAt) {
-        s.*kFigures[k].field = static_cast<double>(v) / kFigures[k].scale;
-      } else if (k == kProcessCountAt) {
-        s.process_count = static_cast<int32_t>(v);
-      } else {
-        if (!s.gaps) s.gaps.emplace();
-        (k == kGapsAt       ? s.gaps->interval_ms
-         : k == kGapsAt + 1 ? s.gaps->idle_ms
-                            : s.gaps->short_idle_ms) = v;
-      }
+      if (!kept || i < begin || i >= end) continue;
+      PutInteger((*out)[base + i - begin], k, v);
     }
   }
   return r.done();
 }
 
+// The legacy rows, decoded whole and then, for an ActivitySample, projected (no store
+// has written them since the columnar format came).
+bool DecodeLegacyInto(std::string_view data, int64_t first_ms, int64_t from_ms, int64_t to_ms,
+                      std::vector<Sample>* out) {
+  return DecodeLegacy(data, first_ms, from_ms, to_ms, *out);
+}
+bool DecodeLegacyInto(std::string_view data, int64_t first_ms, int64_t from_ms, int64_t to_ms,
+                      std::vector<ActivitySample>* out) {
+  std::vector<Sample> whole;
+  bool ok = DecodeLegacy(data, first_ms, from_ms, to_ms, whole);
+  for (const Sample& s : whole) out->push_back(ActivitySample::Of(s));
+  return ok;
+}
+
 // Decodes either format: the columnar one by its tag, else the legacy rows.
+template <class Out>
 bool Decode(std::string_view data, int64_t first_ms, int64_t from_ms, int64_t to_ms,
-            std::vector<Sample>* out) {
+            std::vector<Out>* out) {
   VarintReader r(data);
   uint64_t tag;
   // A legacy chunk starts with a mask < 0x200; an empty chunk is a legacy one of no samples.
   if (data.empty() || !r.Varint(tag) || tag < kColumnar)
-    return DecodeLegacy(data, first_ms, from_ms, to_ms, *out);
+    return DecodeLegacyInto(data, first_ms, from_ms, to_ms, out);
   if (tag == kColumnar)
     return DecodeColumnar(data.substr(data.size() - r.remaining()), first_ms, from_ms, to_ms, out);
   if (tag != kColumnarDeflated) return false;
@@ -347,6 +404,15 @@ std::string ChunkEncoder::Finish() const {
 
 bool DecodeChunk(std::string_view data, int64_t first_ms, int64_t from_ms, int64_t to_ms,
                  std::vector<Sample>& out) {
+  return Decode(data, first_ms, from_ms, to_ms, &out);
+}
+
+ActivitySample ActivitySample::Of(const Sample& s) {
+  return {s.t_ms, s.ActivityRatio(), s.fb_used_mib, s.process_count, s.gaps};
+}
+
+bool DecodeActivity(std::string_view data, int64_t first_ms, int64_t from_ms, int64_t to_ms,
+                    std::vector<ActivitySample>& out) {
   return Decode(data, first_ms, from_ms, to_ms, &out);
 }
 

@@ -32,6 +32,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,6 +73,26 @@ class ChunkEncoder {
 // when the data is corrupt (then `out` may hold part of it); never reads past `data`.
 bool DecodeChunk(std::string_view data, int64_t first_ms, int64_t from_ms, int64_t to_ms,
                  std::vector<Sample>& out);
+
+// What readers of activity alone take of a sample (the right-sizing advice, over every
+// held GPU of a week): the figures of the whole Sample they read, and no others. A third
+// of a Sample's room, and the figures nobody reads are skipped rather than stored.
+struct ActivitySample {
+  int64_t t_ms = 0;
+  std::optional<double> activity;  // Sample::ActivityRatio()
+  std::optional<double> fb_used_mib;
+  std::optional<int32_t> process_count;
+  std::optional<IdleGaps> gaps;
+
+  // The same figures of a whole sample.
+  static ActivitySample Of(const Sample& s);
+  bool operator==(const ActivitySample&) const = default;
+};
+
+// DecodeChunk for those figures alone: appends to `out` the ActivitySample::Of of every
+// sample DecodeChunk would append, without decoding the rest. False when corrupt.
+bool DecodeActivity(std::string_view data, int64_t first_ms, int64_t from_ms, int64_t to_ms,
+                    std::vector<ActivitySample>& out);
 
 // The times of a chunk's samples, for duplicate checks. False when corrupt.
 bool ChunkTimes(std::string_view data, int64_t first_ms, std::vector<int64_t>& out);

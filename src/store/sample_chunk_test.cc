@@ -294,6 +294,68 @@ TEST(SampleChunkTest, CorruptBytesAreRefusedOrDecodedButNeverCrash) {
 }
 
 
+// The activity figures alone (DecodeActivity), by a road of the test's own: the whole
+// samples, and of each the figure the ledger reads as activity (sm_active where present,
+// else gpu_util), the memory, the process count and the gaps.
+std::vector<ActivitySample> ActivityOfWhole(const std::vector<Sample>& whole) {
+  std::vector<ActivitySample> out;
+  for (const Sample& s : whole) {
+    ActivitySample a;
+    a.t_ms = s.t_ms;
+    if (s.sm_active) {
+      a.activity = s.sm_active;
+    } else if (s.gpu_util) {
+      a.activity = s.gpu_util;
+    }
+    a.fb_used_mib = s.fb_used_mib;
+    a.process_count = s.process_count;
+    a.gaps = s.gaps;
+    out.push_back(a);
+  }
+  return out;
+}
+
+TEST(SampleChunkTest, TheActivityFiguresAloneAreThoseOfTheWholeSamples) {
+  std::mt19937_64 rng(20261204);
+  for (int round = 0; round < 300; ++round) {
+    SCOPED_TRACE(::testing::Message() << "round " << round);
+    std::vector<Sample> in = RandomSamples(rng, std::uniform_int_distribution<size_t>(1, 400)(rng), kT0);
+    // A part of the chunk's span (or all of it, or none), in either format.
+    const int64_t last = in.back().t_ms;
+    int64_t from = std::uniform_int_distribution<int64_t>(kT0 - 10, last)(rng);
+    int64_t to = round % 5 == 0 ? std::numeric_limits<int64_t>::max()
+                                : std::uniform_int_distribution<int64_t>(from - 10, last + 10)(rng);
+    for (const std::string& data : {Encode(in, kT0), EncodeLegacy(in, kT0)}) {
+      std::vector<Sample> whole;
+      ASSERT_TRUE(DecodeChunk(data, kT0, from, to, whole));
+      std::vector<ActivitySample> got = {ActivitySample{.t_ms = 1}};  // appended to, not replaced
+      ASSERT_TRUE(DecodeActivity(data, kT0, from, to, got));
+      std::vector<ActivitySample> want = ActivityOfWhole(whole);
+      want.insert(want.begin(), ActivitySample{.t_ms = 1});
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << "sample " << i;
+    }
+  }
+  // Corrupt chunks are refused by both reads alike.
+  std::vector<Sample> hour = RandomSamples(rng, 120, kT0);
+  std::string good = Encode(hour, kT0);
+  int refused = 0;
+  for (int round = 0; round < 2000; ++round) {
+    std::string data = round % 3 == 0 ? good.substr(0, 1 + rng() % (good.size() - 1)) : good;
+    data[std::uniform_int_distribution<size_t>(0, data.size() - 1)(rng)] = static_cast<char>(rng());
+    std::vector<Sample> whole;
+    std::vector<ActivitySample> got;
+    bool ok = DecodeChunk(data, kT0, 0, kT0 + kMsPerHour, whole);
+    ASSERT_EQ(DecodeActivity(data, kT0, 0, kT0 + kMsPerHour, got), ok) << round;
+    if (ok) {
+      EXPECT_EQ(got, ActivityOfWhole(whole)) << round;
+    } else {
+      ++refused;
+    }
+  }
+  EXPECT_GT(refused, 500);
+}
+
 TEST(SampleChunkTest, AnHourOfABusyGpuTakesAFifthOfTheLegacyRows) {
   // Measured when the format was made: 2,319 bytes for this hour (legacy rows: 10,439).
   std::vector<Sample> hour = testing::DemoLikeSamples(kT0, 360, /*busy=*/true);

@@ -373,15 +373,24 @@ Result<std::vector<std::vector<Sample>>> Reads::SamplesOf(std::span<const Device
   return out;
 }
 
-Result<std::vector<Sample>> Reads::SamplesOfDevice(int64_t device_id, const TimeRange& range) {
+Result<std::vector<std::vector<ActivitySample>>> Reads::ActivityOf(std::span<const DeviceRange> ranges) {
+  std::vector<std::vector<ActivitySample>> out(ranges.size());
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    GPULEDGER_RETURN_IF_ERROR(ChunksOfDevice(ranges[i].device_id, ranges[i].range, DecodeActivity, out[i]));
+  }
+  return out;
+}
+
+template <class Out>
+Status Reads::ChunksOfDevice(int64_t device_id, const TimeRange& range, ChunkDecoder<Out> decode,
+                             std::vector<Out>& out) {
   Stmt& q = S(kSamplesOfDevice);
   q.Bind(1, device_id).Bind(2, FloorTo(range.begin_ms, kMsPerHour)).Bind(3, range.end_ms);
-  std::vector<Sample> out;
   bool ordered = true;
   GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "sample_chunks", [&]() -> Status {
     int64_t first = q.Int(0);
     size_t before = out.size();
-    if (!DecodeChunk(q.Blob(1), first, range.begin_ms, range.end_ms, out)) {
+    if (!decode(q.Blob(1), first, range.begin_ms, range.end_ms, out)) {
       return Corrupt("sample_chunks", fmt::format("of device {} at {}", device_id, FormatTime(first)),
                      "the chunk does not decode");
     }
@@ -390,8 +399,14 @@ Result<std::vector<Sample>> Reads::SamplesOfDevice(int64_t device_id, const Time
     return Status::Ok();
   }));
   if (!ordered) {
-    std::stable_sort(out.begin(), out.end(), [](const Sample& a, const Sample& b) { return a.t_ms < b.t_ms; });
+    std::stable_sort(out.begin(), out.end(), [](const Out& a, const Out& b) { return a.t_ms < b.t_ms; });
   }
+  return Status::Ok();
+}
+
+Result<std::vector<Sample>> Reads::SamplesOfDevice(int64_t device_id, const TimeRange& range) {
+  std::vector<Sample> out;
+  GPULEDGER_RETURN_IF_ERROR(ChunksOfDevice(device_id, range, DecodeChunk, out));
   Stmt& p = S(kProcessesOfDevice);
   p.Bind(1, device_id).Bind(2, range.begin_ms).Bind(3, range.end_ms);
   size_t i = 0;

@@ -360,6 +360,9 @@ class SqliteStore final : public Store, public ActionLog {
   Result<std::vector<std::vector<Sample>>> SamplesOf(std::span<const DeviceRange> ranges) override {
     return Locked([&] { return reads_->SamplesOf(ranges); });
   }
+  Result<std::vector<std::vector<ActivitySample>>> ActivityOf(std::span<const DeviceRange> ranges) override {
+    return Locked([&] { return reads_->ActivityOf(ranges); });
+  }
   Result<std::unordered_map<int64_t, Sample>> LatestSamples() override {
     return Locked([&] { return reads_->LatestSamples(); });
   }
@@ -1483,6 +1486,9 @@ class SqliteStore::PooledSnapshot final : public StoreSnapshot {
   Result<std::vector<JobChange>> JobChangesOf(int64_t job_id) override { return r_->reads->JobChangesOf(job_id); }
   Result<std::vector<std::vector<Sample>>> SamplesOf(std::span<const DeviceRange> ranges) override {
     return r_->reads->SamplesOf(ranges);
+  }
+  Result<std::vector<std::vector<ActivitySample>>> ActivityOf(std::span<const DeviceRange> ranges) override {
+    return r_->reads->ActivityOf(ranges);
   }
   Result<std::unordered_map<int64_t, Sample>> LatestSamples() override { return r_->reads->LatestSamples(); }
   Result<std::vector<DirtyHour>> DirtyHours(size_t limit) override { return r_->reads->DirtyHours(limit); }

@@ -740,6 +740,70 @@ TEST_P(StoreContractTest, InterleavedBatchesOfOneHourReadBackInOrder) {
   EXPECT_EQ(store_->Stats()->samples, 5);
 }
 
+// ActivityOf is SamplesOf with only the activity figures: the same samples, in time order
+// (chunks of two batches interleaved within an hour), sm_active where a sample has it and
+// else gpu_util, on the store and on a snapshot alike.
+TEST_P(StoreContractTest, ActivityReadsAreTheActivityFiguresOfTheSamples) {
+  Batch first = Basic("b1");  // 08:00:10, :20, :30 at sm_active 0.5
+  first.devices.push_back(Device{.uuid = "GPU-b", .node = "node-a", .model = "NVIDIA H200",
+                                 .memory_mib = 143771, .pool = "training"});
+  first.samples[1].gpu_util = 0.97;  // beside sm_active: not the activity
+  first.samples[2].process_count = 0;
+  first.samples[2].gaps = IdleGaps{60'000, 12'345, 678};
+  Batch second = Basic("b2");
+  second.devices.clear();
+  second.jobs.clear();
+  second.allocations.clear();
+  second.samples.resize(3);
+  second.samples[0] = Sample{.device_uuid = "GPU-a", .t_ms = kT0 + 15'000, .gpu_util = 0.25, .fb_used_mib = 4096};
+  second.samples[1] = Sample{.device_uuid = "GPU-a", .t_ms = kT0 + kMsPerHour + 5'000, .power_watts = 300};
+  second.samples[2] = Sample{.device_uuid = "GPU-b", .t_ms = kT0 + 12'000, .sm_active = 0.125, .process_count = 2};
+  ASSERT_TRUE(store_->ApplyBatch(Plan(first)).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Plan(second)).ok());
+  auto devices = store_->ListDevices();
+  ASSERT_TRUE(devices.ok()) << devices.status().ToString();
+  std::map<std::string, int64_t> id;
+  for (const auto& d : *devices) id[d.device.uuid] = d.id;
+
+  // What each range must bring, from the batches themselves.
+  const std::vector<DeviceRange> ranges = {{id["GPU-a"], {kT0, kT0 + 2 * kMsPerHour}},
+                                           {id["GPU-b"], {kT0, kT0 + kMsPerHour}},
+                                           {id["GPU-a"], {kT0 + 15'000, kT0 + 20'000}},
+                                           {id["GPU-a"], {kT0 + 2 * kMsPerHour, kT0 + 3 * kMsPerHour}}};
+  std::vector<std::vector<ActivitySample>> want(ranges.size());
+  for (size_t r = 0; r < ranges.size(); ++r) {
+    for (const Batch* b : {&first, &second}) {
+      for (const Sample& smp : b->samples) {
+        if (id[smp.device_uuid] != ranges[r].device_id || smp.t_ms < ranges[r].range.begin_ms ||
+            smp.t_ms > ranges[r].range.end_ms) {
+          continue;
+        }
+        want[r].push_back(ActivitySample{.t_ms = smp.t_ms, .activity = smp.sm_active ? smp.sm_active : smp.gpu_util,
+                                         .fb_used_mib = smp.fb_used_mib, .process_count = smp.process_count,
+                                         .gaps = smp.gaps});
+      }
+    }
+    std::sort(want[r].begin(), want[r].end(), [](const auto& a, const auto& b) { return a.t_ms < b.t_ms; });
+  }
+  ASSERT_EQ(want[0].size(), 5u);
+  EXPECT_EQ(*want[0][1].activity, 0.25);  // gpu_util, where no sm_active
+  EXPECT_EQ(*want[0][2].activity, 0.5);   // sm_active, beside gpu_util
+  EXPECT_FALSE(want[0][4].activity.has_value());
+  ASSERT_EQ(want[1].size(), 1u);
+  ASSERT_EQ(want[2].size(), 2u);
+  EXPECT_TRUE(want[3].empty());
+
+  auto on_store = store_->ActivityOf(ranges);
+  ASSERT_TRUE(on_store.ok()) << on_store.status().ToString();
+  EXPECT_EQ(*on_store, want);
+  auto snap = store_->Snapshot();
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  auto on_snapshot = (*snap)->ActivityOf(ranges);
+  ASSERT_TRUE(on_snapshot.ok()) << on_snapshot.status().ToString();
+  EXPECT_EQ(*on_snapshot, want);
+  EXPECT_TRUE((*snap)->ActivityOf({})->empty());
+}
+
 // A store of schema version 4 kept one row per sample; opening it moves them into chunks.
 TEST_F(SqliteStoreTest, MigratesOneRowPerSampleIntoChunks) {
   ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());

@@ -18,6 +18,7 @@
 #include "core/price_book.h"
 #include "core/status.h"
 #include "core/time.h"
+#include "store/sample_chunk.h"
 
 namespace gpuledger::store {
 
@@ -285,6 +286,11 @@ class StoreReads {
   virtual Result<std::vector<std::vector<Sample>>> SamplesOf(std::span<const DeviceRange> ranges) = 0;
   // Samples of one device (SamplesOf for one).
   Result<std::vector<Sample>> Samples(int64_t device_id, const TimeRange& range);
+  // For each entry of `ranges`, in order: what SamplesOf would return, as ActivitySamples
+  // (store/sample_chunk.h): the activity, memory, process count and gaps, and no other
+  // figure decoded, no per-process row read. The SQLite and PostgreSQL stores read it
+  // so; by default it is SamplesOf's, projected.
+  virtual Result<std::vector<std::vector<ActivitySample>>> ActivityOf(std::span<const DeviceRange> ranges);
 
   // The latest sample of every device that has one (without its processes), by device
   // id: one read for the fleet.
