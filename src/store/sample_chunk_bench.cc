@@ -45,7 +45,25 @@ BENCHMARK(BM_Decode)
     ->Args({360, 0, 1})
     ->Args({360, 0, 0})
     ->Args({6, 1, 1})
-    ->Args({6, 1, 0});
+    ->Args({6, 1, 0})
+    ->Args({12, 1, 0})
+    ->Args({12, 0, 0});
+
+// The activity figures alone (DecodeActivity, what the right-sizing advice reads), on
+// the same chunks; 12 samples is an hour at 300 s, the 10,000-GPU benchmark fleet's chunk.
+void BM_DecodeActivity(benchmark::State& state) {
+  std::vector<Sample> in = testing::DemoLikeSamples(kT0, static_cast<int>(state.range(0)), state.range(1) != 0);
+  std::string data = Chunk(in, false);
+  std::vector<ActivitySample> out;
+  for (auto _ : state) {
+    out.clear();
+    if (!DecodeActivity(data, kT0, kT0, kT0 + 3'600'000, out)) state.SkipWithError("corrupt");
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * state.range(0));
+  state.counters["bytes"] = static_cast<double>(data.size());
+}
+BENCHMARK(BM_DecodeActivity)->ArgNames({"samples", "busy"})->Args({360, 1})->Args({12, 1})->Args({12, 0});
 
 void BM_Encode(benchmark::State& state) {
   std::vector<Sample> in = testing::DemoLikeSamples(kT0, static_cast<int>(state.range(0)), state.range(1) != 0);

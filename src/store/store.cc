@@ -146,16 +146,6 @@ Result<std::vector<Sample>> StoreReads::Samples(int64_t device_id, const TimeRan
   return std::move(out.at(0));
 }
 
-Result<std::vector<std::vector<ActivitySample>>> StoreReads::ActivityOf(std::span<const DeviceRange> ranges) {
-  GPULEDGER_ASSIGN_OR_RETURN(auto samples_of, SamplesOf(ranges));
-  std::vector<std::vector<ActivitySample>> out(samples_of.size());
-  for (size_t i = 0; i < samples_of.size(); ++i) {
-    out[i].reserve(samples_of[i].size());
-    for (const Sample& s : samples_of[i]) out[i].push_back(ActivitySample::Of(s));
-  }
-  return out;
-}
-
 Result<JobCounts> StoreReads::CountJobs(const TimeRange& window) {
   GPULEDGER_ASSIGN_OR_RETURN(auto jobs, SharedJobs());
   JobCounts c;

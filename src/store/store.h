@@ -288,9 +288,8 @@ class StoreReads {
   Result<std::vector<Sample>> Samples(int64_t device_id, const TimeRange& range);
   // For each entry of `ranges`, in order: what SamplesOf would return, as ActivitySamples
   // (store/sample_chunk.h): the activity, memory, process count and gaps, and no other
-  // figure decoded, no per-process row read. The SQLite and PostgreSQL stores read it
-  // so; by default it is SamplesOf's, projected.
-  virtual Result<std::vector<std::vector<ActivitySample>>> ActivityOf(std::span<const DeviceRange> ranges);
+  // figure decoded, no per-process row read.
+  virtual Result<std::vector<std::vector<ActivitySample>>> ActivityOf(std::span<const DeviceRange> ranges) = 0;
 
   // The latest sample of every device that has one (without its processes), by device
   // id: one read for the fleet.
