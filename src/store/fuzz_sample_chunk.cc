@@ -3,9 +3,9 @@
 // input taken as a chunk (either format, deflated or not), it reads the input as samples
 // (times, figures present or absent, health, process count, gaps), encodes them and
 // checks that they decode to exactly what went in, and that ChunkTimes and DecodeActivity
-// agree. The input
-// is also read as a day's hour rollups (store/rollup_days.h): rows it decodes to lie in
-// the day, in (hour, job) order, and encode again to a blob that decodes to the same rows.
+// agree. The input is also read as a day's hour rollups (store/rollup_days.h): rows it
+// decodes to lie in the day, in (hour, job) order, and encode again to a blob that decodes
+// to the same rows.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

@@ -73,8 +73,6 @@ class Reads final : public StoreSnapshot, private DayRowSource {
   Result<std::vector<JobRecord>> ReadJobs(std::optional<int64_t>& version);
   // The chunks of each range, decoded by `decode`, by time (SamplesOf without processes).
   template <class Out>
-  using ChunkDecoder = bool (*)(std::string_view, int64_t, int64_t, int64_t, std::vector<Out>&);
-  template <class Out>
   Result<std::vector<std::vector<Out>>> ChunksOf(std::span<const DeviceRange> ranges, ChunkDecoder<Out> decode);
   Conn& c_;
   std::shared_ptr<DayRowCache> days_;

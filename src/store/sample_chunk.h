@@ -94,6 +94,11 @@ struct ActivitySample {
 bool DecodeActivity(std::string_view data, int64_t first_ms, int64_t from_ms, int64_t to_ms,
                     std::vector<ActivitySample>& out);
 
+// DecodeChunk or DecodeActivity, for the stores' reads that take either.
+template <class Out>
+using ChunkDecoder = bool (*)(std::string_view data, int64_t first_ms, int64_t from_ms, int64_t to_ms,
+                              std::vector<Out>& out);
+
 // The times of a chunk's samples, for duplicate checks. False when corrupt.
 bool ChunkTimes(std::string_view data, int64_t first_ms, std::vector<int64_t>& out);
 

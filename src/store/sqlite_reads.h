@@ -75,8 +75,6 @@ class Reads : public StoreSnapshot, private DayRowSource {
   Result<std::vector<Sample>> SamplesOfDevice(int64_t device_id, const TimeRange& range);
   // The chunks of one device over `range`, decoded by `decode` into `out`, by time.
   template <class Out>
-  using ChunkDecoder = bool (*)(std::string_view, int64_t, int64_t, int64_t, std::vector<Out>&);
-  template <class Out>
   Status ChunksOfDevice(int64_t device_id, const TimeRange& range, ChunkDecoder<Out> decode, std::vector<Out>& out);
 
   sqlite3* db_;
