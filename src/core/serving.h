@@ -42,15 +42,14 @@ struct ServingSnapshot {
   CumulativeHistogram iteration_tokens;          // vLLM tokens per engine step
 };
 
-// A snapshot's gauges alone, without its counters and histograms: what the advice reads
-// (the queue and the KV cache), at a fraction of a whole snapshot's read.
+// The two gauges the serving advice reads of one snapshot, its queue and its KV cache,
+// without the snapshot's engine, model, counters or histograms: the advice weighs every
+// snapshot of a week (10,000 a job at one a minute), so each figure not read counts.
 struct ServingGauges {
   int64_t t_ms = 0;
-  std::string engine;
-  std::string model;
   std::optional<double> requests_waiting;
-  std::optional<double> requests_running;
   std::optional<double> kv_cache_usage_ratio;  // 0..1
+  bool operator==(const ServingGauges&) const = default;
 };
 
 // "sum;total;le:count,le:count,..." and back (the store keeps histograms as text).

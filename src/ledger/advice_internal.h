@@ -34,7 +34,11 @@ struct JobEvidence {
   int gpus = 0;            // distinct devices held
   const store::DeviceRecord* first_device = nullptr;
   bool on_mig = false;
-  std::vector<double> activity;  // every sample's activity ratio
+  // Every sample's activity ratio while the job's samples are read; once they all are,
+  // TakeActivityPercentiles keeps their number and percentiles and lets them go.
+  std::vector<double> activity;
+  size_t activity_samples = 0;
+  double activity_p50 = 0, activity_p95 = 0;
   std::vector<double> gpu_p95;   // per GPU
   double peak_memory_mib = 0;
   int64_t sampled_ms = 0;
@@ -76,6 +80,8 @@ void SetLost(Recommendation& r, const JobEvidence& e, IdleCause cause);
 
 Money Scale(Money m, int64_t num, int64_t den);
 double Percentile(std::vector<double> v, double p);
+// Sets e.activity_samples, _p50 and _p95 from e.activity, and empties it.
+void TakeActivityPercentiles(JobEvidence& e);
 double Median(std::vector<int64_t> v);
 
 // Training and batch advice for `e` (input-bound, checkpoint-bound, fewer GPUs, held

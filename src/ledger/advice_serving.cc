@@ -25,7 +25,7 @@ Status AdviseServing(store::StoreReads& store, const JobEvidence& e, const TimeR
   if (queue.empty()) {
     if (n != 1 || e.on_mig) return Status::Ok();
     auto profiles = MigProfilesFor(e.first_device->device.model, e.first_device->device.memory_mib);
-    if (auto p = SmallestFittingProfile(profiles, Percentile(e.activity, 0.95), e.peak_memory_mib)) {
+    if (auto p = SmallestFittingProfile(profiles, e.activity_p95, e.peak_memory_mib)) {
       Recommendation r = MigAdvice(e, *p, window);
       r.evidence += "; no engine metrics: queue and KV cache not checked";
       r.confidence = "low";
@@ -47,7 +47,7 @@ Status AdviseServing(store::StoreReads& store, const JobEvidence& e, const TimeR
       e.gpu_p95.size(), e.peak_memory_mib / 1024.0, FormatTime(window.begin_ms), FormatTime(window.end_ms));
   if (n == 1 && !e.on_mig) {
     auto profiles = MigProfilesFor(e.first_device->device.model, e.first_device->device.memory_mib);
-    if (auto p = SmallestFittingProfile(profiles, Percentile(e.activity, 0.95), e.peak_memory_mib)) {
+    if (auto p = SmallestFittingProfile(profiles, e.activity_p95, e.peak_memory_mib)) {
       Recommendation r = MigAdvice(e, *p, window);
       r.evidence = evidence;
       out.push_back(std::move(r));

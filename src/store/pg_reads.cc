@@ -200,14 +200,12 @@ Result<std::vector<ServingSnapshot>> Reads::ServingOf(int64_t job_id, const Time
 
 Result<std::vector<ServingGauges>> Reads::ServingGaugesOf(int64_t job_id, const TimeRange& range) {
   GPULEDGER_ASSIGN_OR_RETURN(
-      Rows q, c_.Query("SELECT engine, model, t_ms, requests_waiting, requests_running, kv_cache_usage FROM serving"
+      Rows q, c_.Query("SELECT t_ms, requests_waiting, kv_cache_usage FROM serving"
                        " WHERE job_id=$1 AND t_ms >= $2 AND t_ms <= $3 ORDER BY t_ms, engine, model",
                        Params().Add(job_id).Add(range.begin_ms).Add(range.end_ms), "reading serving gauges"));
   std::vector<ServingGauges> out;
-  for (int i = 0; i < q.rows(); ++i) {
-    out.push_back({q.Int(i, 2), q.Text(i, 0), q.Text(i, 1), q.OptDouble(i, 3), q.OptDouble(i, 4), q.OptDouble(i, 5)});
-  }
-  OrderByEngineAndModel(out);
+  out.reserve(static_cast<size_t>(q.rows()));
+  for (int i = 0; i < q.rows(); ++i) out.push_back({q.Int(i, 0), q.OptDouble(i, 1), q.OptDouble(i, 2)});
   return out;
 }
 

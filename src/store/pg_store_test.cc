@@ -224,9 +224,12 @@ TEST_F(PgStoreTest, MigratesServingSnapshotsToAKeyByJobAndTime) {
   store_ = std::move(*s);
   const int64_t job = store_->ListJobs()->at(0).id;
   const TimeRange day{kT0 + kMsPerDay, kT0 + 2 * kMsPerDay};
+  auto snapshots = store_->ServingOf(job, day);
+  ASSERT_TRUE(snapshots.ok()) << snapshots.status().ToString();
+  EXPECT_EQ(testing_batches::KeysOf(*snapshots), testing_batches::ServingIn(b, day.begin_ms, day.end_ms));
   auto gauges = store_->ServingGaugesOf(job, day);
   ASSERT_TRUE(gauges.ok()) << gauges.status().ToString();
-  EXPECT_EQ(testing_batches::KeysOf(*gauges), testing_batches::ServingIn(b, day.begin_ms, day.end_ms));
+  EXPECT_EQ(testing_batches::Canonical(*gauges), testing_batches::GaugesIn(b, day.begin_ms, day.end_ms));
   PGconn* c = Connect();
   EXPECT_EQ(One(c, "SELECT string_agg(a.attname, ' ' ORDER BY k.n) FROM pg_index i"
                    " CROSS JOIN unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)"

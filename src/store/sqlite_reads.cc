@@ -85,7 +85,7 @@ Status Reads::Prepare() {
        " compute_seconds, prefill, decode, iteration_tokens FROM serving WHERE job_id=?1"
        " AND t_ms >= ?2 AND t_ms <= ?3 ORDER BY t_ms, engine, model"},
       {kServingGaugesOf,
-       "SELECT engine, model, t_ms, requests_waiting, requests_running, kv_cache_usage FROM serving"
+       "SELECT t_ms, requests_waiting, kv_cache_usage FROM serving"
        " WHERE job_id=?1 AND t_ms >= ?2 AND t_ms <= ?3 ORDER BY t_ms, engine, model"},
       {kProgressOf,
        "SELECT t_ms, interval_ms, tokens, model_flops FROM progress WHERE job_id=?1 AND t_ms > ?2"
@@ -301,10 +301,9 @@ Result<std::vector<ServingGauges>> Reads::ServingGaugesOf(int64_t job_id, const 
   q.Bind(1, job_id).Bind(2, range.begin_ms).Bind(3, range.end_ms);
   std::vector<ServingGauges> out;
   GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "serving", [&] {
-    out.push_back({q.Int(2), q.Text(0), q.Text(1), q.OptDouble(3), q.OptDouble(4), q.OptDouble(5)});
+    out.push_back({q.Int(0), q.OptDouble(1), q.OptDouble(2)});
     return Status::Ok();
   }));
-  OrderByEngineAndModel(out);
   return out;
 }
 

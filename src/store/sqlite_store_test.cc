@@ -458,19 +458,6 @@ TEST_P(StoreContractTest, DevicesAndServingSnapshotsReadBackAsSentWhateverTheirT
   EXPECT_TRUE(std::is_sorted(read->begin(), read->end(), [](const ServingSnapshot& x, const ServingSnapshot& y) {
     return std::tie(x.engine, x.model, x.t_ms) < std::tie(y.engine, y.model, y.t_ms);
   })) << "by engine, model and time";
-  // The gauges alone are the same snapshots' gauges, in the same order.
-  auto gauges = store_->ServingGaugesOf(job_id, {kT0, kT0 + kMsPerHour});
-  ASSERT_TRUE(gauges.ok()) << gauges.status().ToString();
-  ASSERT_EQ(gauges->size(), read->size());
-  for (size_t i = 0; i < gauges->size(); ++i) {
-    const ServingGauges& g = (*gauges)[i];
-    const ServingSnapshot& v = (*read)[i];
-    EXPECT_EQ(std::tie(g.t_ms, g.engine, g.model), std::tie(v.t_ms, v.engine, v.model)) << i;
-    EXPECT_EQ(g.requests_waiting, v.requests_waiting) << i;
-    EXPECT_EQ(g.requests_running, v.requests_running) << i;
-    EXPECT_EQ(g.kv_cache_usage_ratio, v.kv_cache_usage_ratio) << i;
-  }
-
   auto before = *store_->Stats();
   Batch stored;  // its second snapshot is stored already
   stored.batch_id = "stored";
@@ -804,6 +791,53 @@ TEST_P(StoreContractTest, ActivityReadsAreTheActivityFiguresOfTheSamples) {
   EXPECT_TRUE((*snap)->ActivityOf({})->empty());
 }
 
+// ServingGaugesOf is the queue and KV-cache gauges of ServingOf's snapshots, by time:
+// snapshots of two engines and two models at each time, sent by two batches; a window's
+// bounds are in it; another job's snapshots stay out; on the store and on a snapshot.
+TEST_P(StoreContractTest, ServingGaugesAreTheQueueAndCacheOfTheSnapshotsByTime) {
+  const Batch all = testing_batches::ServingEverySixHours("all", kT0);
+  Batch vllm = all, triton = all, other = all;
+  vllm.batch_id = "vllm";
+  triton.batch_id = "triton";
+  triton.jobs.clear();
+  std::erase_if(vllm.serving, [](const ServingSnapshot& v) { return v.engine != "vllm"; });
+  std::erase_if(triton.serving, [](const ServingSnapshot& v) { return v.engine != "triton"; });
+  other.batch_id = "other";
+  other.jobs[0].id = "other";
+  for (ServingSnapshot& v : other.serving) {
+    v.job_id = "other";
+    v.requests_waiting = 99;
+  }
+  for (const Batch* b : {&vllm, &other, &triton}) {
+    auto applied = store_->ApplyBatch(Plan(*b));
+    ASSERT_TRUE(applied.ok()) << b->batch_id << ": " << applied.status().ToString();
+  }
+  auto jobs = store_->ListJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  int64_t job = -1;
+  for (const auto& j : *jobs) {
+    if (j.job.id == "serve") job = j.id;
+  }
+  ASSERT_GE(job, 0);
+  auto snap = store_->Snapshot();
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  for (const TimeRange& w : {TimeRange{kT0, kT0 + 3 * kMsPerDay}, TimeRange{kT0 + 6 * kMsPerHour, kT0 + 18 * kMsPerHour},
+                             TimeRange{kT0 + 6 * kMsPerHour + 1, kT0 + 12 * kMsPerHour - 1}}) {
+    const std::string over = "over [" + FormatTime(w.begin_ms) + ", " + FormatTime(w.end_ms) + "]";
+    const std::vector<ServingGauges> want = testing_batches::GaugesIn(all, w.begin_ms, w.end_ms);
+    for (StoreReads* reads : {static_cast<StoreReads*>(store_.get()), static_cast<StoreReads*>(snap->get())}) {
+      auto got = reads->ServingGaugesOf(job, w);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      EXPECT_TRUE(std::is_sorted(got->begin(), got->end(),
+                                 [](const ServingGauges& x, const ServingGauges& y) { return x.t_ms < y.t_ms; }))
+          << over;
+      EXPECT_EQ(testing_batches::Canonical(*got), want) << over;
+    }
+  }
+  ASSERT_EQ(testing_batches::GaugesIn(all, kT0 + 6 * kMsPerHour, kT0 + 18 * kMsPerHour).size(), 6u);
+  EXPECT_TRUE(testing_batches::GaugesIn(all, kT0 + 6 * kMsPerHour + 1, kT0 + 12 * kMsPerHour - 1).empty());
+}
+
 // A store of schema version 4 kept one row per sample; opening it moves them into chunks.
 TEST_F(SqliteStoreTest, MigratesOneRowPerSampleIntoChunks) {
   ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
@@ -866,8 +900,8 @@ TEST_F(SqliteStoreTest, MigratesAStoreWithoutLabels) {
 
 // A store of schema version 12 kept serving snapshots by (job, engine, model, time), so a
 // window of a job's snapshots read every one it ever reported: migrating keys them by
-// (job, time, engine, model), and each window reads as before, in (engine, model, time)
-// order.
+// (job, time, engine, model), and each window reads as before: its snapshots in (engine,
+// model, time) order, and their gauges.
 TEST_F(SqliteStoreTest, MigratesServingSnapshotsToAKeyByJobAndTime) {
   const Batch b = testing_batches::ServingEverySixHours("serving", kT0);
   ASSERT_TRUE(store_->ApplyBatch(Plan(b)).ok());
@@ -884,12 +918,13 @@ TEST_F(SqliteStoreTest, MigratesServingSnapshotsToAKeyByJobAndTime) {
   const int64_t job = store_->ListJobs()->at(0).id;
   for (const TimeRange& w : {TimeRange{kT0, kT0 + 3 * kMsPerDay}, TimeRange{kT0 + kMsPerDay, kT0 + 2 * kMsPerDay},
                              TimeRange{kT0 + 6 * kMsPerHour + 1, kT0 + 12 * kMsPerHour}}) {
-    const auto want = testing_batches::ServingIn(b, w.begin_ms, w.end_ms);
+    const std::string over = "over [" + FormatTime(w.begin_ms) + ", " + FormatTime(w.end_ms) + "]";
+    auto snapshots = store_->ServingOf(job, w);
+    ASSERT_TRUE(snapshots.ok()) << snapshots.status().ToString();
+    EXPECT_EQ(testing_batches::KeysOf(*snapshots), testing_batches::ServingIn(b, w.begin_ms, w.end_ms)) << over;
     auto gauges = store_->ServingGaugesOf(job, w);
     ASSERT_TRUE(gauges.ok()) << gauges.status().ToString();
-    EXPECT_EQ(testing_batches::KeysOf(*gauges), want)
-        << "over [" << FormatTime(w.begin_ms) << ", " << FormatTime(w.end_ms) << "]";
-    EXPECT_EQ(store_->ServingOf(job, w)->size(), want.size());
+    EXPECT_EQ(testing_batches::Canonical(*gauges), testing_batches::GaugesIn(b, w.begin_ms, w.end_ms)) << over;
   }
   store_.reset();
   sqlite3* db = nullptr;

@@ -129,16 +129,12 @@ size_t SampleReadEnd(std::span<const DeviceRange> ranges, size_t first) {
   return end;
 }
 
-namespace {
-template <typename Row>
-void OrderRowsByEngineAndModel(std::vector<Row>& rows) {
-  auto before = [](const Row& a, const Row& b) { return std::tie(a.engine, a.model) < std::tie(b.engine, b.model); };
+void OrderByEngineAndModel(std::vector<ServingSnapshot>& rows) {
+  auto before = [](const ServingSnapshot& a, const ServingSnapshot& b) {
+    return std::tie(a.engine, a.model) < std::tie(b.engine, b.model);
+  };
   if (!std::is_sorted(rows.begin(), rows.end(), before)) std::stable_sort(rows.begin(), rows.end(), before);
 }
-}  // namespace
-
-void OrderByEngineAndModel(std::vector<ServingSnapshot>& rows) { OrderRowsByEngineAndModel(rows); }
-void OrderByEngineAndModel(std::vector<ServingGauges>& rows) { OrderRowsByEngineAndModel(rows); }
 
 Result<std::vector<Sample>> StoreReads::Samples(int64_t device_id, const TimeRange& range) {
   DeviceRange one{device_id, range};

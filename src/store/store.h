@@ -244,7 +244,6 @@ size_t SampleReadEnd(std::span<const DeviceRange> ranges, size_t first);
 // leaves them in order already. A database sorting them itself took longer than finding
 // them (SQLite, a week of 48 serving jobs: 339 ms against 179 ms in the key's order).
 void OrderByEngineAndModel(std::vector<ServingSnapshot>& rows);
-void OrderByEngineAndModel(std::vector<ServingGauges>& rows);
 
 // What a store can be asked. Every read returns a Status that is not Ok when the database
 // failed (an I/O error, a corrupt row named by its table and key), never a truncated list.
@@ -274,7 +273,8 @@ class StoreReads {
   // Serving snapshots of `job_id` with t in [range.begin, range.end], by engine, model
   // and time.
   virtual Result<std::vector<ServingSnapshot>> ServingOf(int64_t job_id, const TimeRange& range) = 0;
-  // Their gauges alone, in the same order: no counters, no histograms to read and decode.
+  // Their queue and KV-cache gauges alone (core/serving.h), by time; the snapshots of one
+  // time, each of another engine or model, in no promised order.
   virtual Result<std::vector<ServingGauges>> ServingGaugesOf(int64_t job_id, const TimeRange& range) = 0;
   // Progress reports of `job_id` whose interval overlaps `range`, by time.
   virtual Result<std::vector<Progress>> ProgressOf(int64_t job_id, const TimeRange& range) = 0;

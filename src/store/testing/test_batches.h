@@ -32,7 +32,8 @@ inline Batch OnNode(const std::string& id, const std::string& node, int64_t t0, 
 }
 
 // Batch `id`: serving job "serve" and its snapshots of two engines every six hours for
-// three days from t0, models alternating; requests_waiting is the snapshot's step k.
+// three days from t0, models alternating; requests_waiting is the snapshot's step k, and
+// the KV cache k / 100 for vLLM, unreported for Triton on every third step.
 inline Batch ServingEverySixHours(const std::string& id, int64_t t0) {
   Batch b;
   b.batch_id = id;
@@ -45,7 +46,11 @@ inline Batch ServingEverySixHours(const std::string& id, int64_t t0) {
       v.engine = engine;
       v.model = k % 2 ? "m1" : "m0";
       v.requests_waiting = static_cast<double>(k);
-      v.kv_cache_usage_ratio = 0.25;
+      if (v.engine == "vllm") {
+        v.kv_cache_usage_ratio = static_cast<double>(k) / 100;
+      } else if (k % 3 != 0) {
+        v.kv_cache_usage_ratio = 0.5;
+      }
       b.serving.push_back(v);
     }
   }
@@ -56,7 +61,7 @@ inline Batch ServingEverySixHours(const std::string& id, int64_t t0) {
 using ServingKey = std::tuple<std::string, std::string, int64_t, double>;
 
 // The snapshots of `b` in [begin_ms, end_ms], in (engine, model, t) order: what a store's
-// ServingGaugesOf(job, {begin_ms, end_ms}) answers.
+// ServingOf(job, {begin_ms, end_ms}) answers.
 inline std::vector<ServingKey> ServingIn(const Batch& b, int64_t begin_ms, int64_t end_ms) {
   std::vector<ServingKey> out;
   for (const ServingSnapshot& v : b.serving) {
@@ -67,10 +72,29 @@ inline std::vector<ServingKey> ServingIn(const Batch& b, int64_t begin_ms, int64
 }
 
 // What a store answered, in its order.
-inline std::vector<ServingKey> KeysOf(const std::vector<ServingGauges>& gauges) {
+inline std::vector<ServingKey> KeysOf(const std::vector<ServingSnapshot>& snapshots) {
   std::vector<ServingKey> out;
-  for (const ServingGauges& g : gauges) out.emplace_back(g.engine, g.model, g.t_ms, g.requests_waiting.value_or(-1));
+  for (const ServingSnapshot& v : snapshots) out.emplace_back(v.engine, v.model, v.t_ms, v.requests_waiting.value_or(-1));
   return out;
+}
+
+// Gauges in one order whatever the order of those at one time: by time, queue and cache.
+inline std::vector<ServingGauges> Canonical(std::vector<ServingGauges> gauges) {
+  std::sort(gauges.begin(), gauges.end(), [](const ServingGauges& x, const ServingGauges& y) {
+    return std::tie(x.t_ms, x.requests_waiting, x.kv_cache_usage_ratio) <
+           std::tie(y.t_ms, y.requests_waiting, y.kv_cache_usage_ratio);
+  });
+  return gauges;
+}
+
+// The gauges of the snapshots of `b` in [begin_ms, end_ms], Canonical: what a store's
+// ServingGaugesOf(job, {begin_ms, end_ms}) answers, once Canonical too.
+inline std::vector<ServingGauges> GaugesIn(const Batch& b, int64_t begin_ms, int64_t end_ms) {
+  std::vector<ServingGauges> out;
+  for (const ServingSnapshot& v : b.serving) {
+    if (v.t_ms >= begin_ms && v.t_ms <= end_ms) out.push_back({v.t_ms, v.requests_waiting, v.kv_cache_usage_ratio});
+  }
+  return Canonical(std::move(out));
 }
 
 }  // namespace gpuledger::store::testing_batches
