@@ -2,11 +2,13 @@
 """Two builds side by side on one store (docs/benchmarks.md, "Two builds side by side").
 
     scripts/ab_bench.py --before OLD_BIN --after NEW_BIN --store DIR/fleet.db
-        [--now 2026-10-26T00:00:00Z] [--rounds 3] [--reps 3] [--work DIR]
-        [--queries rec,weekly,usage7,usage30,chargeback]
+        [--store-after DIR/fleet2.db] [--now 2026-10-26T00:00:00Z] [--rounds 3] [--reps 3]
+        [--work DIR] [--queries rec,weekly,usage7,usage30,chargeback]
 
 Each build serves its own copy of the store (copied into --work, the demo's .toml beside
-the store giving prices and targets, without its objectives and rules), both up at once.
+the store giving prices and targets, without its objectives and rules), both up at once;
+with --store-after, the build after serves a copy of that store instead (the same fleet
+as each build writes it, when a change is to what a store holds).
 Then, in rounds whose order alternates, each server answers each query once to warm up
 and --reps times timed. Printed per query: the median and range of the wall times and of
 the server's CPU time over all rounds, and whether the two builds' answers of the last
@@ -42,6 +44,7 @@ def main():
     ap.add_argument("--before", required=True)
     ap.add_argument("--after", required=True)
     ap.add_argument("--store", required=True, help="the store (.db), its demo config (.toml) beside it")
+    ap.add_argument("--store-after", help="the build after's store, when not --store's")
     ap.add_argument("--now", default="2026-10-26T00:00:00Z")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=3)
@@ -54,12 +57,13 @@ def main():
     servers, configs = {}, {}
     try:
         for name, binary in (("before", a.before), ("after", a.after)):
+            store = a.store_after if name == "after" and a.store_after else a.store
             db = os.path.join(a.work, f"{name}.db")
             for suffix in ("", "-wal"):
-                if os.path.exists(a.store + suffix):
-                    shutil.copyfile(a.store + suffix, db + suffix)
+                if os.path.exists(store + suffix):
+                    shutil.copyfile(store + suffix, db + suffix)
             config = os.path.join(a.work, f"{name}.toml")
-            fb.bench_config(a.store[:-3] + ".toml", config, section)
+            fb.bench_config(store[:-3] + ".toml", config, section)
             configs[name] = config.encode()
             servers[name] = fb.Server(binary, config, a.now, os.path.join(a.work, f"{name}.log"), db)
         times = {(n, q): [] for n in servers for q, _ in queries}

@@ -65,6 +65,12 @@ const std::vector<CatalogEntry>& Catalog() {
        {"gpuledger_store_samples", MetricType::kGauge, "", "Raw samples held by the store."},
        {},
        "Store::Stats"},
+      {MetricId::kStoreSampleRows,
+       {"gpuledger_store_sample_rows", MetricType::kGauge, "",
+        "Rows the raw samples are packed in: a device-hour's batches each add one, merged into one once the "
+        "device's samples are past the hour and the hour is rolled up."},
+       {},
+       "Store::Stats"},
       {MetricId::kStoreDevices,
        {"gpuledger_store_devices", MetricType::kGauge, "", "GPUs and MIG slices known to the store."},
        {},

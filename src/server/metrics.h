@@ -27,6 +27,7 @@ enum class MetricId {
   kScrapes,
   kStoreBytes,
   kStoreSamples,
+  kStoreSampleRows,
   kStoreDevices,
   kStoreWritesFailing,
   kFleetUtilization,

@@ -481,6 +481,7 @@ struct Server::Impl {
     if (auto st = ledger.Stats(); st.ok()) {
       metrics.Set(MetricId::kStoreBytes, {}, static_cast<double>(st->bytes));
       metrics.Set(MetricId::kStoreSamples, {}, static_cast<double>(st->samples));
+      metrics.Set(MetricId::kStoreSampleRows, {}, static_cast<double>(st->sample_rows));
       metrics.Set(MetricId::kStoreDevices, {}, static_cast<double>(st->devices));
     }
     auto data = ledger.Data();

@@ -546,16 +546,18 @@ Result<PriceBook> Reads::LoadPriceBook() {
 Result<StoreStats> Reads::Stats() {
   GPULEDGER_ASSIGN_OR_RETURN(
       Rows q, c_.Query("SELECT (SELECT count(*) FROM batches), (SELECT count(*) FROM devices),"
-                       " (SELECT count(*) FROM jobs), (SELECT coalesce(sum(n), 0)::bigint FROM sample_chunks),"
-                       " (SELECT count(*) FROM dirty_hours), pg_database_size(current_database())",
+                       " (SELECT count(*) FROM jobs), s.n, s.rows, (SELECT count(*) FROM dirty_hours),"
+                       " pg_database_size(current_database())"
+                       " FROM (SELECT coalesce(sum(n), 0)::bigint, count(*) FROM sample_chunks) AS s(n, rows)",
                        "reading the store's figures"));
   StoreStats s;
   s.batches = q.Int(0, 0);
   s.devices = q.Int(0, 1);
   s.jobs = q.Int(0, 2);
   s.samples = q.Int(0, 3);
-  s.dirty_hours = q.Int(0, 4);
-  s.bytes = q.Int(0, 5);
+  s.sample_rows = q.Int(0, 4);
+  s.dirty_hours = q.Int(0, 5);
+  s.bytes = q.Int(0, 6);
   return s;
 }
 

@@ -417,6 +417,7 @@ class PgStore final : public Store, public ActionLog {
   Result<std::unique_ptr<StoreSnapshot>> Snapshot() override;
 
   Status WriteRollups(const std::vector<RollupUpdate>& updates) override;
+  Status MergeHourChunks(Conn& c, const std::vector<std::pair<int64_t, int64_t>>& hours);
   Status SavePriceBook(const PriceBook& book) override;
   Status ClosePeriod(const ClosedPeriodRecord& period, std::span<const FrozenLine> lines) override;
   Result<int64_t> PruneSamples(int64_t before_ms) override;
@@ -1338,10 +1339,77 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
                  " WHERE d.device_id = u.dev AND d.hour_ms = u.hour AND d.generation = u.gen",
                  Params().AddArray(wdev).AddArray(whour).AddArray(gens), "clearing dirty hours")
             .status());
+    GPULEDGER_RETURN_IF_ERROR(MergeHourChunks(*c, HoursToMerge(updates)));
     return c->Exec("COMMIT", "writing rollups");
   }();
   if (!st.ok() && !c->Broken() && c->InTransaction()) (void)c->Exec("ROLLBACK", "writing rollups");
   return st;
+}
+
+// The chunks of each of `hours` as one, where there are several and the device's samples
+// are past the hour (rollup_days.h, HoursToMerge), in `c`'s transaction. The hours are
+// found without their data; their chunks are then read and locked in key order, so that
+// two replicas merging one hour take turns and the second finds one chunk.
+Status PgStore::MergeHourChunks(Conn& c, const std::vector<std::pair<int64_t, int64_t>>& hours) {
+  if (hours.empty()) return Status::Ok();
+  std::vector<int64_t> dev, hour;
+  // The hours' first and last instants as plain bounds, which prune the day partitions
+  // before planning (the unnested hours cannot).
+  auto bounds = [&](Params p) {
+    const auto [lo, hi] = std::minmax_element(hour.begin(), hour.end());
+    return std::move(p.Add(*lo).Add(*hi + kMsPerHour));
+  };
+  for (const auto& [d, h] : hours) {
+    dev.push_back(d);
+    hour.push_back(h);
+  }
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows several,
+      c.Query("SELECT u.dev, u.hour FROM unnest($1::bigint[], $2::bigint[]) AS u(dev, hour)"
+              " JOIN devices v ON v.id = u.dev AND v.last_sample_ms >= u.hour + 3600000"
+              " JOIN sample_chunks c ON c.device_id = u.dev AND c.first_ms >= u.hour AND c.first_ms < u.hour + 3600000"
+              " AND c.first_ms >= $3 AND c.first_ms < $4 GROUP BY u.dev, u.hour HAVING count(*) > 1",
+              bounds(Params().AddArray(dev).AddArray(hour)), "finding device-hours of several chunks"));
+  if (several.rows() == 0) return Status::Ok();
+  dev.clear();
+  hour.clear();
+  for (int i = 0; i < several.rows(); ++i) {
+    dev.push_back(several.Int(i, 0));
+    hour.push_back(several.Int(i, 1));
+  }
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows chunks,
+      c.Query("SELECT c.device_id, u.hour, c.first_ms, c.data FROM unnest($1::bigint[], $2::bigint[]) AS u(dev, hour)"
+              " JOIN sample_chunks c ON c.device_id = u.dev AND c.first_ms >= u.hour AND c.first_ms < u.hour + 3600000"
+              " AND c.first_ms >= $3 AND c.first_ms < $4 ORDER BY c.device_id, c.first_ms FOR UPDATE OF c",
+              bounds(Params().AddArray(dev).AddArray(hour)), "reading device-hours of several chunks"));
+  std::vector<int64_t> gone_dev, gone_first;
+  std::vector<Params> rows;
+  std::vector<StoredChunk> group;
+  for (int i = 0; i < chunks.rows();) {
+    const int64_t d = chunks.Int(i, 0), h = chunks.Int(i, 1);
+    group.clear();
+    for (; i < chunks.rows() && chunks.Int(i, 0) == d && chunks.Int(i, 1) == h; ++i) {
+      group.push_back({chunks.Int(i, 2), std::string(chunks.Bytes(i, 3))});
+    }
+    if (group.size() < 2) continue;  // merged by another replica meanwhile
+    // A chunk that does not decode is left as it is, for the reads and `store check` to
+    // name: the merge saves room, and must not hold up the rollups.
+    MergedChunk merged;
+    if (!MergeChunks(group, merged) || merged.n == 0) continue;
+    for (const StoredChunk& g : group) {
+      gone_dev.push_back(d);
+      gone_first.push_back(g.first_ms);
+    }
+    rows.emplace_back().Add(d).Add(merged.first_ms).Add(merged.last_ms).Add(merged.n).AddBytes(merged.data);
+  }
+  if (rows.empty()) return Status::Ok();
+  GPULEDGER_RETURN_IF_ERROR(c.Query("DELETE FROM sample_chunks c USING unnest($1::bigint[], $2::bigint[]) AS u(dev, first)"
+                                    " WHERE c.device_id = u.dev AND c.first_ms = u.first",
+                                    Params().AddArray(gone_dev).AddArray(gone_first), "merging sample chunks")
+                                .status());
+  return c.Pipeline("INSERT INTO sample_chunks(device_id, first_ms, last_ms, n, data) VALUES($1, $2, $3, $4, $5)", rows,
+                    "merging sample chunks");
 }
 
 Status PgStore::SavePriceBook(const PriceBook& book) {

@@ -46,6 +46,18 @@ std::vector<std::pair<int64_t, int64_t>> TouchedDeviceDays(const std::vector<Rol
   return out;
 }
 
+std::vector<std::pair<int64_t, int64_t>> HoursToMerge(const std::vector<RollupUpdate>& updates) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  out.reserve(2 * updates.size());
+  for (const RollupUpdate& u : updates) {
+    out.emplace_back(u.dirty.device_id, u.dirty.hour_ms - kMsPerHour);
+    out.emplace_back(u.dirty.device_id, u.dirty.hour_ms);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 std::vector<int64_t> TouchedDays(const std::vector<RollupUpdate>& updates) {
   std::vector<int64_t> out;
   out.reserve(updates.size());

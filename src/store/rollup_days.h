@@ -48,6 +48,13 @@ std::vector<std::pair<int64_t, int64_t>> TouchedDeviceDays(const std::vector<Rol
 // (store/day_cache.h).
 std::vector<int64_t> TouchedDays(const std::vector<RollupUpdate>& updates);
 
+// The distinct (device_id, hour_ms) whose sample chunks WriteRollups merges into one
+// (MergeChunks, store/sample_chunk.h) where it finds several, sorted: each update's
+// hour, and the hour before it, which a live device's next hour of samples closes. Of
+// these, a store merges only the hours that the device's latest sample is past (a
+// device's current hour still grows).
+std::vector<std::pair<int64_t, int64_t>> HoursToMerge(const std::vector<RollupUpdate>& updates);
+
 // A day row: the sums of one device-day's hour rows of one job, and how many they are.
 struct DayRow {
   RollupSum sum;

@@ -426,4 +426,24 @@ bool ChunkTimes(std::string_view data, int64_t first_ms, std::vector<int64_t>& o
   return ok;
 }
 
+bool MergeChunks(std::span<const StoredChunk> chunks, MergedChunk& out) {
+  std::vector<Sample> samples;
+  for (const StoredChunk& c : chunks) {
+    if (!DecodeChunk(c.data, c.first_ms, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
+                     samples)) {
+      return false;
+    }
+  }
+  out = MergedChunk{};
+  if (samples.empty()) return true;
+  std::stable_sort(samples.begin(), samples.end(), [](const Sample& a, const Sample& b) { return a.t_ms < b.t_ms; });
+  ChunkEncoder encoder(samples.front().t_ms);
+  for (const Sample& smp : samples) encoder.Add(smp);
+  out.first_ms = samples.front().t_ms;
+  out.last_ms = samples.back().t_ms;
+  out.n = static_cast<int64_t>(samples.size());
+  out.data = encoder.Finish();
+  return true;
+}
+
 }  // namespace gpuledger::store

@@ -1,6 +1,8 @@
 // How raw samples are stored: packed in chunks. A chunk holds the samples of one device
 // within one UTC hour that one batch brought, in time order, so a batch writes one row
-// per device-hour instead of one per sample (docs/ARCHITECTURE.md, step 4).
+// per device-hour instead of one per sample (docs/ARCHITECTURE.md, step 4); once the
+// device's samples are past the hour, the rollup refresh merges the hour's chunks into
+// one (MergeChunks, below).
 //
 // Figures keep the precision they always had in the store: ratios to 1e-4, memory to
 // the MiB, power to the tenth of a watt; health, process count and idle gaps exactly; an
@@ -33,6 +35,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -101,5 +104,23 @@ using ChunkDecoder = bool (*)(std::string_view data, int64_t first_ms, int64_t f
 
 // The times of a chunk's samples, for duplicate checks. False when corrupt.
 bool ChunkTimes(std::string_view data, int64_t first_ms, std::vector<int64_t>& out);
+
+// Chunks of one device-hour, as a store holds them, and the one chunk they make.
+struct StoredChunk {
+  int64_t first_ms = 0;
+  std::string data;
+};
+struct MergedChunk {
+  int64_t first_ms = 0, last_ms = 0, n = 0;
+  std::string data;
+};
+
+// The samples of `chunks` (either format), in time order, as one chunk of the columnar
+// format: what a store keeps of a device-hour once its batches are in, rather than a row
+// per batch (a live agent sends a batch every 10 s by default, so a chunk of one sample
+// each). The samples' figures are those the chunks held: they are at the store's
+// precision already, so encoding them again changes none. An empty list gives n = 0.
+// False when one of them is corrupt.
+bool MergeChunks(std::span<const StoredChunk> chunks, MergedChunk& out);
 
 }  // namespace gpuledger::store

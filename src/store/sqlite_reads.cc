@@ -593,7 +593,13 @@ Result<StoreStats> Reads::Stats() {
   GPULEDGER_RETURN_IF_ERROR(count("SELECT count(*) FROM batches", s.batches));
   GPULEDGER_RETURN_IF_ERROR(count("SELECT count(*) FROM devices", s.devices));
   GPULEDGER_RETURN_IF_ERROR(count("SELECT count(*) FROM jobs", s.jobs));
-  GPULEDGER_RETURN_IF_ERROR(count("SELECT coalesce(sum(n), 0) FROM sample_chunks", s.samples));
+  {
+    Stmt q;
+    GPULEDGER_RETURN_IF_ERROR(q.Prepare(db_, "SELECT coalesce(sum(n), 0), count(*) FROM sample_chunks"));
+    if (int rc = q.Step(); rc != SQLITE_ROW) return Error(db_, rc, "counting samples");
+    s.samples = q.Int(0);
+    s.sample_rows = q.Int(1);
+  }
   GPULEDGER_RETURN_IF_ERROR(count("SELECT count(*) FROM dirty_hours", s.dirty_hours));
   GPULEDGER_RETURN_IF_ERROR(
       count("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()", s.bytes));

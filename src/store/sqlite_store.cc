@@ -445,10 +445,36 @@ class SqliteStore final : public Store, public ActionLog {
     for (int64_t day : TouchedDays(updates)) {
       GPULEDGER_RETURN_IF_ERROR(Done(S(kPutDayVersion).Reset().Bind(1, day).Bind(2, NewDayVersion())));
     }
+    for (const auto& [device, hour] : HoursToMerge(updates)) GPULEDGER_RETURN_IF_ERROR(MergeHourChunks(device, hour));
     return txn.Commit();
   }
 
  private:
+  // The chunks of (device, hour) as one, when there are several and the device's samples
+  // are past the hour (rollup_days.h, HoursToMerge). In the writer's transaction.
+  Status MergeHourChunks(int64_t device, int64_t hour) {
+    std::vector<StoredChunk> chunks;
+    Stmt& q = S(kChunksOfHour).Reset().Bind(1, device).Bind(2, hour).Bind(3, hour + kMsPerHour);
+    GPULEDGER_RETURN_IF_ERROR(sqlite::ForEach(db_, q, "sample_chunks", [&] {
+      chunks.push_back({q.Int(0), std::string(q.Blob(1))});
+      return Status::Ok();
+    }));
+    if (chunks.size() < 2) return Status::Ok();
+    Stmt& last = S(kLastSampleOf).Reset().Bind(1, device);
+    if (int rc = last.Step(); rc != SQLITE_ROW) return sqlite::Error(db_, rc, "reading a device's latest sample");
+    const bool open = last.Int(0) < hour + kMsPerHour;
+    (void)last.Step();
+    if (open) return Status::Ok();
+    // A chunk that does not decode is left as it is, for the reads and `store check` to
+    // name: the merge saves room, and must not hold up the rollups.
+    MergedChunk merged;
+    if (!MergeChunks(chunks, merged) || merged.n == 0) return Status::Ok();
+    GPULEDGER_RETURN_IF_ERROR(Done(S(kDeleteChunksOfHour).Reset().Bind(1, device).Bind(2, hour).Bind(3, hour + kMsPerHour)));
+    Stmt& ins = S(kInsertChunk).Reset().Bind(1, device).Bind(2, merged.first_ms).Bind(3, merged.last_ms).Bind(4, merged.n);
+    sqlite3_bind_blob(ins.get(), 5, merged.data.data(), static_cast<int>(merged.data.size()), SQLITE_STATIC);
+    return Done(ins);
+  }
+
   // Replaces the rollup_day_hours row of (device, day) with `rows` (none: no row).
   Status PutDayHours(int64_t device, int64_t day, const std::vector<RollupRow>& rows) {
     GPULEDGER_RETURN_IF_ERROR(Done(S(kDeleteDayHours).Reset().Bind(1, day).Bind(2, device)));
@@ -764,7 +790,8 @@ class SqliteStore final : public Store, public ActionLog {
   // The writer's statements (the reads are sqlite::Reads').
   enum StmtId {
     kInsertClosedPeriod, kInsertFrozenLine, kFindBatch, kInsertBatch, kInsertDevice, kUpdateDevice, kUpdateDeviceTimes, kFindJob, kInsertJobChange, kUpsertJob,
-    kFindAllocation, kInsertAllocation, kCloseAllocation, kInsertChunk, kChunksOverlapping, kInsertProcess,
+    kFindAllocation, kInsertAllocation, kCloseAllocation, kInsertChunk, kChunksOverlapping, kChunksOfHour,
+    kDeleteChunksOfHour, kLastSampleOf, kInsertProcess,
     kMarkDirty, kDeleteHourRollup, kDeleteMinuteRollup, kInsertHourRollup, kInsertMinuteRollup,
     kDeleteDayRollup, kInsertDayRollup, kPutDayVersion, kDayHourRows, kDeleteDayHours, kInsertDayHours,
     kClearDirty, kInsertPrice, kPruneSamples, kPruneProcesses, kInsertProgress, kInsertServing,
@@ -840,6 +867,10 @@ class SqliteStore final : public Store, public ActionLog {
         {kChunksOverlapping,
          "SELECT first_ms, data FROM sample_chunks WHERE device_id=?1 AND first_ms >= ?2"
          " AND first_ms < ?3 AND last_ms >= ?4 AND first_ms <= ?5"},
+        {kChunksOfHour,
+         "SELECT first_ms, data FROM sample_chunks WHERE device_id=?1 AND first_ms >= ?2 AND first_ms < ?3"},
+        {kDeleteChunksOfHour, "DELETE FROM sample_chunks WHERE device_id=?1 AND first_ms >= ?2 AND first_ms < ?3"},
+        {kLastSampleOf, "SELECT last_sample_ms FROM devices WHERE id=?1"},
         {kInsertProcess,
          "INSERT INTO process_samples(device_id, t_ms, pid, job_key, fb_used_mib, sm_share)"
          " VALUES(?1,?2,?3,?4,?5,?6)"},

@@ -791,6 +791,107 @@ TEST_P(StoreContractTest, ActivityReadsAreTheActivityFiguresOfTheSamples) {
   EXPECT_TRUE((*snap)->ActivityOf({})->empty());
 }
 
+// Every figure of a read sample, its processes too, as text: two reads compare equal
+// exactly when they hold the same samples.
+std::string Figures(const std::vector<Sample>& samples) {
+  std::string out;
+  auto opt = [&](const auto& v) {
+    if (v) {
+      out += fmt::format(" {}", *v);
+    } else {
+      out += " -";
+    }
+  };
+  for (const Sample& smp : samples) {
+    out += fmt::format("{} h{}", FormatTime(smp.t_ms), static_cast<int>(smp.health));
+    for (const auto& v : {smp.sm_active, smp.sm_occupancy, smp.tensor_active, smp.dram_active, smp.gpu_util,
+                          smp.fb_used_mib, smp.power_watts}) {
+      opt(v);
+    }
+    opt(smp.process_count);
+    if (smp.gaps) out += fmt::format(" gaps {} {} {}", smp.gaps->interval_ms, smp.gaps->idle_ms, smp.gaps->short_idle_ms);
+    for (const ProcessSample& p : smp.processes) {
+      out += fmt::format(" [{} {} {}", p.pid, p.job_id, p.fb_used_mib);
+      opt(p.sm_share);
+      out += "]";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+// A device-hour's batches each add a row of samples; once the device's samples are past
+// the hour, the rollup refresh of that hour or of the next merges them into one row
+// (HoursToMerge): the samples read back as they were, figures and processes, instants
+// stored before are still refused, and a late batch into the hour is merged in turn.
+TEST_P(StoreContractTest, AnHoursBatchesAreOneRowOnceTheDeviceIsPastIt) {
+  Batch first = Basic("b1");  // 08:00:10, :20, :30 at sm_active 0.5
+  first.samples[0].processes = {ProcessSample{4242, "j1", 2048, 0.75}};
+  first.samples[0].process_count = 1;
+  first.samples[1].gaps = IdleGaps{10'000, 2'500, 500};
+  first.samples[2].health = Health::kDegraded;
+  auto more = [&](std::string id, std::vector<Sample> samples) {
+    Batch b = Basic(std::move(id));
+    b.devices.clear();
+    b.jobs.clear();
+    b.allocations.clear();
+    b.samples = std::move(samples);
+    return b;
+  };
+  const Batch interleaved = more("b2", {Sample{.device_uuid = "GPU-a", .t_ms = kT0 + 15'000, .gpu_util = 0.25},
+                                        Sample{.device_uuid = "GPU-a", .t_ms = kT0 + 30 * kMsPerMinute,
+                                               .sm_active = 0.1234, .fb_used_mib = 4096, .power_watts = 312.5}});
+  const Batch next_hour = more("b3", {Sample{.device_uuid = "GPU-a", .t_ms = kT0 + kMsPerHour + 5'000, .sm_active = 0.75}});
+  const Batch late = more("b4", {Sample{.device_uuid = "GPU-a", .t_ms = kT0 + 40 * kMsPerMinute, .sm_active = 0.5}});
+  const Batch again = more("b5", {Sample{.device_uuid = "GPU-a", .t_ms = kT0 + 15'000, .sm_active = 0.5}});
+  auto apply = [&](const Batch& b) {
+    auto r = store_->ApplyBatch(Plan(b));
+    EXPECT_TRUE(r.ok()) << b.batch_id << ": " << r.status().ToString();
+  };
+  auto refresh = [&](int64_t hour) {
+    auto devices = store_->ListDevices();
+    ASSERT_TRUE(devices.ok()) << devices.status().ToString();
+    Status st = store_->WriteRollups({RollupUpdate{DirtyHour{devices->at(0).id, hour, 0}, {}, {}}});
+    EXPECT_TRUE(st.ok()) << st.ToString();
+  };
+  auto rows = [&] { return store_->Stats()->sample_rows; };
+  const TimeRange all{kT0, kT0 + 2 * kMsPerHour};
+  auto read = [&] { return Figures(*store_->Samples(store_->ListDevices()->at(0).id, all)); };
+  apply(first);
+  apply(interleaved);
+  const std::string before = read();
+  ASSERT_EQ(std::count(before.begin(), before.end(), '\n'), 5);
+  EXPECT_EQ(rows(), 2);
+  refresh(kT0);
+  EXPECT_EQ(rows(), 2) << "the device's latest sample is in the hour: it may still grow";
+  apply(next_hour);
+  EXPECT_EQ(rows(), 3);
+  refresh(kT0 + kMsPerHour);
+  EXPECT_EQ(rows(), 2) << "the next hour's refresh merges the hour before";
+  const std::string merged = read();
+  EXPECT_EQ(merged.substr(0, before.size()), before);
+  EXPECT_EQ(store_->Stats()->samples, 6);
+  auto activity = store_->ActivityOf(std::vector<DeviceRange>{{store_->ListDevices()->at(0).id, {kT0, kT0 + kMsPerHour}}});
+  ASSERT_TRUE(activity.ok()) << activity.status().ToString();
+  ASSERT_EQ(activity->at(0).size(), 5u);
+  EXPECT_EQ(activity->at(0)[1].activity, 0.25);
+
+  auto duplicate = store_->ApplyBatch(Plan(again));
+  ASSERT_FALSE(duplicate.ok());
+  EXPECT_THAT(duplicate.status().message(), HasSubstr("samples[0]"));
+  EXPECT_EQ(rows(), 2);
+  apply(late);
+  EXPECT_EQ(rows(), 3);
+  refresh(kT0);
+  EXPECT_EQ(rows(), 2) << "a late batch into an hour the device is past is merged at its refresh";
+  const std::string with_late = read();
+  EXPECT_NE(with_late.find("2026-11-23T08:40:00Z"), std::string::npos);
+  EXPECT_EQ(std::count(with_late.begin(), with_late.end(), '\n'), 7);
+  EXPECT_EQ(store_->Stats()->samples, 7);
+  Reopen();
+  EXPECT_EQ(read(), with_late);
+}
+
 // ServingGaugesOf is the queue and KV-cache gauges of ServingOf's snapshots, by time:
 // snapshots of two engines and two models at each time, sent by two batches; a window's
 // bounds are in it; another job's snapshots stay out; on the store and on a snapshot.
@@ -836,6 +937,30 @@ TEST_P(StoreContractTest, ServingGaugesAreTheQueueAndCacheOfTheSnapshotsByTime) 
   }
   ASSERT_EQ(testing_batches::GaugesIn(all, kT0 + 6 * kMsPerHour, kT0 + 18 * kMsPerHour).size(), 6u);
   EXPECT_TRUE(testing_batches::GaugesIn(all, kT0 + 6 * kMsPerHour + 1, kT0 + 12 * kMsPerHour - 1).empty());
+}
+
+// A device-hour whose chunks cannot all be decoded is left unmerged, and the rollups
+// that would have merged it are written all the same: the reads and `store check` name
+// the corrupt row.
+TEST_F(SqliteStoreTest, AnHourWithACorruptChunkIsLeftUnmergedAndItsNextHourRollsUp) {
+  ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());  // 08:00:10, :20, :30
+  Batch later = Basic("b2");
+  later.devices.clear();
+  later.jobs.clear();
+  later.allocations.clear();
+  later.samples = {Sample{.device_uuid = "GPU-a", .t_ms = kT0 + 40'000, .sm_active = 0.5}};
+  ASSERT_TRUE(store_->ApplyBatch(Plan(later)).ok());
+  ExecBehindTheStore(fmt::format("UPDATE sample_chunks SET data = x'ff' WHERE first_ms = {}", kT0 + 40'000).c_str());
+  later.batch_id = "b3";
+  later.samples[0].t_ms = kT0 + kMsPerHour + 10'000;
+  ASSERT_TRUE(store_->ApplyBatch(Plan(later)).ok());
+  const int64_t device = store_->ListDevices()->at(0).id;
+  Status st = store_->WriteRollups({RollupUpdate{DirtyHour{device, kT0 + kMsPerHour, 0}, {}, {}}});
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(store_->Stats()->sample_rows, 3);
+  auto read = store_->Samples(device, {kT0, kT0 + kMsPerHour});
+  ASSERT_FALSE(read.ok());
+  EXPECT_THAT(read.status().message(), HasSubstr("corrupt"));
 }
 
 // A store of schema version 4 kept one row per sample; opening it moves them into chunks.

@@ -145,6 +145,7 @@ struct StoreStats {
   int64_t devices = 0;
   int64_t jobs = 0;
   int64_t samples = 0;
+  int64_t sample_rows = 0;  // the rows they are packed in (store/sample_chunk.h)
   int64_t dirty_hours = 0;
   int64_t bytes = 0;
 };
