@@ -59,7 +59,8 @@ std::vector<std::string> Migrations() {
       "CREATE TABLE allocations(device_id BIGINT NOT NULL, job_id BIGINT NOT NULL, from_ms BIGINT NOT NULL,"
       "  to_ms BIGINT, PRIMARY KEY(device_id, job_id, from_ms));"
       "CREATE INDEX allocations_by_time ON allocations(from_ms);"
-      // Raw samples: chunks of one device-hour and batch (store/sample_chunk.h), by day.
+      // Raw samples: chunks of one device-hour and batch (store/sample_chunk.h), merged per
+      // device-hour at the rollup refresh once it is over, by day.
       "CREATE TABLE sample_chunks(device_id BIGINT NOT NULL, first_ms BIGINT NOT NULL, last_ms BIGINT NOT NULL,"
       "  n BIGINT NOT NULL, data BYTEA NOT NULL) PARTITION BY RANGE (first_ms);"
       "CREATE UNIQUE INDEX sample_chunks_by_device ON sample_chunks(device_id, first_ms);"

@@ -452,19 +452,27 @@ class SqliteStore final : public Store, public ActionLog {
  private:
   // The chunks of (device, hour) as one, when there are several and the device's samples
   // are past the hour (rollup_days.h, HoursToMerge). In the writer's transaction.
+  // The refresh of a live device's current hour comes here on every round: the count
+  // and the device's latest sample are read first, without the chunks' data.
   Status MergeHourChunks(int64_t device, int64_t hour) {
+    auto one = [&](StmtId id, const char* what) -> Result<int64_t> {
+      Stmt& q = S(id).Reset().Bind(1, device);
+      if (id == kCountChunksOfHour) q.Bind(2, hour).Bind(3, hour + kMsPerHour);
+      if (int rc = q.Step(); rc != SQLITE_ROW) return sqlite::Error(db_, rc, what);
+      const int64_t v = q.Int(0);
+      (void)q.Step();
+      return v;
+    };
+    GPULEDGER_ASSIGN_OR_RETURN(int64_t count, one(kCountChunksOfHour, "counting a device-hour's chunks"));
+    if (count < 2) return Status::Ok();
+    GPULEDGER_ASSIGN_OR_RETURN(int64_t last, one(kLastSampleOf, "reading a device's latest sample"));
+    if (last < hour + kMsPerHour) return Status::Ok();
     std::vector<StoredChunk> chunks;
     Stmt& q = S(kChunksOfHour).Reset().Bind(1, device).Bind(2, hour).Bind(3, hour + kMsPerHour);
     GPULEDGER_RETURN_IF_ERROR(sqlite::ForEach(db_, q, "sample_chunks", [&] {
       chunks.push_back({q.Int(0), std::string(q.Blob(1))});
       return Status::Ok();
     }));
-    if (chunks.size() < 2) return Status::Ok();
-    Stmt& last = S(kLastSampleOf).Reset().Bind(1, device);
-    if (int rc = last.Step(); rc != SQLITE_ROW) return sqlite::Error(db_, rc, "reading a device's latest sample");
-    const bool open = last.Int(0) < hour + kMsPerHour;
-    (void)last.Step();
-    if (open) return Status::Ok();
     // A chunk that does not decode is left as it is, for the reads and `store check` to
     // name: the merge saves room, and must not hold up the rollups.
     MergedChunk merged;
@@ -790,8 +798,8 @@ class SqliteStore final : public Store, public ActionLog {
   // The writer's statements (the reads are sqlite::Reads').
   enum StmtId {
     kInsertClosedPeriod, kInsertFrozenLine, kFindBatch, kInsertBatch, kInsertDevice, kUpdateDevice, kUpdateDeviceTimes, kFindJob, kInsertJobChange, kUpsertJob,
-    kFindAllocation, kInsertAllocation, kCloseAllocation, kInsertChunk, kChunksOverlapping, kChunksOfHour,
-    kDeleteChunksOfHour, kLastSampleOf, kInsertProcess,
+    kFindAllocation, kInsertAllocation, kCloseAllocation, kInsertChunk, kChunksOverlapping, kCountChunksOfHour,
+    kChunksOfHour, kDeleteChunksOfHour, kLastSampleOf, kInsertProcess,
     kMarkDirty, kDeleteHourRollup, kDeleteMinuteRollup, kInsertHourRollup, kInsertMinuteRollup,
     kDeleteDayRollup, kInsertDayRollup, kPutDayVersion, kDayHourRows, kDeleteDayHours, kInsertDayHours,
     kClearDirty, kInsertPrice, kPruneSamples, kPruneProcesses, kInsertProgress, kInsertServing,
@@ -867,6 +875,8 @@ class SqliteStore final : public Store, public ActionLog {
         {kChunksOverlapping,
          "SELECT first_ms, data FROM sample_chunks WHERE device_id=?1 AND first_ms >= ?2"
          " AND first_ms < ?3 AND last_ms >= ?4 AND first_ms <= ?5"},
+        {kCountChunksOfHour,
+         "SELECT count(*) FROM sample_chunks WHERE device_id=?1 AND first_ms >= ?2 AND first_ms < ?3"},
         {kChunksOfHour,
          "SELECT first_ms, data FROM sample_chunks WHERE device_id=?1 AND first_ms >= ?2 AND first_ms < ?3"},
         {kDeleteChunksOfHour, "DELETE FROM sample_chunks WHERE device_id=?1 AND first_ms >= ?2 AND first_ms < ?3"},
