@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -354,6 +355,49 @@ TEST(SampleChunkTest, TheActivityFiguresAloneAreThoseOfTheWholeSamples) {
     }
   }
   EXPECT_GT(refused, 500);
+}
+
+// Any split of a series of distinct instants into chunks (as the batches of a
+// device-hour bring them, in either format, handed over in any order) merges back into
+// that series, every figure as it was; merging the merged chunk again writes the same
+// bytes; a corrupt chunk among them fails the merge.
+TEST(SampleChunkTest, AnHoursChunksMergeIntoTheSeriesTheyWereCutFrom) {
+  std::mt19937_64 rng(20261205);
+  for (int round = 0; round < 200; ++round) {
+    SCOPED_TRACE(::testing::Message() << "round " << round);
+    std::vector<Sample> series =
+        RandomSamples(rng, std::uniform_int_distribution<size_t>(1, 400)(rng), kT0);
+    series.erase(std::unique(series.begin(), series.end(),
+                             [](const Sample& a, const Sample& b) { return a.t_ms == b.t_ms; }),
+                 series.end());
+    const size_t parts = std::uniform_int_distribution<size_t>(1, 8)(rng);
+    std::vector<std::vector<Sample>> cut(parts);
+    for (const Sample& smp : series) cut[std::uniform_int_distribution<size_t>(0, parts - 1)(rng)].push_back(smp);
+    std::vector<StoredChunk> chunks;
+    for (const auto& part : cut) {
+      if (part.empty()) continue;
+      const int64_t first = part.front().t_ms;
+      chunks.push_back({first, round % 4 == 0 ? EncodeLegacy(part, first) : Encode(part, first)});
+    }
+    std::shuffle(chunks.begin(), chunks.end(), rng);
+    MergedChunk merged;
+    ASSERT_TRUE(MergeChunks(chunks, merged));
+    ASSERT_EQ(merged.n, static_cast<int64_t>(series.size()));
+    EXPECT_EQ(merged.first_ms, series.front().t_ms);
+    EXPECT_EQ(merged.last_ms, series.back().t_ms);
+    ExpectSame(DecodeAll(merged.data, merged.first_ms), series);
+    MergedChunk again;
+    ASSERT_TRUE(MergeChunks(std::vector<StoredChunk>{{merged.first_ms, merged.data}}, again));
+    EXPECT_EQ(again.data, merged.data);
+    if (chunks.size() > 1) {
+      chunks.back().data.resize(chunks.back().data.size() / 2);
+      MergedChunk broken;
+      EXPECT_FALSE(MergeChunks(chunks, broken) && broken.n == merged.n) << "half a chunk merged as if whole";
+    }
+  }
+  MergedChunk none;
+  EXPECT_TRUE(MergeChunks({}, none));
+  EXPECT_EQ(none.n, 0);
 }
 
 TEST(SampleChunkTest, AnHourOfABusyGpuTakesAFifthOfTheLegacyRows) {
