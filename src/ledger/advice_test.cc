@@ -9,7 +9,9 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <random>
 
+#include "ledger/advice_internal.h"
 #include "ledger/rightsizing.h"
 #include "ledger/test_fixture.h"
 
@@ -18,6 +20,33 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::kBaseMs;
+
+// A job's p50 and p95, taken in place from its ratios, are the nearest-rank percentiles of
+// the ratios sorted (the k-th smallest with k = ceil(p n)): random series with ties, of
+// one value to a thousand.
+TEST(ActivityPercentilesTest, AreTheNearestRanksOfTheSortedRatios) {
+  std::mt19937_64 rng(20261204);
+  for (int round = 0; round < 500; ++round) {
+    const size_t n = round < 10 ? static_cast<size_t>(round) + 1 : std::uniform_int_distribution<size_t>(1, 1000)(rng);
+    const int levels = std::uniform_int_distribution<int>(1, 50)(rng);
+    advice::JobEvidence e;
+    for (size_t i = 0; i < n; ++i) {
+      e.activity.push_back(std::uniform_int_distribution<int>(0, levels)(rng) / static_cast<double>(levels));
+    }
+    std::vector<double> sorted = e.activity;
+    std::sort(sorted.begin(), sorted.end());
+    auto rank = [&](int percent) {
+      const size_t k = (static_cast<size_t>(percent) * n + 99) / 100;  // ceil(p n), exactly
+      return sorted[std::max<size_t>(k, 1) - 1];
+    };
+    advice::TakeActivityPercentiles(e);
+    SCOPED_TRACE(::testing::Message() << "round " << round << ", " << n << " ratios");
+    EXPECT_EQ(e.activity_samples, n);
+    EXPECT_EQ(e.activity_p50, rank(50));
+    EXPECT_EQ(e.activity_p95, rank(95));
+    EXPECT_TRUE(e.activity.empty());
+  }
+}
 
 constexpr int64_t kStep = kMsPerMinute;  // the agent's sampling interval
 constexpr int64_t kHours = 12;
