@@ -455,17 +455,18 @@ class SqliteStore final : public Store, public ActionLog {
   // The refresh of a live device's current hour comes here on every round: the count
   // and the device's latest sample are read first, without the chunks' data.
   Status MergeHourChunks(int64_t device, int64_t hour) {
-    auto one = [&](StmtId id, const char* what) -> Result<int64_t> {
-      Stmt& q = S(id).Reset().Bind(1, device);
-      if (id == kCountChunksOfHour) q.Bind(2, hour).Bind(3, hour + kMsPerHour);
+    auto one = [&](Stmt& q, const char* what) -> Result<int64_t> {  // the integer `q` answers
       if (int rc = q.Step(); rc != SQLITE_ROW) return sqlite::Error(db_, rc, what);
       const int64_t v = q.Int(0);
       (void)q.Step();
       return v;
     };
-    GPULEDGER_ASSIGN_OR_RETURN(int64_t count, one(kCountChunksOfHour, "counting a device-hour's chunks"));
+    GPULEDGER_ASSIGN_OR_RETURN(
+        int64_t count, one(S(kCountChunksOfHour).Reset().Bind(1, device).Bind(2, hour).Bind(3, hour + kMsPerHour),
+                           "counting a device-hour's chunks"));
     if (count < 2) return Status::Ok();
-    GPULEDGER_ASSIGN_OR_RETURN(int64_t last, one(kLastSampleOf, "reading a device's latest sample"));
+    GPULEDGER_ASSIGN_OR_RETURN(int64_t last,
+                               one(S(kLastSampleOf).Reset().Bind(1, device), "reading a device's latest sample"));
     if (last < hour + kMsPerHour) return Status::Ok();
     std::vector<StoredChunk> chunks;
     Stmt& q = S(kChunksOfHour).Reset().Bind(1, device).Bind(2, hour).Bind(3, hour + kMsPerHour);
