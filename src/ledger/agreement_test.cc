@@ -3,9 +3,12 @@
 // ends, unpriced capacity is named, and queries read a snapshot that ingest never blocks.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <future>
 #include <map>
 #include <random>
+#include <tuple>
 
 #include "ledger/test_fixture.h"
 
@@ -288,6 +291,125 @@ TEST_P(AgreementPropertyTest, DirtyHoursAnswerAsTheirRollupsWill) {
   for (size_t i = 0; i < timeline_before->size(); ++i) {
     EXPECT_EQ((*timeline_before)[i].gpu_ticks_ms, (*timeline_after)[i].gpu_ticks_ms) << i;
   }
+}
+
+// Every row's figures, and the report's window, total, unpriced capacity and currency.
+void ExpectSameReport(const UsageReport& a, const UsageReport& b, const std::string& what) {
+  EXPECT_EQ(a.window, b.window) << what;
+  EXPECT_EQ(a.requested, b.requested) << what;
+  EXPECT_EQ(a.by, b.by) << what;
+  EXPECT_EQ(a.currency.Label(), b.currency.Label()) << what;
+  ASSERT_EQ(a.rows.size(), b.rows.size()) << what;
+  std::vector<UsageRow> rows = a.rows;
+  rows.push_back(a.total);
+  std::vector<UsageRow> other = b.rows;
+  other.push_back(b.total);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const std::string at = fmt::format("{}, row {}", what, i);
+    EXPECT_EQ(rows[i].key, other[i].key) << at;
+    EXPECT_EQ(rows[i].no_job, other[i].no_job) << at;
+    EXPECT_EQ(rows[i].gpu_ticks_ms, other[i].gpu_ticks_ms) << at;
+    EXPECT_EQ(rows[i].cost, other[i].cost) << at;
+    EXPECT_EQ(rows[i].coarse_ticks_ms, other[i].coarse_ticks_ms) << at;
+    EXPECT_EQ(rows[i].unpriced_ticks_ms, other[i].unpriced_ticks_ms) << at;
+    EXPECT_EQ(rows[i].idle_cause_ticks_ms, other[i].idle_cause_ticks_ms) << at;
+    EXPECT_EQ(rows[i].idle_cause_cost, other[i].idle_cause_cost) << at;
+  }
+  ASSERT_EQ(a.unpriced.size(), b.unpriced.size()) << what;
+  for (size_t i = 0; i < a.unpriced.size(); ++i) {
+    EXPECT_EQ(a.unpriced[i].model, b.unpriced[i].model) << what;
+    EXPECT_EQ(a.unpriced[i].gpu_ticks_ms, b.unpriced[i].gpu_ticks_ms) << what;
+  }
+}
+
+// A report reads its window once (Ledger::ReadUsage) and groups it as each table needs:
+// every grouping, the chargeback and the waste answer as their own queries do, to the
+// micro-unit, with dirty hours (odd seeds) or none, over windows that cut hours, end past
+// the data, or begin after it.
+TEST_P(AgreementPropertyTest, OneReadOfAWindowAnswersEveryGroupingAsItsOwnQuery) {
+  testing::TempLedger t;
+  RandomFleet(t.ledger(), GetParam());
+  if (GetParam() % 2 == 0) {
+    ASSERT_TRUE(t.ledger().RefreshRollups().ok());
+  }
+  // Some capacity unpriced: the catch-all price covers only the cheap model.
+  ASSERT_TRUE(t.ledger().SetPrices(*PriceBook::Create(
+      {PriceEntry{"CHEAP", "*", CapacityType::kOnDemand, Money::Parse("1.234567").value(), {0, kForever}}})).ok());
+  const std::vector<std::vector<Dimension>> groupings = {
+      {Dimension::kTeam}, {Dimension::kProject}, {Dimension::kExperiment}, {Dimension::kUser},
+      {Dimension::kKind}, {Dimension::kJob}, {Dimension::kPool}, {Dimension::kNode},
+      {Dimension::kModel}, {Dimension::kDevice}, {Dimension::kTeam, Dimension::kProject},
+      {Dimension::kTeam, Dimension::kExperiment}, {Dimension::kPool, Dimension::kTeam, Dimension::kKind},
+      {Dimension::kDevice, Dimension::kJob}, {Dimension::kNode, Dimension::kModel}};
+  for (const TimeRange& window : {TimeRange{kBaseMs + 17 * kMinute, kBaseMs + 5 * kMsPerHour + 41 * kMinute},
+                                  TimeRange{kBaseMs + 2 * kMsPerHour, kBaseMs + 30 * kMsPerHour},
+                                  TimeRange{kBaseMs + 40 * kMsPerHour, kBaseMs + 41 * kMsPerHour}}) {
+    const std::string in = FormatTime(window.begin_ms) + " .. " + FormatTime(window.end_ms);
+    auto read = t.ledger().ReadUsage(window);
+    ASSERT_TRUE(read.ok()) << read.status().ToString();
+    EXPECT_EQ(read->requested(), window);
+    for (const auto& by : groupings) {
+      std::string what = in + " by";
+      for (Dimension d : by) what += " " + std::string(DimensionName(d));
+      auto own = t.ledger().Usage(window, by);
+      auto grouped = read->By(by);
+      ASSERT_TRUE(own.ok() && grouped.ok()) << what;
+      ExpectSameReport(*grouped, *own, what);
+      // Unordered, the same rows.
+      auto unordered = read->By(by, Ledger::RowOrder::kUnordered);
+      auto own_unordered = t.ledger().Usage(window, by, Ledger::RowOrder::kUnordered);
+      ASSERT_TRUE(unordered.ok() && own_unordered.ok()) << what;
+      ExpectSameReport(*unordered, *own_unordered, what + " unordered");
+    }
+    auto chargeback = t.ledger().Chargeback(*read, true);
+    auto own_chargeback = t.ledger().Chargeback(window, true);
+    ASSERT_TRUE(chargeback.ok() && own_chargeback.ok()) << in;
+    EXPECT_EQ(chargeback->total, own_chargeback->total) << in;
+    EXPECT_EQ(chargeback->period, own_chargeback->period) << in;
+    ASSERT_EQ(chargeback->lines.size(), own_chargeback->lines.size()) << in;
+    for (size_t i = 0; i < chargeback->lines.size(); ++i) {
+      const ChargebackLine& a = chargeback->lines[i];
+      const ChargebackLine& b = own_chargeback->lines[i];
+      EXPECT_EQ(std::tie(a.team, a.project, a.direct_cost, a.shared_idle_cost, a.idle_cost_by_cause),
+                std::tie(b.team, b.project, b.direct_cost, b.shared_idle_cost, b.idle_cost_by_cause))
+          << in << " line " << i;
+      EXPECT_EQ(a.gpu_hours, b.gpu_hours) << in << " line " << i;
+    }
+    // The waste from the read against the waste from a query per grouping, as it was
+    // built before there were reads: the four groupings of TopWaste's contract.
+    auto waste = t.ledger().TopWaste(*read, 100);
+    ASSERT_TRUE(waste.ok()) << in;
+    Money idle, unallocated, unavailable, unmonitored;
+    for (const WasteItem& w : *waste) {
+      Money& sum = w.bucket == Bucket::kAllocatedIdle  ? idle
+                   : w.bucket == Bucket::kUnallocated ? unallocated
+                   : w.bucket == Bucket::kUnavailable ? unavailable
+                                                      : unmonitored;
+      sum += w.cost;
+    }
+    auto sum_of = [&](std::vector<Dimension> by, Bucket b) {
+      Money sum;
+      auto usage = t.ledger().Usage(window, by);
+      EXPECT_TRUE(usage.ok()) << in;
+      if (!usage.ok()) return sum;
+      for (const UsageRow& row : usage->rows) {
+        if (!row.no_job) sum += row.cost[static_cast<size_t>(b)];
+      }
+      return sum;
+    };
+    EXPECT_EQ(idle, sum_of({Dimension::kTeam, Dimension::kProject, Dimension::kKind}, Bucket::kAllocatedIdle)) << in;
+    EXPECT_EQ(unallocated, sum_of({Dimension::kPool}, Bucket::kUnallocated)) << in;
+    EXPECT_EQ(unavailable, sum_of({Dimension::kDevice, Dimension::kNode}, Bucket::kUnavailable)) << in;
+    EXPECT_EQ(unmonitored, sum_of({Dimension::kNode}, Bucket::kUnmonitored)) << in;
+  }
+  // A read of a whole window has no hours, and groups by something.
+  auto read = t.ledger().ReadUsage({kBaseMs, kBaseMs + kMsPerHour});
+  ASSERT_TRUE(read.ok());
+  auto hourly = read->By({Dimension::kTeam, Dimension::kHour});
+  EXPECT_EQ(hourly.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(hourly.status().message().find("by hour"), std::string::npos) << hourly.status().ToString();
+  EXPECT_EQ(read->By({}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(t.ledger().ReadUsage({kBaseMs, kBaseMs}).status().code(), StatusCode::kInvalidArgument);
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, AgreementPropertyTest, ::testing::Range<uint64_t>(1, 9));

@@ -335,11 +335,9 @@ class BlockArray {
 
 class Accumulator {
  public:
-  Accumulator(const FleetIndex& fleet, const std::vector<Dimension>& by)
-      : fleet_(fleet),
-        by_(by),
-        hourly_(std::find(by.begin(), by.end(), Dimension::kHour) != by.end()),
-        device_ms_(fleet.devices().size(), 0) {}
+  // `hourly`: an atom per hour (a report grouped by hour), or per window.
+  Accumulator(const FleetIndex& fleet, bool hourly)
+      : fleet_(fleet), hourly_(hourly), device_ms_(fleet.devices().size(), 0) {}
 
   // Adds `ms` of device time in bucket `b`, of which `coarse_ms` had its activity from
   // gpu_util.
@@ -375,10 +373,9 @@ class Accumulator {
 
   int64_t device_ms(const store::DeviceRecord& dev) const { return device_ms_[fleet_.IndexOf(dev)]; }
 
-  UsageReport Finish(const TimeRange& window, bool sorted = true) {
-    UsageReport report;
-    report.window = window;
-    report.by = by_;
+  // Rounds every atom's cost, once: after it no time may be added, and Finish groups
+  // the same rounded atoms as often as asked.
+  void RoundCosts() {
     // Each atom's exact bucket costs, floored; the micro-units the floors leave out of the
     // rounded total go to the largest remainders (core/money.h's ApportionCosts, without
     // a vector of every exact cost: a remainder is below kCostDenominator < 2^32).
@@ -388,7 +385,8 @@ class Accumulator {
       uint8_t bucket;
     };
     static_assert(kCostDenominator < (int64_t{1} << 32));
-    std::vector<std::array<Money, kBucketCount>> cost(atoms_.size());
+    std::vector<std::array<Money, kBucketCount>>& cost = cost_;
+    cost.assign(atoms_.size(), {});
     std::vector<Remainder> rems;
     rems.reserve(atoms_.size() * kBucketCount);  // at most one per bucket of each atom
     CostNumerator sum = 0;
@@ -436,15 +434,23 @@ class Accumulator {
         cost[r.atom][r.bucket] += Money::FromMicros(1);
       }
     }
-    rems = {};
+  }
+
+  // The atoms' figures grouped by `by` (kHour only when the atoms are hourly), with the
+  // rows by descending cost when `sorted`. REQUIRES: RoundCosts ran.
+  UsageReport Finish(const TimeRange& window, const std::vector<Dimension>& by, bool sorted = true) const {
+    UsageReport report;
+    report.window = window;
+    report.by = by;
+    const std::vector<std::array<Money, kBucketCount>>& cost = cost_;
     // A row per distinct key. The key of an atom's (device, job) is made once; grouped by
     // hour, the row is found by (that key, hour) without building strings per atom.
     std::unordered_map<std::pair<int64_t, int64_t>, int64_t, PairHash> partial_of;  // (device, job) -> key id
     std::vector<std::pair<bool, std::vector<std::string>>> partial_keys;  // (no job, key)
     std::map<std::pair<bool, std::vector<std::string>>, int64_t> partial_id;  // hour left empty
-    bool by_job = std::any_of(by_.begin(), by_.end(), IsJobDimension);
+    bool byjob = std::any_of(by.begin(), by.end(), IsJobDimension);
     std::unordered_map<int64_t, std::string> hour_keys;
-    auto hour_at = std::find(by_.begin(), by_.end(), Dimension::kHour);
+    auto hour_at = std::find(by.begin(), by.end(), Dimension::kHour);
     std::array<CostNumerator, kIdleCauseCount> weights{}, scratch{};
     std::array<Money, kIdleCauseCount> split{};
     // The lookups above, each behind a cheaper one. A key of job attributes alone is the
@@ -453,31 +459,31 @@ class Accumulator {
     // device's atoms are mostly of one job) before the hash. And a key's atoms of one
     // hour follow each other (the hour rollups are read hour by hour), so a row is found
     // by its key's latest hour before its search.
-    const bool by_device = std::any_of(by_.begin(), by_.end(), [](Dimension d) {
+    const bool bydevice = std::any_of(by.begin(), by.end(), [](Dimension d) {
       return !IsJobDimension(d) && d != Dimension::kHour;
     });
     constexpr int64_t kNoKey = -1;
-    std::vector<int64_t> key_of_job(by_device ? 0 : fleet_.job_count() + 1, kNoKey);  // by job rank
-    std::vector<int64_t> key_of_device(by_job ? 0 : fleet_.devices().size(), kNoKey);
+    std::vector<int64_t> key_of_job(bydevice ? 0 : fleet_.job_count() + 1, kNoKey);  // by job rank
+    std::vector<int64_t> key_of_device(byjob ? 0 : fleet_.devices().size(), kNoKey);
     struct LastKey {
       int64_t job_id = -1;
       int64_t key = 0;
     };
-    std::vector<LastKey> last_key_of_device(by_job && by_device ? fleet_.devices().size() : 0);
+    std::vector<LastKey> last_key_of_device(byjob && bydevice ? fleet_.devices().size() : 0);
     // Each key's rows, by hour: (hour, row) sorted by hour. The hour rollups come hour by
     // hour, so a key's rows are mostly appended; the samples' hours come after them.
     using HourRow = std::pair<int64_t, size_t>;
     std::vector<std::vector<HourRow>> rows_of_key;
     // Grouped by device and hour, a row holds an atom or a few (a heatmap's 190,000 for a
     // week of 1,000 GPUs): room for them all at once rather than a copy at each doubling.
-    if (hourly_ && std::find(by_.begin(), by_.end(), Dimension::kDevice) != by_.end()) {
+    if (hourly_ && std::find(by.begin(), by.end(), Dimension::kDevice) != by.end()) {
       report.rows.reserve(atoms_.size());
     }
     auto make_key = [&](const AtomCell& atom) {
       const store::DeviceRecord* dev = fleet_.device(atom.device_id);
       const Job* job = atom.job_id ? fleet_.job(atom.job_id) : nullptr;
-      std::pair<bool, std::vector<std::string>> key{by_job && job == nullptr, {}};
-      for (Dimension d : by_) {
+      std::pair<bool, std::vector<std::string>> key{byjob && job == nullptr, {}};
+      for (Dimension d : by) {
         key.second.push_back(d == Dimension::kHour ? std::string() : KeyPart(d, *dev, job, ""));
       }
       auto [id, added] = partial_id.try_emplace(key, static_cast<int64_t>(partial_keys.size()));
@@ -490,11 +496,11 @@ class Accumulator {
     for (size_t i = 0; i < atoms_.size(); ++i) {
       const AtomCell& atom = atoms_[i];
       int64_t key_id = kNoKey;
-      if (!by_device) {
+      if (!bydevice) {
         int64_t& k = key_of_job[static_cast<size_t>(atom.name_rank & 0xffffffffu)];  // the job's rank
         if (k == kNoKey) k = make_key(atom);
         key_id = k;
-      } else if (!by_job) {
+      } else if (!byjob) {
         int64_t& k = key_of_device[atom.device_index];
         if (k == kNoKey) k = make_key(atom);
         key_id = k;
@@ -523,10 +529,10 @@ class Accumulator {
           mine.insert(at, {atom.hour_ms, row_index});
           UsageRow r;
           std::tie(r.no_job, r.key) = partial_keys[static_cast<size_t>(key_id)];
-          if (hour_at != by_.end()) {
+          if (hour_at != by.end()) {
             auto [h, made] = hour_keys.try_emplace(atom.hour_ms);
             if (made) h->second = FormatTime(atom.hour_ms);
-            r.key[static_cast<size_t>(hour_at - by_.begin())] = h->second;
+            r.key[static_cast<size_t>(hour_at - by.begin())] = h->second;
           }
           report.rows.push_back(std::move(r));
         }
@@ -558,7 +564,7 @@ class Accumulator {
       }
     }
     if (sorted) SortRows(report.rows);
-    report.total.key.assign(by_.size(), "(total)");
+    report.total.key.assign(by.size(), "(total)");
     for (const auto& [what, ticks] : unpriced_) {
       report.unpriced.push_back({std::get<0>(what), std::get<1>(what), std::get<2>(what), ticks});
     }
@@ -654,9 +660,9 @@ class Accumulator {
   }
 
   const FleetIndex& fleet_;
-  const std::vector<Dimension>& by_;
   bool hourly_;
   BlockArray<AtomCell> atoms_;                         // in the order they were met
+  std::vector<std::array<Money, kBucketCount>> cost_;  // each atom's, once RoundCosts ran
   static constexpr uint32_t kNoAtom = ~uint32_t{0};
   // Not grouped by hour: each device's atoms by (job, price), by FleetIndex::IndexOf.
   std::vector<std::vector<AtomRef>> atoms_of_device_;
@@ -721,6 +727,40 @@ Status AttributeFromSamples(store::StoreReads& reads, const FleetIndex& fleet, c
 }
 
 }  // namespace
+
+// A window's atoms as read (Ledger::ReadAtoms), and the snapshot they were read from.
+struct UsageRead::State {
+  std::unique_ptr<store::StoreSnapshot> snapshot;  // Ledger::ReadUsage's own; none for UsageOn
+  FleetIndex fleet;
+  std::optional<Accumulator> atoms;  // of `fleet`, so State never moves (UsageRead holds it)
+  TimeRange requested, window;       // asked for; and up to where the data ends
+  Currency currency;
+
+  UsageReport Report(const std::vector<Dimension>& by, Ledger::RowOrder order) const {
+    UsageReport report = atoms->Finish(window, by, order == Ledger::RowOrder::kByCost);
+    report.requested = requested;
+    report.currency = currency;
+    return report;
+  }
+};
+
+UsageRead::UsageRead() : state_(std::make_unique<State>()) {}
+UsageRead::UsageRead(UsageRead&&) noexcept = default;
+UsageRead& UsageRead::operator=(UsageRead&&) noexcept = default;
+UsageRead::~UsageRead() = default;
+
+const TimeRange& UsageRead::requested() const { return state_->requested; }
+
+Result<UsageReport> UsageRead::By(const std::vector<Dimension>& by, Ledger::RowOrder order) const {
+  if (by.empty()) return InvalidArgument("usage needs at least one dimension to group by");
+  if (std::find(by.begin(), by.end(), Dimension::kHour) != by.end()) {
+    return InvalidArgument(
+        "a usage read of a whole window cannot be grouped by hour (its atoms span the window): ask Usage for it");
+  }
+  return state_->Report(by, order);
+}
+
+store::StoreSnapshot& internal_SnapshotOf(const UsageRead& read) { return *read.state_->snapshot; }
 
 Result<Dimension> ParseDimension(std::string_view text) {
   for (const auto& info : kDimensions) {
@@ -1233,23 +1273,43 @@ Result<UsageReport> internal_UsageOn(Ledger& ledger, store::StoreReads& snap, co
 
 Result<UsageReport> Ledger::UsageOn(store::StoreReads& reads, const TimeRange& asked, const std::vector<Dimension>& by,
                                     RowOrder order) {
-  store::StoreReads* snap = &reads;
   if (asked.empty()) {
     return InvalidArgument(fmt::format("window [{}, {}) is empty", FormatTime(asked.begin_ms),
                                        FormatTime(asked.end_ms)));
   }
   if (by.empty()) return InvalidArgument("usage needs at least one dimension to group by");
-  FleetIndex fleet;
+  UsageRead read;
+  GPULEDGER_RETURN_IF_ERROR(
+      ReadAtoms(reads, asked, std::find(by.begin(), by.end(), Dimension::kHour) != by.end(), read));
+  return read.state_->Report(by, order);
+}
+
+Result<UsageRead> Ledger::ReadUsage(const TimeRange& asked) {
+  if (asked.empty()) {
+    return InvalidArgument(fmt::format("window [{}, {}) is empty", FormatTime(asked.begin_ms),
+                                       FormatTime(asked.end_ms)));
+  }
+  UsageRead read;
+  GPULEDGER_ASSIGN_OR_RETURN(read.state_->snapshot, store_->Snapshot());
+  GPULEDGER_RETURN_IF_ERROR(ReadAtoms(*read.state_->snapshot, asked, false, read));
+  return read;
+}
+
+Status Ledger::ReadAtoms(store::StoreReads& reads, const TimeRange& asked, bool hourly, UsageRead& into) {
+  store::StoreReads* snap = &reads;
+  UsageRead::State& st = *into.state_;
+  FleetIndex& fleet = st.fleet;
   GPULEDGER_RETURN_IF_ERROR(fleet.Load(*snap, *ranked_jobs_, clock_.NowMs(), options_.retire_after_ms));
-  Accumulator acc(fleet, by);
+  Accumulator& acc = st.atoms.emplace(fleet, hourly);
+  st.requested = asked;
+  st.currency = options_.currency;
   // The window ends where the data ends: time after the fleet's latest sample (or after
   // now) is no capacity anyone has measured yet.
   const TimeRange window{asked.begin_ms, std::max(asked.begin_ms, std::min(asked.end_ms, fleet.data_end_ms()))};
+  st.window = window;
   if (window.empty()) {
-    UsageReport empty = acc.Finish(window);
-    empty.requested = asked;
-    empty.currency = options_.currency;
-    return empty;
+    acc.RoundCosts();
+    return Status::Ok();
   }
 
   // Whole hours from the rollups, one price epoch at a time (prices change on hours),
@@ -1257,7 +1317,6 @@ Result<UsageReport> Ledger::UsageOn(store::StoreReads& reads, const TimeRange& a
   // samples below, as the rollup refresh would, so no report waits for the refresh.
   int64_t first_hour = CeilTo(window.begin_ms, kMsPerHour);
   int64_t last_hour = FloorTo(window.end_ms, kMsPerHour);
-  bool hourly = std::find(by.begin(), by.end(), Dimension::kHour) != by.end();
   std::vector<store::DirtyHour> dirty;
   if (first_hour < last_hour) {
     GPULEDGER_ASSIGN_OR_RETURN(dirty, snap->DirtyHoursIn({first_hour, last_hour}));
@@ -1410,10 +1469,8 @@ Result<UsageReport> Ledger::UsageOn(store::StoreReads& reads, const TimeRange& a
                                   dev.device.uuid, acc.device_ms(dev), expected));
     }
   }
-  UsageReport report = acc.Finish(window, order == RowOrder::kByCost);
-  report.requested = asked;
-  report.currency = options_.currency;
-  return report;
+  acc.RoundCosts();
+  return Status::Ok();
 }
 
 Result<UsageReport> Ledger::ScopedUsage(const TimeRange& window, const std::vector<Dimension>& by,
@@ -1449,9 +1506,9 @@ Result<UsageReport> Ledger::ScopedUsage(const TimeRange& window, const std::vect
   return out;
 }
 
-Result<ChargebackReport> Ledger::LiveChargeback(const TimeRange& period) {
-  GPULEDGER_ASSIGN_OR_RETURN(UsageReport usage,
-                             Usage(period, {Dimension::kTeam, Dimension::kProject}));
+Result<ChargebackReport> Ledger::LiveChargeback(const TimeRange& period, const UsageRead* read) {
+  const std::vector<Dimension> by = {Dimension::kTeam, Dimension::kProject};
+  GPULEDGER_ASSIGN_OR_RETURN(UsageReport usage, read ? read->By(by) : Usage(period, by));
   ChargebackReport report;
   report.period = usage.window;  // ends where the data ends
   report.total = usage.total.total_cost();
@@ -1590,8 +1647,9 @@ TimeRange MonthFrom(int64_t begin_ms) {
 
 Result<ChargebackReport> Ledger::OpenChargeback(const TimeRange& period,
                                                 const std::vector<store::ClosedPeriodRecord>& closed,
-                                                const std::vector<store::FrozenLine>& frozen) {
-  GPULEDGER_ASSIGN_OR_RETURN(ChargebackReport report, LiveChargeback(period));
+                                                const std::vector<store::FrozenLine>& frozen,
+                                                const UsageRead* read) {
+  GPULEDGER_ASSIGN_OR_RETURN(ChargebackReport report, LiveChargeback(period, read));
   for (const auto& c : closed) {
     if (c.range.Overlaps(period)) report.overlaps_closed.push_back(c.month);
   }
@@ -1607,7 +1665,7 @@ Result<ChargebackReport> Ledger::OpenChargeback(const TimeRange& period,
         booked.back().correction_for.clear();
       }
     }
-    GPULEDGER_ASSIGN_OR_RETURN(ChargebackReport live, LiveChargeback(c.range));
+    GPULEDGER_ASSIGN_OR_RETURN(ChargebackReport live, LiveChargeback(c.range, nullptr));
     for (ChargebackLine& d : Differences(booked, live.lines, c.month)) {
       report.total += d.direct_cost;
       report.lines.push_back(std::move(d));
@@ -1617,6 +1675,14 @@ Result<ChargebackReport> Ledger::OpenChargeback(const TimeRange& period,
 }
 
 Result<ChargebackReport> Ledger::Chargeback(const TimeRange& period, bool share_idle) {
+  return ChargebackOf(period, share_idle, nullptr);
+}
+
+Result<ChargebackReport> Ledger::Chargeback(const UsageRead& read, bool share_idle) {
+  return ChargebackOf(read.requested(), share_idle, &read);
+}
+
+Result<ChargebackReport> Ledger::ChargebackOf(const TimeRange& period, bool share_idle, const UsageRead* read) {
   GPULEDGER_ASSIGN_OR_RETURN(auto closed, store_->ClosedPeriods());
   GPULEDGER_ASSIGN_OR_RETURN(auto frozen, store_->FrozenLines());
   ChargebackReport report;
@@ -1630,7 +1696,7 @@ Result<ChargebackReport> Ledger::Chargeback(const TimeRange& period, bool share_
       report.total += f.direct_cost;
     }
   } else {
-    GPULEDGER_ASSIGN_OR_RETURN(report, OpenChargeback(period, closed, frozen));
+    GPULEDGER_ASSIGN_OR_RETURN(report, OpenChargeback(period, closed, frozen, read));
   }
   // With share_idle, capacity held by no job is spread over the teams' own lines (not
   // over corrections) in proportion to their direct cost.
@@ -1676,7 +1742,7 @@ Result<ClosedPeriod> Ledger::ClosePeriod(std::string_view month_text, const std:
                                           closed.back().month, name));
   }
   GPULEDGER_ASSIGN_OR_RETURN(auto frozen, store_->FrozenLines());
-  GPULEDGER_ASSIGN_OR_RETURN(ChargebackReport report, OpenChargeback(month, closed, frozen));
+  GPULEDGER_ASSIGN_OR_RETURN(ChargebackReport report, OpenChargeback(month, closed, frozen, nullptr));
   std::vector<store::FrozenLine> lines;
   for (const ChargebackLine& l : report.lines) lines.push_back(Freeze(l, name));
   store::ClosedPeriodRecord record{name, month, report.period, now, by};
@@ -1748,9 +1814,14 @@ Result<std::vector<TimelinePoint>> Ledger::Timeline(const TimeRange& window, int
 }
 
 Result<std::vector<WasteItem>> Ledger::TopWaste(const TimeRange& window, size_t limit) {
+  GPULEDGER_ASSIGN_OR_RETURN(UsageRead read, ReadUsage(window));
+  return TopWaste(read, limit);
+}
+
+Result<std::vector<WasteItem>> Ledger::TopWaste(const UsageRead& read, size_t limit) {
   std::vector<WasteItem> items;
   auto collect = [&](std::vector<Dimension> by, Bucket bucket, auto&& describe) -> Status {
-    GPULEDGER_ASSIGN_OR_RETURN(UsageReport r, Usage(window, by));
+    GPULEDGER_ASSIGN_OR_RETURN(UsageReport r, read.By(by));
     for (const UsageRow& row : r.rows) {
       Money cost = row.cost[static_cast<size_t>(bucket)];
       if (cost == Money() || row.no_job) continue;

@@ -252,6 +252,8 @@ class IngestGroup {
   virtual Status Commit() = 0;
 };
 
+class UsageRead;
+
 class Ledger {
  public:
   Ledger(std::unique_ptr<store::Store> store, const Clock& clock, LedgerOptions options = {});
@@ -286,6 +288,13 @@ class Ledger {
   enum class RowOrder { kByCost, kUnordered };
   Result<UsageReport> Usage(const TimeRange& window, const std::vector<Dimension>& by, RowOrder order);
 
+  // One read of `window` (a snapshot of the store, and the window's usage in it) that
+  // answers Usage for any grouping but by hour, the chargeback, the waste and the advice
+  // of that window (UsageRead::By, and the overloads taking a UsageRead): what a report
+  // with several tables of one window reads once instead of once a table, every table
+  // from the same committed moment.
+  Result<UsageRead> ReadUsage(const TimeRange& window);
+
   // Cost per team and project over `period`. Capacity held by no job is its own lines
   // ("(unallocated)", "(unavailable)", "(unmonitored)"), or with share_idle spread over
   // the teams' lines in proportion to their direct cost.
@@ -296,6 +305,9 @@ class Ledger {
   // month after the latest closed one (ChargebackLine::correction_for), to the micro-unit:
   // a month's frozen lines plus every correction booked for it equal its live figures.
   Result<ChargebackReport> Chargeback(const TimeRange& period, bool share_idle);
+  // The same for the period `read` was read for (UsageRead::requested), its live figures
+  // from `read`.
+  Result<ChargebackReport> Chargeback(const UsageRead& read, bool share_idle);
 
   // Closes `month` ("2026-11"), freezing its chargeback as it stands, corrections to
   // earlier closed months included. The month must be over and later than every closed
@@ -311,6 +323,8 @@ class Ledger {
   // and kind of job their allocated_idle time, per pool its unallocated, per device its
   // unavailable and per node its unmonitored time.
   Result<std::vector<WasteItem>> TopWaste(const TimeRange& window, size_t limit);
+  // The same over the window `read` was read for.
+  Result<std::vector<WasteItem>> TopWaste(const UsageRead& read, size_t limit);
 
   // The fleet's (or one pool's) buckets per `step_ms` over `window`, from the minute
   // rollups; time in service that no rollup covers is unmonitored, as in Usage.
@@ -360,12 +374,18 @@ class Ledger {
   // Usage on `reads` (a snapshot the caller holds).
   Result<UsageReport> UsageOn(store::StoreReads& reads, const TimeRange& window, const std::vector<Dimension>& by,
                               RowOrder order = RowOrder::kByCost);
-  // The period's own chargeback from its live figures (capacity as its own lines).
-  Result<ChargebackReport> LiveChargeback(const TimeRange& period);
+  // Reads `window`'s usage from `reads` into `into`: its fleet and its atoms (ledger.cc's
+  // Accumulator), an atom per hour when `hourly`, their costs rounded.
+  Status ReadAtoms(store::StoreReads& reads, const TimeRange& window, bool hourly, UsageRead& into);
+  // Chargeback of `period`, its live figures from `read` when one is given (read for it).
+  Result<ChargebackReport> ChargebackOf(const TimeRange& period, bool share_idle, const UsageRead* read);
+  // The period's own chargeback from its live figures (capacity as its own lines), read
+  // anew or taken from `read`.
+  Result<ChargebackReport> LiveChargeback(const TimeRange& period, const UsageRead* read);
   // The open-month view: live lines, and corrections to every closed month when `period`
   // is the first month after the latest closed one.
   Result<ChargebackReport> OpenChargeback(const TimeRange& period, const std::vector<store::ClosedPeriodRecord>& closed,
-                                          const std::vector<store::FrozenLine>& frozen);
+                                          const std::vector<store::FrozenLine>& frozen, const UsageRead* read);
   std::unique_ptr<store::Store> store_;
   const Clock& clock_;
   LedgerOptions options_;
@@ -376,6 +396,31 @@ class Ledger {
 
  private:
   std::unique_ptr<RankedJobsCache> ranked_jobs_;
+};
+
+// One window's usage as read once (Ledger::ReadUsage): its snapshot of the store, its
+// fleet, and its atoms (each device's time per job and price over the window, costs
+// rounded), which every grouping sums. Grouped any way, it answers what Ledger::Usage
+// answers on the same snapshot, to the micro-unit. Movable; By may be called from several
+// threads at once, and the analyses that take a UsageRead read its snapshot, one at a time.
+class UsageRead {
+ public:
+  UsageRead(UsageRead&&) noexcept;
+  UsageRead& operator=(UsageRead&&) noexcept;
+  ~UsageRead();
+
+  // The window asked for.
+  const TimeRange& requested() const;
+  // The figures grouped by `by`: any dimensions but kHour (an hour's atoms are finer than
+  // the window's; Ledger::Usage groups by hour). kInvalidArgument for kHour or none.
+  Result<UsageReport> By(const std::vector<Dimension>& by, Ledger::RowOrder order = Ledger::RowOrder::kByCost) const;
+
+ private:
+  friend class Ledger;
+  friend store::StoreSnapshot& internal_SnapshotOf(const UsageRead&);  // ledger/store_access.h
+  struct State;  // ledger.cc
+  UsageRead();
+  std::unique_ptr<State> state_;
 };
 
 // "--window 30d": `length_ms` of whole hours ending where the data ends: at the current

@@ -281,10 +281,16 @@ Recommendation MigAdvice(const JobEvidence& e, const MigProfile& p, const TimeRa
 Result<std::vector<Recommendation>> Recommend(Ledger& ledger, const TimeRange& asked,
                                               const std::string& team,
                                               const RightSizingOptions& options) {
+  GPULEDGER_ASSIGN_OR_RETURN(UsageRead read, ledger.ReadUsage(asked));
+  return Recommend(ledger, read, team, options);
+}
+
+Result<std::vector<Recommendation>> Recommend(Ledger&, const UsageRead& read, const std::string& team,
+                                              const RightSizingOptions& options) {
   using advice::JobEvidence;
-  GPULEDGER_ASSIGN_OR_RETURN(auto snap, internal_StoreOf(ledger).Snapshot());
-  store::StoreSnapshot& store = *snap;
-  GPULEDGER_ASSIGN_OR_RETURN(UsageReport usage, internal_UsageOn(ledger, store, asked, {Dimension::kJob}));
+  store::StoreSnapshot& store = internal_SnapshotOf(read);
+  const TimeRange& asked = read.requested();
+  GPULEDGER_ASSIGN_OR_RETURN(UsageReport usage, read.By({Dimension::kJob}));
   const TimeRange window = usage.window.length_ms() > 0 ? usage.window : asked;
   std::map<std::string, const UsageRow*> usage_of;
   for (const auto& row : usage.rows) {

@@ -155,5 +155,8 @@ Result<PodFit> FitPodsToMig(const std::vector<PodRequest>& pods, std::string_vie
 Result<std::vector<Recommendation>> Recommend(Ledger& ledger, const TimeRange& window,
                                               const std::string& team = "",
                                               const RightSizingOptions& options = {});
+// The same over the window `read` was read for (Ledger::ReadUsage), from its snapshot.
+Result<std::vector<Recommendation>> Recommend(Ledger& ledger, const UsageRead& read, const std::string& team = "",
+                                              const RightSizingOptions& options = {});
 
 }  // namespace gpuledger::ledger

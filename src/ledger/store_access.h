@@ -16,4 +16,8 @@ store::Store& internal_StoreOf(Ledger& ledger);
 Result<UsageReport> internal_UsageOn(Ledger& ledger, store::StoreReads& snapshot, const TimeRange& window,
                                      const std::vector<Dimension>& by);
 
+// The snapshot `read` was read from (Ledger::ReadUsage): an analysis given a UsageRead
+// reads the rest of what it needs there, at the same committed moment as its costs.
+store::StoreSnapshot& internal_SnapshotOf(const UsageRead& read);
+
 }  // namespace gpuledger::ledger
