@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "ledger/actions.h"
@@ -42,12 +43,17 @@ struct MonthFigures {
   bool has_data() const { return by_team.total.total_ticks_ms() > 0; }
 };
 
-Result<MonthFigures> FiguresOf(ledger::Ledger& ledger, const TimeRange& month) {
+// The month is read once for both; its read goes to `keep` when the caller needs more
+// of the month.
+Result<MonthFigures> FiguresOf(ledger::Ledger& ledger, const TimeRange& month,
+                               std::optional<ledger::UsageRead>* keep = nullptr) {
   MonthFigures f;
   f.label = MonthLabel(month);
   f.range = month;
-  GPULEDGER_ASSIGN_OR_RETURN(f.by_team, ledger.Usage(month, {Dimension::kTeam}));
-  GPULEDGER_ASSIGN_OR_RETURN(f.chargeback, ledger.Chargeback(month, false));
+  GPULEDGER_ASSIGN_OR_RETURN(ledger::UsageRead read, ledger.ReadUsage(month));
+  GPULEDGER_ASSIGN_OR_RETURN(f.by_team, read.By({Dimension::kTeam}));
+  GPULEDGER_ASSIGN_OR_RETURN(f.chargeback, ledger.Chargeback(read, false));
+  if (keep != nullptr) keep->emplace(std::move(read));
   return f;
 }
 
@@ -300,17 +306,19 @@ Result<std::string> RenderMonthlyReport(ledger::Ledger& ledger, const TimeRange&
   const std::string quarter_label = QuotaPeriodLabel(QuotaPeriod::kQuarter, quarter);
   GPULEDGER_ASSIGN_OR_RETURN(std::vector<TimeRange> trend_months, TrendMonths(month));
   std::vector<MonthFigures> months;
+  std::optional<ledger::UsageRead> read;  // the month's own (the last of the trend's)
   for (const TimeRange& m : trend_months) {
-    GPULEDGER_ASSIGN_OR_RETURN(MonthFigures f, FiguresOf(ledger, m));
+    GPULEDGER_ASSIGN_OR_RETURN(MonthFigures f, FiguresOf(ledger, m, m == month ? &read : nullptr));
     months.push_back(std::move(f));
   }
+  if (!read) return Internal("the monthly report's trend misses its own month");
   const MonthFigures& now = months.back();
   const MonthFigures* previous = months.size() > 1 ? &months[months.size() - 2] : nullptr;
   const UsageReport& by_team = now.by_team;
   const TimeRange window = by_team.window.empty() ? month : by_team.window;
-  GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_pool, ledger.Usage(month, {Dimension::kPool}));
-  GPULEDGER_ASSIGN_OR_RETURN(auto waste, ledger.TopWaste(month, options.waste_items));
-  GPULEDGER_ASSIGN_OR_RETURN(auto recs, ledger::Recommend(ledger, month));
+  GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_pool, read->By({Dimension::kPool}));
+  GPULEDGER_ASSIGN_OR_RETURN(auto waste, ledger.TopWaste(*read, options.waste_items));
+  GPULEDGER_ASSIGN_OR_RETURN(auto recs, ledger::Recommend(ledger, *read));
   GPULEDGER_ASSIGN_OR_RETURN(ledger::ExperimentReport experiments,
                              ledger::Experiments(ledger, month, ledger::Scope::All()));
   ledger::ActionQuery action_query;

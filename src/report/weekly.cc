@@ -131,18 +131,20 @@ const UsageRow* FindRow(const UsageReport& r, const UsageRow& like) {
 Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& week,
                                        const WeeklyOptions& options) {
   TimeRange previous{week.begin_ms - 7 * kMsPerDay, week.begin_ms};
-  GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_team, ledger.Usage(week, {Dimension::kTeam}));
+  // The week is read once for every table but the hourly charts (and the week before):
+  // each table is a grouping of the same rounded figures, from the same moment.
+  GPULEDGER_ASSIGN_OR_RETURN(ledger::UsageRead read, ledger.ReadUsage(week));
+  GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_team, read.By({Dimension::kTeam}));
   GPULEDGER_ASSIGN_OR_RETURN(UsageReport prev_team, ledger.Usage(previous, {Dimension::kTeam}));
-  GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_pool, ledger.Usage(week, {Dimension::kPool}));
-  GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_kind, ledger.Usage(week, {Dimension::kKind}));
-  GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_experiment,
-                             ledger.Usage(week, {Dimension::kTeam, Dimension::kExperiment}));
-  GPULEDGER_ASSIGN_OR_RETURN(ledger::ChargebackReport chargeback, ledger.Chargeback(week, false));
-  GPULEDGER_ASSIGN_OR_RETURN(auto waste, ledger.TopWaste(week, 5));
+  GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_pool, read.By({Dimension::kPool}));
+  GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_kind, read.By({Dimension::kKind}));
+  GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_experiment, read.By({Dimension::kTeam, Dimension::kExperiment}));
+  GPULEDGER_ASSIGN_OR_RETURN(ledger::ChargebackReport chargeback, ledger.Chargeback(read, false));
+  GPULEDGER_ASSIGN_OR_RETURN(auto waste, ledger.TopWaste(read, 5));
   GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_hour, ledger.Usage(week, {Dimension::kHour}));
   const std::vector<ledger::TimelinePoint> hourly = StepsOf(by_hour, week, kMsPerHour);
   const std::vector<ledger::TimelinePoint> daily = StepsOf(by_hour, week, kMsPerDay);
-  GPULEDGER_ASSIGN_OR_RETURN(auto recs, ledger::Recommend(ledger, week));
+  GPULEDGER_ASSIGN_OR_RETURN(auto recs, ledger::Recommend(ledger, read));
 
   const UsageRow& t = by_team.total;
   const UsageRow& p = prev_team.total;
