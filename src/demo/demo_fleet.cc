@@ -95,6 +95,7 @@ struct Cluster {
   TimeRange outage;
   int64_t cursor = 0;
   int64_t end = 0;
+  int64_t spans_sent = 0;  // by Advance: each node's batches are numbered from 1
   int next_job_number = 104'200;
 
   Cluster(const DemoOptions& o, std::string name_prefix) : opt(o), prefix(std::move(name_prefix)), rng(o.seed) {
@@ -557,7 +558,8 @@ struct Cluster {
     std::vector<Batch> out;
     until = std::min(until, end);
     for (int64_t h = FloorTo(cursor, span); h + span <= until; h += span) {
-      for (size_t n = 0; n < nodes.size(); ++n) out.push_back(NodeSpan(n, h, h + span));
+      ++spans_sent;
+      for (size_t n = 0; n < nodes.size(); ++n) out.push_back(NodeSpan(n, h, h + span, spans_sent));
       cursor = h + span;
     }
     return out;
@@ -574,11 +576,14 @@ struct Cluster {
     return std::nullopt;
   }
 
-  // Node `node_no`'s batch for [h, h_end).
-  Batch NodeSpan(size_t node_no, int64_t h, int64_t h_end) const {
+  // Node `node_no`'s batch for [h, h_end), the `seq`th it sends. Its id is an agent's
+  // (docs/agent.md): the node, the run (the span's start, seed and sample interval, in
+  // place of the agent's start time) and the sequence, so that the store folds a node's
+  // older ids into one run as it does an agent's (store/batch_ids.h).
+  Batch NodeSpan(size_t node_no, int64_t h, int64_t h_end, int64_t seq) const {
     const Node& node = nodes[node_no];
     Batch b;
-    b.batch_id = fmt::format("{}-{}", node.name, FormatTime(h));
+    b.batch_id = fmt::format("{}-{:x}.{}.{}-{}", node.name, opt.start_ms, opt.seed, opt.sample_interval_ms / 1000, seq);
     b.source = node.name;
     std::map<size_t, bool> jobs_here;
     for (size_t d : node.devices) {

@@ -10,6 +10,7 @@
 
 #include "ledger/ledger.h"
 #include "ledger/rightsizing.h"
+#include "store/batch_ids.h"
 #include "store/store.h"
 #include "wire/batch.h"
 
@@ -197,6 +198,29 @@ TEST(DemoFleetTest, ProgressIsANumberWhateverTheSampleInterval) {
 // A larger fleet (DemoOptions::gpus) is the 43-node cluster copied: the first copy is the
 // fleet as it always was, every other is drawn with the next seed under names of its own,
 // so that nothing two copies send collides in the store, and the whole ingests cleanly.
+// The demo's nodes number their batches as agents do (<node>-<run>-<n>, docs/agent.md),
+// one stream per node counting 1, 2, 3, ... whatever span each call sends, so that the
+// store folds a node's older ids into one run (store/batch_ids.h).
+TEST(DemoFleetTest, EachNodesBatchesAreOneStreamNumberedFromOne) {
+  DemoFleet fleet(Small());
+  std::vector<Batch> batches = fleet.Advance(kStart + kMsPerHour);  // one hour-long span
+  for (const Batch& b : fleet.Advance(kStart + kMsPerHour + 3 * Small().sample_interval_ms,
+                                      Small().sample_interval_ms)) {  // then three short ones
+    batches.push_back(b);
+  }
+  std::map<std::string, std::vector<int64_t>> seqs_of;  // stream -> its sequences, in order
+  std::set<std::string> nodes;
+  for (const Batch& b : batches) {
+    store::BatchKey key = store::KeyOfBatchId(b.batch_id);
+    ASSERT_GE(key.seq, 1) << b.batch_id;
+    EXPECT_TRUE(key.stream.starts_with(b.source + "-")) << b.batch_id;
+    seqs_of[key.stream].push_back(key.seq);
+    nodes.insert(b.source);
+  }
+  EXPECT_EQ(seqs_of.size(), nodes.size());
+  for (const auto& [stream, seqs] : seqs_of) EXPECT_EQ(seqs, (std::vector<int64_t>{1, 2, 3, 4})) << stream;
+}
+
 TEST(DemoFleetTest, CopiesTheClusterUnderNewNamesForALargerFleet) {
   DemoOptions big = Small();
   big.gpus = 700;  // 344 GPUs a cluster: three copies

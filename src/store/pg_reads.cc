@@ -545,7 +545,9 @@ Result<PriceBook> Reads::LoadPriceBook() {
 
 Result<StoreStats> Reads::Stats() {
   GPULEDGER_ASSIGN_OR_RETURN(
-      Rows q, c_.Query("SELECT (SELECT count(*) FROM batches), (SELECT count(*) FROM devices),"
+      Rows q, c_.Query("SELECT (SELECT count(*) FROM batch_ids) +"
+                       " (SELECT coalesce(sum(last_seq - first_seq + 1), 0) FROM batch_ranges)::bigint,"
+                       " (SELECT count(*) FROM devices),"
                        " (SELECT count(*) FROM jobs), s.n, s.rows, (SELECT count(*) FROM dirty_hours),"
                        " pg_database_size(current_database())"
                        " FROM (SELECT coalesce(sum(n), 0)::bigint, count(*) FROM sample_chunks) AS s(n, rows)",

@@ -17,6 +17,7 @@
 
 #include "core/serving.h"
 #include "store/actions_internal.h"
+#include "store/batch_ids.h"
 #include "store/minute_blob.h"
 #include "store/pg_reads.h"
 #include "store/pg_util.h"
@@ -176,6 +177,9 @@ std::vector<std::string> Migrations() {
       "  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION jobs_new_version();"
       "CREATE CONSTRAINT TRIGGER jobs_updated AFTER UPDATE ON jobs DEFERRABLE INITIALLY DEFERRED"
       "  FOR EACH ROW WHEN (OLD.* IS DISTINCT FROM NEW.*) EXECUTE FUNCTION jobs_new_version();",
+      // 11: SqliteStore's version 16: batch ids keyed by stream and sequence, each
+      // stream's older ones folded into runs (store/batch_ids.h).
+      BatchIdsMigration(""),
   };
 }
 
@@ -736,22 +740,78 @@ Status PgStore::RecordJobChanges(Conn& c, const IngestPlan& plan, const Job& j) 
   return Status::Ok();
 }
 
+namespace {
+
+// A stream's runs of folded batch ids (store/batch_ids.h) in the transaction of `c`. Two
+// folds of one stream at once write runs from the rows each deleted, which no other saw:
+// a run's end only grows (GREATEST), and runs that touch may stay apart, which changes no
+// answer.
+class PgRanges : public StreamRanges {
+ public:
+  PgRanges(Conn& c, const std::string& stream) : c_(c), stream_(stream) {}
+  Result<std::optional<SeqRange>> AtOrBefore(int64_t seq) override {
+    return One("SELECT first_seq, last_seq FROM batch_ranges WHERE stream = $1 AND first_seq <= $2"
+               " ORDER BY first_seq DESC LIMIT 1",
+               seq);
+  }
+  Result<std::optional<SeqRange>> After(int64_t seq) override {
+    return One("SELECT first_seq, last_seq FROM batch_ranges WHERE stream = $1 AND first_seq > $2"
+               " ORDER BY first_seq LIMIT 1",
+               seq);
+  }
+  Status Put(const SeqRange& r) override {
+    return c_.Query("INSERT INTO batch_ranges(stream, first_seq, last_seq) VALUES($1, $2, $3)"
+                    " ON CONFLICT (stream, first_seq) DO UPDATE SET last_seq = GREATEST(batch_ranges.last_seq,"
+                    " excluded.last_seq)",
+                    Params().Add(stream_).Add(r.first).Add(r.last), "folding the stream's batch ids")
+        .status();
+  }
+  Status Erase(int64_t first) override {
+    return c_.Query("DELETE FROM batch_ranges WHERE stream = $1 AND first_seq = $2", Params().Add(stream_).Add(first),
+                    "folding the stream's batch ids")
+        .status();
+  }
+
+ private:
+  Result<std::optional<SeqRange>> One(std::string_view sql, int64_t seq) {
+    GPULEDGER_ASSIGN_OR_RETURN(Rows r, c_.Query(sql, Params().Add(stream_).Add(seq), "reading the stream's folded batch ids"));
+    if (r.rows() == 0) return std::optional<SeqRange>();
+    return std::optional<SeqRange>(SeqRange{r.Int(0, 0), r.Int(0, 1)});
+  }
+  Conn& c_;
+  const std::string& stream_;
+};
+
+}  // namespace
+
 Result<ApplyOutcome> PgStore::ApplyInTransaction(Conn& c, const IngestPlan& plan, Pending& pending) {
   const Batch& b = *plan.batch;
   auto bad = [&](std::string where, std::string what) {
     return InvalidArgument(fmt::format("batch {}: {}: {}", b.batch_id, where, what));
   };
   const std::string digest = DigestText(b.content_digest);
+  const BatchKey batch_key = KeyOfBatchId(b.batch_id);
+  PgRanges ranges(c, batch_key.stream);
   // The batch id first: the unique key two replicas applying the same batch wait on.
   {
     GPULEDGER_ASSIGN_OR_RETURN(
-        Rows claimed, c.Query("INSERT INTO batches(batch_id, source, digest, samples) VALUES($1, $2, $3, $4)"
-                              " ON CONFLICT (batch_id) DO NOTHING RETURNING 1",
-                              Params().Add(b.batch_id).Add(b.source).Add(digest).Add(static_cast<int64_t>(b.samples.size())),
-                              "claiming the batch id"));
-    if (claimed.rows() == 0) {
-      GPULEDGER_ASSIGN_OR_RETURN(Rows seen, c.Query("SELECT digest FROM batches WHERE batch_id = $1",
-                                                    Params().Add(b.batch_id), "looking up the batch id"));
+        Rows claimed, c.Query("INSERT INTO batch_ids(stream, seq, digest) VALUES($1, $2, $3)"
+                              " ON CONFLICT (stream, seq) DO NOTHING RETURNING 1",
+                              Params().Add(batch_key.stream).Add(batch_key.seq).Add(digest), "claiming the batch id"));
+    if (claimed.rows() > 0) {
+      // Claimed, unless a fold took the id into its stream's runs: the fold deleted the
+      // row and wrote the run in one transaction, which this claim waited for when it
+      // met the row, and whose run this read, a statement later, sees (docs/store-postgresql.md).
+      GPULEDGER_ASSIGN_OR_RETURN(bool folded, IsFolded(ranges, batch_key.seq));
+      if (folded) {
+        GPULEDGER_RETURN_IF_ERROR(c.Query("DELETE FROM batch_ids WHERE stream = $1 AND seq = $2",
+                                          Params().Add(batch_key.stream).Add(batch_key.seq), "giving the batch id back")
+                                      .status());
+        return ApplyOutcome::kDuplicate;  // applied long ago: its content is not kept
+      }
+    } else {
+      GPULEDGER_ASSIGN_OR_RETURN(Rows seen, c.Query("SELECT digest FROM batch_ids WHERE stream = $1 AND seq = $2",
+                                                    Params().Add(batch_key.stream).Add(batch_key.seq), "looking up the batch id"));
       std::string stored = seen.rows() > 0 ? seen.Text(0, 0) : digest;
       if (b.content_digest != 0 && stored != DigestText(0) && stored != digest) {
         return Status(StatusCode::kAlreadyExists,
@@ -1095,6 +1155,14 @@ Result<ApplyOutcome> PgStore::ApplyInTransaction(Conn& c, const IngestPlan& plan
     }
   }
   pending.dirty = std::move(dirty);
+  if (std::optional<int64_t> cut = FoldCutAfter(batch_key.seq)) {
+    GPULEDGER_ASSIGN_OR_RETURN(Rows gone, c.Query("DELETE FROM batch_ids WHERE stream = $1 AND seq BETWEEN 0 AND $2"
+                                                  " RETURNING seq",
+                                                  Params().Add(batch_key.stream).Add(*cut), "folding the stream's batch ids"));
+    std::vector<int64_t> folded;
+    for (int i = 0; i < gone.rows(); ++i) folded.push_back(gone.Int(i, 0));
+    GPULEDGER_RETURN_IF_ERROR(AddToRanges(std::move(folded), ranges));
+  }
   return ApplyOutcome::kApplied;
 }
 
@@ -1521,7 +1589,7 @@ Result<StoreCheck> PgStore::Check(bool full) {
   StoreCheck out;
   // The quick check (what `serve` runs at start-up): every table of the schema is there.
   // PostgreSQL keeps its own pages sound (WAL; data checksums where the cluster has them).
-  for (const char* table : {"meta", "batches", "devices", "jobs", "allocations", "sample_chunks", "process_samples",
+  for (const char* table : {"meta", "batch_ids", "batch_ranges", "devices", "jobs", "allocations", "sample_chunks", "process_samples",
                             "rollup_hour", "rollup_minute", "rollup_day", "rollup_day_hours", "rollup_day_versions",
                             "catalog_versions", "dirty_hours", "prices", "progress", "serving"}) {
     GPULEDGER_ASSIGN_OR_RETURN(Rows there, c->Query("SELECT to_regclass($1) IS NOT NULL", Params().Add(table), "checking"));

@@ -1,6 +1,7 @@
 // What only the PostgreSQL store does: the errors of a networked database (each losing
 // nothing and applying no half batch), exactly-once between replicas, time partitions.
 // Against the test binary's real PostgreSQL (store/testing/pg_server.h).
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
@@ -13,6 +14,7 @@
 
 #include "core/testing/missing_component.h"
 #include "ledger/ingest_plan.h"
+#include "store/batch_ids.h"
 #include "store/pg_store.h"
 #include "store/testing/pg_server.h"
 #include "store/testing/test_batches.h"
@@ -91,7 +93,7 @@ TEST_F(PgStoreTest, ASchemaFromANewerBuildIsRefusedNamingBothVersions) {
   auto s = OpenPgStore(server_->Url(db_));
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_THAT(s.status().message(), HasSubstr("has schema version 999, newer than this build (10); upgrade gpuledger"));
+  EXPECT_THAT(s.status().message(), HasSubstr("has schema version 999, newer than this build (11); upgrade gpuledger"));
 }
 
 // A store of schema version 5 had hour rollups and no day rollups: migrating fills them
@@ -108,7 +110,8 @@ TEST_F(PgStoreTest, MigratesHourRollupsIntoDayRollups) {
   store_.reset();
   ASSERT_TRUE(
       server_
-          ->Exec(db_, "DROP TABLE rollup_day; DROP TABLE rollup_day_hours; DROP TABLE rollup_day_versions; DROP FUNCTION rollup_day_new_version() CASCADE;"
+          ->Exec(db_, std::string(testing_batches::kBatchesTableOfOldStores) +
+                          "DROP TABLE rollup_day; DROP TABLE rollup_day_hours; DROP TABLE rollup_day_versions; DROP FUNCTION rollup_day_new_version() CASCADE;"
                       " DROP TABLE catalog_versions; DROP FUNCTION jobs_new_version() CASCADE;"
                       " UPDATE meta SET value = '5' WHERE key = 'schema_version'")
           .ok());
@@ -144,6 +147,44 @@ TEST_F(PgStoreTest, MigratesHourRollupsIntoDayRollups) {
                    " WHERE v.day_ms IN (SELECT day_ms FROM rollup_day) AND v.version IS NOT NULL"),
             "3");
   PQfinish(c);
+}
+
+// A database of schema version 10 kept a row per batch: migrating keys each id by stream
+// and sequence as the store now does (the same SQL as SQLite's version 16), folds each
+// stream's ids kBatchIdsKept below its newest, and every id stays a duplicate.
+TEST_F(PgStoreTest, MigratesBatchIdsIntoStreamsAndRuns) {
+  using testing_batches::OfStream;
+  const std::string stream = "node-s-18c5a3b2f00";
+  const auto& odd = testing_batches::kIdsOfNoStream;
+  std::vector<Batch> batches;
+  for (int64_t seq = 1; seq <= 400; ++seq) batches.push_back(OfStream(stream, seq, kT0));
+  for (int i = 0; i < static_cast<int>(odd.size()); ++i) batches.push_back(testing_batches::OfNoStream(odd[i], i, kT0));
+  std::vector<IngestPlan> plans;
+  for (const Batch& b : batches) plans.push_back(Plan(b));
+  for (const auto& out : store_->ApplyBatches(plans)) ASSERT_TRUE(out.ok()) << out.status().ToString();
+  store_.reset();
+  ASSERT_TRUE(server_
+                  ->Exec(db_, std::string(testing_batches::kBatchesTableOfOldStores) +
+                                  "UPDATE meta SET value = '10' WHERE key = 'schema_version'")
+                  .ok());
+  PGconn* c = Connect();
+  EXPECT_EQ(One(c, "SELECT count(*) FROM batches"), std::to_string(batches.size()));
+  auto s = OpenPgStore(server_->Url(db_));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  store_ = std::move(*s);
+  EXPECT_EQ(One(c, "SELECT string_agg(stream || ':' || first_seq || '-' || last_seq, ';') FROM batch_ranges"),
+            stream + ":1-" + std::to_string(400 - kBatchIdsKept));
+  EXPECT_EQ(One(c, "SELECT count(*) || ' from ' || min(seq) FROM batch_ids WHERE stream = 'node-s-18c5a3b2f00'"),
+            fmt::format("{} from {}", kBatchIdsKept, 401 - kBatchIdsKept));
+  EXPECT_EQ(One(c, "SELECT string_agg(stream || '/' || seq, ';' ORDER BY stream COLLATE \"C\", seq) FROM batch_ids"
+                   " WHERE stream <> 'node-s-18c5a3b2f00'"),
+            "-5/-1;19/-1;a-1234567890123456789/-1;node-b/0;node-b-00/-1;trn-07-2026-11-23T08:00:00Z/-1;x/7;x-007/-1");
+  EXPECT_EQ(One(c, "SELECT to_regclass('batches') IS NULL"), "t");
+  PQfinish(c);
+  EXPECT_EQ(store_->Stats()->batches, static_cast<int64_t>(batches.size()));
+  testing_batches::ExpectMigratedBatchIdsStayDuplicates(stream, kT0,
+                                                        [&](const Batch& b) { return store_->ApplyBatch(Plan(b)); });
+  EXPECT_EQ(store_->Stats()->batches, static_cast<int64_t>(batches.size()) + 1);
 }
 
 // Day versions are drawn by rollup_day's triggers: day rows rewritten behind the store,
@@ -214,7 +255,8 @@ TEST_F(PgStoreTest, MigratesServingSnapshotsToAKeyByJobAndTime) {
   ASSERT_TRUE(store_->ApplyBatch(Plan(b)).ok());
   store_.reset();
   ASSERT_TRUE(server_
-                  ->Exec(db_, "ALTER TABLE serving DROP CONSTRAINT serving_pkey,"
+                  ->Exec(db_, std::string(testing_batches::kBatchesTableOfOldStores) +
+                                  "ALTER TABLE serving DROP CONSTRAINT serving_pkey,"
                               " ADD PRIMARY KEY(job_id, engine, model, t_ms); DROP TABLE rollup_day_versions; DROP FUNCTION rollup_day_new_version() CASCADE;"
                               " DROP TABLE catalog_versions; DROP FUNCTION jobs_new_version() CASCADE;"
                               " UPDATE meta SET value = '7' WHERE key = 'schema_version'")

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/serving.h"
+#include "store/batch_ids.h"
 #include "store/day_cache.h"
 #include "store/minute_blob.h"
 #include "store/rollup_days.h"
@@ -590,7 +591,7 @@ Result<StoreStats> Reads::Stats() {
     out = q.Int(0);
     return Status::Ok();
   };
-  GPULEDGER_RETURN_IF_ERROR(count("SELECT count(*) FROM batches", s.batches));
+  GPULEDGER_RETURN_IF_ERROR(count(kCountBatchesSql, s.batches));
   GPULEDGER_RETURN_IF_ERROR(count("SELECT count(*) FROM devices", s.devices));
   GPULEDGER_RETURN_IF_ERROR(count("SELECT count(*) FROM jobs", s.jobs));
   {

@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "store/actions_internal.h"
+#include "store/batch_ids.h"
 #include "store/minute_blob.h"
 #include "store/day_cache.h"
 #include "store/job_list_cache.h"
@@ -202,6 +203,10 @@ std::vector<std::string> Migrations() {
       "  NEW.model_parameters, NEW.model_layers, NEW.model_hidden, NEW.model_sequence, "
       "  NEW.model_dtype, NEW.labels, NEW.annotations) "
       "  BEGIN UPDATE catalog_versions SET version = random() WHERE name = 'jobs'; END;",
+      // 16: batch ids keyed by stream and sequence, each stream's older ones folded into
+      // runs (store/batch_ids.h); the source and sample count of each batch, which
+      // nothing read, are not kept.
+      BatchIdsMigration(kSqliteTableSuffix),
   };
 }
 
@@ -798,7 +803,8 @@ class SqliteStore final : public Store, public ActionLog {
 
   // The writer's statements (the reads are sqlite::Reads').
   enum StmtId {
-    kInsertClosedPeriod, kInsertFrozenLine, kFindBatch, kInsertBatch, kInsertDevice, kUpdateDevice, kUpdateDeviceTimes, kFindJob, kInsertJobChange, kUpsertJob,
+    kInsertClosedPeriod, kInsertFrozenLine, kFindBatch, kInsertBatch, kFoldBatchIds, kRangeAtOrBefore,
+    kRangeAfter, kPutRange, kEraseRange, kInsertDevice, kUpdateDevice, kUpdateDeviceTimes, kFindJob, kInsertJobChange, kUpsertJob,
     kFindAllocation, kInsertAllocation, kCloseAllocation, kInsertChunk, kChunksOverlapping, kCountChunksOfHour,
     kChunksOfHour, kDeleteChunksOfHour, kLastSampleOf, kInsertProcess,
     kMarkDirty, kDeleteHourRollup, kDeleteMinuteRollup, kInsertHourRollup, kInsertMinuteRollup,
@@ -818,9 +824,19 @@ class SqliteStore final : public Store, public ActionLog {
          "INSERT INTO frozen_lines(month, for_month, team, project, capacity, gpu_hours, active_gpu_hours,"
          " idle_gpu_hours, unpriced_gpu_hours, direct_micros, input_stall_micros, checkpoint_stall_micros,"
          " held_idle_micros, other_idle_micros) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)"},
-        {kFindBatch, "SELECT digest FROM batches WHERE batch_id = ?1"},
-        {kInsertBatch,
-         "INSERT INTO batches(batch_id, source, digest, samples) VALUES(?1,?2,?3,?4)"},
+        {kFindBatch, "SELECT digest FROM batch_ids WHERE stream = ?1 AND seq = ?2"},
+        {kInsertBatch, "INSERT INTO batch_ids(stream, seq, digest) VALUES(?1,?2,?3)"},
+        {kFoldBatchIds, "DELETE FROM batch_ids WHERE stream = ?1 AND seq BETWEEN 0 AND ?2 RETURNING seq"},
+        {kRangeAtOrBefore,
+         "SELECT first_seq, last_seq FROM batch_ranges WHERE stream = ?1 AND first_seq <= ?2"
+         " ORDER BY first_seq DESC LIMIT 1"},
+        {kRangeAfter,
+         "SELECT first_seq, last_seq FROM batch_ranges WHERE stream = ?1 AND first_seq > ?2"
+         " ORDER BY first_seq LIMIT 1"},
+        {kPutRange,
+         "INSERT INTO batch_ranges(stream, first_seq, last_seq) VALUES(?1,?2,?3)"
+         " ON CONFLICT(stream, first_seq) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq)"},
+        {kEraseRange, "DELETE FROM batch_ranges WHERE stream = ?1 AND first_seq = ?2"},
         {kInsertDevice,
          "INSERT INTO devices(uuid, node, model, memory_mib, pool, capacity_type, parent_id,"
          " share_num, share_den, mig_profile, sample_interval_ms, in_service_ms, last_sample_ms)"
@@ -1211,8 +1227,10 @@ class SqliteStore final : public Store, public ActionLog {
       return InvalidArgument(fmt::format("batch {}: {}: {}", b.batch_id, where, what));
     };
     std::string digest = DigestText(b.content_digest);
+    const BatchKey batch_key = KeyOfBatchId(b.batch_id);
+    Ranges ranges(*this, batch_key.stream);
     {
-      Stmt& find = S(kFindBatch).Reset().Bind(1, b.batch_id);
+      Stmt& find = S(kFindBatch).Reset().Bind(1, batch_key.stream).Bind(2, batch_key.seq);
       int rc = find.Step();
       if (rc != SQLITE_ROW && rc != SQLITE_DONE) return sqlite::Error(db_, rc, "looking up the batch id");
       if (rc == SQLITE_ROW) {
@@ -1226,6 +1244,8 @@ class SqliteStore final : public Store, public ActionLog {
         }
         return ApplyOutcome::kDuplicate;
       }
+      GPULEDGER_ASSIGN_OR_RETURN(bool folded, IsFolded(ranges, batch_key.seq));
+      if (folded) return ApplyOutcome::kDuplicate;  // applied long ago: its content is not kept
     }
     // (device id, hour), sorted and made unique before they are written.
     std::vector<std::pair<int64_t, int64_t>> dirty;
@@ -1448,14 +1468,44 @@ class SqliteStore final : public Store, public ActionLog {
     // commit (WriteGroupState): a device-hour several batches of a group touch is
     // written once.
     pending.dirty = std::move(dirty);
-    GPULEDGER_RETURN_IF_ERROR(Done(S(kInsertBatch)
-                                       .Reset()
-                                       .Bind(1, b.batch_id)
-                                       .Bind(2, b.source)
-                                       .Bind(3, digest)
-                                       .Bind(4, static_cast<int64_t>(b.samples.size()))));
+    GPULEDGER_RETURN_IF_ERROR(Done(S(kInsertBatch).Reset().Bind(1, batch_key.stream).Bind(2, batch_key.seq).Bind(3, digest)));
+    if (std::optional<int64_t> cut = FoldCutAfter(batch_key.seq)) {
+      std::vector<int64_t> folded;
+      Stmt& fold = S(kFoldBatchIds).Reset().Bind(1, batch_key.stream).Bind(2, *cut);
+      int rc;
+      while ((rc = fold.Step()) == SQLITE_ROW) folded.push_back(fold.Int(0));
+      if (rc != SQLITE_DONE) return sqlite::Error(db_, rc, "folding the stream's batch ids");
+      GPULEDGER_RETURN_IF_ERROR(AddToRanges(std::move(folded), ranges));
+    }
     return ApplyOutcome::kApplied;
   }
+
+  // A stream's runs of folded batch ids (store/batch_ids.h) on the writer's statements.
+  class Ranges : public StreamRanges {
+   public:
+    Ranges(SqliteStore& store, const std::string& stream) : store_(store), stream_(stream) {}
+    Result<std::optional<SeqRange>> AtOrBefore(int64_t seq) override { return One(kRangeAtOrBefore, seq); }
+    Result<std::optional<SeqRange>> After(int64_t seq) override { return One(kRangeAfter, seq); }
+    Status Put(const SeqRange& r) override {
+      return store_.Done(store_.S(kPutRange).Reset().Bind(1, stream_).Bind(2, r.first).Bind(3, r.last));
+    }
+    Status Erase(int64_t first) override {
+      return store_.Done(store_.S(kEraseRange).Reset().Bind(1, stream_).Bind(2, first));
+    }
+
+   private:
+    Result<std::optional<SeqRange>> One(StmtId id, int64_t seq) {
+      Stmt& q = store_.S(id).Reset().Bind(1, stream_).Bind(2, seq);
+      int rc = q.Step();
+      if (rc == SQLITE_DONE) return std::optional<SeqRange>();
+      if (rc != SQLITE_ROW) return sqlite::Error(store_.db_, rc, "reading the stream's folded batch ids");
+      SeqRange r{q.Int(0), q.Int(1)};
+      q.Rewind();  // no statement stays active past the group's commit
+      return std::optional<SeqRange>(r);
+    }
+    SqliteStore& store_;
+    const std::string& stream_;
+  };
 
   // Runs a read on the writer's connection under its lock.
   template <class F>

@@ -21,6 +21,7 @@
 #include "core/testing/missing_component.h"
 #include "ledger/ingest_plan.h"
 #include "store/actions.h"
+#include "store/batch_ids.h"
 #include "store/pg_store.h"
 #include "store/store.h"
 #include "store/testing/pg_server.h"
@@ -147,11 +148,11 @@ class SqliteStoreTest : public StoreFixture {
  protected:
   SqliteStoreTest() : StoreFixture(Sqlite()) {}
   // Runs `sql` on the store's file behind its back (the store closed), then reopens it.
-  void ExecBehindTheStore(const char* sql) {
+  void ExecBehindTheStore(const std::string& sql) {
     store_.reset();
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open((dir_ / "ledger.db").string().c_str(), &db), SQLITE_OK);
-    EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
     sqlite3_close(db);
     Reopen();
   }
@@ -197,6 +198,60 @@ TEST_P(StoreContractTest, ABatchIdReusedForOtherContentIsRefused) {
   auto r = store_->ApplyBatch(Plan(b));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kAlreadyExists);
+}
+
+// An agent numbers its batches (`<node>-<instance>-<n>`, docs/batch-format.md): each
+// stream's ids kBatchIdsKept below its newest are folded into runs of sequences, and stay
+// duplicates for good; a sequence never applied is applied when it comes, once, whatever
+// the runs around it; ids of no stream are kept whole; reopening changes nothing.
+TEST_P(StoreContractTest, AStreamsOldBatchIdsAreFoldedAndStayDuplicates) {
+  using testing_batches::OfStream;
+  const std::string stream = "node-s-18c5a3b2f00";
+  auto apply = [&](int64_t from, int64_t to, ApplyOutcome expected, int64_t skip = -1) {
+    for (int64_t first = from; first <= to; first += 50) {
+      std::vector<Batch> batches;
+      for (int64_t seq = first; seq <= std::min(to, first + 49); ++seq) {
+        if (seq != skip) batches.push_back(OfStream(stream, seq, kT0));
+      }
+      std::vector<const Batch*> group;
+      for (const Batch& b : batches) group.push_back(&b);
+      auto out = store_->ApplyBatches(Plans(group));
+      for (size_t i = 0; i < out.size(); ++i) {
+        ASSERT_TRUE(out[i].ok()) << batches[i].batch_id << ": " << out[i].status().ToString();
+        ASSERT_EQ(*out[i], expected) << batches[i].batch_id;
+      }
+    }
+  };
+  apply(1, 700, ApplyOutcome::kApplied, /*skip=*/100);
+  EXPECT_EQ(store_->Stats()->batches, 699);
+  apply(1, 700, ApplyOutcome::kDuplicate, /*skip=*/100);
+  EXPECT_EQ(store_->Stats()->samples, 699);
+  // A folded id is known as applied; its content is no longer compared. One of the
+  // newest still is.
+  EXPECT_EQ(*store_->ApplyBatch(Plan(OfStream(stream, 5, kT0, /*digest=*/2))), ApplyOutcome::kDuplicate);
+  auto reused = store_->ApplyBatch(Plan(OfStream(stream, 690, kT0, /*digest=*/2)));
+  EXPECT_EQ(reused.status().code(), StatusCode::kAlreadyExists) << reused.status().ToString();
+  // The sequence skipped, amid folded runs: applied once.
+  EXPECT_EQ(*store_->ApplyBatch(Plan(OfStream(stream, 100, kT0))), ApplyOutcome::kApplied);
+  EXPECT_EQ(*store_->ApplyBatch(Plan(OfStream(stream, 100, kT0))), ApplyOutcome::kDuplicate);
+  // Folded in turn (768 folds up to 512), it stays a duplicate.
+  apply(701, 768, ApplyOutcome::kApplied);
+  EXPECT_EQ(*store_->ApplyBatch(Plan(OfStream(stream, 100, kT0))), ApplyOutcome::kDuplicate);
+  Reopen();
+  for (int64_t seq : {1, 99, 100, 101, 512, 513, 768}) {
+    EXPECT_EQ(*store_->ApplyBatch(Plan(OfStream(stream, seq, kT0))), ApplyOutcome::kDuplicate) << seq;
+  }
+  EXPECT_EQ(store_->Stats()->batches, 768);
+  EXPECT_EQ(store_->Stats()->samples, 768);
+  // Ids of no stream, each its own.
+  const auto& odd = testing_batches::kIdsOfNoStream;
+  for (int i = 0; i < static_cast<int>(odd.size()); ++i) {
+    EXPECT_EQ(*store_->ApplyBatch(Plan(testing_batches::OfNoStream(odd[i], i, kT0))), ApplyOutcome::kApplied) << odd[i];
+  }
+  for (int i = 0; i < static_cast<int>(odd.size()); ++i) {
+    EXPECT_EQ(*store_->ApplyBatch(Plan(testing_batches::OfNoStream(odd[i], i, kT0))), ApplyOutcome::kDuplicate) << odd[i];
+  }
+  EXPECT_EQ(store_->Stats()->batches, 768 + static_cast<int64_t>(odd.size()));
 }
 
 TEST_P(StoreContractTest, AFailingBatchLeavesTheStoreUnchanged) {
@@ -982,6 +1037,7 @@ TEST_F(SqliteStoreTest, MigratesOneRowPerSampleIntoChunks) {
                        smp.fb_used_mib ? std::to_string(std::llround(*smp.fb_used_mib)) : "NULL");
   }
   // And without what the versions after 5 add, which migrating again creates.
+  sql += testing_batches::kBatchesTableOfOldStores;
   sql += "DROP TRIGGER jobs_inserted; DROP TRIGGER jobs_deleted; DROP TRIGGER jobs_updated; DROP TABLE catalog_versions;"
          " DROP TABLE sample_chunks; DROP TABLE job_changes; DROP TABLE closed_periods; DROP TABLE frozen_lines;"
          " DROP TABLE actions; ALTER TABLE jobs DROP COLUMN labels; ALTER TABLE jobs DROP COLUMN annotations;"
@@ -1004,9 +1060,58 @@ TEST_F(SqliteStoreTest, MigratesOneRowPerSampleIntoChunks) {
 
 // A store of schema version 8 had no labels (nor leases): opening it adds them, and its jobs
 // read back with no set until an agent reports one.
+// A store of schema version 15 kept a row per batch: migrating keys each id by stream
+// and sequence as the store now does, folds each stream's ids kBatchIdsKept below its
+// newest, and every id stays a duplicate, the newest compared by content.
+TEST_F(SqliteStoreTest, MigratesBatchIdsIntoStreamsAndRuns) {
+  using testing_batches::OfStream;
+  const std::string stream = "node-s-18c5a3b2f00";
+  const auto& odd = testing_batches::kIdsOfNoStream;
+  for (int64_t seq = 1; seq <= 400; ++seq) ASSERT_TRUE(store_->ApplyBatch(Plan(OfStream(stream, seq, kT0))).ok());
+  for (int i = 0; i < static_cast<int>(odd.size()); ++i) {
+    ASSERT_TRUE(store_->ApplyBatch(Plan(testing_batches::OfNoStream(odd[i], i, kT0))).ok());
+  }
+  ExecBehindTheStore(std::string(testing_batches::kBatchesTableOfOldStores) +
+                     "UPDATE meta SET value='15' WHERE key='schema_version';");
+  const int64_t all = 400 + static_cast<int64_t>(odd.size());
+  EXPECT_EQ(store_->Stats()->batches, all);
+  store_.reset();
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir_ / "ledger.db").string().c_str(), &db), SQLITE_OK);
+    auto text = [&](const char* sql) {
+      sqlite3_stmt* q = nullptr;
+      EXPECT_EQ(sqlite3_prepare_v2(db, sql, -1, &q, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+      std::string out;
+      while (sqlite3_step(q) == SQLITE_ROW) {
+        out += (out.empty() ? "" : ";") + std::string(reinterpret_cast<const char*>(sqlite3_column_text(q, 0)));
+      }
+      sqlite3_finalize(q);
+      return out;
+    };
+    EXPECT_EQ(text("SELECT stream || ':' || first_seq || '-' || last_seq FROM batch_ranges"),
+              stream + ":1-" + std::to_string(400 - kBatchIdsKept));
+    EXPECT_EQ(text("SELECT count(*) || ' from ' || min(seq) FROM batch_ids WHERE stream = 'node-s-18c5a3b2f00'"),
+              fmt::format("{} from {}", kBatchIdsKept, 401 - kBatchIdsKept));
+    // The ids of no stream, whole; "node-b-0" is stream node-b's sequence 0.
+    EXPECT_EQ(text("SELECT stream || '/' || seq FROM batch_ids WHERE stream <> 'node-s-18c5a3b2f00'"
+                   " ORDER BY stream, seq"),
+              "-5/-1;19/-1;a-1234567890123456789/-1;node-b/0;node-b-00/-1;trn-07-2026-11-23T08:00:00Z/-1;"
+              "x/7;x-007/-1");
+    EXPECT_EQ(text("SELECT count(*) FROM sqlite_master WHERE name = 'batches'"), "0");
+    sqlite3_close(db);
+  }
+  Reopen();
+  testing_batches::ExpectMigratedBatchIdsStayDuplicates(stream, kT0,
+                                                        [&](const Batch& b) { return store_->ApplyBatch(Plan(b)); });
+  EXPECT_EQ(store_->Stats()->batches, all + 1);
+  EXPECT_EQ(store_->Stats()->samples, all + 1);
+}
+
 TEST_F(SqliteStoreTest, MigratesAStoreWithoutLabels) {
   ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
   ExecBehindTheStore(
+      std::string(testing_batches::kBatchesTableOfOldStores) +
       "DROP TRIGGER jobs_inserted; DROP TRIGGER jobs_deleted; DROP TRIGGER jobs_updated; DROP TABLE catalog_versions;"
       " ALTER TABLE jobs DROP COLUMN labels; ALTER TABLE jobs DROP COLUMN annotations; DROP TABLE leases;"
       " DROP TABLE rollup_day; DROP TABLE rollup_day_hours; DROP TABLE rollup_day_versions;"
@@ -1031,6 +1136,7 @@ TEST_F(SqliteStoreTest, MigratesServingSnapshotsToAKeyByJobAndTime) {
   const Batch b = testing_batches::ServingEverySixHours("serving", kT0);
   ASSERT_TRUE(store_->ApplyBatch(Plan(b)).ok());
   ExecBehindTheStore(
+      std::string(testing_batches::kBatchesTableOfOldStores) +
       "CREATE TABLE serving_old(job_id INTEGER NOT NULL, engine TEXT NOT NULL, model TEXT NOT NULL,"
       " t_ms INTEGER NOT NULL, requests_waiting REAL, requests_running REAL, kv_cache_usage REAL,"
       " prompt_tokens REAL, generation_tokens REAL, preemptions REAL, requests REAL, executions REAL,"
@@ -1467,6 +1573,7 @@ TEST_F(SqliteStoreTest, MigratesHourRollupsIntoDayRollups) {
   }
   ASSERT_TRUE(store_->WriteRollups(updates).ok());
   ExecBehindTheStore(
+      std::string(testing_batches::kBatchesTableOfOldStores) +
       "DROP TABLE rollup_day; DROP TABLE rollup_day_hours; DROP TABLE rollup_day_versions;"
       " DROP TRIGGER jobs_inserted; DROP TRIGGER jobs_deleted; DROP TRIGGER jobs_updated; DROP TABLE catalog_versions;"
       " UPDATE meta SET value='10' WHERE key='schema_version';");

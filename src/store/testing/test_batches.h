@@ -1,6 +1,8 @@
 // Batches the store tests apply (both the contract suite and the PostgreSQL store's own).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -9,8 +11,70 @@
 
 #include "core/batch.h"
 #include "core/serving.h"
+#include "store/store.h"
 
 namespace gpuledger::store::testing_batches {
+
+// SQL that puts a store's batch ids back as stores before schema version 16 (SQLite) or
+// 11 (PostgreSQL) kept them, a row per batch in `batches` (a folded one with the digest
+// of no content): what a test that takes a store back to an older version runs first, so
+// that its migration runs from there.
+inline constexpr const char* kBatchesTableOfOldStores =
+    "CREATE TABLE batches(batch_id TEXT PRIMARY KEY, source TEXT NOT NULL, digest TEXT NOT NULL,"
+    "  samples BIGINT NOT NULL);"
+    "INSERT INTO batches SELECT CASE WHEN seq >= 0 THEN stream || '-' || seq ELSE stream END, '', digest, 0"
+    "  FROM batch_ids;"
+    "WITH RECURSIVE folded(stream, seq, last_seq) AS (SELECT stream, first_seq, last_seq FROM batch_ranges"
+    "  UNION ALL SELECT stream, seq + 1, last_seq FROM folded WHERE seq < last_seq)"
+    "  INSERT INTO batches SELECT stream || '-' || seq, '', '0000000000000000', 0 FROM folded;"
+    "DROP TABLE batch_ids; DROP TABLE batch_ranges;";
+
+// Batch `<stream>-<seq>`, as an agent numbers its batches: one sample of device
+// GPU-stream at t0 + seq x 10 s, content digest `digest`.
+inline Batch OfStream(const std::string& stream, int64_t seq, int64_t t0, uint64_t digest = 1) {
+  Batch b;
+  b.batch_id = stream + "-" + std::to_string(seq);
+  b.source = "node-s";
+  b.content_digest = digest;
+  b.devices.push_back(Device{.uuid = "GPU-stream", .node = "node-s", .model = "NVIDIA H100", .pool = "p"});
+  Sample s;
+  s.device_uuid = "GPU-stream";
+  s.t_ms = t0 + seq * 10'000;
+  s.sm_active = 0.5;
+  b.samples.push_back(s);
+  return b;
+}
+
+// Batch ids that are no `<stream>-<sequence>` (or not the same one), each kept whole: a
+// time after the node, a sequence with a leading zero beside the same without, no stream.
+inline const std::vector<std::string> kIdsOfNoStream = {"trn-07-2026-11-23T08:00:00Z", "x-007", "x-7", "-5",
+                                                         "node-b-00", "node-b-0", "19", "a-1234567890123456789"};
+
+// Batch `id` of kIdsOfNoStream's `i`th: one sample of device GPU-odd at t0 + i x 10 s.
+inline Batch OfNoStream(const std::string& id, int i, int64_t t0) {
+  Batch b = OfStream("odd", i, t0);
+  b.batch_id = id;
+  b.devices[0].uuid = b.samples[0].device_uuid = "GPU-odd";
+  return b;
+}
+
+// What a store migrated from one holding sequences 1..400 of `stream` (OfStream) and
+// kIdsOfNoStream (OfNoStream) answers: every id a duplicate, the newest compared by
+// content, the next sequence applied. `apply(batch)`: the store's outcome.
+template <class Apply>
+void ExpectMigratedBatchIdsStayDuplicates(const std::string& stream, int64_t t0, Apply&& apply) {
+  for (int64_t seq : {1, 144, 145, 400}) {
+    Result<ApplyOutcome> r = apply(OfStream(stream, seq, t0));
+    EXPECT_TRUE(r.ok() && *r == ApplyOutcome::kDuplicate) << seq << ": " << r.status().ToString();
+  }
+  for (int i = 0; i < static_cast<int>(kIdsOfNoStream.size()); ++i) {
+    Result<ApplyOutcome> r = apply(OfNoStream(kIdsOfNoStream[i], i, t0));
+    EXPECT_TRUE(r.ok() && *r == ApplyOutcome::kDuplicate) << kIdsOfNoStream[i] << ": " << r.status().ToString();
+  }
+  EXPECT_EQ(apply(OfStream(stream, 400, t0, /*digest=*/2)).status().code(), StatusCode::kAlreadyExists);
+  Result<ApplyOutcome> next = apply(OfStream(stream, 401, t0));
+  EXPECT_TRUE(next.ok() && *next == ApplyOutcome::kApplied) << next.status().ToString();
+}
 
 // A batch on its own node: device GPU-<node>, job j-<node>, `n` samples a minute apart
 // from `t0`.
