@@ -603,12 +603,14 @@ struct Cluster {
       // What an agent knows by then: a job still running has no end yet.
       if (b.jobs.back().end_ms && *b.jobs.back().end_ms >= h_end) b.jobs.back().end_ms.reset();
     }
-    // Serving deployments' agents scrape their vLLM engine every minute.
+    // Serving deployments' agents scrape their vLLM engine every minute: the minutes
+    // that end in (h, h_end], so that a span shorter than a minute (the live feed's)
+    // carries the scrape of the minute it ends, and every minute is scraped once.
     for (size_t k = 0; k < jobs.size(); ++k) {
       const SimJob& j = jobs[k];
       std::optional<size_t> first = j.pattern == Pattern::kServing ? FirstDeviceOn(j, node) : std::nullopt;
       if (!first) continue;
-      for (int64_t t = h + kMsPerMinute; t <= h_end; t += kMsPerMinute) {
+      for (int64_t t = FloorTo(h, kMsPerMinute) + kMsPerMinute; t <= h_end; t += kMsPerMinute) {
         if (t <= j.d.from_ms || t > std::min(j.d.to_ms, end)) continue;
         const SimJob* held = nullptr;
         double a = Activity(*first, t, &held);

@@ -221,6 +221,28 @@ TEST(DemoFleetTest, EachNodesBatchesAreOneStreamNumberedFromOne) {
   for (const auto& [stream, seqs] : seqs_of) EXPECT_EQ(seqs, (std::vector<int64_t>{1, 2, 3, 4})) << stream;
 }
 
+// Sent in spans shorter than a minute, as the live feed sends them, the fleet carries the
+// same serving scrapes and training progress as in hour-long spans: every minute's
+// scrape once (spans of 10 s had carried none).
+TEST(DemoFleetTest, ShortSpansCarryTheSameScrapesAndProgressAsAnHourLongOne) {
+  DemoOptions o = Small();
+  o.sample_interval_ms = 10'000;
+  DemoFleet hourly(o), live(o);
+  std::vector<Batch> one = hourly.Advance(kStart + kMsPerHour);
+  std::vector<Batch> many = live.Advance(kStart + kMsPerHour, 10'000);
+  auto scrapes = [](const std::vector<Batch>& batches) {
+    std::multiset<std::pair<std::string, int64_t>> out;
+    for (const Batch& b : batches) {
+      for (const ServingSnapshot& v : b.serving) out.insert({v.job_id, v.t_ms});
+      for (const Progress& p : b.progress) out.insert({"progress " + p.job_id, p.t_ms});
+    }
+    return out;
+  };
+  auto expected = scrapes(one);
+  EXPECT_GT(expected.size(), 60u);  // some deployment scraped each minute of the hour
+  EXPECT_EQ(scrapes(many), expected);
+}
+
 TEST(DemoFleetTest, CopiesTheClusterUnderNewNamesForALargerFleet) {
   DemoOptions big = Small();
   big.gpus = 700;  // 344 GPUs a cluster: three copies
