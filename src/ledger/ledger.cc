@@ -448,7 +448,7 @@ class Accumulator {
     std::unordered_map<std::pair<int64_t, int64_t>, int64_t, PairHash> partial_of;  // (device, job) -> key id
     std::vector<std::pair<bool, std::vector<std::string>>> partial_keys;  // (no job, key)
     std::map<std::pair<bool, std::vector<std::string>>, int64_t> partial_id;  // hour left empty
-    bool byjob = std::any_of(by.begin(), by.end(), IsJobDimension);
+    bool by_job = std::any_of(by.begin(), by.end(), IsJobDimension);
     std::unordered_map<int64_t, std::string> hour_keys;
     auto hour_at = std::find(by.begin(), by.end(), Dimension::kHour);
     std::array<CostNumerator, kIdleCauseCount> weights{}, scratch{};
@@ -459,17 +459,17 @@ class Accumulator {
     // device's atoms are mostly of one job) before the hash. And a key's atoms of one
     // hour follow each other (the hour rollups are read hour by hour), so a row is found
     // by its key's latest hour before its search.
-    const bool bydevice = std::any_of(by.begin(), by.end(), [](Dimension d) {
+    const bool by_device = std::any_of(by.begin(), by.end(), [](Dimension d) {
       return !IsJobDimension(d) && d != Dimension::kHour;
     });
     constexpr int64_t kNoKey = -1;
-    std::vector<int64_t> key_of_job(bydevice ? 0 : fleet_.job_count() + 1, kNoKey);  // by job rank
-    std::vector<int64_t> key_of_device(byjob ? 0 : fleet_.devices().size(), kNoKey);
+    std::vector<int64_t> key_of_job(by_device ? 0 : fleet_.job_count() + 1, kNoKey);  // by job rank
+    std::vector<int64_t> key_of_device(by_job ? 0 : fleet_.devices().size(), kNoKey);
     struct LastKey {
       int64_t job_id = -1;
       int64_t key = 0;
     };
-    std::vector<LastKey> last_key_of_device(byjob && bydevice ? fleet_.devices().size() : 0);
+    std::vector<LastKey> last_key_of_device(by_job && by_device ? fleet_.devices().size() : 0);
     // Each key's rows, by hour: (hour, row) sorted by hour. The hour rollups come hour by
     // hour, so a key's rows are mostly appended; the samples' hours come after them.
     using HourRow = std::pair<int64_t, size_t>;
@@ -482,7 +482,7 @@ class Accumulator {
     auto make_key = [&](const AtomCell& atom) {
       const store::DeviceRecord* dev = fleet_.device(atom.device_id);
       const Job* job = atom.job_id ? fleet_.job(atom.job_id) : nullptr;
-      std::pair<bool, std::vector<std::string>> key{byjob && job == nullptr, {}};
+      std::pair<bool, std::vector<std::string>> key{by_job && job == nullptr, {}};
       for (Dimension d : by) {
         key.second.push_back(d == Dimension::kHour ? std::string() : KeyPart(d, *dev, job, ""));
       }
@@ -496,11 +496,11 @@ class Accumulator {
     for (size_t i = 0; i < atoms_.size(); ++i) {
       const AtomCell& atom = atoms_[i];
       int64_t key_id = kNoKey;
-      if (!bydevice) {
+      if (!by_device) {
         int64_t& k = key_of_job[static_cast<size_t>(atom.name_rank & 0xffffffffu)];  // the job's rank
         if (k == kNoKey) k = make_key(atom);
         key_id = k;
-      } else if (!byjob) {
+      } else if (!by_job) {
         int64_t& k = key_of_device[atom.device_index];
         if (k == kNoKey) k = make_key(atom);
         key_id = k;
