@@ -2,7 +2,10 @@
 // crash_test runs them) on one database, the same batches sent to two of them at once
 // with retries, one killed with SIGKILL while batches are in flight and started again, then
 // the whole stream sent once more (a rolling restart's resends). The totals afterwards
-// equal one clean import of the same batches into SQLite, to the micro-unit.
+// equal one clean import of the same batches into SQLite, to the micro-unit. Twice: the
+// servers connected straight to PostgreSQL, and through one pgbouncer in transaction mode
+// (as operators deploy it: every transaction of every replica may land on another server
+// connection).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -43,12 +46,22 @@ bool Post(const std::string& url, const std::string& body) {
   return r.ok() && r->status == 200;
 }
 
-TEST(ReplicasTest, ThreeReplicasDuplicatesAndAKillNineEqualOneCleanImport) {
+// The parameter: whether the replicas reach the database through pgbouncer.
+class ReplicasTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ReplicasTest, ThreeReplicasDuplicatesAndAKillNineEqualOneCleanImport) {
   auto server = store::pgtest::PgTestServer::Shared();
   if (!server.ok()) GPULEDGER_SKIP_OR_FAIL_IN_CI() << server.status().ToString();
   auto db = (*server)->CreateDatabase("replicas");
   ASSERT_TRUE(db.ok()) << db.status().ToString();
+  // The price book, the totals and the count of batches read the database directly.
   const std::string pg_url = (*server)->Url(*db);
+  std::string replica_url = pg_url;
+  if (GetParam()) {
+    auto bouncer = (*server)->BouncerUrl(*db);
+    if (!bouncer.ok()) GPULEDGER_SKIP_OR_FAIL_IN_CI() << bouncer.status().ToString();
+    replica_url = *bouncer;
+  }
   TempDir dir;
   const std::string ref = dir.File("ref.db");
   std::vector<std::string> stream = NodeStream(kStart);
@@ -69,7 +82,7 @@ TEST(ReplicasTest, ThreeReplicasDuplicatesAndAKillNineEqualOneCleanImport) {
   std::array<std::string, 3> url;
   for (size_t i = 0; i < 3; ++i) {
     int port = 0;
-    pid[i] = StartServerChild(pg_url, kNow, &port);
+    pid[i] = StartServerChild(replica_url, kNow, &port);
     ASSERT_GT(port, 0) << "replica " << i << " did not start";
     url[i] = fmt::format("http://127.0.0.1:{}", port);
   }
@@ -104,13 +117,13 @@ TEST(ReplicasTest, ThreeReplicasDuplicatesAndAKillNineEqualOneCleanImport) {
   // Replica 1 restarts; the stream is sent to it once more (every batch a duplicate), and
   // replicas 0 and 2 restart one after the other (a rolling restart), answering the same.
   int port = 0;
-  pid[1] = StartServerChild(pg_url, kNow, &port);
+  pid[1] = StartServerChild(replica_url, kNow, &port);
   ASSERT_GT(port, 0);
   url[1] = fmt::format("http://127.0.0.1:{}", port);
   for (const std::string& body : stream) ASSERT_TRUE(Post(url[1], body));
   for (size_t i : {size_t{0}, size_t{2}}) {
     KillChild(pid[i]);
-    pid[i] = StartServerChild(pg_url, kNow, &port);
+    pid[i] = StartServerChild(replica_url, kNow, &port);
     ASSERT_GT(port, 0);
     url[i] = fmt::format("http://127.0.0.1:{}", port);
     ASSERT_TRUE(Post(url[i], stream.back()));
@@ -132,6 +145,9 @@ TEST(ReplicasTest, ThreeReplicasDuplicatesAndAKillNineEqualOneCleanImport) {
   ASSERT_TRUE(store.ok());
   EXPECT_EQ((*store)->Stats()->batches, static_cast<int64_t>(stream.size())) << "each batch applied once";
 }
+
+INSTANTIATE_TEST_SUITE_P(Connections, ReplicasTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "pgbouncer" : "postgresql"; });
 
 }  // namespace
 }  // namespace gpuledger::server

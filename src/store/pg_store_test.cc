@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <map>
 #include <thread>
 #include <tuple>
@@ -371,6 +374,108 @@ TEST_F(PgStoreTest, TwoReplicasApplyingTheSameBatchAtOnceApplyItOnce) {
   Batch changed = b;
   changed.content_digest = 43;
   EXPECT_EQ((*other)->ApplyBatch(Plan(changed)).status().code(), StatusCode::kAlreadyExists);
+}
+
+// Four replicas race one stream across its folds (docs/store-postgresql.md, "A fold and
+// a claim of one id"): two send every sequence in order, in group commits; a third fills
+// the gaps those two skip, each as the fold that passes over it runs; a fourth resends,
+// over and over, the ids the next fold will take, so that its claims meet the fold's
+// delete. Every id is applied exactly once, by whichever replica claimed it first, and
+// every other copy is a duplicate.
+TEST_F(PgStoreTest, ReplicasRacingOneStreamAcrossItsFoldsApplyEachIdOnce) {
+  using testing_batches::OfStream;
+  const std::string stream = "node-race-18c5a3b2f00";
+  constexpr int64_t kLast = 10 * kFoldEvery + kBatchIdsKept;  // ten folds
+  auto is_gap = [](int64_t seq) { return seq % 23 == 5 || (seq % kFoldEvery == 0 && seq % 3 == 0); };
+  std::array<std::unique_ptr<Store>, 4> stores;
+  stores[0] = std::move(store_);
+  for (size_t i = 1; i < stores.size(); ++i) {
+    auto s = OpenPgStore(server_->Url(db_));
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    stores[i] = std::move(*s);
+  }
+  std::vector<std::atomic<int>> applied(kLast + 1);
+  std::atomic<int64_t> frontier{0};  // the first sender's newest sequence
+  std::atomic<bool> failed{false}, done{false};
+  std::mutex failure_mu;
+  std::string failure;
+  std::atomic<int64_t> resent{0};
+  // Applies `seqs` as one group on replica `r`, each id again alone while the database
+  // answers kUnavailable (a concurrent writer: the store's word for "retry").
+  auto apply = [&](size_t r, const std::vector<int64_t>& seqs) {
+    std::vector<Batch> batches;  // what the plans point into
+    for (int64_t seq : seqs) batches.push_back(OfStream(stream, seq, kT0));
+    std::vector<IngestPlan> plans;
+    for (const Batch& b : batches) plans.push_back(Plan(b));
+    std::vector<Result<ApplyOutcome>> out = stores[r]->ApplyBatches(plans);
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      for (int attempt = 0; !out[i].ok() && out[i].status().code() == StatusCode::kUnavailable && attempt < 50;
+           ++attempt) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        out[i] = stores[r]->ApplyBatch(plans[i]);
+      }
+      if (!out[i].ok()) {
+        std::lock_guard lock(failure_mu);
+        failure = fmt::format("replica {}, sequence {}: {}", r, seqs[i], out[i].status().ToString());
+        failed = true;
+        return;
+      }
+      if (*out[i] == ApplyOutcome::kApplied) ++applied[static_cast<size_t>(seqs[i])];
+    }
+  };
+  auto in_order = [&](size_t r) {
+    for (int64_t first = 1; first <= kLast && !failed; first += 4) {
+      std::vector<int64_t> group;
+      for (int64_t seq = first; seq < first + 4 && seq <= kLast; ++seq) {
+        if (!is_gap(seq)) group.push_back(seq);
+      }
+      apply(r, group);
+      if (r == 0) frontier = first + 3;
+    }
+  };
+  auto gaps = [&] {
+    for (int64_t seq = 1; seq <= kLast && !failed; ++seq) {
+      if (!is_gap(seq)) continue;
+      // Claimed as the first sender applies the sequence whose fold cuts at it, or one
+      // of the few around it.
+      const int64_t when = std::min(kLast, seq + kBatchIdsKept + seq % 7 - 3);
+      while (frontier.load() < when && !failed) std::this_thread::sleep_for(std::chrono::microseconds(200));
+      apply(2, {seq});
+    }
+  };
+  auto resends = [&] {
+    while (!done && !failed) {
+      // The next fold, at the first multiple of kFoldEvery past the frontier, takes the ids
+      // up to its cut: resend the last few of them.
+      const int64_t next_fold = (frontier.load() / kFoldEvery + 1) * kFoldEvery;
+      const int64_t cut = next_fold - kBatchIdsKept;
+      if (cut < 3) {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+        continue;
+      }
+      apply(3, {cut - 2, cut - 1, cut});
+      ++resent;
+    }
+  };
+  std::thread t3(resends), t2(gaps), t1(in_order, 1), t0(in_order, 0);
+  t0.join();
+  t1.join();
+  t2.join();
+  done = true;
+  t3.join();
+  ASSERT_EQ(failure, "");
+  EXPECT_GT(resent.load(), 10 * 3) << "the resends should have met every fold";
+  for (int64_t seq = 1; seq <= kLast; ++seq) {
+    ASSERT_EQ(applied[static_cast<size_t>(seq)].load(), 1) << "sequence " << seq << " applied that many times";
+  }
+  auto stats = stores[0]->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->batches, kLast);
+  EXPECT_EQ(stats->samples, kLast);
+  for (int64_t seq : {int64_t{1}, int64_t{5}, int64_t{192}, kLast - kBatchIdsKept, kLast}) {
+    const Batch again = OfStream(stream, seq, kT0);
+    EXPECT_EQ(*stores[2]->ApplyBatch(Plan(again)), ApplyOutcome::kDuplicate) << seq;
+  }
 }
 
 // The read-after-acknowledgement lag between replicas is zero: a batch is acknowledged
