@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <memory_resource>
 #include <mutex>
 #include <tuple>
 #include <unordered_map>
@@ -15,6 +16,7 @@
 
 #include "ledger/attribution.h"
 #include "ledger/ingest_plan.h"
+#include "ledger/largest_remainders.h"
 
 namespace gpuledger::ledger {
 namespace {
@@ -379,11 +381,6 @@ class Accumulator {
     // Each atom's exact bucket costs, floored; the micro-units the floors leave out of the
     // rounded total go to the largest remainders (core/money.h's ApportionCosts, without
     // a vector of every exact cost: a remainder is below kCostDenominator < 2^32).
-    struct Remainder {
-      uint32_t rem;
-      uint32_t atom;
-      uint8_t bucket;
-    };
     static_assert(kCostDenominator < (int64_t{1} << 32));
     std::vector<std::array<Money, kBucketCount>>& cost = cost_;
     cost.assign(atoms_.size(), {});
@@ -412,28 +409,23 @@ class Accumulator {
         cost[i][b] = Money::FromMicros(f);
         floor_sum += f;
         if (r != 0) {
-          rems.push_back({r, static_cast<uint32_t>(i), static_cast<uint8_t>(b)});
+          rems.push_back({r, static_cast<uint32_t>(i), static_cast<uint32_t>(a.name_rank >> 32),
+                          static_cast<uint8_t>(b)});
         }
       }
     }
     int64_t extra = RoundCost(sum).micros() - floor_sum;
-    if (extra > 0) {
-      auto n = static_cast<std::ptrdiff_t>(std::min(rems.size(), static_cast<size_t>(extra)));
-      // Ties go to the earlier atom in (device uuid, job id, hour, price) order, then
-      // bucket: names, not the store's ids, so that the same data cost the same to the
-      // micro-unit in any store, whatever order its batches arrived in.
-      auto key = [&](const Remainder& r) {
-        const AtomCell& a = atoms_[r.atom];
-        return std::tie(a.name_rank, a.hour_ms, a.price_micros, r.bucket);
-      };
-      std::nth_element(rems.begin(), rems.begin() + n, rems.end(), [&](const Remainder& x, const Remainder& y) {
-        return x.rem != y.rem ? x.rem > y.rem : key(x) < key(y);
-      });
-      for (std::ptrdiff_t k = 0; k < n; ++k) {
-        const Remainder& r = rems[static_cast<size_t>(k)];
-        cost[r.atom][r.bucket] += Money::FromMicros(1);
-      }
-    }
+    // Ties go to the earlier atom in (device uuid, job id, hour, price) order, then
+    // bucket: names, not the store's ids, so that the same data cost the same to the
+    // micro-unit in any store, whatever order its batches arrived in.
+    const size_t n = std::min(rems.size(), static_cast<size_t>(std::max<int64_t>(extra, 0)));
+    ForLargestRemainders(
+        rems, n, fleet_.devices().size(),
+        [&](const Remainder& r) {  // after the device's rank (Remainder::rank)
+          const AtomCell& a = atoms_[r.atom];
+          return std::make_tuple(a.name_rank & 0xffffffffu, a.hour_ms, a.price_micros, r.bucket);
+        },
+        [&](const Remainder& r) { cost[r.atom][r.bucket] += Money::FromMicros(1); });
   }
 
   // The atoms' figures grouped by `by` (kHour only when the atoms are hourly), with the
@@ -665,7 +657,11 @@ class Accumulator {
   std::vector<std::array<Money, kBucketCount>> cost_;  // each atom's, once RoundCosts ran
   static constexpr uint32_t kNoAtom = ~uint32_t{0};
   // Not grouped by hour: each device's atoms by (job, price), by FleetIndex::IndexOf.
-  std::vector<std::vector<AtomRef>> atoms_of_device_;
+  // Their lists grow from nothing for every query (a month of 10,000 GPUs: some 400k atoms
+  // on 11,280 devices), so they take their memory from one arena that the query lets go
+  // of whole, rather than from malloc at each doubling and free at the end.
+  std::pmr::monotonic_buffer_resource lists_arena_;
+  std::pmr::vector<std::pmr::vector<AtomRef>> atoms_of_device_{&lists_arena_};
   // Grouped by hour: each device's atoms of the current hour, a list through
   // AtomCell::next_of_device from device_head_, valid while its stamp is hour_stamp_.
   uint64_t hour_stamp_ = 1;

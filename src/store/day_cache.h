@@ -24,6 +24,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <memory_resource>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -125,7 +126,11 @@ class RollupSummer {
   static constexpr int64_t kDenseIds = 1 << 20;
   std::vector<RollupSum> out_;
   std::vector<int64_t> hour_rows_;
-  std::vector<std::vector<std::pair<int64_t, size_t>>> jobs_of_;  // device id -> (job, index in out_)
+  // Device id -> (job, index in out_). The lists grow from nothing for every sum (a month
+  // of 10,000 GPUs: 400k pairs on 11,280 devices): their memory comes from one arena that
+  // the summer lets go of whole, rather than from malloc at each doubling.
+  std::pmr::monotonic_buffer_resource lists_arena_;
+  std::pmr::vector<std::pmr::vector<std::pair<int64_t, size_t>>> jobs_of_{&lists_arena_};
   std::unordered_map<std::pair<int64_t, int64_t>, size_t, PairHash> index_;  // ids from kDenseIds on
 };
 
