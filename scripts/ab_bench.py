@@ -3,7 +3,7 @@
 
     scripts/ab_bench.py --before OLD_BIN --after NEW_BIN --store DIR/fleet.db
         [--store-after DIR/fleet2.db] [--now 2026-10-26T00:00:00Z] [--rounds 3] [--reps 3]
-        [--work DIR] [--queries rec,weekly,usage7,usage30,chargeback]
+        [--work DIR] [--queries rec,weekly,usage7,usage30,chargeback,series30,heatmap7]
 
 Each build serves its own copy of the store (copied into --work, the demo's .toml beside
 the store giving prices and targets, without its objectives and rules), both up at once;
@@ -30,6 +30,8 @@ QUERIES = {
     "usage7": ("usage 7d by team", "/api/v1/usage?window=7d&by=team"),
     "usage30": ("usage 30d by team", "/api/v1/usage?window=30d&by=team"),
     "chargeback": ("chargeback 2026-10", "/api/v1/chargeback?period=2026-10"),
+    "series30": ("fleet series 30d by pool, 1h", "/api/v1/series?window=30d&by=pool&step=1h"),
+    "heatmap7": ("heatmap 7d, every device", "/api/v1/heatmap?window=7d"),
 }
 
 
