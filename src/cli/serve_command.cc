@@ -40,11 +40,27 @@ sigset_t BlockStopSignals() {
 // fresh mmap'd pages on every request, zeroed by the kernel page by page; the main arena
 // keeps freed memory for the next request, whichever thread makes it. Small allocations
 // still come from each thread's own cache. Measured in docs/benchmarks.md ("Reserved sums
-// and one malloc arena"). Before any thread starts.
+// and one malloc arena").
+//
+// And that arena keeps what a request frees, up to kKeptFreeBytes: blocks up to 32 MiB
+// (glibc's largest mmap threshold) come from the heap, and its top is given back to the
+// kernel only past kKeptFreeBytes. By default glibc trims whatever a request freed beyond
+// its dynamic threshold (at most 64 MiB), so an hourly series of a month, 100+ MB of atoms
+// at 1,000 GPUs, faulted its pages in afresh on every request (docs/benchmarks.md, "Freed
+// memory kept for the next request"). GLIBC_TUNABLES naming either threshold sets both
+// itself. Before any thread starts.
 void UseOneMallocArena() {
   const char* tunables = std::getenv("GLIBC_TUNABLES");
-  if (tunables != nullptr && std::string_view(tunables).find("arena_max") != std::string_view::npos) return;
-  mallopt(M_ARENA_MAX, 1);
+  const std::string_view named = tunables != nullptr ? tunables : "";
+  if (named.find("arena_max") == std::string_view::npos) mallopt(M_ARENA_MAX, 1);
+  const bool thresholds_named =
+      named.find("mmap_threshold") != std::string_view::npos || named.find("trim_threshold") != std::string_view::npos;
+  if (!thresholds_named) {
+    constexpr int kLargestFromTheHeap = 32 << 20;
+    constexpr int kKeptFreeBytes = 512 << 20;
+    mallopt(M_MMAP_THRESHOLD, kLargestFromTheHeap);
+    mallopt(M_TRIM_THRESHOLD, kKeptFreeBytes);
+  }
 }
 
 namespace {
