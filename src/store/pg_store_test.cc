@@ -464,7 +464,7 @@ TEST_F(PgStoreTest, ReplicasRacingOneStreamAcrossItsFoldsApplyEachIdOnce) {
   done = true;
   t3.join();
   ASSERT_EQ(failure, "");
-  EXPECT_GT(resent.load(), 10 * 3) << "the resends should have met every fold";
+  EXPECT_GT(resent.load(), 10 * 3) << "the resends should have run while the ten folds did";
   for (int64_t seq = 1; seq <= kLast; ++seq) {
     ASSERT_EQ(applied[static_cast<size_t>(seq)].load(), 1) << "sequence " << seq << " applied that many times";
   }

@@ -29,19 +29,32 @@ inline constexpr const char* kBatchesTableOfOldStores =
     "  INSERT INTO batches SELECT stream || '-' || seq, '', '0000000000000000', 0 FROM folded;"
     "DROP TABLE batch_ids; DROP TABLE batch_ranges;";
 
-// Batch `<stream>-<seq>`, as an agent numbers its batches: one sample of device
-// GPU-stream at t0 + seq x 10 s, content digest `digest`.
-inline Batch OfStream(const std::string& stream, int64_t seq, int64_t t0, uint64_t digest = 1) {
+// A batch on its own node: device GPU-<node>, job j-<node>, `n` samples a minute apart
+// from `t0`.
+inline Batch OnNode(const std::string& id, const std::string& node, int64_t t0, int n = 3) {
   Batch b;
-  b.batch_id = stream + "-" + std::to_string(seq);
-  b.source = "node-s";
+  b.batch_id = id;
+  b.source = node;
+  b.devices.push_back(Device{.uuid = "GPU-" + node, .node = node, .model = "NVIDIA H100", .pool = "p"});
+  b.jobs.push_back(Job{.id = "j-" + node, .team = "t"});
+  b.allocations.push_back(Allocation{"GPU-" + node, "j-" + node, t0, std::nullopt});
+  for (int i = 0; i < n; ++i) {
+    Sample s;
+    s.device_uuid = "GPU-" + node;
+    s.t_ms = t0 + i * kMsPerMinute;
+    s.sm_active = 0.25;
+    b.samples.push_back(s);
+  }
+  return b;
+}
+
+// Batch `<stream>-<seq>`, as an agent numbers its batches: OnNode's device GPU-stream
+// with one sample at t0 + seq x 10 s and no job, content digest `digest`.
+inline Batch OfStream(const std::string& stream, int64_t seq, int64_t t0, uint64_t digest = 1) {
+  Batch b = OnNode(stream + "-" + std::to_string(seq), "stream", t0 + seq * 10'000, 1);
+  b.jobs.clear();
+  b.allocations.clear();
   b.content_digest = digest;
-  b.devices.push_back(Device{.uuid = "GPU-stream", .node = "node-s", .model = "NVIDIA H100", .pool = "p"});
-  Sample s;
-  s.device_uuid = "GPU-stream";
-  s.t_ms = t0 + seq * 10'000;
-  s.sm_active = 0.5;
-  b.samples.push_back(s);
   return b;
 }
 
@@ -74,25 +87,6 @@ void ExpectMigratedBatchIdsStayDuplicates(const std::string& stream, int64_t t0,
   EXPECT_EQ(apply(OfStream(stream, 400, t0, /*digest=*/2)).status().code(), StatusCode::kAlreadyExists);
   Result<ApplyOutcome> next = apply(OfStream(stream, 401, t0));
   EXPECT_TRUE(next.ok() && *next == ApplyOutcome::kApplied) << next.status().ToString();
-}
-
-// A batch on its own node: device GPU-<node>, job j-<node>, `n` samples a minute apart
-// from `t0`.
-inline Batch OnNode(const std::string& id, const std::string& node, int64_t t0, int n = 3) {
-  Batch b;
-  b.batch_id = id;
-  b.source = node;
-  b.devices.push_back(Device{.uuid = "GPU-" + node, .node = node, .model = "NVIDIA H100", .pool = "p"});
-  b.jobs.push_back(Job{.id = "j-" + node, .team = "t"});
-  b.allocations.push_back(Allocation{"GPU-" + node, "j-" + node, t0, std::nullopt});
-  for (int i = 0; i < n; ++i) {
-    Sample s;
-    s.device_uuid = "GPU-" + node;
-    s.t_ms = t0 + i * kMsPerMinute;
-    s.sm_active = 0.25;
-    b.samples.push_back(s);
-  }
-  return b;
 }
 
 // Batch `id`: serving job "serve" and its snapshots of two engines every six hours for
