@@ -8,7 +8,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <map>
+#include <memory>
+#include <span>
+#include <system_error>
 
 namespace gpuledger::ledger {
 namespace {
@@ -83,13 +87,16 @@ std::ptrdiff_t NearestRank(size_t n, double p) {
 }  // namespace
 
 // The k-th smallest, found without sorting the rest (a week of a busy GPU's samples is
-// tens of thousands of them, and the weekly report takes thousands of these).
-double Percentile(std::vector<double> v, double p) {
+// tens of thousands of them, and the weekly report takes thousands of these); `v` is
+// left in another order.
+double PercentileInPlace(std::span<double> v, double p) {
   if (v.empty()) return 0;
   const std::ptrdiff_t k = NearestRank(v.size(), p);
   std::nth_element(v.begin(), v.begin() + k, v.end());
   return v[static_cast<size_t>(k)];
 }
+
+double Percentile(std::vector<double> v, double p) { return PercentileInPlace(v, p); }
 
 // In place and without a copy (a 10,000-GPU week is 20 million ratios): once the p95 is
 // in its place, the p50 is among the values before it, so the second selection reads
@@ -176,7 +183,7 @@ namespace {
 void ReadDeviceSamples(const std::vector<store::ActivitySample>& samples, const RightSizingOptions& options,
                        JobEvidence& e) {
   constexpr double kNoWork = 0.01;  // the idle-cause rules' "did no work"
-  std::vector<double> activity;
+  const size_t from = e.activity.size();  // this GPU's ratios are e.activity's from here
   int64_t prev_t = -1;
   int64_t idle_from = -1;    // notebooks' idle stretch (no activity at all)
   int64_t pause_from = -1;   // a stretch without work
@@ -205,7 +212,6 @@ void ReadDeviceSamples(const std::vector<store::ActivitySample>& samples, const 
   for (const store::ActivitySample& s : samples) {
     double r = s.activity.value_or(0.0);
     int64_t before = prev_t >= 0 ? prev_t : s.t_ms;
-    activity.push_back(r);
     e.activity.push_back(r);
     e.peak_memory_mib = std::max(e.peak_memory_mib, s.fb_used_mib.value_or(0.0));
     if (prev_t >= 0) e.sampled_ms += s.t_ms - prev_t;
@@ -239,7 +245,11 @@ void ReadDeviceSamples(const std::vector<store::ActivitySample>& samples, const 
   }
   if (pause_from >= 0) end_pause(prev_t);
   if (unused_from >= 0) end_unused(prev_t);
-  if (!activity.empty()) e.gpu_p95.push_back(Percentile(std::move(activity), 0.95));
+  // The GPU's p95 among its own ratios, in place: the job's percentiles, taken over all
+  // of them once its GPUs are read, do not mind their order.
+  if (e.activity.size() > from) {
+    e.gpu_p95.push_back(PercentileInPlace(std::span(e.activity).subspan(from), 0.95));
+  }
 }
 
 // The MIG slice and the idle shutdown: advice for one GPU's worth of notebook (serving
@@ -341,19 +351,41 @@ Result<std::vector<Recommendation>> Recommend(Ledger&, const UsageRead& read, co
   // Their samples' activity figures alone (store::ActivitySample), a block of spans per
   // read (store::SampleReadEnd): one round trip per block rather than per allocation (a
   // week of 1,000 GPUs has about 10,000).
-  // A candidate's spans are one run of `held`: once a block is read, the candidates
+  // Two threads take turns on the blocks: this one reads a block's chunks from the
+  // snapshot while a second decodes the block before and reduces it into the candidates
+  // (a 10,000-GPU week is 20 million samples; reading and decoding them was most of the
+  // weekly report, one after the other). The snapshot is used by this thread alone, the
+  // candidates by the second alone until it is waited for.
+  // A candidate's spans are one run of `held`: once a block is reduced, the candidates
   // before the next block's first are whole, their ratios reduced to percentiles.
   size_t whole = 0;  // the candidates before it are
-  for (size_t first = 0, end = 0; first < held.size(); first = end) {
-    end = store::SampleReadEnd(held, first);
-    GPULEDGER_ASSIGN_OR_RETURN(auto samples_of, store.ActivityOf(std::span(held).subspan(first, end - first)));
+  auto reduce = [&](size_t first, size_t end, const store::EncodedChunks& chunks) -> Status {
+    const std::span block = std::span<const store::DeviceRange>(held).subspan(first, end - first);
+    GPULEDGER_ASSIGN_OR_RETURN(auto samples_of, store::DecodeActivityOf(block, chunks));
     for (size_t k = first; k < end; ++k) {
       advice::ReadDeviceSamples(samples_of[k - first], options, candidates[held_by[k]]);
     }
-    for (const size_t until = end < held.size() ? held_by[end] : candidates.size(); whole < until; ++whole) {
-      advice::TakeActivityPercentiles(candidates[whole]);
+    return Status::Ok();
+  };
+  std::future<Status> reducing;
+  auto reduced = [&reducing] { return reducing.valid() ? reducing.get() : Status::Ok(); };
+  for (size_t first = 0, end = 0; first < held.size(); first = end) {
+    end = store::SampleReadEnd(held, first);
+    Result<store::EncodedChunks> chunks = store.EncodedChunksOf(std::span(held).subspan(first, end - first));
+    Status before = reduced();
+    if (!chunks.ok()) return chunks.status();
+    if (!before.ok()) return before;
+    auto block = std::make_shared<const store::EncodedChunks>(std::move(*chunks));
+    try {
+      reducing = std::async(std::launch::async, [&reduce, first, end, block] { return reduce(first, end, *block); });
+    } catch (const std::system_error&) {  // no thread to be had: this one reduces the block
+      GPULEDGER_RETURN_IF_ERROR(reduce(first, end, *block));
     }
+    // Meanwhile, here: the candidates before this block's first, whole and no longer
+    // touched by the second thread, reduced to their percentiles.
+    for (; whole < held_by[first]; ++whole) advice::TakeActivityPercentiles(candidates[whole]);
   }
+  GPULEDGER_RETURN_IF_ERROR(reduced());
   for (; whole < candidates.size(); ++whole) advice::TakeActivityPercentiles(candidates[whole]);
   std::vector<JobEvidence> evidence;
   evidence.reserve(candidates.size());

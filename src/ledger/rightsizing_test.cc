@@ -240,5 +240,67 @@ TEST(RecommendManyTest, EachJobIsAdvisedFromItsOwnSamples) {
   EXPECT_EQ(advised.size(), static_cast<size_t>(kJobs));  // every notebook, idle after 30 min
 }
 
+// A job's GPUs may lie on both sides of a block's end (each block's samples are decoded
+// and reduced on a second thread while the next block is read): 100 notebooks on three
+// GPUs each are 300 spans, and the 86th's three are the 256th to the 258th. Each job's
+// activity percentiles, peak memory and sampled hours are those of its own three GPUs'
+// samples, taken here by sorting them.
+TEST(RecommendManyTest, AJobWhoseGpusStraddleReadBlocksIsAdvisedFromAllOfThem) {
+  testing::TempLedger t;
+  ASSERT_TRUE(t.ledger().SetPrices(*PriceBook::Create(
+      {PriceEntry{"*", "*", CapacityType::kOnDemand, Money::FromUnits(7), {0, kForever}}})).ok());
+  constexpr int kJobs = 100, kGpusEach = 3;
+  constexpr int64_t kStep = 5 * kMsPerMinute;
+  const int64_t end = kBaseMs + 3 * kMsPerHour;
+  Batch b;
+  b.batch_id = "straddle";
+  std::map<std::string, std::vector<double>> activity_of;
+  std::map<std::string, double> peak_of;
+  std::map<std::string, int64_t> sampled_of;
+  for (int k = 0; k < kJobs; ++k) {
+    const std::string job = fmt::format("nb-{:03}", k);
+    b.jobs.push_back(Job{.id = job, .team = "nlp", .kind = JobKind::kNotebook});
+    for (int g = 0; g < kGpusEach; ++g) {
+      const std::string gpu = fmt::format("GPU-{:03}-{}", k, g);
+      b.devices.push_back(Device{.uuid = gpu, .model = "NVIDIA H100 80GB HBM3", .memory_mib = 81559, .pool = "p",
+                                 .sample_interval_ms = kStep});
+      b.allocations.push_back({gpu, job, kBaseMs, end});
+      // Busy for the first hour at levels of the job's and GPU's own, then idle (so that
+      // every notebook is advised to stop when idle); the last sample 5 min before the end.
+      for (int64_t ts = kBaseMs; ts < end; ts += kStep) {
+        const int64_t i = (ts - kBaseMs) / kStep;
+        Sample s{.device_uuid = gpu, .t_ms = ts};
+        s.sm_active = i < 12 ? static_cast<double>((k * 13 + g * 29 + i * 7) % 61 + 1) / 100.0 : 0.0;
+        s.fb_used_mib = static_cast<double>(1024 * (1 + (k * 3 + g + i) % 50));
+        activity_of[job].push_back(*s.sm_active);
+        peak_of[job] = std::max(peak_of[job], *s.fb_used_mib);
+        b.samples.push_back(s);
+      }
+      sampled_of[job] += end - kStep - kBaseMs;
+    }
+  }
+  auto r = t.ledger().Ingest(b);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto recs = Recommend(t.ledger(), {kBaseMs, end});
+  ASSERT_TRUE(recs.ok()) << recs.status().ToString();
+  auto nearest_rank = [](std::vector<double> v, double p) {
+    std::sort(v.begin(), v.end());
+    size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
+    return v[rank == 0 ? 0 : rank - 1];
+  };
+  std::map<std::string, int> advised;
+  for (const Recommendation& rec : *recs) {
+    const std::vector<double>& v = activity_of.at(rec.job_id);
+    EXPECT_EQ(rec.evidence,
+              fmt::format("activity p50 {:.0f}%, p95 {:.0f}%; peak memory {:.1f} GiB; {:.1f} h sampled on 3 GPU(s)",
+                          nearest_rank(v, 0.5) * 100, nearest_rank(v, 0.95) * 100, peak_of.at(rec.job_id) / 1024.0,
+                          static_cast<double>(sampled_of.at(rec.job_id)) / kMsPerHour))
+        << rec.job_id;
+    ++advised[rec.job_id];
+  }
+  EXPECT_EQ(advised.size(), static_cast<size_t>(kJobs));
+  EXPECT_TRUE(advised.count("nb-085")) << "the job across the first block's end";
+}
+
 }  // namespace
 }  // namespace gpuledger::ledger

@@ -271,9 +271,8 @@ Result<std::vector<Progress>> Reads::ProgressOf(int64_t job_id, const TimeRange&
   return out;
 }
 
-template <class Out>
-Result<std::vector<std::vector<Out>>> Reads::ChunksOf(std::span<const DeviceRange> ranges, ChunkDecoder<Out> decode) {
-  std::vector<std::vector<Out>> out(ranges.size());
+Result<EncodedChunks> Reads::EncodedChunksOf(std::span<const DeviceRange> ranges) {
+  EncodedChunks out;
   if (ranges.empty()) return out;
   // A chunk lies within one hour: those starting from the hour of the range's begin on.
   // Range by range, through the index (see kEachRange): as a join, 256 short ranges were
@@ -285,34 +284,19 @@ Result<std::vector<std::vector<Out>>> Reads::ChunksOf(std::span<const DeviceRang
                                    " ORDER BY r.i, c.first_ms",
                                    kRanges, fmt::format(kBounded, "first_ms"), kEachRange),
                        RangeArrays(ranges, true, true), "reading samples"));
-  std::vector<bool> ordered(ranges.size(), true);
   for (int i = 0; i < q.rows(); ++i) {
-    const size_t at = static_cast<size_t>(q.Int(i, 0) - 1);
-    const DeviceRange& r = ranges[at];
-    std::vector<Out>& samples = out[at];
-    int64_t first = q.Int(i, 1);
-    size_t before = samples.size();
-    if (!decode(q.Bytes(i, 2), first, r.range.begin_ms, r.range.end_ms, samples)) {
-      return Corrupt("sample_chunks", fmt::format("of device {} at {}", r.device_id, FormatTime(first)),
-                     "the chunk does not decode");
+    const int64_t at = q.Int(i, 0) - 1;
+    if (at < 0 || static_cast<size_t>(at) >= ranges.size()) {
+      return Corrupt("sample_chunks", fmt::format("of range {}", at + 1), "no such range was asked for");
     }
-    // Chunks come by first time; two batches' chunks of one hour may interleave.
-    if (before > 0 && samples.size() > before && samples[before].t_ms < samples[before - 1].t_ms) ordered[at] = false;
-  }
-  for (size_t at = 0; at < out.size(); ++at) {
-    if (!ordered[at]) {
-      std::stable_sort(out[at].begin(), out[at].end(), [](const Out& a, const Out& b) { return a.t_ms < b.t_ms; });
-    }
+    out.Add(static_cast<size_t>(at), q.Int(i, 1), q.Bytes(i, 2));
   }
   return out;
 }
 
-Result<std::vector<std::vector<ActivitySample>>> Reads::ActivityOf(std::span<const DeviceRange> ranges) {
-  return ChunksOf(ranges, DecodeActivity);
-}
-
 Result<std::vector<std::vector<Sample>>> Reads::SamplesOf(std::span<const DeviceRange> ranges) {
-  GPULEDGER_ASSIGN_OR_RETURN(auto out, ChunksOf(ranges, DecodeChunk));
+  GPULEDGER_ASSIGN_OR_RETURN(EncodedChunks chunks, EncodedChunksOf(ranges));
+  GPULEDGER_ASSIGN_OR_RETURN(auto out, DecodeSamplesOf(ranges, chunks));
   if (ranges.empty()) return out;
   GPULEDGER_ASSIGN_OR_RETURN(
       Rows p, c_.Query(fmt::format("SELECT r.i, p.t_ms, p.pid, p.job_key, p.fb_used_mib, p.sm_share FROM {}"

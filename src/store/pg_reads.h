@@ -53,7 +53,7 @@ class Reads final : public StoreSnapshot, private DayRowSource {
   Result<std::vector<ClosedPeriodRecord>> ClosedPeriods() override;
   Result<std::vector<FrozenLine>> FrozenLines() override;
   Result<std::vector<std::vector<Sample>>> SamplesOf(std::span<const DeviceRange> ranges) override;
-  Result<std::vector<std::vector<ActivitySample>>> ActivityOf(std::span<const DeviceRange> ranges) override;
+  Result<EncodedChunks> EncodedChunksOf(std::span<const DeviceRange> ranges) override;
   Result<std::unordered_map<int64_t, Sample>> LatestSamples() override;
   Result<std::vector<DirtyHour>> DirtyHours(size_t limit) override;
   Result<std::vector<DirtyHour>> DirtyHoursIn(const TimeRange& hours) override;
@@ -71,9 +71,6 @@ class Reads final : public StoreSnapshot, private DayRowSource {
   Status AddHourRows(const DaySplit& split, bool settled, RollupSummer& summer) override;
   // ListJobs, and the version of the jobs read in the same statement (none when no job).
   Result<std::vector<JobRecord>> ReadJobs(std::optional<int64_t>& version);
-  // The chunks of each range, decoded by `decode`, by time (SamplesOf without processes).
-  template <class Out>
-  Result<std::vector<std::vector<Out>>> ChunksOf(std::span<const DeviceRange> ranges, ChunkDecoder<Out> decode);
   Conn& c_;
   std::shared_ptr<DayRowCache> days_;
   std::shared_ptr<JobListCache> jobs_;

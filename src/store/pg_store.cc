@@ -394,8 +394,8 @@ class PgStore final : public Store, public ActionLog {
   Result<std::vector<std::vector<Sample>>> SamplesOf(std::span<const DeviceRange> ranges) override {
     return Locked([&](pg::Reads& r) { return r.SamplesOf(ranges); });
   }
-  Result<std::vector<std::vector<ActivitySample>>> ActivityOf(std::span<const DeviceRange> ranges) override {
-    return Locked([&](pg::Reads& r) { return r.ActivityOf(ranges); });
+  Result<EncodedChunks> EncodedChunksOf(std::span<const DeviceRange> ranges) override {
+    return Locked([&](pg::Reads& r) { return r.EncodedChunksOf(ranges); });
   }
   Result<std::unordered_map<int64_t, Sample>> LatestSamples() override {
     return Locked([](pg::Reads& r) { return r.LatestSamples(); });
@@ -1666,8 +1666,8 @@ class PgStore::PooledSnapshot final : public StoreSnapshot {
   Result<std::vector<std::vector<Sample>>> SamplesOf(std::span<const DeviceRange> ranges) override {
     return reads_.SamplesOf(ranges);
   }
-  Result<std::vector<std::vector<ActivitySample>>> ActivityOf(std::span<const DeviceRange> ranges) override {
-    return reads_.ActivityOf(ranges);
+  Result<EncodedChunks> EncodedChunksOf(std::span<const DeviceRange> ranges) override {
+    return reads_.EncodedChunksOf(ranges);
   }
   Result<std::unordered_map<int64_t, Sample>> LatestSamples() override { return reads_.LatestSamples(); }
   Result<std::vector<DirtyHour>> DirtyHours(size_t limit) override { return reads_.DirtyHours(limit); }

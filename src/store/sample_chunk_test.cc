@@ -12,6 +12,7 @@
 #include "store/store.h"
 #include "store/testing/chunk_samples.h"
 #include "store/testing/legacy_sample_chunk.h"
+#include "store/varint.h"
 
 namespace gpuledger::store {
 namespace {
@@ -438,6 +439,83 @@ TEST(SampleReadEndTest, ABlockEndsAt256RangesOr64DeviceDays) {
   std::vector<DeviceRange> year(3, DeviceRange{1, {0, 365 * kMsPerDay}});
   EXPECT_EQ(SampleReadEnd(year, 0), 1u);  // one range alone, however long
   EXPECT_EQ(SampleReadEnd(year, 1), 2u);
+}
+
+// Chunks read undecoded (EncodedChunks) decode by the ranges they were read for: each
+// range's samples trimmed to it, two chunks of one hour that interleave put back in time
+// order, whole samples and activity alike; a chunk that does not decode is named by its
+// device and time, and one outside the bytes or the ranges read is refused.
+TEST(EncodedChunksTest, DecodeByTheRangesTheyWereReadFor) {
+  std::mt19937_64 rng(20261207);
+  std::vector<Sample> hour = RandomSamples(rng, 60, kT0), next = RandomSamples(rng, 30, kT0 + kMsPerHour);
+  for (size_t i = 0; i < hour.size(); ++i) hour[i].t_ms = kT0 + static_cast<int64_t>(i) * kMsPerMinute;
+  for (size_t i = 0; i < next.size(); ++i) next[i].t_ms = kT0 + kMsPerHour + static_cast<int64_t>(i) * kMsPerMinute;
+  std::vector<Sample> odd, even;  // two batches' chunks of the hour, interleaved
+  for (size_t i = 0; i < hour.size(); ++i) (i % 2 ? odd : even).push_back(hour[i]);
+  const std::vector<DeviceRange> ranges = {{7, {kT0, kT0 + 2 * kMsPerHour}},
+                                           {9, {kT0 + 10 * kMsPerMinute, kT0 + 20 * kMsPerMinute}},
+                                           {7, {kT0 + 3 * kMsPerHour, kT0 + 4 * kMsPerHour}}};
+  EncodedChunks chunks;
+  chunks.Add(0, even.front().t_ms, Encode(even, even.front().t_ms));
+  chunks.Add(0, odd.front().t_ms, Encode(odd, odd.front().t_ms));
+  chunks.Add(0, kT0 + kMsPerHour, Encode(next, kT0 + kMsPerHour));
+  chunks.Add(1, kT0, Encode(hour, kT0));
+
+  // What each range must bring, from the samples themselves.
+  std::vector<std::vector<Sample>> want(ranges.size());
+  for (const std::vector<Sample>* part : {&hour, &next}) {
+    for (const Sample& smp : *part) want[0].push_back(smp);
+  }
+  for (const Sample& smp : hour) {
+    if (smp.t_ms >= ranges[1].range.begin_ms && smp.t_ms <= ranges[1].range.end_ms) want[1].push_back(smp);
+  }
+  ASSERT_EQ(want[1].size(), 11u);
+  auto samples = DecodeSamplesOf(ranges, chunks);
+  ASSERT_TRUE(samples.ok()) << samples.status().ToString();
+  ASSERT_EQ(samples->size(), 3u);
+  for (size_t r = 0; r < 2; ++r) {
+    SCOPED_TRACE(::testing::Message() << "range " << r);
+    ExpectSame((*samples)[r], want[r]);
+  }
+  EXPECT_TRUE((*samples)[2].empty());
+  auto activity = DecodeActivityOf(ranges, chunks);
+  ASSERT_TRUE(activity.ok()) << activity.status().ToString();
+  for (size_t r = 0; r < ranges.size(); ++r) EXPECT_EQ((*activity)[r], ActivityOfWhole(want[r])) << "range " << r;
+  EXPECT_TRUE(DecodeActivityOf({}, EncodedChunks())->empty());
+
+  EncodedChunks corrupt = chunks;
+  corrupt.Add(1, kT0 + 5 * kMsPerMinute, std::string("\x80\x04\xff", 3));
+  auto refused = DecodeActivityOf(ranges, corrupt);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(),
+            "store: sample_chunks row of device 9 at " + FormatTime(kT0 + 5 * kMsPerMinute) +
+                " is corrupt: the chunk does not decode");
+  EXPECT_FALSE(DecodeSamplesOf(ranges, corrupt).ok());
+  EncodedChunks outside = chunks;
+  outside.chunks.push_back({3, kT0, 0, 1});
+  EXPECT_FALSE(DecodeActivityOf(ranges, outside).ok()) << "a fourth range, of three";
+  outside = chunks;
+  outside.chunks.back().size = outside.bytes.size();
+  EXPECT_FALSE(DecodeActivityOf(ranges, outside).ok()) << "past the bytes read";
+}
+
+// Skip reads past varints exactly as Varint reads them: the same end, refused alike (cut
+// short, or more than ten bytes long), over random byte strings of mostly long varints.
+TEST(VarintTest, SkipEndsWhereVarintEnds) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 20000; ++round) {
+    std::string bytes(rng() % 40, '\0');
+    for (char& c : bytes) c = static_cast<char>(rng() % 4 == 0 ? rng() % 0x80 : 0x80 | rng() % 0x80);
+    const size_t count = rng() % 6;
+    VarintReader read(bytes), skip(bytes);
+    bool ok = true;
+    uint64_t v;
+    for (size_t i = 0; i < count && ok; ++i) ok = read.Varint(v);
+    ASSERT_EQ(skip.Skip(count), ok) << "round " << round;
+    if (ok) {
+      ASSERT_EQ(skip.remaining(), read.remaining()) << "round " << round;
+    }
+  }
 }
 
 }  // namespace

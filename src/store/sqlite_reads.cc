@@ -364,53 +364,33 @@ Result<std::vector<Progress>> Reads::ProgressOf(int64_t job_id, const TimeRange&
 }
 
 Result<std::vector<std::vector<Sample>>> Reads::SamplesOf(std::span<const DeviceRange> ranges) {
-  std::vector<std::vector<Sample>> out;
-  out.reserve(ranges.size());
-  for (const DeviceRange& r : ranges) {
-    GPULEDGER_ASSIGN_OR_RETURN(auto samples, SamplesOfDevice(r.device_id, r.range));
-    out.push_back(std::move(samples));
-  }
-  return out;
-}
-
-Result<std::vector<std::vector<ActivitySample>>> Reads::ActivityOf(std::span<const DeviceRange> ranges) {
-  std::vector<std::vector<ActivitySample>> out(ranges.size());
+  GPULEDGER_ASSIGN_OR_RETURN(EncodedChunks chunks, EncodedChunksOf(ranges));
+  GPULEDGER_ASSIGN_OR_RETURN(auto out, DecodeSamplesOf(ranges, chunks));
   for (size_t i = 0; i < ranges.size(); ++i) {
-    GPULEDGER_RETURN_IF_ERROR(ChunksOfDevice(ranges[i].device_id, ranges[i].range, DecodeActivity, out[i]));
+    GPULEDGER_RETURN_IF_ERROR(AddProcesses(ranges[i].device_id, ranges[i].range, out[i]));
   }
   return out;
 }
 
-template <class Out>
-Status Reads::ChunksOfDevice(int64_t device_id, const TimeRange& range, ChunkDecoder<Out> decode,
-                             std::vector<Out>& out) {
-  Stmt& q = S(kSamplesOfDevice);
-  q.Bind(1, device_id).Bind(2, FloorTo(range.begin_ms, kMsPerHour)).Bind(3, range.end_ms);
-  bool ordered = true;
-  GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "sample_chunks", [&]() -> Status {
-    int64_t first = q.Int(0);
-    size_t before = out.size();
-    if (!decode(q.Blob(1), first, range.begin_ms, range.end_ms, out)) {
-      return Corrupt("sample_chunks", fmt::format("of device {} at {}", device_id, FormatTime(first)),
-                     "the chunk does not decode");
-    }
-    // Chunks come by first time; two batches' chunks of one hour may interleave.
-    if (before > 0 && out.size() > before && out[before].t_ms < out[before - 1].t_ms) ordered = false;
-    return Status::Ok();
-  }));
-  if (!ordered) {
-    std::stable_sort(out.begin(), out.end(), [](const Out& a, const Out& b) { return a.t_ms < b.t_ms; });
+Result<EncodedChunks> Reads::EncodedChunksOf(std::span<const DeviceRange> ranges) {
+  EncodedChunks out;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const DeviceRange& r = ranges[i];
+    Stmt& q = S(kSamplesOfDevice);
+    q.Bind(1, r.device_id).Bind(2, FloorTo(r.range.begin_ms, kMsPerHour)).Bind(3, r.range.end_ms);
+    GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "sample_chunks", [&]() -> Status {
+      out.Add(i, q.Int(0), q.Blob(1));
+      return Status::Ok();
+    }));
   }
-  return Status::Ok();
+  return out;
 }
 
-Result<std::vector<Sample>> Reads::SamplesOfDevice(int64_t device_id, const TimeRange& range) {
-  std::vector<Sample> out;
-  GPULEDGER_RETURN_IF_ERROR(ChunksOfDevice(device_id, range, DecodeChunk, out));
+Status Reads::AddProcesses(int64_t device_id, const TimeRange& range, std::vector<Sample>& out) {
   Stmt& p = S(kProcessesOfDevice);
   p.Bind(1, device_id).Bind(2, range.begin_ms).Bind(3, range.end_ms);
   size_t i = 0;
-  GPULEDGER_RETURN_IF_ERROR(ForEach(db_, p, "process_samples", [&]() -> Status {
+  return ForEach(db_, p, "process_samples", [&]() -> Status {
     int64_t t = p.Int(0);
     while (i < out.size() && out[i].t_ms < t) ++i;
     if (i == out.size() || out[i].t_ms != t) return Status::Ok();  // its sample was pruned
@@ -421,8 +401,7 @@ Result<std::vector<Sample>> Reads::SamplesOfDevice(int64_t device_id, const Time
     }
     out[i].processes.push_back(ProcessSample{p.Int(1), p.Text(2), *memory, p.OptDouble(4)});
     return Status::Ok();
-  }));
-  return out;
+  });
 }
 
 Result<std::unordered_map<int64_t, Sample>> Reads::LatestSamples() {

@@ -40,7 +40,7 @@ class Reads : public StoreSnapshot, private DayRowSource {
   Result<std::vector<ClosedPeriodRecord>> ClosedPeriods() override;
   Result<std::vector<FrozenLine>> FrozenLines() override;
   Result<std::vector<std::vector<Sample>>> SamplesOf(std::span<const DeviceRange> ranges) override;
-  Result<std::vector<std::vector<ActivitySample>>> ActivityOf(std::span<const DeviceRange> ranges) override;
+  Result<EncodedChunks> EncodedChunksOf(std::span<const DeviceRange> ranges) override;
   Result<std::unordered_map<int64_t, Sample>> LatestSamples() override;
   Result<std::vector<DirtyHour>> DirtyHours(size_t limit) override;
   Result<std::vector<DirtyHour>> DirtyHoursIn(const TimeRange& hours) override;
@@ -72,10 +72,8 @@ class Reads : public StoreSnapshot, private DayRowSource {
   Result<std::vector<std::pair<int64_t, int64_t>>> DayVersions(const TimeRange& days) override;
   Status ReadDay(int64_t day_ms, std::optional<int64_t>& version, const std::function<void(const DayRow&)>& fn) override;
   Status AddHourRows(const DaySplit& split, bool settled, RollupSummer& summer) override;
-  Result<std::vector<Sample>> SamplesOfDevice(int64_t device_id, const TimeRange& range);
-  // The chunks of one device over `range`, decoded by `decode` into `out`, by time.
-  template <class Out>
-  Status ChunksOfDevice(int64_t device_id, const TimeRange& range, ChunkDecoder<Out> decode, std::vector<Out>& out);
+  // The per-process figures of one device's samples `out` over `range`, into them.
+  Status AddProcesses(int64_t device_id, const TimeRange& range, std::vector<Sample>& out);
 
   sqlite3* db_;
   std::shared_ptr<DayRowCache> days_;

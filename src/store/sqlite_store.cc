@@ -365,8 +365,8 @@ class SqliteStore final : public Store, public ActionLog {
   Result<std::vector<std::vector<Sample>>> SamplesOf(std::span<const DeviceRange> ranges) override {
     return Locked([&] { return reads_->SamplesOf(ranges); });
   }
-  Result<std::vector<std::vector<ActivitySample>>> ActivityOf(std::span<const DeviceRange> ranges) override {
-    return Locked([&] { return reads_->ActivityOf(ranges); });
+  Result<EncodedChunks> EncodedChunksOf(std::span<const DeviceRange> ranges) override {
+    return Locked([&] { return reads_->EncodedChunksOf(ranges); });
   }
   Result<std::unordered_map<int64_t, Sample>> LatestSamples() override {
     return Locked([&] { return reads_->LatestSamples(); });
@@ -1579,8 +1579,8 @@ class SqliteStore::PooledSnapshot final : public StoreSnapshot {
   Result<std::vector<std::vector<Sample>>> SamplesOf(std::span<const DeviceRange> ranges) override {
     return r_->reads->SamplesOf(ranges);
   }
-  Result<std::vector<std::vector<ActivitySample>>> ActivityOf(std::span<const DeviceRange> ranges) override {
-    return r_->reads->ActivityOf(ranges);
+  Result<EncodedChunks> EncodedChunksOf(std::span<const DeviceRange> ranges) override {
+    return r_->reads->EncodedChunksOf(ranges);
   }
   Result<std::unordered_map<int64_t, Sample>> LatestSamples() override { return r_->reads->LatestSamples(); }
   Result<std::vector<DirtyHour>> DirtyHours(size_t limit) override { return r_->reads->DirtyHours(limit); }

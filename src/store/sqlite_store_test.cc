@@ -844,6 +844,24 @@ TEST_P(StoreContractTest, ActivityReadsAreTheActivityFiguresOfTheSamples) {
   ASSERT_TRUE(on_snapshot.ok()) << on_snapshot.status().ToString();
   EXPECT_EQ(*on_snapshot, want);
   EXPECT_TRUE((*snap)->ActivityOf({})->empty());
+  // The same chunks undecoded (a reader may decode them on another thread): each of a
+  // range asked for, by range and then by first time, decoding to the same samples.
+  auto encoded = (*snap)->EncodedChunksOf(ranges);
+  ASSERT_TRUE(encoded.ok()) << encoded.status().ToString();
+  ASSERT_FALSE(encoded->chunks.empty());
+  for (size_t c = 0; c < encoded->chunks.size(); ++c) {
+    const EncodedChunks::Chunk& chunk = encoded->chunks[c];
+    ASSERT_LT(chunk.range, ranges.size());
+    ASSERT_LE(chunk.offset + chunk.size, encoded->bytes.size());
+    if (c > 0) {
+      const EncodedChunks::Chunk& before = encoded->chunks[c - 1];
+      EXPECT_LE(std::tie(before.range, before.first_ms), std::tie(chunk.range, chunk.first_ms)) << c;
+    }
+  }
+  auto decoded = DecodeActivityOf(ranges, *encoded);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(*decoded, want);
+  EXPECT_TRUE((*snap)->EncodedChunksOf({})->chunks.empty());
 }
 
 // Every figure of a read sample, its processes too, as text: two reads compare equal

@@ -1,6 +1,6 @@
 // What every Store backend shares: the group of batches applied at once, the
-// single-device forms of the batch-oriented reads, the job counts of a window, and the
-// audit log's door.
+// single-device forms of the batch-oriented reads, the chunks' decoding, the job counts
+// of a window, and the audit log's door.
 #include "store/store.h"
 
 #include <fmt/format.h>
@@ -22,7 +22,54 @@ constexpr std::string_view kAbsent = "(absent)";
 constexpr char kKeyEnd = '\x1f';
 constexpr char kEntryEnd = '\x1e';
 
+// Each range's chunks decoded by `decode` into its samples, by time.
+template <class Out>
+Result<std::vector<std::vector<Out>>> DecodeChunksOf(std::span<const DeviceRange> ranges, const EncodedChunks& chunks,
+                                                     ChunkDecoder<Out> decode) {
+  std::vector<std::vector<Out>> out(ranges.size());
+  std::vector<bool> ordered(ranges.size(), true);
+  const std::string_view bytes = chunks.bytes;
+  for (const EncodedChunks::Chunk& c : chunks.chunks) {
+    if (c.range >= ranges.size() || c.offset > bytes.size() || c.size > bytes.size() - c.offset) {
+      return Internal(fmt::format("store: a chunk of range {} lies outside the {} ranges or {} bytes read", c.range,
+                                  ranges.size(), bytes.size()));
+    }
+    const DeviceRange& r = ranges[c.range];
+    std::vector<Out>& samples = out[c.range];
+    size_t before = samples.size();
+    if (!decode(bytes.substr(c.offset, c.size), c.first_ms, r.range.begin_ms, r.range.end_ms, samples)) {
+      return Internal(fmt::format("store: sample_chunks row of device {} at {} is corrupt: the chunk does not decode",
+                                  r.device_id, FormatTime(c.first_ms)));
+    }
+    // Chunks come by first time; two batches' chunks of one hour may interleave.
+    if (before > 0 && samples.size() > before && samples[before].t_ms < samples[before - 1].t_ms) {
+      ordered[c.range] = false;
+    }
+  }
+  for (size_t at = 0; at < out.size(); ++at) {
+    if (!ordered[at]) {
+      std::stable_sort(out[at].begin(), out[at].end(), [](const Out& a, const Out& b) { return a.t_ms < b.t_ms; });
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+Result<std::vector<std::vector<Sample>>> DecodeSamplesOf(std::span<const DeviceRange> ranges,
+                                                         const EncodedChunks& chunks) {
+  return DecodeChunksOf<Sample>(ranges, chunks, DecodeChunk);
+}
+
+Result<std::vector<std::vector<ActivitySample>>> DecodeActivityOf(std::span<const DeviceRange> ranges,
+                                                                  const EncodedChunks& chunks) {
+  return DecodeChunksOf<ActivitySample>(ranges, chunks, DecodeActivity);
+}
+
+Result<std::vector<std::vector<ActivitySample>>> StoreReads::ActivityOf(std::span<const DeviceRange> ranges) {
+  GPULEDGER_ASSIGN_OR_RETURN(EncodedChunks chunks, EncodedChunksOf(ranges));
+  return DecodeActivityOf(ranges, chunks);
+}
 
 std::vector<JobChange> DeclaredJobChanges(const Job& stored, const Job& declared) {
   auto number = [](int64_t v) { return v == 0 ? std::string() : std::to_string(v); };

@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -239,6 +240,34 @@ struct DeviceRange {
 // 10 s is 60,000 samples). Reports that read many devices' samples go block by block.
 size_t SampleReadEnd(std::span<const DeviceRange> ranges, size_t first);
 
+// The stored chunks of a block of ranges as the database holds them, not yet decoded: a
+// reader can take a block's bytes from its snapshot on one thread and decode them on
+// another while the snapshot reads the next block (the advice over a 10,000-GPU week,
+// where reading and decoding are most of the weekly report).
+struct EncodedChunks {
+  struct Chunk {
+    size_t range = 0;      // its entry of the ranges read
+    int64_t first_ms = 0;  // its first sample's time
+    size_t offset = 0;     // its data: bytes.substr(offset, size)
+    size_t size = 0;
+  };
+  std::string bytes;          // every chunk's data, one after the other
+  std::vector<Chunk> chunks;  // by range, and each range's by first_ms
+
+  void Add(size_t range, int64_t first_ms, std::string_view data) {
+    chunks.push_back({range, first_ms, bytes.size(), data.size()});
+    bytes.append(data);
+  }
+};
+
+// `chunks`, read for `ranges`, decoded as SamplesOf (without processes) and ActivityOf
+// return them: for each range, its samples with t in [range.begin, range.end], by time.
+// A chunk that does not decode is an error naming its device and first time.
+Result<std::vector<std::vector<Sample>>> DecodeSamplesOf(std::span<const DeviceRange> ranges,
+                                                       const EncodedChunks& chunks);
+Result<std::vector<std::vector<ActivitySample>>> DecodeActivityOf(std::span<const DeviceRange> ranges,
+                                                                const EncodedChunks& chunks);
+
 // Serving rows as the stores read them, in their key's order (job, time, engine, model),
 // put into the order their reads promise (engine, model, time): a stable sort by engine
 // and model (bytewise, on every backend), none when one engine and model, the usual case,
@@ -289,8 +318,11 @@ class StoreReads {
   Result<std::vector<Sample>> Samples(int64_t device_id, const TimeRange& range);
   // For each entry of `ranges`, in order: what SamplesOf would return, as ActivitySamples
   // (store/sample_chunk.h): the activity, memory, process count and gaps, and no other
-  // figure decoded, no per-process row read.
-  virtual Result<std::vector<std::vector<ActivitySample>>> ActivityOf(std::span<const DeviceRange> ranges) = 0;
+  // figure decoded, no per-process row read. DecodeActivityOf of EncodedChunksOf.
+  Result<std::vector<std::vector<ActivitySample>>> ActivityOf(std::span<const DeviceRange> ranges);
+  // For each entry of `ranges`: the stored chunks that hold its samples, undecoded (the
+  // chunks from the hour of its begin to its end; decoding trims them to the range).
+  virtual Result<EncodedChunks> EncodedChunksOf(std::span<const DeviceRange> ranges) = 0;
 
   // The latest sample of every device that has one (without its processes), by device
   // id: one read for the fleet.

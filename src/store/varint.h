@@ -44,6 +44,17 @@ class VarintReader {
     }
     return false;
   }
+  // Reads past `count` varints without decoding them; false where Varint would be.
+  bool Skip(size_t count) {
+    for (; count > 0; --count) {
+      // A varint has at most 10 bytes.
+      const uint8_t* last = end_ - p_ > 10 ? p_ + 10 : end_;
+      while (p_ < last && (*p_ & 0x80) != 0) ++p_;
+      if (p_ == last) return false;
+      ++p_;
+    }
+    return true;
+  }
   bool Signed(int64_t& v) {
     uint64_t u;
     if (!Varint(u)) return false;
