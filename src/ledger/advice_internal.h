@@ -89,10 +89,22 @@ double Median(std::vector<int64_t> v);
 void AdviseTraining(const JobEvidence& e, const FleetEvidence& fleet, const TimeRange& window,
                     const RightSizingOptions& options, std::vector<Recommendation>& out);
 
-// Serving advice for `e` from its engine's snapshots (fewer replicas, or a MIG slice for
-// a single-GPU deployment), appended to `out`; none when the snapshots show requests
-// queueing at p99 or the KV cache near full, or when there are none to show it.
-Status AdviseServing(store::StoreReads& store, const JobEvidence& e, const TimeRange& window,
-                     const RightSizingOptions& options, std::vector<Recommendation>& out);
+// What the serving advice weighs of a job's engine snapshots over the window (a week of
+// them is 10,000 a job; the advice keeps these few figures of each job, not the
+// snapshots).
+struct ServingEvidence {
+  size_t queue_scrapes = 0;  // snapshots with the queue's length
+  double queue_p99 = 0;
+  size_t kv_scrapes = 0;  // snapshots with the KV cache's usage
+  double kv_p95 = 0, kv_max = 0;
+};
+ServingEvidence SummarizeServing(const std::vector<ServingGauges>& snapshots);
+
+// Serving advice for `e` from its engine's snapshots (StoreReads::ServingGaugesOf,
+// summarized), fewer replicas or a MIG slice for a single-GPU deployment, appended to
+// `out`; none when the snapshots show requests queueing at p99 or the KV cache near full,
+// or when there are none to show it.
+void AdviseServing(const ServingEvidence& serving, const JobEvidence& e, const TimeRange& window,
+                   const RightSizingOptions& options, std::vector<Recommendation>& out);
 
 }  // namespace gpuledger::ledger::advice

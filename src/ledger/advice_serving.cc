@@ -10,20 +10,29 @@
 
 namespace gpuledger::ledger::advice {
 
-Status AdviseServing(store::StoreReads& store, const JobEvidence& e, const TimeRange& window,
-                     const RightSizingOptions& options, std::vector<Recommendation>& out) {
-  GPULEDGER_ASSIGN_OR_RETURN(auto snapshots, store.ServingGaugesOf(e.record->id, window));
+ServingEvidence SummarizeServing(const std::vector<ServingGauges>& snapshots) {
   std::vector<double> queue, kv;
   for (const ServingGauges& s : snapshots) {
     if (s.requests_waiting) queue.push_back(*s.requests_waiting);
     if (s.kv_cache_usage_ratio) kv.push_back(*s.kv_cache_usage_ratio);
   }
+  ServingEvidence out;
+  out.queue_scrapes = queue.size();
+  out.kv_scrapes = kv.size();
+  out.kv_max = kv.empty() ? 0 : *std::max_element(kv.begin(), kv.end());
+  out.queue_p99 = Percentile(std::move(queue), 0.99);
+  out.kv_p95 = Percentile(std::move(kv), 0.95);
+  return out;
+}
+
+void AdviseServing(const ServingEvidence& serving, const JobEvidence& e, const TimeRange& window,
+                   const RightSizingOptions& options, std::vector<Recommendation>& out) {
   const int n = e.gpus;
   // Without the engine's queue there is no telling whether latency has room to give: no
   // fewer replicas; a one-GPU deployment's MIG slice rests on its GPU's figures alone,
   // at low confidence, and says so.
-  if (queue.empty()) {
-    if (n != 1 || e.on_mig) return Status::Ok();
+  if (serving.queue_scrapes == 0) {
+    if (n != 1 || e.on_mig) return;
     auto profiles = MigProfilesFor(e.first_device->device.model, e.first_device->device.memory_mib);
     if (auto p = SmallestFittingProfile(profiles, e.activity_p95, e.peak_memory_mib)) {
       Recommendation r = MigAdvice(e, *p, window);
@@ -31,19 +40,17 @@ Status AdviseServing(store::StoreReads& store, const JobEvidence& e, const TimeR
       r.confidence = "low";
       out.push_back(std::move(r));
     }
-    return Status::Ok();
+    return;
   }
-  double queue_p99 = Percentile(queue, 0.99);
-  double kv_p95 = Percentile(kv, 0.95);
-  double kv_max = kv.empty() ? 0 : *std::max_element(kv.begin(), kv.end());
-  if (queue_p99 > 0 || kv_max >= options.kv_cache_near_full) return Status::Ok();
+  const double kv_p95 = serving.kv_p95, kv_max = serving.kv_max;
+  if (serving.queue_p99 > 0 || kv_max >= options.kv_cache_near_full) return;
   double activity_p95 = 0;
   for (double v : e.gpu_p95) activity_p95 += v;
   activity_p95 /= static_cast<double>(std::max<size_t>(1, e.gpu_p95.size()));
   std::string evidence = fmt::format(
       "queue empty at p99 ({} scrapes); KV cache p95 {:.0f}%, max {:.0f}%{}; GPU activity p95 {:.0f}% "
       "(mean over {} GPU(s)); peak memory {:.1f} GiB; window {} .. {}",
-      queue.size(), kv_p95 * 100, kv_max * 100, kv.empty() ? " (not reported)" : "", activity_p95 * 100,
+      serving.queue_scrapes, kv_p95 * 100, kv_max * 100, serving.kv_scrapes == 0 ? " (not reported)" : "", activity_p95 * 100,
       e.gpu_p95.size(), e.peak_memory_mib / 1024.0, FormatTime(window.begin_ms), FormatTime(window.end_ms));
   if (n == 1 && !e.on_mig) {
     auto profiles = MigProfilesFor(e.first_device->device.model, e.first_device->device.memory_mib);
@@ -52,14 +59,14 @@ Status AdviseServing(store::StoreReads& store, const JobEvidence& e, const TimeR
       r.evidence = evidence;
       out.push_back(std::move(r));
     }
-    return Status::Ok();
+    return;
   }
-  if (n < 2) return Status::Ok();
+  if (n < 2) return;
   // The load each of m replicas carries at p95 once the traffic of n is spread over them.
   double load = std::max(activity_p95, kv_p95);
   auto m = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(static_cast<double>(n) * load /
                                                                  options.serving_target_load)));
-  if (m >= n) return Status::Ok();
+  if (m >= n) return;
   Recommendation r = Base(e, RecommendationKind::kServingHeadroom, window);
   r.action = fmt::format("serve on {} GPUs instead of {} (fewer replicas): each then carries {:.0f}% at p95",
                          m, n, load * static_cast<double>(n) / static_cast<double>(m) * 100);
@@ -69,7 +76,6 @@ Status AdviseServing(store::StoreReads& store, const JobEvidence& e, const TimeR
   r.saving_share_den = n;
   r.saving = Scale(r.cost, n - m, n);
   out.push_back(std::move(r));
-  return Status::Ok();
 }
 
 }  // namespace gpuledger::ledger::advice

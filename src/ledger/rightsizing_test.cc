@@ -244,7 +244,10 @@ TEST(RecommendManyTest, EachJobIsAdvisedFromItsOwnSamples) {
 // and reduced on a second thread while the next block is read): 100 notebooks on three
 // GPUs each are 300 spans, and the 86th's three are the 256th to the 258th. Each job's
 // activity percentiles, peak memory and sampled hours are those of its own three GPUs'
-// samples, taken here by sorting them.
+// samples, taken here by sorting them. Two serving deployments after them, whose engine
+// snapshots are read while the second thread works on a block, are each advised from
+// their own: the one whose queue is empty gives up half its GPUs, the one with a queue
+// none.
 TEST(RecommendManyTest, AJobWhoseGpusStraddleReadBlocksIsAdvisedFromAllOfThem) {
   testing::TempLedger t;
   ASSERT_TRUE(t.ledger().SetPrices(*PriceBook::Create(
@@ -279,10 +282,39 @@ TEST(RecommendManyTest, AJobWhoseGpusStraddleReadBlocksIsAdvisedFromAllOfThem) {
       sampled_of[job] += end - kStep - kBaseMs;
     }
   }
+  for (const char* job : {"serve-idle", "serve-busy"}) {
+    b.jobs.push_back(Job{.id = job, .team = "recsys", .kind = JobKind::kServing});
+    for (int g = 0; g < 4; ++g) {
+      const std::string gpu = fmt::format("GPU-{}-{}", job, g);
+      b.devices.push_back(Device{.uuid = gpu, .model = "NVIDIA H100 80GB HBM3", .memory_mib = 81559, .pool = "p",
+                                 .sample_interval_ms = kStep});
+      b.allocations.push_back({gpu, job, kBaseMs, end});
+      for (int64_t ts = kBaseMs; ts < end; ts += kStep) {
+        b.samples.push_back(Sample{.device_uuid = gpu, .t_ms = ts, .sm_active = 0.2, .fb_used_mib = 30 * 1024.0});
+      }
+    }
+    for (int64_t ts = kBaseMs + kStep; ts < end; ts += kStep) {
+      b.serving.push_back(ServingSnapshot{.job_id = job, .t_ms = ts, .engine = "vllm", .model = "m",
+                                          .requests_waiting = std::string_view(job) == "serve-busy" ? 3.0 : 0.0,
+                                          .kv_cache_usage_ratio = 0.3});
+    }
+  }
   auto r = t.ledger().Ingest(b);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   auto recs = Recommend(t.ledger(), {kBaseMs, end});
   ASSERT_TRUE(recs.ok()) << recs.status().ToString();
+  std::map<std::string, int> serving_advice;
+  std::erase_if(*recs, [&](const Recommendation& rec) {
+    if (rec.job_id.starts_with("nb-")) return false;
+    ++serving_advice[rec.job_id];
+    EXPECT_EQ(rec.job_id, "serve-idle");
+    EXPECT_EQ(rec.kind, RecommendationKind::kServingHeadroom);
+    // Its load at p95 is the KV cache's 30%: two GPUs carry it at 60% each.
+    EXPECT_THAT(rec.action, HasSubstr("serve on 2 GPUs instead of 4"));
+    EXPECT_THAT(rec.evidence, HasSubstr("queue empty at p99 (35 scrapes)"));
+    return true;
+  });
+  EXPECT_EQ(serving_advice, (std::map<std::string, int>{{"serve-idle", 1}}));
   auto nearest_rank = [](std::vector<double> v, double p) {
     std::sort(v.begin(), v.end());
     size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
