@@ -180,6 +180,13 @@ std::vector<std::string> Migrations() {
       // 11: SqliteStore's version 16: batch ids keyed by stream and sequence, each
       // stream's older ones folded into runs (store/batch_ids.h).
       BatchIdsMigration(""),
+      // 12: PostgreSQL alone: the serving key carries the two gauges the advice reads
+      // (ServingGaugesOf), so that a job's week of them is an index-only scan in key order
+      // rather than a heap page per 26 rows of wide snapshots and a sort (a 10,000-GPU
+      // week: 13.6 ms a serving job against 4 ms; docs/benchmarks.md). SQLite's rows lie
+      // in their key's order already (WITHOUT ROWID): no version of its own.
+      "ALTER TABLE serving DROP CONSTRAINT serving_pkey,"
+      "  ADD PRIMARY KEY(job_id, t_ms, engine, model) INCLUDE (requests_waiting, kv_cache_usage);",
   };
 }
 
