@@ -358,8 +358,8 @@ Result<std::vector<Recommendation>> Recommend(Ledger&, const UsageRead& read, co
   // (a 10,000-GPU week is 20 million samples; reading and decoding them was most of the
   // weekly report, one after the other). The snapshot is used by this thread alone, the
   // candidates by the second alone until it is waited for.
-  // A candidate's spans are one run of `held`: once a block is reduced, the candidates
-  // before the next block's first are whole, their ratios reduced to percentiles.
+  // A candidate's spans are one run of `held`: once the blocks before a block are reduced,
+  // the candidates before that block's first are whole, their ratios reduced to percentiles.
   size_t whole = 0;  // the candidates before it are
   // The per-job reads (a training job's progress reports, a serving job's queue and KV
   // cache) are done on the request's thread too: in the loop's pauses, while the second

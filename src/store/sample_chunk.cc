@@ -38,6 +38,10 @@ constexpr uint64_t kColumnarDeflated = 0x201;
 // milliseconds, or a body bigger than such an hour could need.
 constexpr uint64_t kMaxSamples = 3'600'000;
 constexpr uint64_t kMaxBodyBytes = 64u << 20;
+// What a decoding thread keeps for its next chunk: columns of an hour at 1 s, and an
+// inflated body that size's chunks stay well under. A larger chunk's room is handed back.
+constexpr size_t kKeptColumnRows = 3600;
+constexpr size_t kKeptBodyBytes = 256u << 10;
 constexpr int kDeflateLevel = 6;  // 9 gave 0.3% less on the demo fleet, for more time
 // Smaller bodies are written plain: deflating a live batch's chunk of six samples saved
 // 5.5% of its bytes on the demo fleet (85.0 against 89.9 KB per device-day) for 6 us of
@@ -263,7 +267,7 @@ bool DecodeColumnar(std::string_view body, int64_t first_ms, int64_t from_ms, in
   VarintReader r(body);
   uint64_t n;
   if (!r.Varint(n) || n > kMaxSamples) return false;
-  // The columns' room, kept by each thread for its next chunk up to an hour at 1 s; more
+  // The columns' room, kept by each thread for its next chunk up to kKeptColumnRows; more
   // (a chunk may claim up to kMaxSamples) is handed back once this chunk is decoded.
   struct Columns {
     std::vector<uint64_t> runs, masks;
@@ -273,7 +277,7 @@ bool DecodeColumnar(std::string_view body, int64_t first_ms, int64_t from_ms, in
   struct Trim {
     Columns& c;
     ~Trim() {
-      if (c.t.capacity() > 3600) c = Columns();
+      if (c.t.capacity() > kKeptColumnRows) c = Columns();
     }
   } trim{room};
   std::vector<uint64_t>& runs = room.runs;
@@ -366,12 +370,11 @@ bool Decode(std::string_view data, int64_t first_ms, int64_t from_ms, int64_t to
   if (tag != kColumnarDeflated) return false;
   uint64_t size;
   if (!r.Varint(size) || size > kMaxBodyBytes) return false;
-  // Kept by each thread for its next chunk, up to 256 KiB (an hour's body at 1 s sampling
-  // is well under it); a larger one is handed back.
+  // Kept by each thread for its next chunk, up to kKeptBodyBytes.
   thread_local std::string body;
   bool ok = Inflate(data.substr(data.size() - r.remaining()), size, body) &&
             DecodeColumnar(body, first_ms, from_ms, to_ms, out);
-  if (body.capacity() > (256u << 10)) std::string().swap(body);
+  if (body.capacity() > kKeptBodyBytes) std::string().swap(body);
   return ok;
 }
 
