@@ -1636,6 +1636,11 @@ Result<StoreCheck> PgStore::Check(bool full) {
   return out;
 }
 
+// A snapshot's transaction, begun.
+constexpr std::string_view kBeginSnapshot = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+// How long Sibling waits for its second transaction to begin.
+constexpr std::chrono::milliseconds kSiblingWait{200};
+
 // A snapshot: a repeatable-read, read-only transaction on a connection of the pool, its
 // moment taken at once, ended (and the connection handed back) when destroyed.
 class PgStore::PooledSnapshot final : public StoreSnapshot {
@@ -1689,6 +1694,7 @@ class PgStore::PooledSnapshot final : public StoreSnapshot {
   }
   Result<PriceBook> LoadPriceBook() override { return reads_.LoadPriceBook(); }
   Result<StoreStats> Stats() override { return reads_.Stats(); }
+  std::unique_ptr<StoreSnapshot> Sibling() override;
 
  private:
   PgStore& store_;
@@ -1725,13 +1731,36 @@ Result<std::unique_ptr<StoreSnapshot>> PgStore::Snapshot() {
   // Without JIT: a query over partitioned tables is estimated costly enough to be compiled,
   // and the compiling took 170 ms of a 7 ms read. SET LOCAL ends with the transaction, so
   // it holds through pgbouncer in transaction mode too.
-  Status st = c->Exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL jit = off; SELECT 1",
-                      "taking a snapshot");
+  Status st = c->Exec(std::string(kBeginSnapshot) + "; SET LOCAL jit = off; SELECT 1", "taking a snapshot");
   if (!st.ok()) {
     if (!c->Broken() && c->InTransaction()) (void)c->Exec("ROLLBACK", "taking a snapshot");
     return st;
   }
   return std::unique_ptr<StoreSnapshot>(new PooledSnapshot(*this, std::move(c)));
+}
+
+std::unique_ptr<StoreSnapshot> PgStore::PooledSnapshot::Sibling() {
+  // The moment is exported by this transaction and imported by a second one, on a
+  // connection of the pool: what pg_dump's parallel workers do. Through pgbouncer in
+  // transaction mode both transactions hold a server connection of their own while open.
+  // Its errors (a lost connection, a subtransaction, no room to write the snapshot's file)
+  // leave this transaction unusable, and its next read says so.
+  Result<Rows> id = c_->Query("SELECT pg_export_snapshot()", "sharing a snapshot");
+  if (!id.ok() || id->rows() != 1) return nullptr;
+  const std::string name = id->Text(0, 0);
+  if (name.empty() || name.find_first_not_of("0123456789ABCDEFabcdef-") != std::string::npos) return nullptr;
+  Result<std::unique_ptr<Conn>> c = store_.TakeReader();
+  if (!c.ok()) return nullptr;
+  // Not waited for long: a second connection is worth having only at once. A pool that is
+  // full (each of its connections held by a snapshot whose query asks for a second one)
+  // would otherwise hold every query until pgbouncer's query_wait_timeout.
+  Status st = (*c)->ExecWithin(fmt::format("{}; SET TRANSACTION SNAPSHOT '{}'; SET LOCAL jit = off", kBeginSnapshot, name),
+                               "sharing a snapshot", kSiblingWait);
+  if (!st.ok()) {
+    // Mid-statement or failed: closed, not handed back to the pool.
+    return nullptr;
+  }
+  return std::unique_ptr<StoreSnapshot>(new PooledSnapshot(store_, std::move(*c)));
 }
 
 }  // namespace

@@ -76,6 +76,36 @@ class PgStoreTest : public ::testing::Test {
   std::unique_ptr<Store> store_;
 };
 
+// A snapshot's sibling is not waited for: through a pgbouncer whose pool for the role is
+// full (its one server connection held by the snapshot itself), Sibling gives none at
+// once, rather than holding the query in pgbouncer's queue until query_wait_timeout; the
+// snapshot reads on, and the connection that waited is withdrawn from the queue.
+TEST_F(PgStoreTest, ASiblingIsNotWaitedForWhenThePoolIsFull) {
+  ASSERT_TRUE(store_->ApplyBatch(Plan(OnNode("a", "na", kT0))).ok());
+  const std::string role(pgtest::kOneServerUser);
+  ASSERT_TRUE(server_->Exec(db_, fmt::format("DO $$ BEGIN CREATE ROLE {0} LOGIN SUPERUSER; "
+                                             "EXCEPTION WHEN duplicate_object THEN NULL; END $$",
+                                             role)).ok());
+  auto url = server_->BouncerUrl(db_, role);
+  if (!url.ok()) GPULEDGER_SKIP_OR_FAIL_IN_CI() << url.status().ToString();
+  auto narrow = OpenPgStore(*url);
+  ASSERT_TRUE(narrow.ok()) << narrow.status().ToString();
+  auto snap = (*narrow)->Snapshot();
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  const auto asked = std::chrono::steady_clock::now();
+  std::unique_ptr<StoreSnapshot> sibling = (*snap)->Sibling();
+  const auto waited = std::chrono::steady_clock::now() - asked;
+  EXPECT_EQ(sibling, nullptr) << "the role's one server connection is the snapshot's";
+  EXPECT_LT(waited, std::chrono::seconds(5)) << "Sibling waited in pgbouncer's queue";
+  EXPECT_EQ((*snap)->Stats()->batches, 1) << "the snapshot reads on";
+  snap->reset();
+  // The connection Sibling gave up on left pgbouncer's queue: the next snapshot has the
+  // role's one server connection.
+  auto next = (*narrow)->Snapshot();
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_EQ((*next)->Stats()->batches, 1);
+}
+
 // An unreachable database at start-up is kUnavailable, naming where it looked and never
 // the password.
 TEST_F(PgStoreTest, AnUnreachableDatabaseAtStartUpIsUnavailableWithoutThePassword) {

@@ -2,10 +2,12 @@
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
+#include <poll.h>
 
 #include <bit>
 #include <cmath>
 #include <iterator>
+#include <cerrno>
 #include <cstring>
 #include <regex>
 
@@ -226,6 +228,32 @@ Status Conn::Exec(std::string_view sql, std::string_view what) {
   Status out = (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) ? Status::Ok() : ErrorOf(c_, r, what);
   PQclear(r);
   return out;
+}
+
+Status Conn::ExecWithin(std::string_view sql, std::string_view what, std::chrono::milliseconds wait) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  const std::string text(sql);
+  if (PQsendQuery(c_, text.c_str()) != 1) return Unavailable(fmt::format("postgresql: {}: {}", what, PQerrorMessage(c_)));
+  Status out = Status::Ok();
+  for (;;) {
+    for (int unsent = PQflush(c_); unsent == 1 || PQisBusy(c_); unsent = PQflush(c_)) {
+      if (unsent < 0) return Unavailable(fmt::format("postgresql: {}: {}", what, PQerrorMessage(c_)));
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        return Unavailable(fmt::format("postgresql: {}: no answer within {} ms", what, wait.count()));
+      }
+      pollfd fd{PQsocket(c_), static_cast<short>(unsent == 1 ? POLLIN | POLLOUT : POLLIN), 0};
+      if (::poll(&fd, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) {
+        return Unavailable(fmt::format("postgresql: {}: {}", what, std::strerror(errno)));
+      }
+      if (PQconsumeInput(c_) != 1) return Unavailable(fmt::format("postgresql: {}: {}", what, PQerrorMessage(c_)));
+    }
+    PGresult* r = PQgetResult(c_);
+    if (r == nullptr) return out;
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && out.ok()) out = ErrorOf(c_, r, what);
+    PQclear(r);
+  }
 }
 
 Status Conn::Pipeline(std::string_view sql, const std::vector<Params>& rows, std::string_view what) {

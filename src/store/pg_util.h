@@ -7,6 +7,7 @@
 
 #include <libpq-fe.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -86,6 +87,10 @@ class Conn {
   Result<Rows> Query(std::string_view sql, std::string_view what) { return Query(sql, Params{}, what); }
   // Runs statements without parameters (several, separated by ';').
   Status Exec(std::string_view sql, std::string_view what);
+  // Exec, waiting at most `wait` for the answer: kUnavailable after it, and the
+  // connection is then mid-statement, to be closed rather than used again (closing it is
+  // what withdraws the statement from a pgbouncer queue, where it waits for a server).
+  Status ExecWithin(std::string_view sql, std::string_view what, std::chrono::milliseconds wait);
   // Runs `sql` once for each of `rows` in libpq's pipeline mode: all sent, then all
   // answered, one round trip. The first error is returned (the statements after it are
   // skipped by the server); REQUIRES: inside a transaction (an error aborts it).

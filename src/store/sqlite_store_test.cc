@@ -1283,6 +1283,34 @@ TEST_P(StoreContractTest, ASnapshotSeesOneCommittedMoment) {
   EXPECT_EQ((*later)->Stats()->batches, 2);
 }
 
+// A snapshot's sibling (StoreSnapshot::Sibling) sees the snapshot's moment, not the one
+// it was made at, from another thread while the snapshot reads on. SQLite has none to give.
+TEST_P(StoreContractTest, ASnapshotsSiblingSeesItsMomentOnAnotherThread) {
+  ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
+  auto snap = store_->Snapshot();
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  ASSERT_TRUE(store_->ApplyBatch(Plan(SamplesAt("b2", kT0 + 60'000, 3))).ok());
+  const int64_t id = store_->ListDevices()->at(0).id;
+  std::unique_ptr<StoreSnapshot> sibling = (*snap)->Sibling();
+  if (GetParam().name == "sqlite") {
+    EXPECT_EQ(sibling, nullptr) << "Debian's SQLite cannot share a read transaction's moment";
+    return;
+  }
+  ASSERT_NE(sibling, nullptr);
+  auto read = std::async(std::launch::async, [&]() -> Result<std::pair<size_t, int64_t>> {
+    GPULEDGER_ASSIGN_OR_RETURN(auto samples, sibling->Samples(id, {kT0, kT0 + kMsPerHour}));
+    GPULEDGER_ASSIGN_OR_RETURN(auto stats, sibling->Stats());
+    return std::pair{samples.size(), stats.batches};
+  });
+  EXPECT_EQ((*snap)->Samples(id, {kT0, kT0 + kMsPerHour})->size(), 3u) << "the snapshot reads on beside it";
+  auto seen = read.get();
+  ASSERT_TRUE(seen.ok()) << seen.status().ToString();
+  EXPECT_EQ(seen->first, 3u) << "the sibling saw a later moment than its snapshot's";
+  EXPECT_EQ(seen->second, 1);
+  sibling.reset();
+  EXPECT_EQ((*snap)->Stats()->batches, 1) << "the snapshot outlives its sibling";
+}
+
 // A group holds the writer; a snapshot is taken and read meanwhile, on another thread.
 TEST_P(StoreContractTest, ASnapshotNeverWaitsForAGroup) {
   ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());

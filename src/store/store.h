@@ -362,7 +362,15 @@ class StoreReads {
 // (the one when the snapshot was taken), whatever is committed meanwhile, and never waits
 // for a writer. Not thread-safe: one thread reads through it. Cheap to take; hold it for
 // one query, not longer (SQLite cannot checkpoint past the oldest open snapshot).
-class StoreSnapshot : public StoreReads {};
+class StoreSnapshot : public StoreReads {
+ public:
+  // Another snapshot of this one's moment, for a second thread to read beside this one (a
+  // query whose reads wait on the database more than on this process). Null where none
+  // can be had at once: the backend cannot share a moment between connections (SQLite:
+  // Debian's build has no sqlite3_snapshot_open), or no second connection is free now (a
+  // full pgbouncer pool is not waited for). The caller then reads on this one alone.
+  virtual std::unique_ptr<StoreSnapshot> Sibling() { return nullptr; }
+};
 
 // The store: reads (on the writer's connection, seeing what it committed), snapshots for
 // concurrent readers, and the writer path. Thread-safe: writes are serialized by the

@@ -272,7 +272,7 @@ void PgTestServer::StopBouncer() const {
   if (pidfile >> pid && pid > 0) ::kill(pid, SIGTERM);
 }
 
-Result<std::string> PgTestServer::BouncerUrl(std::string_view db) {
+Result<std::string> PgTestServer::BouncerUrl(std::string_view db, std::string_view user) {
   std::lock_guard lock(bouncer_mu_);
   if (!bouncer_started_) {
     const fs::path exe = "/usr/sbin/pgbouncer";
@@ -283,14 +283,14 @@ Result<std::string> PgTestServer::BouncerUrl(std::string_view db) {
     if (::chown(b.c_str(), account.uid, account.gid) != 0) return Unavailable("cannot chown pgbouncer's folder");
     {
       std::ofstream users(b / "users.txt");
-      users << "\"" << kSuperuser << "\" \"\"\n\"reader\" \"\"\n";
+      users << "\"" << kSuperuser << "\" \"\"\n\"reader\" \"\"\n\"" << kOneServerUser << "\" \"\"\n";
       std::ofstream ini(b / "pgbouncer.ini");
       ini << "[databases]\n* = host=" << socket_dir_.string() << " port=5432\n"
           << "[pgbouncer]\nlisten_addr =\nlisten_port = 6432\nunix_socket_dir = " << b.string() << "\n"
           << "auth_type = trust\nauth_file = " << (b / "users.txt").string() << "\n"
           << "pool_mode = transaction\nmax_client_conn = 1000\ndefault_pool_size = 20\n"
           << "logfile = " << (b / "pgbouncer.log").string() << "\npidfile = " << (b / "pgbouncer.pid").string()
-          << "\n";
+          << "\n[users]\n" << kOneServerUser << " = max_user_connections=1\n";
       if (!ini) return Unavailable("cannot write pgbouncer.ini");
     }
     GPULEDGER_RETURN_IF_ERROR(RunAs(exe.string(), {"-d", (b / "pgbouncer.ini").string()}));
@@ -299,7 +299,8 @@ Result<std::string> PgTestServer::BouncerUrl(std::string_view db) {
     if (!fs::exists(b / ".s.PGSQL.6432")) return Unavailable("pgbouncer did not start: " + Tail(b / "pgbouncer.log"));
     bouncer_started_ = true;
   }
-  return fmt::format("postgresql://{}@/{}?host={}&port=6432", kSuperuser, db, (dir_ / "bouncer").string());
+  return fmt::format("postgresql://{}@/{}?host={}&port=6432", user.empty() ? kSuperuser : user, db,
+                     (dir_ / "bouncer").string());
 }
 
 std::string PgTestServer::Url(std::string_view db, std::string_view user) const {

@@ -42,6 +42,11 @@ namespace gpuledger::store::pgtest {
 
 struct Account;
 
+// A role pgbouncer gives one server connection at most (max_user_connections = 1): what a
+// full pool does to its clients, who wait for a server in its queue. The test that uses
+// it creates the role in the database.
+inline constexpr std::string_view kOneServerUser = "one_server";
+
 class PgTestServer {
  public:
   // The test binary's server, started on the first call (initdb + pg_ctl start, a second
@@ -57,9 +62,10 @@ class PgTestServer {
   std::string Url(std::string_view db, std::string_view user = {}) const;
 
   // The URL of database `db` through a pgbouncer in transaction mode in front of this
-  // server (/usr/sbin/pgbouncer, Debian package pgbouncer), started on first use, as the
-  // server's user. kUnavailable when pgbouncer is not installed or does not start.
-  Result<std::string> BouncerUrl(std::string_view db);
+  // server (/usr/sbin/pgbouncer, Debian package pgbouncer), started on first use, as role
+  // `user` (the superuser when empty). kUnavailable when pgbouncer is not installed or
+  // does not start. It knows the superuser, `reader` and kOneServerUser.
+  Result<std::string> BouncerUrl(std::string_view db, std::string_view user = {});
 
   // Runs `sql` (any number of statements) in database `db` as the superuser.
   Status Exec(std::string_view db, std::string_view sql) const;
