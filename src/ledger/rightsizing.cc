@@ -366,7 +366,7 @@ Result<std::vector<Recommendation>> Recommend(Ledger&, const UsageRead& read, co
   // cache), each claimed once, by whichever thread comes first: a third thread's, on a
   // second snapshot of the same moment where the store has one to give (StoreSnapshot::
   // Sibling: on PostgreSQL the jobs' reads then wait on a second connection while the chunks
-  // are read on the first: the weekly report at 10,000 GPUs took 4.9 s rather than 6.7);
+  // are read on the first: the weekly report at 10,000 GPUs took 4.9-5.5 s, not 6.2-6.7);
   // this one's, in the loop's pauses, and the rest after the loop.
   struct JobRead {
     size_t candidate;
