@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <future>
 #include <map>
+#include <utility>
 
 #include "ledger/rightsizing.h"
 #include "ledger/targets.h"
@@ -132,19 +134,29 @@ Result<std::string> RenderWeeklyReport(ledger::Ledger& ledger, const TimeRange& 
                                        const WeeklyOptions& options) {
   TimeRange previous{week.begin_ms - 7 * kMsPerDay, week.begin_ms};
   // The week is read once for every table but the hourly charts (and the week before):
-  // each table is a grouping of the same rounded figures, from the same moment.
+  // each table is a grouping of the same rounded figures, from the same moment. The
+  // hourly charts and the week before, queries of their own, are read on a second thread
+  // meanwhile (or here, after the rest, where no thread can be had): the advice waits on
+  // the database for much of its time.
+  auto separately = std::async(std::launch::async | std::launch::deferred,
+                               [&ledger, &week, &previous]() -> Result<std::pair<UsageReport, UsageReport>> {
+                                 GPULEDGER_ASSIGN_OR_RETURN(UsageReport prev, ledger.Usage(previous, {Dimension::kTeam}));
+                                 GPULEDGER_ASSIGN_OR_RETURN(UsageReport hours, ledger.Usage(week, {Dimension::kHour}));
+                                 return std::pair{std::move(prev), std::move(hours)};
+                               });
   GPULEDGER_ASSIGN_OR_RETURN(ledger::UsageRead read, ledger.ReadUsage(week));
   GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_team, read.By({Dimension::kTeam}));
-  GPULEDGER_ASSIGN_OR_RETURN(UsageReport prev_team, ledger.Usage(previous, {Dimension::kTeam}));
   GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_pool, read.By({Dimension::kPool}));
   GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_kind, read.By({Dimension::kKind}));
   GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_experiment, read.By({Dimension::kTeam, Dimension::kExperiment}));
   GPULEDGER_ASSIGN_OR_RETURN(ledger::ChargebackReport chargeback, ledger.Chargeback(read, false));
   GPULEDGER_ASSIGN_OR_RETURN(auto waste, ledger.TopWaste(read, 5));
-  GPULEDGER_ASSIGN_OR_RETURN(UsageReport by_hour, ledger.Usage(week, {Dimension::kHour}));
+  GPULEDGER_ASSIGN_OR_RETURN(auto recs, ledger::Recommend(ledger, read));
+  GPULEDGER_ASSIGN_OR_RETURN(auto prev_and_hours, separately.get());
+  const UsageReport& prev_team = prev_and_hours.first;
+  const UsageReport& by_hour = prev_and_hours.second;
   const std::vector<ledger::TimelinePoint> hourly = StepsOf(by_hour, week, kMsPerHour);
   const std::vector<ledger::TimelinePoint> daily = StepsOf(by_hour, week, kMsPerDay);
-  GPULEDGER_ASSIGN_OR_RETURN(auto recs, ledger::Recommend(ledger, read));
 
   const UsageRow& t = by_team.total;
   const UsageRow& p = prev_team.total;
