@@ -1639,7 +1639,7 @@ Result<StoreCheck> PgStore::Check(bool full) {
 // A snapshot's transaction, begun.
 constexpr std::string_view kBeginSnapshot = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 // How long Sibling waits for its second transaction to begin.
-constexpr std::chrono::milliseconds kSiblingWait{200};
+constexpr std::chrono::milliseconds kSiblingWait{500};
 
 // A snapshot: a repeatable-read, read-only transaction on a connection of the pool, its
 // moment taken at once, ended (and the connection handed back) when destroyed.
@@ -1753,7 +1753,8 @@ std::unique_ptr<StoreSnapshot> PgStore::PooledSnapshot::Sibling() {
   if (!c.ok()) return nullptr;
   // Not waited for long: a second connection is worth having only at once. A pool that is
   // full (each of its connections held by a snapshot whose query asks for a second one)
-  // would otherwise hold every query until pgbouncer's query_wait_timeout.
+  // would otherwise hold every query until pgbouncer's query_wait_timeout. Long enough for
+  // pgbouncer to open a server connection on a loaded machine (a fork and a start-up).
   Status st = (*c)->ExecWithin(fmt::format("{}; SET TRANSACTION SNAPSHOT '{}'; SET LOCAL jit = off", kBeginSnapshot, name),
                                "sharing a snapshot", kSiblingWait);
   if (!st.ok()) {
