@@ -5,17 +5,22 @@
 // checks that they decode to exactly what went in, and that ChunkTimes and DecodeActivity
 // agree. The input is also read as a day's hour rollups (store/rollup_days.h): rows it
 // decodes to lie in the day, in (hour, job) order, and encode again to a blob that decodes
-// to the same rows.
+// to the same rows. And it is taken as a serving chunk (store/serving_chunk.h): where it
+// decodes, its gauges and times agree with it, and it encodes again to itself.
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "store/rollup_days.h"
 #include "store/sample_chunk.h"
+#include "store/serving_chunk.h"
 
 namespace gs = gpuledger::store;
 using gpuledger::Health;
@@ -37,6 +42,50 @@ struct Bytes {
 
 void Check(bool ok) {
   if (!ok) std::abort();
+}
+
+bool SameBits(const std::optional<double>& a, const std::optional<double>& b) {
+  return a.has_value() == b.has_value() && (!a || std::bit_cast<uint64_t>(*a) == std::bit_cast<uint64_t>(*b));
+}
+
+// `raw` as a serving chunk (store/serving_chunk.h): where it decodes whole, its gauges and
+// times decode too and are the whole snapshots', and the snapshots encoded again decode
+// to themselves.
+void CheckAsServingChunk(std::string_view raw, int64_t first) {
+  constexpr int64_t kAll0 = std::numeric_limits<int64_t>::min(), kAll1 = std::numeric_limits<int64_t>::max();
+  std::vector<gpuledger::ServingSnapshot> snapshots;
+  std::vector<gpuledger::ServingGauges> gauges;
+  std::vector<int64_t> times;
+  if (!gs::DecodeServingChunk(raw, first, kAll0, kAll1, snapshots)) {
+    (void)gs::DecodeServingGauges(raw, first, kAll0, kAll1, gauges);
+    (void)gs::ServingChunkTimes(raw, first, times);
+    return;
+  }
+  Check(gs::DecodeServingGauges(raw, first, kAll0, kAll1, gauges) && gs::ServingChunkTimes(raw, first, times));
+  Check(gauges.size() == snapshots.size() && times.size() == snapshots.size());
+  for (size_t i = 0; i < snapshots.size(); ++i) {
+    const gpuledger::ServingSnapshot& v = snapshots[i];
+    Check(gauges[i].t_ms == v.t_ms && times[i] == v.t_ms && SameBits(gauges[i].requests_waiting, v.requests_waiting) &&
+          SameBits(gauges[i].kv_cache_usage_ratio, v.kv_cache_usage_ratio));
+  }
+  if (snapshots.empty()) return;
+  std::vector<gpuledger::ServingSnapshot> again;
+  const int64_t first_again = snapshots.front().t_ms;
+  Check(gs::DecodeServingChunk(gs::EncodeServingChunk(snapshots), first_again, kAll0, kAll1, again));
+  Check(again.size() == snapshots.size());
+  for (size_t i = 0; i < again.size(); ++i) {
+    const gpuledger::ServingSnapshot &a = snapshots[i], &b = again[i];
+    Check(a.t_ms == b.t_ms && SameBits(a.requests_waiting, b.requests_waiting) &&
+          SameBits(a.requests_running, b.requests_running) && SameBits(a.kv_cache_usage_ratio, b.kv_cache_usage_ratio) &&
+          SameBits(a.prompt_tokens_total, b.prompt_tokens_total) &&
+          SameBits(a.generation_tokens_total, b.generation_tokens_total) &&
+          SameBits(a.preemptions_total, b.preemptions_total) && SameBits(a.requests_total, b.requests_total) &&
+          SameBits(a.executions_total, b.executions_total) && SameBits(a.queue_seconds_total, b.queue_seconds_total) &&
+          SameBits(a.compute_seconds_total, b.compute_seconds_total));
+    Check(gpuledger::EncodeHistogram(a.prefill_seconds) == gpuledger::EncodeHistogram(b.prefill_seconds) &&
+          gpuledger::EncodeHistogram(a.decode_seconds) == gpuledger::EncodeHistogram(b.decode_seconds) &&
+          gpuledger::EncodeHistogram(a.iteration_tokens) == gpuledger::EncodeHistogram(b.iteration_tokens));
+  }
 }
 
 }  // namespace
@@ -63,6 +112,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   std::vector<int64_t> times;
   (void)gs::ChunkTimes(raw, first, times);
+  CheckAsServingChunk(raw, first);
 
   // The input as samples: per sample a mask byte, a step, health, then the present
   // integers (figures as multiples of their precision, kept where a double is exact).

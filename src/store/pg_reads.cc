@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/serving.h"
+#include "store/serving_chunk.h"
 #include "store/minute_blob.h"
 #include "store/pg_util.h"
 #include "store/rollup_days.h"
@@ -164,49 +165,28 @@ Result<std::vector<AllocationRecord>> Reads::AllocationsOverlapping(const TimeRa
   return out;
 }
 
-Result<std::vector<ServingSnapshot>> Reads::ServingOf(int64_t job_id, const TimeRange& range) {
+Result<Rows> Reads::ServingChunksOf(int64_t job_id, const TimeRange& range, std::vector<ServingChunkRow>& out) {
+  // The chunks from the hour of range.begin on: one of an earlier hour ends before it.
   GPULEDGER_ASSIGN_OR_RETURN(
-      Rows q, c_.Query("SELECT engine, model, t_ms, requests_waiting, requests_running, kv_cache_usage,"
-                       " prompt_tokens, generation_tokens, preemptions, requests, executions, queue_seconds,"
-                       " compute_seconds, prefill, decode, iteration_tokens FROM serving WHERE job_id=$1"
-                       " AND t_ms >= $2 AND t_ms <= $3 ORDER BY t_ms, engine, model",
-                       Params().Add(job_id).Add(range.begin_ms).Add(range.end_ms), "reading serving snapshots"));
-  std::vector<ServingSnapshot> out;
-  for (int i = 0; i < q.rows(); ++i) {
-    ServingSnapshot v;
-    v.engine = q.Text(i, 0);
-    v.model = q.Text(i, 1);
-    v.t_ms = q.Int(i, 2);
-    v.requests_waiting = q.OptDouble(i, 3);
-    v.requests_running = q.OptDouble(i, 4);
-    v.kv_cache_usage_ratio = q.OptDouble(i, 5);
-    v.prompt_tokens_total = q.OptDouble(i, 6);
-    v.generation_tokens_total = q.OptDouble(i, 7);
-    v.preemptions_total = q.OptDouble(i, 8);
-    v.requests_total = q.OptDouble(i, 9);
-    v.executions_total = q.OptDouble(i, 10);
-    v.queue_seconds_total = q.OptDouble(i, 11);
-    v.compute_seconds_total = q.OptDouble(i, 12);
-    if (!DecodeHistogram(q.Bytes(i, 13), v.prefill_seconds) || !DecodeHistogram(q.Bytes(i, 14), v.decode_seconds) ||
-        !DecodeHistogram(q.Bytes(i, 15), v.iteration_tokens)) {
-      return Corrupt("serving", fmt::format("of job {} at {}", job_id, FormatTime(v.t_ms)),
-                     "a histogram does not decode");
-    }
-    out.push_back(std::move(v));
-  }
-  OrderByEngineAndModel(out);
-  return out;
+      Rows q, c_.Query("SELECT engine, model, first_ms, data FROM serving_chunks WHERE job_id = $1 AND first_ms >= $2"
+                       " AND first_ms <= $3",
+                       Params().Add(job_id).Add(ServingChunkHour(range.begin_ms)).Add(range.end_ms),
+                       "reading serving chunks"));
+  out.reserve(static_cast<size_t>(q.rows()));
+  for (int i = 0; i < q.rows(); ++i) out.push_back({q.Bytes(i, 0), q.Bytes(i, 1), q.Int(i, 2), q.Bytes(i, 3)});
+  return q;
+}
+
+Result<std::vector<ServingSnapshot>> Reads::ServingOf(int64_t job_id, const TimeRange& range) {
+  std::vector<ServingChunkRow> rows;
+  GPULEDGER_ASSIGN_OR_RETURN(Rows held, ServingChunksOf(job_id, range, rows));
+  return ServingOfChunks(job_id, rows, range);
 }
 
 Result<std::vector<ServingGauges>> Reads::ServingGaugesOf(int64_t job_id, const TimeRange& range) {
-  GPULEDGER_ASSIGN_OR_RETURN(
-      Rows q, c_.Query("SELECT t_ms, requests_waiting, kv_cache_usage FROM serving"
-                       " WHERE job_id=$1 AND t_ms >= $2 AND t_ms <= $3 ORDER BY t_ms, engine, model",
-                       Params().Add(job_id).Add(range.begin_ms).Add(range.end_ms), "reading serving gauges"));
-  std::vector<ServingGauges> out;
-  out.reserve(static_cast<size_t>(q.rows()));
-  for (int i = 0; i < q.rows(); ++i) out.push_back({q.Int(i, 0), q.OptDouble(i, 1), q.OptDouble(i, 2)});
-  return out;
+  std::vector<ServingChunkRow> rows;
+  GPULEDGER_ASSIGN_OR_RETURN(Rows held, ServingChunksOf(job_id, range, rows));
+  return ServingGaugesOfChunks(job_id, rows, range);
 }
 
 Result<std::vector<JobChange>> Reads::JobChangesOf(int64_t job_id) {

@@ -25,6 +25,7 @@
 #include "store/job_list_cache.h"
 #include "store/rollup_days.h"
 #include "store/sample_chunk.h"
+#include "store/serving_chunk.h"
 
 namespace gpuledger::store {
 namespace {
@@ -187,11 +188,81 @@ std::vector<std::string> Migrations() {
       // in their key's order already (WITHOUT ROWID): no version of its own.
       "ALTER TABLE serving DROP CONSTRAINT serving_pkey,"
       "  ADD PRIMARY KEY(job_id, t_ms, engine, model) INCLUDE (requests_waiting, kv_cache_usage);",
+      // 13: SqliteStore's version 17: serving snapshots packed per job, engine, model,
+      // hour and batch (store/serving_chunk.h); the rows of `serving` are moved into chunks
+      // by ConvertServingToChunks, which also drops it. Rows up to 8 KB stay in line, as
+      // sample_chunks' (TOAST cannot compress a deflated chunk).
+      "CREATE TABLE serving_chunks(job_id BIGINT NOT NULL, engine TEXT NOT NULL, model TEXT NOT NULL,"
+      "  first_ms BIGINT NOT NULL, last_ms BIGINT NOT NULL, n BIGINT NOT NULL, data BYTEA NOT NULL,"
+      "  PRIMARY KEY(job_id, engine, model, first_ms)) WITH (toast_tuple_target = 8160);"
+      "CREATE TABLE serving_unmerged(job_id BIGINT NOT NULL, engine TEXT NOT NULL, model TEXT NOT NULL,"
+      "  hour_ms BIGINT NOT NULL, PRIMARY KEY(job_id, engine, model, hour_ms));",
   };
 }
 
 // The schema version whose migration also runs FillDayHours.
 constexpr size_t kDayHoursVersion = 7;
+// The schema version whose migration also runs ConvertServingToChunks.
+constexpr size_t kChunkedServingVersion = 13;
+
+constexpr std::string_view kInsertServingChunk =
+    "INSERT INTO serving_chunks(job_id, engine, model, first_ms, last_ms, n, data) VALUES($1, $2, $3, $4, $5, $6, $7)";
+
+// The row that writes the chunk of `snapshots` (in time order) of a job, engine and model.
+Params ServingChunkParams(int64_t job, std::string_view engine, std::string_view model,
+                          std::span<const ServingSnapshot> snapshots) {
+  Params p;
+  p.Add(job).Add(engine).Add(model).Add(snapshots.front().t_ms).Add(snapshots.back().t_ms);
+  p.Add(static_cast<int64_t>(snapshots.size())).AddBytes(EncodeServingChunk(snapshots));
+  return p;
+}
+
+// Schema version 13: moves the rows of the old `serving` table (one per snapshot) into
+// chunks, one per job, engine, model and hour, a job at a time, and drops the table.
+Status ConvertServingToChunks(Conn& c) {
+  GPULEDGER_ASSIGN_OR_RETURN(Rows jobs, c.Query("SELECT DISTINCT job_id FROM serving ORDER BY 1", "listing serving jobs"));
+  for (int j = 0; j < jobs.rows(); ++j) {
+    const int64_t job = jobs.Int(j, 0);
+    GPULEDGER_ASSIGN_OR_RETURN(
+        Rows q, c.Query("SELECT engine, model, t_ms, requests_waiting, requests_running, kv_cache_usage,"
+                        " prompt_tokens, generation_tokens, preemptions, requests, executions, queue_seconds,"
+                        " compute_seconds, prefill, decode, iteration_tokens FROM serving WHERE job_id = $1"
+                        " ORDER BY engine, model, t_ms",
+                        Params().Add(job), "reading serving snapshots"));
+    std::vector<Params> rows;
+    std::vector<ServingSnapshot> hour;
+    auto flush = [&] {
+      if (!hour.empty()) rows.push_back(ServingChunkParams(job, hour.front().engine, hour.front().model, hour));
+      hour.clear();
+    };
+    for (int i = 0; i < q.rows(); ++i) {
+      ServingSnapshot v;
+      v.engine = q.Text(i, 0);
+      v.model = q.Text(i, 1);
+      v.t_ms = q.Int(i, 2);
+      int col = 3;
+      for (std::optional<double>* f : {&v.requests_waiting, &v.requests_running, &v.kv_cache_usage_ratio,
+                                       &v.prompt_tokens_total, &v.generation_tokens_total, &v.preemptions_total,
+                                       &v.requests_total, &v.executions_total, &v.queue_seconds_total,
+                                       &v.compute_seconds_total}) {
+        *f = q.OptDouble(i, col++);
+      }
+      if (!DecodeHistogram(q.Bytes(i, 13), v.prefill_seconds) || !DecodeHistogram(q.Bytes(i, 14), v.decode_seconds) ||
+          !DecodeHistogram(q.Bytes(i, 15), v.iteration_tokens)) {
+        return Internal(fmt::format("store: serving row of job {} at {} is corrupt: a histogram does not decode", job,
+                                    FormatTime(v.t_ms)));
+      }
+      if (!hour.empty() && (v.engine != hour.front().engine || v.model != hour.front().model ||
+                            ServingChunkHour(v.t_ms) != ServingChunkHour(hour.front().t_ms))) {
+        flush();
+      }
+      hour.push_back(std::move(v));
+    }
+    flush();
+    GPULEDGER_RETURN_IF_ERROR(c.Pipeline(kInsertServingChunk, rows, "moving serving snapshots into chunks"));
+  }
+  return c.Exec("DROP TABLE serving", "moving serving snapshots into chunks");
+}
 
 // Replaces the rollup_day_hours rows of the device-days (devs[i], days[i]) with each
 // day's hour rows as they are now, and with `day_rows` their rollup_day rows with those
@@ -430,6 +501,7 @@ class PgStore final : public Store, public ActionLog {
 
   Status WriteRollups(const std::vector<RollupUpdate>& updates) override;
   Status MergeHourChunks(Conn& c, const std::vector<std::pair<int64_t, int64_t>>& hours);
+  Status MergeServingHours(Conn& c);
   Status SavePriceBook(const PriceBook& book) override;
   Status ClosePeriod(const ClosedPeriodRecord& period, std::span<const FrozenLine> lines) override;
   Result<int64_t> PruneSamples(int64_t before_ms) override;
@@ -585,6 +657,9 @@ Status PgStore::Migrate() {
     }
     if (v + 1 == kDayHoursVersion) {
       if (Status st = FillDayHours(c); !st.ok()) return fail(st.WithContext("migrating to schema version 7"));
+    }
+    if (v + 1 == kChunkedServingVersion) {
+      if (Status st = ConvertServingToChunks(c); !st.ok()) return fail(st.WithContext("migrating to schema version 13"));
     }
   }
   if (version < migrations.size()) {
@@ -1105,60 +1180,67 @@ Result<ApplyOutcome> PgStore::ApplyInTransaction(Conn& c, const IngestPlan& plan
   }
 
   if (!b.serving.empty()) {
-    // One INSERT for the batch's snapshots; one already stored (or twice in the batch) is
-    // refused, naming the first such.
-    std::vector<int64_t> job, t;
-    std::vector<std::string> engine, model, prefill, decode, iteration;
-    std::array<std::vector<std::optional<double>>, 10> figures;
+    // A chunk per job, engine, model and hour; a snapshot that one stored (or one before
+    // it in the batch) already has the time of is refused, naming the first such. The
+    // stored chunks of those hours are read at once.
+    std::vector<int64_t> jobs;
     for (size_t i = 0; i < b.serving.size(); ++i) {
-      const ServingSnapshot& v = b.serving[i];
-      GPULEDGER_ASSIGN_OR_RETURN(auto job_id, JobId(c, v.job_id, pending));
-      if (!job_id) return bad(fmt::format("serving[{}].job", i), fmt::format("unknown job {}", v.job_id));
-      job.push_back(*job_id);
-      engine.push_back(v.engine);
-      model.push_back(v.model);
-      t.push_back(v.t_ms);
-      size_t f = 0;
-      for (const std::optional<double>& x :
-           {v.requests_waiting, v.requests_running, v.kv_cache_usage_ratio, v.prompt_tokens_total,
-            v.generation_tokens_total, v.preemptions_total, v.requests_total, v.executions_total,
-            v.queue_seconds_total, v.compute_seconds_total}) {
-        figures[f++].push_back(x);
-      }
-      prefill.push_back(EncodeHistogram(v.prefill_seconds));
-      decode.push_back(EncodeHistogram(v.decode_seconds));
-      iteration.push_back(EncodeHistogram(v.iteration_tokens));
+      GPULEDGER_ASSIGN_OR_RETURN(auto job_id, JobId(c, b.serving[i].job_id, pending));
+      if (!job_id) return bad(fmt::format("serving[{}].job", i), fmt::format("unknown job {}", b.serving[i].job_id));
+      jobs.push_back(*job_id);
     }
-    Params rows;
-    rows.AddArray(job).AddArray(engine).AddArray(model).AddArray(t);
-    for (const auto& fig : figures) rows.AddArray(fig);
-    rows.AddArray(prefill).AddArray(decode).AddArray(iteration);
+    const std::vector<ServingChunkGroup> groups = GroupServing(b.serving, jobs);
+    std::vector<int64_t> g_job, g_hour;
+    std::vector<std::string> g_engine, g_model;
+    for (const ServingChunkGroup& g : groups) {
+      g_job.push_back(g.job_id);
+      g_engine.push_back(g.engine);
+      g_model.push_back(g.model);
+      g_hour.push_back(g.hour_ms);
+    }
+    Params keys;
+    keys.AddArray(g_job).AddArray(g_engine).AddArray(g_model).AddArray(g_hour);
     GPULEDGER_ASSIGN_OR_RETURN(
-        Rows inserted,
-        c.Query("INSERT INTO serving(job_id, engine, model, t_ms, requests_waiting, requests_running,"
-                " kv_cache_usage, prompt_tokens, generation_tokens, preemptions, requests, executions,"
-                " queue_seconds, compute_seconds, prefill, decode, iteration_tokens)"
-                " SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::float8[],"
-                " $6::float8[], $7::float8[], $8::float8[], $9::float8[], $10::float8[], $11::float8[],"
-                " $12::float8[], $13::float8[], $14::float8[], $15::text[], $16::text[], $17::text[])"
-                " ON CONFLICT DO NOTHING RETURNING job_id, engine, model, t_ms",
-                rows, "inserting serving snapshots"));
-    if (static_cast<size_t>(inserted.rows()) != b.serving.size()) {
-      // The rows are inserted in the batch's order, so the first of two equal keys is in.
-      std::multiset<std::tuple<int64_t, std::string, std::string, int64_t>> in;
-      for (int r = 0; r < inserted.rows(); ++r) {
-        in.emplace(inserted.Int(r, 0), inserted.Text(r, 1), inserted.Text(r, 2), inserted.Int(r, 3));
+        Rows there,
+        c.Query("SELECT u.i, s.first_ms, s.data FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[])"
+                " WITH ORDINALITY AS u(job, engine, model, hour, i) JOIN serving_chunks s ON s.job_id = u.job"
+                " AND s.engine = u.engine AND s.model = u.model AND s.first_ms >= u.hour AND s.first_ms < u.hour + 3600000",
+                keys, "reading stored serving chunks"));
+    std::vector<std::vector<int64_t>> stored(groups.size());
+    for (int r = 0; r < there.rows(); ++r) {
+      const size_t g = static_cast<size_t>(there.Int(r, 0) - 1);
+      if (!ServingChunkTimes(there.Bytes(r, 2), there.Int(r, 1), stored.at(g))) {
+        return Internal(fmt::format("store: serving_chunks row of job {} ({} {}) at {} is corrupt: the chunk does not decode",
+                                    g_job[g], g_engine[g], g_model[g], FormatTime(there.Int(r, 1))));
       }
-      for (size_t i = 0; i < b.serving.size(); ++i) {
-        auto it = in.find({job[i], engine[i], model[i], t[i]});
-        if (it != in.end()) {
-          in.erase(it);
-          continue;
-        }
-        const ServingSnapshot& v = b.serving[i];
-        return bad(fmt::format("serving[{}]", i),
-                   fmt::format("job {} already has a {} snapshot at {}", v.job_id, v.engine, FormatTime(v.t_ms)));
-      }
+    }
+    if (auto i = FirstDuplicate(groups, stored, b.serving)) {
+      const ServingSnapshot& v = b.serving[*i];
+      return bad(fmt::format("serving[{}]", *i),
+                 fmt::format("job {} already has a {} snapshot at {}", v.job_id, v.engine, FormatTime(v.t_ms)));
+    }
+    std::vector<Params> rows;
+    std::vector<int64_t> m_job, m_hour;
+    std::vector<std::string> m_engine, m_model;
+    std::vector<ServingSnapshot> chunk;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      chunk.clear();
+      for (size_t i : groups[g].indexes) chunk.push_back(b.serving[i]);
+      rows.push_back(ServingChunkParams(g_job[g], g_engine[g], g_model[g], chunk));
+      if (stored[g].empty()) continue;
+      m_job.push_back(g_job[g]);
+      m_engine.push_back(g_engine[g]);
+      m_model.push_back(g_model[g]);
+      m_hour.push_back(g_hour[g]);
+    }
+    GPULEDGER_RETURN_IF_ERROR(c.Pipeline(kInsertServingChunk, rows, "inserting serving snapshots"));
+    if (!m_job.empty()) {
+      GPULEDGER_RETURN_IF_ERROR(
+          c.Query("INSERT INTO serving_unmerged(job_id, engine, model, hour_ms)"
+                  " SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[]) ON CONFLICT DO NOTHING",
+                  Params().AddArray(m_job).AddArray(m_engine).AddArray(m_model).AddArray(m_hour),
+                  "marking serving hours to merge")
+              .status());
     }
   }
   pending.dirty = std::move(dirty);
@@ -1369,6 +1451,9 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
       }
     }
     m_blobs += '}';
+    // The serving hours to merge are not device-hours: merged whether or not another
+    // replica refreshed these.
+    GPULEDGER_RETURN_IF_ERROR(MergeServingHours(*c));
     if (wdev.empty()) return c->Exec("COMMIT", "writing rollups");
     Params keys;
     keys.AddArray(wdev).AddArray(whour);
@@ -1420,6 +1505,74 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
   }();
   if (!st.ok() && !c->Broken() && c->InTransaction()) (void)c->Exec("ROLLBACK", "writing rollups");
   return st;
+}
+
+// The chunks of each job, engine, model and hour that serving_unmerged names, as one
+// (store/serving_chunk.h), in `c`'s transaction. The names are claimed (locked, skipping
+// those another replica holds) and their chunks locked in key order, up to kMergedAtOnce
+// hours a refresh. A chunk that does not decode is left as it is, for the reads to name.
+Status PgStore::MergeServingHours(Conn& c) {
+  constexpr int kMergedAtOnce = 2000;
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows names, c.Query(fmt::format("SELECT job_id, engine, model, hour_ms FROM serving_unmerged ORDER BY 1, 2, 3, 4"
+                                      " LIMIT {} FOR UPDATE SKIP LOCKED",
+                                      kMergedAtOnce),
+                          "claiming serving hours to merge"));
+  if (names.rows() == 0) return Status::Ok();
+  std::vector<int64_t> job, hour;
+  std::vector<std::string> engine, model;
+  for (int i = 0; i < names.rows(); ++i) {
+    job.push_back(names.Int(i, 0));
+    engine.push_back(names.Text(i, 1));
+    model.push_back(names.Text(i, 2));
+    hour.push_back(names.Int(i, 3));
+  }
+  Params keys;
+  keys.AddArray(job).AddArray(engine).AddArray(model).AddArray(hour);
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows chunks,
+      c.Query("SELECT u.i, s.first_ms, s.data FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[])"
+              " WITH ORDINALITY AS u(job, engine, model, hour, i) JOIN serving_chunks s ON s.job_id = u.job"
+              " AND s.engine = u.engine AND s.model = u.model AND s.first_ms >= u.hour AND s.first_ms < u.hour + 3600000"
+              " ORDER BY u.i, s.first_ms FOR UPDATE OF s",
+              keys, "reading serving hours to merge"));
+  std::vector<int64_t> gone_job, gone_first;
+  std::vector<std::string> gone_engine, gone_model;
+  std::vector<Params> rows;
+  std::vector<StoredChunk> group;
+  for (int r = 0; r < chunks.rows();) {
+    const int64_t i = chunks.Int(r, 0);
+    const size_t k = static_cast<size_t>(i - 1);
+    group.clear();
+    for (; r < chunks.rows() && chunks.Int(r, 0) == i; ++r) {
+      group.push_back({chunks.Int(r, 1), std::string(chunks.Bytes(r, 2))});
+    }
+    MergedChunk merged;
+    if (group.size() < 2 || !MergeServingChunks(group, merged) || merged.n == 0) continue;
+    for (const StoredChunk& g : group) {
+      gone_job.push_back(job[k]);
+      gone_engine.push_back(engine[k]);
+      gone_model.push_back(model[k]);
+      gone_first.push_back(g.first_ms);
+    }
+    Params& p = rows.emplace_back();
+    p.Add(job[k]).Add(engine[k]).Add(model[k]).Add(merged.first_ms).Add(merged.last_ms).Add(merged.n).AddBytes(merged.data);
+  }
+  if (!rows.empty()) {
+    GPULEDGER_RETURN_IF_ERROR(
+        c.Query("DELETE FROM serving_chunks s USING unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[])"
+                " AS u(job, engine, model, first) WHERE s.job_id = u.job AND s.engine = u.engine AND s.model = u.model"
+                " AND s.first_ms = u.first",
+                Params().AddArray(gone_job).AddArray(gone_engine).AddArray(gone_model).AddArray(gone_first),
+                "merging serving chunks")
+            .status());
+    GPULEDGER_RETURN_IF_ERROR(c.Pipeline(kInsertServingChunk, rows, "merging serving chunks"));
+  }
+  return c.Query("DELETE FROM serving_unmerged n USING unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[])"
+                 " AS u(job, engine, model, hour) WHERE n.job_id = u.job AND n.engine = u.engine AND n.model = u.model"
+                 " AND n.hour_ms = u.hour",
+                 keys, "merging serving chunks")
+      .status();
 }
 
 // The chunks of each of `hours` as one, where there are several and the device's samples
@@ -1598,7 +1751,8 @@ Result<StoreCheck> PgStore::Check(bool full) {
   // PostgreSQL keeps its own pages sound (WAL; data checksums where the cluster has them).
   for (const char* table : {"meta", "batch_ids", "batch_ranges", "devices", "jobs", "allocations", "sample_chunks", "process_samples",
                             "rollup_hour", "rollup_minute", "rollup_day", "rollup_day_hours", "rollup_day_versions",
-                            "catalog_versions", "dirty_hours", "prices", "progress", "serving"}) {
+                            "catalog_versions", "dirty_hours", "prices", "progress", "serving_chunks",
+                            "serving_unmerged"}) {
     GPULEDGER_ASSIGN_OR_RETURN(Rows there, c->Query("SELECT to_regclass($1) IS NOT NULL", Params().Add(table), "checking"));
     if (there.Bytes(0, 0) != std::string_view("\x01", 1)) {
       out.problems.push_back(fmt::format("table {} is missing", table));

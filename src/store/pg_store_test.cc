@@ -126,7 +126,7 @@ TEST_F(PgStoreTest, ASchemaFromANewerBuildIsRefusedNamingBothVersions) {
   auto s = OpenPgStore(server_->Url(db_));
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_THAT(s.status().message(), HasSubstr("has schema version 999, newer than this build (12); upgrade gpuledger"));
+  EXPECT_THAT(s.status().message(), HasSubstr("has schema version 999, newer than this build (13); upgrade gpuledger"));
 }
 
 // A store of schema version 5 had hour rollups and no day rollups: migrating fills them
@@ -144,6 +144,7 @@ TEST_F(PgStoreTest, MigratesHourRollupsIntoDayRollups) {
   ASSERT_TRUE(
       server_
           ->Exec(db_, std::string(testing_batches::kBatchesTableOfOldStores) +
+                          testing_batches::ServingTableOfOldStores(/*postgresql=*/true) +
                           "DROP TABLE rollup_day; DROP TABLE rollup_day_hours; DROP TABLE rollup_day_versions; DROP FUNCTION rollup_day_new_version() CASCADE;"
                       " DROP TABLE catalog_versions; DROP FUNCTION jobs_new_version() CASCADE;"
                       " UPDATE meta SET value = '5' WHERE key = 'schema_version'")
@@ -198,6 +199,7 @@ TEST_F(PgStoreTest, MigratesBatchIdsIntoStreamsAndRuns) {
   store_.reset();
   ASSERT_TRUE(server_
                   ->Exec(db_, std::string(testing_batches::kBatchesTableOfOldStores) +
+                                  testing_batches::ServingTableOfOldStores(/*postgresql=*/true) +
                                   "UPDATE meta SET value = '10' WHERE key = 'schema_version'")
                   .ok());
   PGconn* c = Connect();
@@ -281,15 +283,18 @@ TEST_F(PgStoreTest, AStoreWithoutADayCacheReadsEveryDayFromTheDatabase) {
 }
 
 // A store of schema version 7 kept serving snapshots by (job, engine, model, time), so a
-// window of a job's snapshots read every one it ever reported: migrating keys them by
-// (job, time, engine, model), and a window reads as before. The key carries the advice's
-// two gauges (version 12), for reads of them alone from the index.
-TEST_F(PgStoreTest, MigratesServingSnapshotsToAKeyByJobAndTime) {
+// window of a job's snapshots read every one it ever reported: migrating keyed them by
+// (job, time, engine, model) (version 8, the advice's two gauges in the key from version
+// 12), then packed them in chunks per job, engine, model and hour (version 13), and a
+// window reads as before.
+TEST_F(PgStoreTest, MigratesServingSnapshotsIntoChunks) {
   const Batch b = testing_batches::ServingEverySixHours("serving", kT0);
   ASSERT_TRUE(store_->ApplyBatch(Plan(b)).ok());
+  const int64_t job = store_->ListJobs()->at(0).id;
   store_.reset();
   ASSERT_TRUE(server_
                   ->Exec(db_, std::string(testing_batches::kBatchesTableOfOldStores) +
+                                  testing_batches::ServingTableOfOldStores(/*postgresql=*/true, b, job) +
                                   "ALTER TABLE serving DROP CONSTRAINT serving_pkey,"
                               " ADD PRIMARY KEY(job_id, engine, model, t_ms); DROP TABLE rollup_day_versions; DROP FUNCTION rollup_day_new_version() CASCADE;"
                               " DROP TABLE catalog_versions; DROP FUNCTION jobs_new_version() CASCADE;"
@@ -298,25 +303,11 @@ TEST_F(PgStoreTest, MigratesServingSnapshotsToAKeyByJobAndTime) {
   auto s = OpenPgStore(server_->Url(db_));
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   store_ = std::move(*s);
-  const int64_t job = store_->ListJobs()->at(0).id;
-  const TimeRange day{kT0 + kMsPerDay, kT0 + 2 * kMsPerDay};
-  auto snapshots = store_->ServingOf(job, day);
-  ASSERT_TRUE(snapshots.ok()) << snapshots.status().ToString();
-  EXPECT_EQ(testing_batches::KeysOf(*snapshots), testing_batches::ServingIn(b, day.begin_ms, day.end_ms));
-  auto gauges = store_->ServingGaugesOf(job, day);
-  ASSERT_TRUE(gauges.ok()) << gauges.status().ToString();
-  EXPECT_EQ(testing_batches::Canonical(*gauges), testing_batches::GaugesIn(b, day.begin_ms, day.end_ms));
+  testing_batches::ExpectServingReadsAsSent(*store_, job, b, kT0);
   PGconn* c = Connect();
-  EXPECT_EQ(One(c, "SELECT string_agg(a.attname, ' ' ORDER BY k.n) FROM pg_index i"
-                   " CROSS JOIN unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)"
-                   " JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum"
-                   " WHERE i.indrelid = 'serving'::regclass AND i.indisprimary AND k.n <= i.indnkeyatts"),
-            "job_id t_ms engine model");
-  EXPECT_EQ(One(c, "SELECT string_agg(a.attname, ' ' ORDER BY k.n) FROM pg_index i"
-                   " CROSS JOIN unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)"
-                   " JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum"
-                   " WHERE i.indrelid = 'serving'::regclass AND i.indisprimary AND k.n > i.indnkeyatts"),
-            "requests_waiting kv_cache_usage");
+  // A chunk per engine, model and hour: the batch's 24 snapshots are each in an hour of its own.
+  EXPECT_EQ(One(c, "SELECT count(*) || ' ' || sum(n) FROM serving_chunks"), "24 24");
+  EXPECT_EQ(One(c, "SELECT to_regclass('serving') IS NULL"), "t");
   PQfinish(c);
 }
 

@@ -12,6 +12,7 @@
 #include "store/minute_blob.h"
 #include "store/rollup_days.h"
 #include "store/sample_chunk.h"
+#include "store/serving_chunk.h"
 #include "store/sqlite_util.h"
 
 namespace gpuledger::store::sqlite {
@@ -80,14 +81,9 @@ Status Reads::Prepare() {
        // The version of the jobs read (store/job_list_cache.h), in the same statement.
        " (SELECT version FROM catalog_versions WHERE name = 'jobs') FROM jobs ORDER BY id"},
       {kJobsVersion, "SELECT version FROM catalog_versions WHERE name = 'jobs'"},
-      {kServingOf,
-       "SELECT engine, model, t_ms, requests_waiting, requests_running, kv_cache_usage,"
-       " prompt_tokens, generation_tokens, preemptions, requests, executions, queue_seconds,"
-       " compute_seconds, prefill, decode, iteration_tokens FROM serving WHERE job_id=?1"
-       " AND t_ms >= ?2 AND t_ms <= ?3 ORDER BY t_ms, engine, model"},
-      {kServingGaugesOf,
-       "SELECT t_ms, requests_waiting, kv_cache_usage FROM serving"
-       " WHERE job_id=?1 AND t_ms >= ?2 AND t_ms <= ?3 ORDER BY t_ms, engine, model"},
+      // A job's chunks that may hold snapshots from ?2 to ?3: the first from the hour of ?2.
+      {kServingChunksOf,
+       "SELECT engine, model, first_ms, data FROM serving_chunks WHERE job_id=?1 AND first_ms >= ?2 AND first_ms <= ?3"},
       {kProgressOf,
        "SELECT t_ms, interval_ms, tokens, model_flops FROM progress WHERE job_id=?1 AND t_ms > ?2"
        " AND t_ms - interval_ms < ?3 ORDER BY t_ms"},
@@ -267,45 +263,32 @@ Result<std::vector<AllocationRecord>> Reads::AllocationsOverlapping(const TimeRa
 }
 
 Result<std::vector<ServingSnapshot>> Reads::ServingOf(int64_t job_id, const TimeRange& range) {
-  Stmt& q = S(kServingOf);
-  q.Bind(1, job_id).Bind(2, range.begin_ms).Bind(3, range.end_ms);
-  std::vector<ServingSnapshot> out;
-  GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "serving", [&]() -> Status {
-    ServingSnapshot v;
-    v.engine = q.Text(0);
-    v.model = q.Text(1);
-    v.t_ms = q.Int(2);
-    v.requests_waiting = q.OptDouble(3);
-    v.requests_running = q.OptDouble(4);
-    v.kv_cache_usage_ratio = q.OptDouble(5);
-    v.prompt_tokens_total = q.OptDouble(6);
-    v.generation_tokens_total = q.OptDouble(7);
-    v.preemptions_total = q.OptDouble(8);
-    v.requests_total = q.OptDouble(9);
-    v.executions_total = q.OptDouble(10);
-    v.queue_seconds_total = q.OptDouble(11);
-    v.compute_seconds_total = q.OptDouble(12);
-    if (!DecodeHistogram(q.Text(13), v.prefill_seconds) || !DecodeHistogram(q.Text(14), v.decode_seconds) ||
-        !DecodeHistogram(q.Text(15), v.iteration_tokens)) {
-      return Corrupt("serving", fmt::format("of job {} at {}", job_id, FormatTime(v.t_ms)),
-                     "a histogram does not decode");
-    }
-    out.push_back(std::move(v));
-    return Status::Ok();
-  }));
-  OrderByEngineAndModel(out);
-  return out;
+  ServingChunksRead read;
+  GPULEDGER_RETURN_IF_ERROR(ReadServingChunks(job_id, range, read));
+  return ServingOfChunks(job_id, read.rows, range);
 }
 
 Result<std::vector<ServingGauges>> Reads::ServingGaugesOf(int64_t job_id, const TimeRange& range) {
-  Stmt& q = S(kServingGaugesOf);
-  q.Bind(1, job_id).Bind(2, range.begin_ms).Bind(3, range.end_ms);
-  std::vector<ServingGauges> out;
-  GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "serving", [&] {
-    out.push_back({q.Int(0), q.OptDouble(1), q.OptDouble(2)});
+  ServingChunksRead read;
+  GPULEDGER_RETURN_IF_ERROR(ReadServingChunks(job_id, range, read));
+  return ServingGaugesOfChunks(job_id, read.rows, range);
+}
+
+Status Reads::ReadServingChunks(int64_t job_id, const TimeRange& range, ServingChunksRead& out) {
+  Stmt& q = S(kServingChunksOf);
+  q.Bind(1, job_id).Bind(2, ServingChunkHour(range.begin_ms)).Bind(3, range.end_ms);
+  std::vector<int64_t> first;
+  GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "serving_chunks", [&] {
+    first.push_back(q.Int(2));
+    out.held.emplace_back(q.Text(0));
+    out.held.emplace_back(q.Text(1));
+    out.held.emplace_back(q.Blob(3));
     return Status::Ok();
   }));
-  return out;
+  for (size_t i = 0; i < first.size(); ++i) {
+    out.rows.push_back({out.held[3 * i], out.held[3 * i + 1], first[i], out.held[3 * i + 2]});
+  }
+  return Status::Ok();
 }
 
 Result<std::vector<JobChange>> Reads::JobChangesOf(int64_t job_id) {

@@ -8,6 +8,7 @@
 
 #include "store/day_cache.h"
 #include "store/job_list_cache.h"
+#include "store/serving_chunk.h"
 #include "store/store.h"
 
 struct sqlite3;
@@ -61,10 +62,17 @@ class Reads : public StoreSnapshot, private DayRowSource {
   enum Id {
     kListDevices, kListJobs, kJobsVersion, kAllocationsOfDevice, kAllocationsOverlapping, kSamplesOfDevice,
     kProcessesOfDevice, kDirtyHours, kDirtyHoursIn, kHourRowsAroundDays, kSettledHourRowsAroundDays, kDayVersions, kReadDay,
-    kScanMinuteRollups, kScanSettledMinuteRollups, kLoadPrices, kProgressOf, kJobChangesOf, kClosedPeriods, kFrozenLines, kServingOf, kServingGaugesOf, kLatestSamples, kScanHourRollups, kScanDayHours, kCount
+    kScanMinuteRollups, kScanSettledMinuteRollups, kLoadPrices, kProgressOf, kJobChangesOf, kClosedPeriods, kFrozenLines, kServingChunksOf, kLatestSamples, kScanHourRollups, kScanDayHours, kCount
   };
   Status Prepare();
   Stmt& S(Id id);
+  // The chunks of a job that may hold snapshots of a range, and the text and bytes they
+  // point into.
+  struct ServingChunksRead {
+    std::vector<std::string> held;
+    std::vector<ServingChunkRow> rows;
+  };
+  Status ReadServingChunks(int64_t job_id, const TimeRange& range, ServingChunksRead& out);
   Result<std::vector<AllocationRecord>> ReadAllocations(Stmt& q);
   // ListJobs, and the version of the jobs read in the same statement (none when no job).
   Result<std::vector<JobRecord>> ReadJobs(std::optional<int64_t>& version);

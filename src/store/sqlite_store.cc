@@ -27,6 +27,7 @@
 #include "store/job_list_cache.h"
 #include "store/rollup_days.h"
 #include "store/sample_chunk.h"
+#include "store/serving_chunk.h"
 #include "store/sqlite_reads.h"
 #include "store/sqlite_util.h"
 #include "store/store.h"
@@ -207,15 +208,29 @@ std::vector<std::string> Migrations() {
       // runs (store/batch_ids.h); the source and sample count of each batch, which
       // nothing read, are not kept.
       BatchIdsMigration(kSqliteTableSuffix),
+      // 17: serving snapshots packed per job, engine, model, hour and batch
+      // (store/serving_chunk.h), as samples are; the rows of `serving` are moved into
+      // chunks by ConvertServingToChunks, which also drops it. A rowid table, as
+      // sample_chunks; the index finds a job's chunks. serving_unmerged names the hours
+      // that hold several chunks of one engine, for the rollup refresh to merge.
+      "CREATE TABLE serving_chunks(job_id INTEGER NOT NULL, engine TEXT NOT NULL, model TEXT NOT NULL,"
+      "  first_ms INTEGER NOT NULL, last_ms INTEGER NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL);"
+      "CREATE UNIQUE INDEX serving_chunks_by_job ON serving_chunks(job_id, engine, model, first_ms);"
+      "CREATE TABLE serving_unmerged(job_id INTEGER NOT NULL, engine TEXT NOT NULL, model TEXT NOT NULL,"
+      "  hour_ms INTEGER NOT NULL, PRIMARY KEY(job_id, engine, model, hour_ms))" + wr + ";",
   };
 }
 
 // The schema version whose migration also runs FillDayHours.
 constexpr size_t kDayHoursVersion = 12;
+constexpr const char* kInsertServingChunkSql =
+    "INSERT INTO serving_chunks(job_id, engine, model, first_ms, last_ms, n, data) VALUES(?1,?2,?3,?4,?5,?6,?7)";
 constexpr const char* kInsertDayHoursSql = "INSERT INTO rollup_day_hours(day_ms, device_id, hours) VALUES(?1,?2,?3)";
 
 // The schema version whose migration also runs ConvertSamplesToChunks.
 constexpr size_t kChunkedSamplesVersion = 5;
+// The schema version whose migration also runs ConvertServingToChunks.
+constexpr size_t kChunkedServingVersion = 17;
 
 // The old samples table kept ratios to 1e-4, memory to the MiB and power to the tenth
 // of a watt (as chunks do): read when migrating to chunks.
@@ -451,6 +466,7 @@ class SqliteStore final : public Store, public ActionLog {
       GPULEDGER_RETURN_IF_ERROR(Done(S(kPutDayVersion).Reset().Bind(1, day).Bind(2, NewDayVersion())));
     }
     for (const auto& [device, hour] : HoursToMerge(updates)) GPULEDGER_RETURN_IF_ERROR(MergeHourChunks(device, hour));
+    GPULEDGER_RETURN_IF_ERROR(MergeServingHours());
     return txn.Commit();
   }
 
@@ -487,6 +503,42 @@ class SqliteStore final : public Store, public ActionLog {
     Stmt& ins = S(kInsertChunk).Reset().Bind(1, device).Bind(2, merged.first_ms).Bind(3, merged.last_ms).Bind(4, merged.n);
     sqlite3_bind_blob(ins.get(), 5, merged.data.data(), static_cast<int>(merged.data.size()), SQLITE_STATIC);
     return Done(ins);
+  }
+
+  // The chunks of each job, engine, model and hour that serving_unmerged names, as one
+  // (store/serving_chunk.h). In the writer's transaction. A chunk that does not decode
+  // is left as it is, for the reads to name.
+  Status MergeServingHours() {
+    struct Key {
+      int64_t job;
+      std::string engine, model;
+      int64_t hour;
+    };
+    std::vector<Key> keys;
+    Stmt& q = S(kServingUnmerged).Reset();
+    GPULEDGER_RETURN_IF_ERROR(sqlite::ForEach(db_, q, "serving_unmerged", [&] {
+      keys.push_back({q.Int(0), q.Text(1), q.Text(2), q.Int(3)});
+      return Status::Ok();
+    }));
+    if (keys.empty()) return Status::Ok();
+    std::vector<StoredChunk> chunks;
+    for (const Key& k : keys) {
+      chunks.clear();
+      Stmt& c = S(kServingChunksOfHour).Reset().Bind(1, k.job).Bind(2, k.engine).Bind(3, k.model).Bind(4, k.hour);
+      GPULEDGER_RETURN_IF_ERROR(sqlite::ForEach(db_, c, "serving_chunks", [&] {
+        chunks.push_back({c.Int(0), std::string(c.Blob(1))});
+        return Status::Ok();
+      }));
+      MergedChunk merged;
+      if (chunks.size() < 2 || !MergeServingChunks(chunks, merged) || merged.n == 0) continue;
+      GPULEDGER_RETURN_IF_ERROR(Done(
+          S(kDeleteServingChunksOfHour).Reset().Bind(1, k.job).Bind(2, k.engine).Bind(3, k.model).Bind(4, k.hour)));
+      Stmt& ins = S(kInsertServingChunk).Reset().Bind(1, k.job).Bind(2, k.engine).Bind(3, k.model);
+      ins.Bind(4, merged.first_ms).Bind(5, merged.last_ms).Bind(6, merged.n);
+      sqlite3_bind_blob(ins.get(), 7, merged.data.data(), static_cast<int>(merged.data.size()), SQLITE_STATIC);
+      GPULEDGER_RETURN_IF_ERROR(Done(ins));
+    }
+    return Done(S(kDeleteServingUnmerged).Reset());
   }
 
   // Replaces the rollup_day_hours row of (device, day) with `rows` (none: no row).
@@ -809,7 +861,8 @@ class SqliteStore final : public Store, public ActionLog {
     kChunksOfHour, kDeleteChunksOfHour, kLastSampleOf, kInsertProcess,
     kMarkDirty, kDeleteHourRollup, kDeleteMinuteRollup, kInsertHourRollup, kInsertMinuteRollup,
     kDeleteDayRollup, kInsertDayRollup, kPutDayVersion, kDayHourRows, kDeleteDayHours, kInsertDayHours,
-    kClearDirty, kInsertPrice, kPruneSamples, kPruneProcesses, kInsertProgress, kInsertServing,
+    kClearDirty, kInsertPrice, kPruneSamples, kPruneProcesses, kInsertProgress, kInsertServingChunk, kServingChunksOfHour, kMarkServingUnmerged,
+    kServingUnmerged, kDeleteServingChunksOfHour, kDeleteServingUnmerged,
     kNextGeneration, kFirstGeneration, kStmtCount
   };
 
@@ -904,11 +957,16 @@ class SqliteStore final : public Store, public ActionLog {
         {kMarkDirty,
          "INSERT INTO dirty_hours(device_id, hour_ms, generation) VALUES(?1,?2,?3)"
          " ON CONFLICT(device_id, hour_ms) DO UPDATE SET generation=excluded.generation"},
-        {kInsertServing,
-         "INSERT INTO serving(job_id, engine, model, t_ms, requests_waiting, requests_running,"
-         " kv_cache_usage, prompt_tokens, generation_tokens, preemptions, requests, executions,"
-         " queue_seconds, compute_seconds, prefill, decode, iteration_tokens)"
-         " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)"},
+        {kInsertServingChunk, kInsertServingChunkSql},
+        {kServingChunksOfHour,
+         "SELECT first_ms, data FROM serving_chunks WHERE job_id=?1 AND engine=?2 AND model=?3"
+         " AND first_ms >= ?4 AND first_ms < ?4 + 3600000"},
+        {kMarkServingUnmerged, "INSERT OR IGNORE INTO serving_unmerged(job_id, engine, model, hour_ms) VALUES(?1,?2,?3,?4)"},
+        {kServingUnmerged, "SELECT job_id, engine, model, hour_ms FROM serving_unmerged"},
+        {kDeleteServingChunksOfHour,
+         "DELETE FROM serving_chunks WHERE job_id=?1 AND engine=?2 AND model=?3 AND first_ms >= ?4"
+         " AND first_ms < ?4 + 3600000"},
+        {kDeleteServingUnmerged, "DELETE FROM serving_unmerged"},
         {kInsertProgress,
          "INSERT INTO progress(job_id, t_ms, interval_ms, tokens, model_flops) VALUES(?1,?2,?3,?4,?5)"},
         {kDeleteHourRollup, "DELETE FROM rollup_hour WHERE hour_ms=?1 AND device_id=?2"},
@@ -993,6 +1051,7 @@ class SqliteStore final : public Store, public ActionLog {
       Status st = Exec(migrations[v]);
       if (st.ok() && v + 1 == kChunkedSamplesVersion) st = ConvertSamplesToChunks();
       if (st.ok() && v + 1 == kDayHoursVersion) st = FillDayHours();
+      if (st.ok() && v + 1 == kChunkedServingVersion) st = ConvertServingToChunks();
       if (st.ok()) {
         st = Exec(fmt::format(
             "INSERT INTO meta(key, value) VALUES('schema_version', '{}')"
@@ -1035,6 +1094,67 @@ class SqliteStore final : public Store, public ActionLog {
       return Status::Ok();
     }));
     return flush();
+  }
+
+  // Schema version 17: moves the rows of the old `serving` table (one per snapshot) into
+  // chunks, one per job, engine, model and hour, and drops the table.
+  Status ConvertServingToChunks() {
+    Stmt q;
+    GPULEDGER_RETURN_IF_ERROR(q.Prepare(
+        db_, "SELECT job_id, engine, model, t_ms, requests_waiting, requests_running, kv_cache_usage,"
+             " prompt_tokens, generation_tokens, preemptions, requests, executions, queue_seconds,"
+             " compute_seconds, prefill, decode, iteration_tokens FROM serving ORDER BY job_id, engine, model, t_ms"));
+    Stmt ins;
+    GPULEDGER_RETURN_IF_ERROR(ins.Prepare(db_, kInsertServingChunkSql));
+    int64_t job = 0;
+    std::string engine, model;
+    std::vector<ServingSnapshot> hour;
+    auto flush = [&]() -> Status {
+      if (hour.empty()) return Status::Ok();
+      Status st = InsertServingChunk(ins, job, engine, model, hour);
+      hour.clear();
+      return st;
+    };
+    GPULEDGER_RETURN_IF_ERROR(sqlite::ForEach(db_, q, "serving", [&]() -> Status {
+      ServingSnapshot v;
+      v.engine = q.Text(1);
+      v.model = q.Text(2);
+      v.t_ms = q.Int(3);
+      int col = 4;
+      for (std::optional<double>* f : {&v.requests_waiting, &v.requests_running, &v.kv_cache_usage_ratio,
+                                       &v.prompt_tokens_total, &v.generation_tokens_total, &v.preemptions_total,
+                                       &v.requests_total, &v.executions_total, &v.queue_seconds_total,
+                                       &v.compute_seconds_total}) {
+        *f = q.OptDouble(col++);
+      }
+      if (!DecodeHistogram(q.Text(14), v.prefill_seconds) || !DecodeHistogram(q.Text(15), v.decode_seconds) ||
+          !DecodeHistogram(q.Text(16), v.iteration_tokens)) {
+        return Internal(fmt::format("store: serving row of job {} at {} is corrupt: a histogram does not decode",
+                                    q.Int(0), FormatTime(v.t_ms)));
+      }
+      if (!hour.empty() && (q.Int(0) != job || v.engine != engine || v.model != model ||
+                            ServingChunkHour(v.t_ms) != ServingChunkHour(hour.front().t_ms))) {
+        GPULEDGER_RETURN_IF_ERROR(flush());
+      }
+      job = q.Int(0);
+      engine = v.engine;
+      model = v.model;
+      hour.push_back(std::move(v));
+      return Status::Ok();
+    }));
+    GPULEDGER_RETURN_IF_ERROR(flush());
+    q.Reset();  // no statement may be active while the table is dropped
+    return Exec("DROP TABLE serving");
+  }
+
+  // Runs `ins` (kInsertServingChunkSql) for the chunk of `snapshots` (in time order).
+  Status InsertServingChunk(Stmt& ins, int64_t job, const std::string& engine, const std::string& model,
+                            std::span<const ServingSnapshot> snapshots) {
+    std::string data = EncodeServingChunk(snapshots);
+    ins.Reset().Bind(1, job).Bind(2, engine).Bind(3, model).Bind(4, snapshots.front().t_ms);
+    ins.Bind(5, snapshots.back().t_ms).Bind(6, static_cast<int64_t>(snapshots.size()));
+    sqlite3_bind_blob(ins.get(), 7, data.data(), static_cast<int>(data.size()), SQLITE_STATIC);
+    return Done(ins);
   }
 
   // Schema version 5: moves the rows of the old `samples` table (one per sample) into
@@ -1440,27 +1560,45 @@ class SqliteStore final : public Store, public ActionLog {
       }
     }
 
-    for (size_t i = 0; i < b.serving.size(); ++i) {
-      const ServingSnapshot& v = b.serving[i];
-      auto job_id = JobId(v.job_id, pending);
-      if (!job_id) {
-        return bad(fmt::format("serving[{}].job", i), fmt::format("unknown job {}", v.job_id));
-      }
-      std::string prefill = EncodeHistogram(v.prefill_seconds), decode = EncodeHistogram(v.decode_seconds),
-                  iteration = EncodeHistogram(v.iteration_tokens);
-      Stmt& ins = S(kInsertServing).Reset();
-      ins.Bind(1, *job_id).Bind(2, v.engine).Bind(3, v.model).Bind(4, v.t_ms);
-      ins.Bind(5, v.requests_waiting).Bind(6, v.requests_running).Bind(7, v.kv_cache_usage_ratio);
-      ins.Bind(8, v.prompt_tokens_total).Bind(9, v.generation_tokens_total).Bind(10, v.preemptions_total);
-      ins.Bind(11, v.requests_total).Bind(12, v.executions_total).Bind(13, v.queue_seconds_total);
-      ins.Bind(14, v.compute_seconds_total).Bind(15, prefill).Bind(16, decode).Bind(17, iteration);
-      if (int rc = ins.Step(); rc != SQLITE_DONE) {
-        if (rc == SQLITE_CONSTRAINT) {
-          return bad(fmt::format("serving[{}]", i),
-                     fmt::format("job {} already has a {} snapshot at {}", v.job_id, v.engine,
-                                 FormatTime(v.t_ms)));
+    if (!b.serving.empty()) {
+      // A chunk per job, engine, model and hour; a snapshot that one stored (or one before
+      // it in the batch) already has the time of is refused, naming the first such.
+      std::vector<int64_t> jobs;
+      for (size_t i = 0; i < b.serving.size(); ++i) {
+        auto job_id = JobId(b.serving[i].job_id, pending);
+        if (!job_id) {
+          return bad(fmt::format("serving[{}].job", i), fmt::format("unknown job {}", b.serving[i].job_id));
         }
-        return sqlite::Error(db_, rc, fmt::format("inserting serving[{}]", i));
+        jobs.push_back(*job_id);
+      }
+      const std::vector<ServingChunkGroup> groups = GroupServing(b.serving, jobs);
+      std::vector<std::vector<int64_t>> stored_times(groups.size());
+      for (size_t g = 0; g < groups.size(); ++g) {
+        const ServingChunkGroup& k = groups[g];
+        Stmt& q = S(kServingChunksOfHour).Reset().Bind(1, k.job_id).Bind(2, k.engine).Bind(3, k.model).Bind(4, k.hour_ms);
+        GPULEDGER_RETURN_IF_ERROR(sqlite::ForEach(db_, q, "serving_chunks", [&]() -> Status {
+          if (!ServingChunkTimes(q.Blob(1), q.Int(0), stored_times[g])) {
+            return Internal(fmt::format("store: serving_chunks row of job {} ({} {}) at {} is corrupt: the chunk does not decode",
+                                        k.job_id, k.engine, k.model, FormatTime(q.Int(0))));
+          }
+          return Status::Ok();
+        }));
+      }
+      if (auto i = FirstDuplicate(groups, stored_times, b.serving)) {
+        const ServingSnapshot& v = b.serving[*i];
+        return bad(fmt::format("serving[{}]", *i),
+                   fmt::format("job {} already has a {} snapshot at {}", v.job_id, v.engine, FormatTime(v.t_ms)));
+      }
+      std::vector<ServingSnapshot> chunk;
+      for (size_t g = 0; g < groups.size(); ++g) {
+        const ServingChunkGroup& k = groups[g];
+        chunk.clear();
+        for (size_t i : k.indexes) chunk.push_back(b.serving[i]);
+        GPULEDGER_RETURN_IF_ERROR(InsertServingChunk(S(kInsertServingChunk), k.job_id, k.engine, k.model, chunk)
+                                      .WithContext("inserting serving snapshots"));
+        if (stored_times[g].empty()) continue;
+        GPULEDGER_RETURN_IF_ERROR(Done(
+            S(kMarkServingUnmerged).Reset().Bind(1, k.job_id).Bind(2, k.engine).Bind(3, k.model).Bind(4, k.hour_ms)));
       }
     }
 

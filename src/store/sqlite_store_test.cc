@@ -16,6 +16,7 @@
 #include <thread>
 #include <tuple>
 
+#include <libpq-fe.h>
 #include <sqlite3.h>
 
 #include "core/testing/missing_component.h"
@@ -50,15 +51,38 @@ std::vector<store::IngestPlan> Plans(const std::vector<const Batch*>& batches) {
 // A backend under the store contract: its name, how to open the store of `dir` (fresh
 // the first time, the same one again after), why it cannot run here (empty when it can),
 // and the unit retention drops raw samples in.
+// `scalar` answers a query of one value on the store's database, behind the store's back
+// (for tests of what a backend keeps, beside what it reads back).
 struct Backend {
   std::string name;
   std::function<Result<std::unique_ptr<Store>>(const std::filesystem::path& dir)> open;
   std::function<std::string()> missing = [] { return std::string(); };
   int64_t retention_unit_ms = kMsPerHour;
+  std::function<std::string(const std::filesystem::path& dir, const std::string& sql)> scalar;
 };
 
 Backend Sqlite() {
-  return {"sqlite", [](const std::filesystem::path& dir) { return OpenSqliteStore((dir / "ledger.db").string()); }};
+  Backend b{"sqlite", [](const std::filesystem::path& dir) { return OpenSqliteStore((dir / "ledger.db").string()); }};
+  b.scalar = [](const std::filesystem::path& dir, const std::string& sql) {
+    sqlite3* db = nullptr;
+    std::string out = "(no answer)";
+    if (sqlite3_open_v2((dir / "ledger.db").string().c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+      sqlite3_stmt* q = nullptr;
+      if (sqlite3_prepare_v2(db, sql.c_str(), -1, &q, nullptr) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW) {
+        out = reinterpret_cast<const char*>(sqlite3_column_text(q, 0));
+      }
+      sqlite3_finalize(q);
+    }
+    sqlite3_close(db);
+    return out;
+  };
+  return b;
+}
+
+// The test binary's PostgreSQL database of each test folder.
+std::map<std::string, std::string>& DatabaseOf() {
+  static std::map<std::string, std::string> database_of;  // test folder -> database
+  return database_of;
 }
 
 // The test binary's PostgreSQL (store/testing/pg_server.h): a database per test folder;
@@ -67,9 +91,8 @@ Backend Postgres(bool bouncer = false) {
   Backend b;
   b.name = bouncer ? "pgbouncer" : "postgresql";
   b.open = [bouncer](const std::filesystem::path& dir) -> Result<std::unique_ptr<Store>> {
-    static std::map<std::string, std::string> database_of;  // test folder -> database
     GPULEDGER_ASSIGN_OR_RETURN(auto* server, pgtest::PgTestServer::Shared());
-    auto [it, fresh] = database_of.try_emplace(dir.string());
+    auto [it, fresh] = DatabaseOf().try_emplace(dir.string());
     if (fresh) {
       GPULEDGER_ASSIGN_OR_RETURN(it->second, server->CreateDatabase(dir.filename().string()));
     }
@@ -85,6 +108,17 @@ Backend Postgres(bool bouncer = false) {
     return url.ok() ? std::string() : url.status().ToString();
   };
   b.retention_unit_ms = 24 * kMsPerHour;  // raw samples are partitioned by day
+  b.scalar = [](const std::filesystem::path& dir, const std::string& sql) {
+    auto server = pgtest::PgTestServer::Shared();
+    std::string out = "(no answer)";
+    if (!server.ok() || !DatabaseOf().contains(dir.string())) return out;
+    PGconn* c = PQconnectdb((*server)->Url(DatabaseOf()[dir.string()]).c_str());
+    PGresult* r = PQexec(c, sql.c_str());
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) out = PQgetvalue(r, 0, 0);
+    PQclear(r);
+    PQfinish(c);
+    return out;
+  };
   return b;
 }
 
@@ -965,6 +999,83 @@ TEST_P(StoreContractTest, AnHoursBatchesAreOneRowOnceTheDeviceIsPastIt) {
   EXPECT_EQ(read(), with_late);
 }
 
+// Snapshots that batches bring a minute at a time (an agent's push carries a scrape or
+// none) are kept a chunk per batch until the rollup refresh merges each job's engine-hour
+// into one chunk: reads answer the same before and after, a snapshot stored in a merged
+// chunk is still refused, and the hour takes snapshots after its merge.
+TEST_P(StoreContractTest, ServingSnapshotsOfManyBatchesAreMergedPerEngineHour) {
+  auto snapshot = [](int64_t minute, const char* engine) {
+    ServingSnapshot v;
+    v.job_id = "serve";
+    v.engine = engine;
+    v.model = "m";
+    v.t_ms = kT0 + minute * kMsPerMinute + 500;
+    v.requests_waiting = static_cast<double>(minute % 7);
+    v.kv_cache_usage_ratio = static_cast<double>(minute % 100) / 100;
+    v.requests_total = static_cast<double>(minute * 10);
+    v.prefill_seconds.le = {0.1, std::numeric_limits<double>::infinity()};
+    v.prefill_seconds.count = {static_cast<double>(minute), static_cast<double>(minute * 2)};
+    v.prefill_seconds.total = static_cast<double>(minute * 2);
+    return v;
+  };
+  Batch all;  // every snapshot sent, for the oracle
+  std::vector<Batch> batches;
+  for (int64_t m = 0; m < 90; ++m) {  // 08:00 to 09:29, a batch a minute
+    Batch& b = batches.emplace_back();
+    b.batch_id = fmt::format("m{}", m);
+    b.jobs.push_back(Job{.id = "serve", .team = "t", .kind = JobKind::kServing});
+    b.serving.push_back(snapshot(m, "vllm"));
+    if (m % 10 == 0) b.serving.push_back(snapshot(m, "triton"));
+    all.serving.insert(all.serving.end(), b.serving.begin(), b.serving.end());
+  }
+  for (const Batch& b : batches) ASSERT_TRUE(store_->ApplyBatch(Plan(b)).ok()) << b.batch_id;
+  const int64_t job = store_->ListJobs()->at(0).id;
+  const std::vector<TimeRange> windows = {{kT0 - kMsPerHour, kT0 + 3 * kMsPerHour},
+                                          {kT0 + 30 * kMsPerMinute, kT0 + 75 * kMsPerMinute},
+                                          {kT0 + kMsPerHour, kT0 + kMsPerHour + 500}};
+  auto expect_reads = [&](const std::string& when) {
+    for (const TimeRange& w : windows) {
+      const std::string over = when + ", over [" + FormatTime(w.begin_ms) + ", " + FormatTime(w.end_ms) + "]";
+      auto snapshots = store_->ServingOf(job, w);
+      ASSERT_TRUE(snapshots.ok()) << snapshots.status().ToString();
+      EXPECT_EQ(testing_batches::KeysOf(*snapshots), testing_batches::ServingIn(all, w.begin_ms, w.end_ms)) << over;
+      for (const ServingSnapshot& v : *snapshots) {
+        const ServingSnapshot want = snapshot((v.t_ms - kT0) / kMsPerMinute, "");
+        EXPECT_EQ(v.requests_total, want.requests_total) << over;
+        EXPECT_EQ(v.prefill_seconds.count, want.prefill_seconds.count) << over;
+      }
+      auto gauges = store_->ServingGaugesOf(job, w);
+      ASSERT_TRUE(gauges.ok()) << gauges.status().ToString();
+      EXPECT_EQ(testing_batches::Canonical(*gauges), testing_batches::GaugesIn(all, w.begin_ms, w.end_ms)) << over;
+    }
+  };
+  auto chunks = [&] { return backend_.scalar(dir_, "SELECT count(*) FROM serving_chunks"); };
+  expect_reads("before the refresh");
+  EXPECT_EQ(chunks(), "99");  // 90 of vLLM, 9 of Triton
+  auto refresh = [&] {
+    ASSERT_TRUE(store_->WriteRollups({{{1, kT0, 0}, {RollupRow{kT0, 1, 1, {100, 0, 0, 0, 0}, 0}}, {}}}).ok());
+  };
+  refresh();
+  EXPECT_EQ(chunks(), "4");  // each engine's 08:00 and 09:00
+  expect_reads("after the refresh");
+  Batch again;
+  again.batch_id = "again";
+  again.serving = {snapshot(95, "vllm"), snapshot(5, "vllm")};
+  auto r = store_->ApplyBatch(Plan(again));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("serving[1]: job serve already has a vllm snapshot at " + FormatTime(kT0 + 5 * kMsPerMinute + 500)));
+  again.serving.pop_back();
+  ASSERT_TRUE(store_->ApplyBatch(Plan(again)).ok());
+  all.serving.push_back(snapshot(95, "vllm"));
+  EXPECT_EQ(chunks(), "5");
+  refresh();
+  EXPECT_EQ(chunks(), "4");
+  expect_reads("after a later snapshot's refresh");
+  Reopen();
+  expect_reads("reopened");
+}
+
 // ServingGaugesOf is the queue and KV-cache gauges of ServingOf's snapshots, by time:
 // snapshots of two engines and two models at each time, sent by two batches; a window's
 // bounds are in it; another job's snapshots stay out; on the store and on a snapshot.
@@ -1056,6 +1167,7 @@ TEST_F(SqliteStoreTest, MigratesOneRowPerSampleIntoChunks) {
   }
   // And without what the versions after 5 add, which migrating again creates.
   sql += testing_batches::kBatchesTableOfOldStores;
+  sql += testing_batches::ServingTableOfOldStores(/*postgresql=*/false);
   sql += "DROP TRIGGER jobs_inserted; DROP TRIGGER jobs_deleted; DROP TRIGGER jobs_updated; DROP TABLE catalog_versions;"
          " DROP TABLE sample_chunks; DROP TABLE job_changes; DROP TABLE closed_periods; DROP TABLE frozen_lines;"
          " DROP TABLE actions; ALTER TABLE jobs DROP COLUMN labels; ALTER TABLE jobs DROP COLUMN annotations;"
@@ -1090,6 +1202,7 @@ TEST_F(SqliteStoreTest, MigratesBatchIdsIntoStreamsAndRuns) {
     ASSERT_TRUE(store_->ApplyBatch(Plan(testing_batches::OfNoStream(odd[i], i, kT0))).ok());
   }
   ExecBehindTheStore(std::string(testing_batches::kBatchesTableOfOldStores) +
+                     testing_batches::ServingTableOfOldStores(/*postgresql=*/false) +
                      "UPDATE meta SET value='15' WHERE key='schema_version';");
   const int64_t all = 400 + static_cast<int64_t>(odd.size());
   EXPECT_EQ(store_->Stats()->batches, all);
@@ -1129,7 +1242,7 @@ TEST_F(SqliteStoreTest, MigratesBatchIdsIntoStreamsAndRuns) {
 TEST_F(SqliteStoreTest, MigratesAStoreWithoutLabels) {
   ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
   ExecBehindTheStore(
-      std::string(testing_batches::kBatchesTableOfOldStores) +
+      std::string(testing_batches::kBatchesTableOfOldStores) + testing_batches::ServingTableOfOldStores(/*postgresql=*/false) +
       "DROP TRIGGER jobs_inserted; DROP TRIGGER jobs_deleted; DROP TRIGGER jobs_updated; DROP TABLE catalog_versions;"
       " ALTER TABLE jobs DROP COLUMN labels; ALTER TABLE jobs DROP COLUMN annotations; DROP TABLE leases;"
       " DROP TABLE rollup_day; DROP TABLE rollup_day_hours; DROP TABLE rollup_day_versions;"
@@ -1147,14 +1260,16 @@ TEST_F(SqliteStoreTest, MigratesAStoreWithoutLabels) {
 }
 
 // A store of schema version 12 kept serving snapshots by (job, engine, model, time), so a
-// window of a job's snapshots read every one it ever reported: migrating keys them by
-// (job, time, engine, model), and each window reads as before: its snapshots in (engine,
-// model, time) order, and their gauges.
-TEST_F(SqliteStoreTest, MigratesServingSnapshotsToAKeyByJobAndTime) {
+// window of a job's snapshots read every one it ever reported: migrating keyed them by
+// (job, time, engine, model) (version 13), then packed them in chunks per job, engine,
+// model and hour (version 17), and a window reads as before.
+TEST_F(SqliteStoreTest, MigratesServingSnapshotsIntoChunks) {
   const Batch b = testing_batches::ServingEverySixHours("serving", kT0);
   ASSERT_TRUE(store_->ApplyBatch(Plan(b)).ok());
+  const int64_t job = store_->ListJobs()->at(0).id;
   ExecBehindTheStore(
       std::string(testing_batches::kBatchesTableOfOldStores) +
+      testing_batches::ServingTableOfOldStores(/*postgresql=*/false, b, job) +
       "CREATE TABLE serving_old(job_id INTEGER NOT NULL, engine TEXT NOT NULL, model TEXT NOT NULL,"
       " t_ms INTEGER NOT NULL, requests_waiting REAL, requests_running REAL, kv_cache_usage REAL,"
       " prompt_tokens REAL, generation_tokens REAL, preemptions REAL, requests REAL, executions REAL,"
@@ -1164,30 +1279,23 @@ TEST_F(SqliteStoreTest, MigratesServingSnapshotsToAKeyByJobAndTime) {
       " ALTER TABLE serving_old RENAME TO serving; DROP TABLE rollup_day_versions;"
       " DROP TRIGGER jobs_inserted; DROP TRIGGER jobs_deleted; DROP TRIGGER jobs_updated; DROP TABLE catalog_versions;"
       " UPDATE meta SET value='12' WHERE key='schema_version';");
-  const int64_t job = store_->ListJobs()->at(0).id;
-  for (const TimeRange& w : {TimeRange{kT0, kT0 + 3 * kMsPerDay}, TimeRange{kT0 + kMsPerDay, kT0 + 2 * kMsPerDay},
-                             TimeRange{kT0 + 6 * kMsPerHour + 1, kT0 + 12 * kMsPerHour}}) {
-    const std::string over = "over [" + FormatTime(w.begin_ms) + ", " + FormatTime(w.end_ms) + "]";
-    auto snapshots = store_->ServingOf(job, w);
-    ASSERT_TRUE(snapshots.ok()) << snapshots.status().ToString();
-    EXPECT_EQ(testing_batches::KeysOf(*snapshots), testing_batches::ServingIn(b, w.begin_ms, w.end_ms)) << over;
-    auto gauges = store_->ServingGaugesOf(job, w);
-    ASSERT_TRUE(gauges.ok()) << gauges.status().ToString();
-    EXPECT_EQ(testing_batches::Canonical(*gauges), testing_batches::GaugesIn(b, w.begin_ms, w.end_ms)) << over;
-  }
+  testing_batches::ExpectServingReadsAsSent(*store_, job, b, kT0);
   store_.reset();
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((dir_ / "ledger.db").string().c_str(), &db), SQLITE_OK);
-  std::string key;
-  auto append = [](void* out, int, char** values, char**) {
-    *static_cast<std::string*>(out) += std::string(values[0]) + " ";
+  std::string out;
+  auto append = [](void* to, int, char** values, char**) {
+    *static_cast<std::string*>(to) += std::string(values[0]) + " ";
     return 0;
   };
-  EXPECT_EQ(sqlite3_exec(db, "SELECT name FROM pragma_table_info('serving') WHERE pk > 0 ORDER BY pk", append, &key,
-                         nullptr),
+  // A chunk per engine, model and hour: the batch's 24 snapshots are each in an hour of its own.
+  EXPECT_EQ(sqlite3_exec(db,
+                         "SELECT count(*) FROM serving_chunks UNION ALL SELECT sum(n) FROM serving_chunks"
+                         " UNION ALL SELECT count(*) FROM sqlite_master WHERE name = 'serving'",
+                         append, &out, nullptr),
             SQLITE_OK);
   sqlite3_close(db);
-  EXPECT_EQ(key, "job_id t_ms engine model ");
+  EXPECT_EQ(out, "24 24 0 ");
 }
 
 // A second server (or an import) on the same SQLite file is refused with a clear message
@@ -1619,7 +1727,7 @@ TEST_F(SqliteStoreTest, MigratesHourRollupsIntoDayRollups) {
   }
   ASSERT_TRUE(store_->WriteRollups(updates).ok());
   ExecBehindTheStore(
-      std::string(testing_batches::kBatchesTableOfOldStores) +
+      std::string(testing_batches::kBatchesTableOfOldStores) + testing_batches::ServingTableOfOldStores(/*postgresql=*/false) +
       "DROP TABLE rollup_day; DROP TABLE rollup_day_hours; DROP TABLE rollup_day_versions;"
       " DROP TRIGGER jobs_inserted; DROP TRIGGER jobs_deleted; DROP TRIGGER jobs_updated; DROP TABLE catalog_versions;"
       " UPDATE meta SET value='10' WHERE key='schema_version';");

@@ -176,13 +176,6 @@ size_t SampleReadEnd(std::span<const DeviceRange> ranges, size_t first) {
   return end;
 }
 
-void OrderByEngineAndModel(std::vector<ServingSnapshot>& rows) {
-  auto before = [](const ServingSnapshot& a, const ServingSnapshot& b) {
-    return std::tie(a.engine, a.model) < std::tie(b.engine, b.model);
-  };
-  if (!std::is_sorted(rows.begin(), rows.end(), before)) std::stable_sort(rows.begin(), rows.end(), before);
-}
-
 Result<std::vector<Sample>> StoreReads::Samples(int64_t device_id, const TimeRange& range) {
   DeviceRange one{device_id, range};
   GPULEDGER_ASSIGN_OR_RETURN(auto out, SamplesOf({&one, 1}));

@@ -268,13 +268,6 @@ Result<std::vector<std::vector<Sample>>> DecodeSamplesOf(std::span<const DeviceR
 Result<std::vector<std::vector<ActivitySample>>> DecodeActivityOf(std::span<const DeviceRange> ranges,
                                                                 const EncodedChunks& chunks);
 
-// Serving rows as the stores read them, in their key's order (job, time, engine, model),
-// put into the order their reads promise (engine, model, time): a stable sort by engine
-// and model (bytewise, on every backend), none when one engine and model, the usual case,
-// leaves them in order already. A database sorting them itself took longer than finding
-// them (SQLite, a week of 48 serving jobs: 339 ms against 179 ms in the key's order).
-void OrderByEngineAndModel(std::vector<ServingSnapshot>& rows);
-
 // What a store can be asked. Every read returns a Status that is not Ok when the database
 // failed (an I/O error, a corrupt row named by its table and key), never a truncated list.
 // Reads are batch-oriented: a query over the fleet asks for many devices in one call (one

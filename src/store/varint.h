@@ -55,6 +55,13 @@ class VarintReader {
     }
     return true;
   }
+  // The next `n` bytes as they are; false when fewer are left.
+  bool Take(size_t n, std::string_view& v) {
+    if (remaining() < n) return false;
+    v = std::string_view(reinterpret_cast<const char*>(p_), n);
+    p_ += n;
+    return true;
+  }
   bool Signed(int64_t& v) {
     uint64_t u;
     if (!Varint(u)) return false;

@@ -1,6 +1,7 @@
 // Batches the store tests apply (both the contract suite and the PostgreSQL store's own).
 #pragma once
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,6 +29,35 @@ inline constexpr const char* kBatchesTableOfOldStores =
     "  UNION ALL SELECT stream, seq + 1, last_seq FROM folded WHERE seq < last_seq)"
     "  INSERT INTO batches SELECT stream || '-' || seq, '', '0000000000000000', 0 FROM folded;"
     "DROP TABLE batch_ids; DROP TABLE batch_ranges;";
+
+// SQL that puts a store's serving snapshots back as stores before schema version 17
+// (SQLite) or 13 (PostgreSQL) kept them, a row per snapshot in `serving` keyed by (job,
+// time, engine, model), holding those of `b` (its jobs' store id `job_id`), and drops the
+// chunks: what a test that takes a store back to an older version runs too. `postgresql`:
+// that backend's types and key (version 12's, carrying the two gauges).
+inline std::string ServingTableOfOldStores(bool postgresql, const Batch& b = {}, int64_t job_id = 0) {
+  const char* real = postgresql ? "DOUBLE PRECISION" : "REAL";
+  const char* integer = postgresql ? "BIGINT" : "INTEGER";
+  std::string sql = "DROP TABLE serving_chunks; DROP TABLE serving_unmerged;";
+  sql += std::string("CREATE TABLE serving(job_id ") + integer + " NOT NULL, engine TEXT NOT NULL, model TEXT NOT NULL,"
+         " t_ms " + integer + " NOT NULL, requests_waiting " + real + ", requests_running " + real +
+         ", kv_cache_usage " + real + ", prompt_tokens " + real + ", generation_tokens " + real + ", preemptions " +
+         real + ", requests " + real + ", executions " + real + ", queue_seconds " + real + ", compute_seconds " + real +
+         ", prefill TEXT NOT NULL, decode TEXT NOT NULL, iteration_tokens TEXT NOT NULL, PRIMARY KEY(job_id, t_ms, engine, model)" +
+         (postgresql ? " INCLUDE (requests_waiting, kv_cache_usage))" : ") WITHOUT ROWID") + ";";
+  auto figure = [](const std::optional<double>& v) { return v ? fmt::format("{}", *v) : std::string("NULL"); };
+  for (const ServingSnapshot& v : b.serving) {
+    sql += fmt::format("INSERT INTO serving VALUES({}, '{}', '{}', {}", job_id, v.engine, v.model, v.t_ms);
+    for (const auto& f : {v.requests_waiting, v.requests_running, v.kv_cache_usage_ratio, v.prompt_tokens_total,
+                          v.generation_tokens_total, v.preemptions_total, v.requests_total, v.executions_total,
+                          v.queue_seconds_total, v.compute_seconds_total}) {
+      sql += ", " + figure(f);
+    }
+    sql += fmt::format(", '{}', '{}', '{}');", EncodeHistogram(v.prefill_seconds), EncodeHistogram(v.decode_seconds),
+                       EncodeHistogram(v.iteration_tokens));
+  }
+  return sql;
+}
 
 // A batch on its own node: device GPU-<node>, job j-<node>, `n` samples a minute apart
 // from `t0`.
@@ -153,6 +183,22 @@ inline std::vector<ServingGauges> GaugesIn(const Batch& b, int64_t begin_ms, int
     if (v.t_ms >= begin_ms && v.t_ms <= end_ms) out.push_back({v.t_ms, v.requests_waiting, v.kv_cache_usage_ratio});
   }
   return Canonical(std::move(out));
+}
+
+// The serving snapshots and gauges `reads` answers for job `job` (its store id) over a few
+// windows of ServingEverySixHours(…, t0) are those of `b`, which sent them.
+inline void ExpectServingReadsAsSent(StoreReads& reads, int64_t job, const Batch& b, int64_t t0) {
+  constexpr int64_t kHour = 3'600'000, kDay = 24 * kHour;
+  for (const TimeRange& w :
+       {TimeRange{t0, t0 + 3 * kDay}, TimeRange{t0 + kDay, t0 + 2 * kDay}, TimeRange{t0 + 6 * kHour + 1, t0 + 12 * kHour}}) {
+    const std::string over = "over [" + FormatTime(w.begin_ms) + ", " + FormatTime(w.end_ms) + "]";
+    auto snapshots = reads.ServingOf(job, w);
+    ASSERT_TRUE(snapshots.ok()) << snapshots.status().ToString();
+    EXPECT_EQ(KeysOf(*snapshots), ServingIn(b, w.begin_ms, w.end_ms)) << over;
+    auto gauges = reads.ServingGaugesOf(job, w);
+    ASSERT_TRUE(gauges.ok()) << gauges.status().ToString();
+    EXPECT_EQ(Canonical(*gauges), GaugesIn(b, w.begin_ms, w.end_ms)) << over;
+  }
 }
 
 }  // namespace gpuledger::store::testing_batches
