@@ -47,20 +47,14 @@ class Inflater {
   Inflater(const Inflater&) = delete;
   Inflater& operator=(const Inflater&) = delete;
 
-  // Inflates `size` bytes from `in`; false when `in` does not hold them. `whole`: the
-  // stream must also end there, with all of `in` read.
-  bool Run(std::string_view in, size_t size, std::string& out, bool whole) {
+  // Inflates exactly `size` bytes from all of `in`; false when `in` is not such a stream.
+  bool Run(std::string_view in, size_t size, std::string& out) {
     if (!ready_ || inflateReset(&z_) != Z_OK) return false;
     out.assign(size, '\0');
     z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
     z_.avail_in = static_cast<uInt>(in.size());
     z_.next_out = reinterpret_cast<Bytef*>(out.data());
     z_.avail_out = static_cast<uInt>(out.size());
-    if (!whole) {
-      // Stops once `size` bytes are out (Z_OK, or Z_STREAM_END where the stream ends there).
-      int rc = size == 0 ? Z_OK : inflate(&z_, Z_SYNC_FLUSH);
-      return (rc == Z_OK || rc == Z_STREAM_END || rc == Z_BUF_ERROR) && z_.total_out == size;
-    }
     int rc = inflate(&z_, Z_FINISH);
     return rc == Z_STREAM_END && z_.total_out == size && z_.avail_in == 0;
   }
@@ -70,17 +64,11 @@ class Inflater {
   bool ready_ = false;
 };
 
-Inflater& ThreadInflater() {
-  thread_local Inflater inflater;
-  return inflater;
-}
-
 }  // namespace
 
-bool Inflate(std::string_view in, size_t size, std::string& out) { return ThreadInflater().Run(in, size, out, /*whole=*/true); }
-
-bool InflatePrefix(std::string_view in, size_t size, std::string& out) {
-  return ThreadInflater().Run(in, size, out, /*whole=*/false);
+bool Inflate(std::string_view in, size_t size, std::string& out) {
+  thread_local Inflater inflater;
+  return inflater.Run(in, size, out);
 }
 
 }  // namespace gpuledger::store

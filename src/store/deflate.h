@@ -17,8 +17,4 @@ std::string Deflate(const std::string& body);
 // a stream.
 bool Inflate(std::string_view in, size_t size, std::string& out);
 
-// Inflates the first `size` bytes of the stream `in` into `out`, without the rest: a
-// reader of a body's first section alone. False when `in` does not hold that many.
-bool InflatePrefix(std::string_view in, size_t size, std::string& out);
-
 }  // namespace gpuledger::store

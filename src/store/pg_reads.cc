@@ -165,11 +165,14 @@ Result<std::vector<AllocationRecord>> Reads::AllocationsOverlapping(const TimeRa
   return out;
 }
 
-Result<Rows> Reads::ServingChunksOf(int64_t job_id, const TimeRange& range, std::vector<ServingChunkRow>& out) {
+Result<Rows> Reads::ServingChunksOf(int64_t job_id, const TimeRange& range, bool gauges,
+                                    std::vector<ServingChunkRow>& out) {
   // The chunks from the hour of range.begin on: one of an earlier hour ends before it.
+  // For the gauges, only each chunk's first bytes (store/serving_chunk.h).
   GPULEDGER_ASSIGN_OR_RETURN(
-      Rows q, c_.Query("SELECT engine, model, first_ms, data FROM serving_chunks WHERE job_id = $1 AND first_ms >= $2"
-                       " AND first_ms <= $3",
+      Rows q, c_.Query(fmt::format("SELECT engine, model, first_ms, {} FROM serving_chunks WHERE job_id = $1"
+                                   " AND first_ms >= $2 AND first_ms <= $3",
+                                   gauges ? "substring(data from 1 for gauges_end::int)" : "data"),
                        Params().Add(job_id).Add(ServingChunkHour(range.begin_ms)).Add(range.end_ms),
                        "reading serving chunks"));
   out.reserve(static_cast<size_t>(q.rows()));
@@ -179,13 +182,13 @@ Result<Rows> Reads::ServingChunksOf(int64_t job_id, const TimeRange& range, std:
 
 Result<std::vector<ServingSnapshot>> Reads::ServingOf(int64_t job_id, const TimeRange& range) {
   std::vector<ServingChunkRow> rows;
-  GPULEDGER_ASSIGN_OR_RETURN(Rows held, ServingChunksOf(job_id, range, rows));
+  GPULEDGER_ASSIGN_OR_RETURN(Rows held, ServingChunksOf(job_id, range, /*gauges=*/false, rows));
   return ServingOfChunks(job_id, rows, range);
 }
 
 Result<std::vector<ServingGauges>> Reads::ServingGaugesOf(int64_t job_id, const TimeRange& range) {
   std::vector<ServingChunkRow> rows;
-  GPULEDGER_ASSIGN_OR_RETURN(Rows held, ServingChunksOf(job_id, range, rows));
+  GPULEDGER_ASSIGN_OR_RETURN(Rows held, ServingChunksOf(job_id, range, /*gauges=*/true, rows));
   return ServingGaugesOfChunks(job_id, rows, range);
 }
 

@@ -66,9 +66,9 @@ class Reads final : public StoreSnapshot, private DayRowSource {
   Result<StoreStats> Stats() override;
 
  private:
-  // Into `out`, the chunks of `job_id` that may hold snapshots of `range`; they point into
-  // the rows returned, which must outlive them.
-  Result<Rows> ServingChunksOf(int64_t job_id, const TimeRange& range, std::vector<ServingChunkRow>& out);
+  // Into `out`, the chunks of `job_id` that may hold snapshots of `range` (`gauges`: their
+  // first sections alone); they point into the rows returned, which must outlive them.
+  Result<Rows> ServingChunksOf(int64_t job_id, const TimeRange& range, bool gauges, std::vector<ServingChunkRow>& out);
   // DayRowSource, for SumHourRollups and SumSettledHourRollups.
   Result<std::vector<std::pair<int64_t, int64_t>>> DayVersions(const TimeRange& days) override;
   Status ReadDay(int64_t day_ms, std::optional<int64_t>& version, const std::function<void(const DayRow&)>& fn) override;

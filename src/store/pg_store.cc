@@ -193,8 +193,8 @@ std::vector<std::string> Migrations() {
       // by ConvertServingToChunks, which also drops it. Rows up to 8 KB stay in line, as
       // sample_chunks' (TOAST cannot compress a deflated chunk).
       "CREATE TABLE serving_chunks(job_id BIGINT NOT NULL, engine TEXT NOT NULL, model TEXT NOT NULL,"
-      "  first_ms BIGINT NOT NULL, last_ms BIGINT NOT NULL, n BIGINT NOT NULL, data BYTEA NOT NULL,"
-      "  PRIMARY KEY(job_id, engine, model, first_ms)) WITH (toast_tuple_target = 8160);"
+      "  first_ms BIGINT NOT NULL, last_ms BIGINT NOT NULL, n BIGINT NOT NULL, gauges_end BIGINT NOT NULL,"
+      "  data BYTEA NOT NULL, PRIMARY KEY(job_id, engine, model, first_ms)) WITH (toast_tuple_target = 8160);"
       "CREATE TABLE serving_unmerged(job_id BIGINT NOT NULL, engine TEXT NOT NULL, model TEXT NOT NULL,"
       "  hour_ms BIGINT NOT NULL, PRIMARY KEY(job_id, engine, model, hour_ms));",
   };
@@ -206,14 +206,14 @@ constexpr size_t kDayHoursVersion = 7;
 constexpr size_t kChunkedServingVersion = 13;
 
 constexpr std::string_view kInsertServingChunk =
-    "INSERT INTO serving_chunks(job_id, engine, model, first_ms, last_ms, n, data) VALUES($1, $2, $3, $4, $5, $6, $7)";
+    "INSERT INTO serving_chunks(job_id, engine, model, first_ms, last_ms, n, gauges_end, data)"
+    " VALUES($1, $2, $3, $4, $5, $6, $7, $8)";
 
-// The row that writes the chunk of `snapshots` (in time order) of a job, engine and model.
-Params ServingChunkParams(int64_t job, std::string_view engine, std::string_view model,
-                          std::span<const ServingSnapshot> snapshots) {
+// The row that writes `chunk` of a job, engine and model (kInsertServingChunk's).
+Params ServingChunkParams(int64_t job, std::string_view engine, std::string_view model, const MergedChunk& chunk) {
   Params p;
-  p.Add(job).Add(engine).Add(model).Add(snapshots.front().t_ms).Add(snapshots.back().t_ms);
-  p.Add(static_cast<int64_t>(snapshots.size())).AddBytes(EncodeServingChunk(snapshots));
+  p.Add(job).Add(engine).Add(model).Add(chunk.first_ms).Add(chunk.last_ms).Add(chunk.n);
+  p.Add(static_cast<int64_t>(ServingGaugesEnd(chunk.data))).AddBytes(chunk.data);
   return p;
 }
 
@@ -226,17 +226,11 @@ Status ConvertServingToChunks(Conn& c) {
     GPULEDGER_ASSIGN_OR_RETURN(
         Rows q, c.Query("SELECT engine, model, t_ms, requests_waiting, requests_running, kv_cache_usage,"
                         " prompt_tokens, generation_tokens, preemptions, requests, executions, queue_seconds,"
-                        " compute_seconds, prefill, decode, iteration_tokens FROM serving WHERE job_id = $1"
-                        " ORDER BY engine, model, t_ms",
+                        " compute_seconds, prefill, decode, iteration_tokens FROM serving WHERE job_id = $1",
                         Params().Add(job), "reading serving snapshots"));
-    std::vector<Params> rows;
-    std::vector<ServingSnapshot> hour;
-    auto flush = [&] {
-      if (!hour.empty()) rows.push_back(ServingChunkParams(job, hour.front().engine, hour.front().model, hour));
-      hour.clear();
-    };
+    std::vector<ServingSnapshot> of_job(static_cast<size_t>(q.rows()));
     for (int i = 0; i < q.rows(); ++i) {
-      ServingSnapshot v;
+      ServingSnapshot& v = of_job[static_cast<size_t>(i)];
       v.engine = q.Text(i, 0);
       v.model = q.Text(i, 1);
       v.t_ms = q.Int(i, 2);
@@ -252,13 +246,9 @@ Status ConvertServingToChunks(Conn& c) {
         return Internal(fmt::format("store: serving row of job {} at {} is corrupt: a histogram does not decode", job,
                                     FormatTime(v.t_ms)));
       }
-      if (!hour.empty() && (v.engine != hour.front().engine || v.model != hour.front().model ||
-                            ServingChunkHour(v.t_ms) != ServingChunkHour(hour.front().t_ms))) {
-        flush();
-      }
-      hour.push_back(std::move(v));
     }
-    flush();
+    std::vector<Params> rows;
+    for (const EngineChunk& e : ServingChunksOfJob(of_job)) rows.push_back(ServingChunkParams(job, e.engine, e.model, e.chunk));
     GPULEDGER_RETURN_IF_ERROR(c.Pipeline(kInsertServingChunk, rows, "moving serving snapshots into chunks"));
   }
   return c.Exec("DROP TABLE serving", "moving serving snapshots into chunks");
@@ -1202,9 +1192,10 @@ Result<ApplyOutcome> PgStore::ApplyInTransaction(Conn& c, const IngestPlan& plan
     keys.AddArray(g_job).AddArray(g_engine).AddArray(g_model).AddArray(g_hour);
     GPULEDGER_ASSIGN_OR_RETURN(
         Rows there,
-        c.Query("SELECT u.i, s.first_ms, s.data FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[])"
-                " WITH ORDINALITY AS u(job, engine, model, hour, i) JOIN serving_chunks s ON s.job_id = u.job"
-                " AND s.engine = u.engine AND s.model = u.model AND s.first_ms >= u.hour AND s.first_ms < u.hour + 3600000",
+        c.Query("SELECT u.i, s.first_ms, substring(s.data from 1 for s.gauges_end::int) FROM unnest($1::bigint[],"
+                " $2::text[], $3::text[], $4::bigint[]) WITH ORDINALITY AS u(job, engine, model, hour, i)"
+                " JOIN serving_chunks s ON s.job_id = u.job AND s.engine = u.engine AND s.model = u.model"
+                " AND s.first_ms >= u.hour AND s.first_ms < u.hour + 3600000",
                 keys, "reading stored serving chunks"));
     std::vector<std::vector<int64_t>> stored(groups.size());
     for (int r = 0; r < there.rows(); ++r) {
@@ -1226,7 +1217,7 @@ Result<ApplyOutcome> PgStore::ApplyInTransaction(Conn& c, const IngestPlan& plan
     for (size_t g = 0; g < groups.size(); ++g) {
       chunk.clear();
       for (size_t i : groups[g].indexes) chunk.push_back(b.serving[i]);
-      rows.push_back(ServingChunkParams(g_job[g], g_engine[g], g_model[g], chunk));
+      rows.push_back(ServingChunkParams(g_job[g], g_engine[g], g_model[g], ServingChunkOf(chunk)));
       if (stored[g].empty()) continue;
       m_job.push_back(g_job[g]);
       m_engine.push_back(g_engine[g]);
@@ -1555,8 +1546,7 @@ Status PgStore::MergeServingHours(Conn& c) {
       gone_model.push_back(model[k]);
       gone_first.push_back(g.first_ms);
     }
-    Params& p = rows.emplace_back();
-    p.Add(job[k]).Add(engine[k]).Add(model[k]).Add(merged.first_ms).Add(merged.last_ms).Add(merged.n).AddBytes(merged.data);
+    rows.push_back(ServingChunkParams(job[k], engine[k], model[k], merged));
   }
   if (!rows.empty()) {
     GPULEDGER_RETURN_IF_ERROR(

@@ -19,7 +19,7 @@
 namespace gpuledger::store {
 namespace {
 
-constexpr uint64_t kTag = 1;
+constexpr uint64_t kTag = 1;  // the format below
 constexpr uint8_t kPlain = 0, kDeflated = 1;
 constexpr size_t kFigureCount = 10;
 constexpr size_t kHistogramCount = 3;
@@ -115,41 +115,45 @@ bool ReadColumn(VarintReader& r, size_t count, std::vector<double>& out) {
   return true;
 }
 
-// What a decoded header says.
-struct Header {
-  uint64_t n = 0;
-  uint64_t first_section = 0;  // bytes
+// A section as stored: its plain size, a kind byte, and its bytes (plain, or raw deflate
+// preceded by their count).
+struct Section {
+  uint64_t size = 0;  // plain
   bool deflated = false;
-  uint64_t body_size = 0;
-  std::string_view body;  // the plain or deflated body
+  std::string_view bytes;
 };
 
-bool ReadHeader(std::string_view data, Header& h) {
-  VarintReader r(data);
-  uint64_t tag = 0;
-  uint8_t kind = 0;
-  if (!r.Varint(tag) || tag != kTag || !r.Varint(h.n) || h.n > kMaxSnapshots || !r.Varint(h.first_section) ||
-      !r.Byte(kind) || kind > kDeflated) {
-    return false;
+void PutSection(std::string& out, const std::string& plain) {
+  PutVarint(out, plain.size());
+  std::string deflated = plain.size() >= kMinDeflatedBody ? Deflate(plain) : std::string();
+  if (!deflated.empty() && deflated.size() + 4 < plain.size()) {
+    out.push_back(static_cast<char>(kDeflated));
+    PutVarint(out, deflated.size());
+    out += deflated;
+  } else {
+    out.push_back(static_cast<char>(kPlain));
+    out += plain;
   }
-  h.deflated = kind == kDeflated;
-  if (h.deflated) {
-    if (!r.Varint(h.body_size) || h.body_size > kMaxBodyBytes) return false;
-  }
-  h.body = data.substr(data.size() - r.remaining());
-  if (!h.deflated) h.body_size = h.body.size();
-  return h.first_section <= h.body_size;
 }
 
-// The body's first `size` bytes (all of it: `size` = body_size), inflated where deflated.
-bool Body(const Header& h, uint64_t size, std::string& room, std::string_view& out) {
-  if (!h.deflated) {
-    out = h.body.substr(0, size);
+bool ReadSection(VarintReader& r, Section& s) {
+  uint8_t kind = 0;
+  if (!r.Varint(s.size) || s.size > kMaxBodyBytes || !r.Byte(kind) || kind > kDeflated) return false;
+  s.deflated = kind == kDeflated;
+  uint64_t stored = s.size;
+  if (s.deflated && (!r.Varint(stored) || stored > kMaxBodyBytes)) return false;
+  return r.Take(stored, s.bytes);
+}
+
+// A section's plain bytes: `room` holds them where inflated.
+bool Plain(const Section& s, std::string& room, std::string_view& out) {
+  if (!s.deflated) {
+    out = s.bytes;
     return true;
   }
-  const bool ok = size == h.body_size ? Inflate(h.body, size, room) : InflatePrefix(h.body, size, room);
+  if (!Inflate(s.bytes, s.size, room)) return false;
   out = room;
-  return ok;
+  return true;
 }
 
 // The first section's figures of n snapshots.
@@ -180,28 +184,36 @@ bool ReadFirstSection(VarintReader& r, uint64_t n, int64_t first_ms, FirstSectio
   return ReadColumn(r, waiting, s.waiting) && ReadColumn(r, kv, s.kv);
 }
 
-// A chunk opened: its header and its body's first section read, the body inflated whole
-// (`whole`) or up to that section; `rest` is the body after it.
+// A chunk opened: its count and its first section read; `second` is the second section as
+// stored (`whole`: read too, else only what a gauges prefix holds is read).
 struct Opened {
-  Header h;
+  uint64_t n = 0;
   FirstSection s;
-  std::string_view rest;
+  Section second;
+  size_t end = 0;  // the bytes of `data` read
 };
 
 bool Open(std::string_view data, int64_t first_ms, bool whole, Opened& o) {
   thread_local std::string room;
-  std::string_view body;
-  if (!ReadHeader(data, o.h) || !Body(o.h, whole ? o.h.body_size : o.h.first_section, room, body)) return false;
-  VarintReader r(body);
-  if (!ReadFirstSection(r, o.h.n, first_ms, o.s) || body.size() - r.remaining() != o.h.first_section) return false;
-  o.rest = body.substr(o.h.first_section);
+  VarintReader r(data);
+  uint64_t tag = 0;
+  Section first;
+  std::string_view plain;
+  if (!r.Varint(tag) || tag != kTag || !r.Varint(o.n) || o.n > kMaxSnapshots || !ReadSection(r, first) ||
+      !Plain(first, room, plain)) {
+    return false;
+  }
+  VarintReader f(plain);
+  if (!ReadFirstSection(f, o.n, first_ms, o.s) || !f.done()) return false;
+  if (whole && (!ReadSection(r, o.second) || !r.done())) return false;
+  o.end = data.size() - r.remaining();
   return true;
 }
 
 }  // namespace
 
 std::string EncodeServingChunk(std::span<const ServingSnapshot> snapshots) {
-  std::string body;
+  std::string body;  // the first section, then the second
   const int64_t first_ms = snapshots.empty() ? 0 : snapshots.front().t_ms;
   int64_t prev = first_ms;
   for (const ServingSnapshot& s : snapshots) {
@@ -237,27 +249,37 @@ std::string EncodeServingChunk(std::span<const ServingSnapshot> snapshots) {
       body += t[h];
     }
   }
-  std::string head;
-  PutVarint(head, kTag);
-  PutVarint(head, snapshots.size());
-  PutVarint(head, first_section);
-  std::string deflated = body.size() >= kMinDeflatedBody ? Deflate(body) : std::string();
-  if (!deflated.empty() && deflated.size() + 4 < body.size()) {
-    head.push_back(static_cast<char>(kDeflated));
-    PutVarint(head, body.size());
-    return head + deflated;
-  }
-  head.push_back(static_cast<char>(kPlain));
-  return head + body;
+  std::string out;
+  PutVarint(out, kTag);
+  PutVarint(out, snapshots.size());
+  PutSection(out, body.substr(0, first_section));
+  PutSection(out, body.substr(first_section));
+  return out;
+}
+
+MergedChunk ServingChunkOf(std::span<const ServingSnapshot> snapshots) {
+  return {snapshots.front().t_ms, snapshots.back().t_ms, static_cast<int64_t>(snapshots.size()),
+          EncodeServingChunk(snapshots)};
+}
+
+size_t ServingGaugesEnd(std::string_view data) {
+  VarintReader r(data);
+  uint64_t tag = 0, n = 0;
+  Section first;
+  if (!r.Varint(tag) || !r.Varint(n) || !ReadSection(r, first)) return data.size();
+  return data.size() - r.remaining();
 }
 
 bool DecodeServingChunk(std::string_view data, int64_t first_ms, int64_t from_ms, int64_t to_ms,
                         std::vector<ServingSnapshot>& out) {
   Opened o;
   if (!Open(data, first_ms, /*whole=*/true, o)) return false;
-  const Header& h = o.h;
   FirstSection& s = o.s;
-  VarintReader r(o.rest);
+  thread_local std::string room;
+  std::string_view second;
+  if (!Plain(o.second, room, second)) return false;
+  VarintReader r(second);
+  const uint64_t n = o.n;
   std::array<std::vector<double>, kFigureCount> columns;
   columns[kWaiting] = std::move(s.waiting);
   columns[kKv] = std::move(s.kv);
@@ -267,9 +289,9 @@ bool DecodeServingChunk(std::string_view data, int64_t first_ms, int64_t from_ms
     if (!ReadColumn(r, count, columns[f])) return false;
   }
   const size_t begin = out.size();
-  out.resize(begin + h.n);
+  out.resize(begin + n);
   std::array<size_t, kFigureCount> next{};
-  for (uint64_t i = 0; i < h.n; ++i) {
+  for (uint64_t i = 0; i < n; ++i) {
     ServingSnapshot& v = out[begin + i];
     v.t_ms = s.t[i];
     for (size_t f = 0; f < kFigureCount; ++f) {
@@ -277,7 +299,7 @@ bool DecodeServingChunk(std::string_view data, int64_t first_ms, int64_t from_ms
     }
   }
   for (size_t k = 0; k < kHistogramCount; ++k) {
-    for (uint64_t i = 0; i < h.n; ++i) {
+    for (uint64_t i = 0; i < n; ++i) {
       if (((s.mask[i] >> (kFigureCount + k)) & 1) == 0) continue;
       uint64_t size = 0;
       std::string_view text;
@@ -303,7 +325,7 @@ bool DecodeServingGauges(std::string_view data, int64_t first_ms, int64_t from_m
   if (!Open(data, first_ms, /*whole=*/false, o)) return false;
   const FirstSection& s = o.s;
   size_t w = 0, k = 0;
-  for (size_t i = 0; i < o.h.n; ++i) {
+  for (size_t i = 0; i < o.n; ++i) {
     std::optional<double> waiting, kv;
     if ((s.mask[i] >> kWaiting) & 1) waiting = s.waiting[w++];
     if ((s.mask[i] >> kKv) & 1) kv = s.kv[k++];
@@ -330,10 +352,7 @@ bool MergeServingChunks(std::span<const StoredChunk> chunks, MergedChunk& out) {
   out = MergedChunk{};
   if (all.empty()) return true;
   std::stable_sort(all.begin(), all.end(), [](const ServingSnapshot& a, const ServingSnapshot& b) { return a.t_ms < b.t_ms; });
-  out.first_ms = all.front().t_ms;
-  out.last_ms = all.back().t_ms;
-  out.n = static_cast<int64_t>(all.size());
-  out.data = EncodeServingChunk(all);
+  out = ServingChunkOf(all);
   return true;
 }
 
@@ -406,6 +425,18 @@ std::vector<ServingChunkGroup> GroupServing(std::span<const ServingSnapshot> sna
   for (ServingChunkGroup& g : out) {
     std::stable_sort(g.indexes.begin(), g.indexes.end(),
                      [&](size_t a, size_t b) { return snapshots[a].t_ms < snapshots[b].t_ms; });
+  }
+  return out;
+}
+
+std::vector<EngineChunk> ServingChunksOfJob(std::span<const ServingSnapshot> snapshots) {
+  const std::vector<int64_t> one_job(snapshots.size(), 0);
+  std::vector<EngineChunk> out;
+  std::vector<ServingSnapshot> chunk;
+  for (const ServingChunkGroup& g : GroupServing(snapshots, one_job)) {
+    chunk.clear();
+    for (size_t i : g.indexes) chunk.push_back(snapshots[i]);
+    out.push_back({g.engine, g.model, ServingChunkOf(chunk)});
   }
   return out;
 }

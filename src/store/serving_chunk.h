@@ -7,10 +7,11 @@
 // Every figure is kept exactly as it came (a double, to the bit), histograms as
 // EncodeHistogram's text (core/serving.h).
 //
-// The format: a varint tag (1), the snapshot count n, the length of the body's first
-// section, then the body, plain (a 0 byte) or raw-deflated (a 1 byte and the body's size),
-// whichever is smaller. The body's first section is what the serving advice reads
-// (ServingGauges), so that a reader of the gauges inflates no further:
+// The format: a varint tag (1), the snapshot count n, then two sections, each its plain
+// size, a byte (0 plain, 1 raw-deflated, then the deflated size) and its bytes, deflated
+// where that is smaller. The first section is what the serving advice reads
+// (ServingGauges), so that a reader of the gauges takes the chunk's first bytes alone
+// (ServingGaugesEnd) and inflates no further:
 //   - each snapshot's time, as a varint step from the one before (the first: from the
 //     chunk's first time, so 0);
 //   - each snapshot's mask, a varint: bits 0-9 the ten figures in ServingSnapshot's order
@@ -44,14 +45,19 @@ namespace gpuledger::store {
 // not stored). REQUIRES: in time order, not empty.
 std::string EncodeServingChunk(std::span<const ServingSnapshot> snapshots);
 
+// EncodeServingChunk's chunk with its first and last time and count, as stores keep it.
+// REQUIRES: as EncodeServingChunk.
+MergedChunk ServingChunkOf(std::span<const ServingSnapshot> snapshots);
+
 // Decodes a chunk whose first snapshot is at `first_ms`, appending to `out` the snapshots
 // with from_ms <= t <= to_ms (job_id, engine and model left empty). False when the data is
 // corrupt (then `out` may hold part of it); never reads past `data`.
 bool DecodeServingChunk(std::string_view data, int64_t first_ms, int64_t from_ms, int64_t to_ms,
                         std::vector<ServingSnapshot>& out);
 
-// The gauges alone of the snapshots DecodeServingChunk would append, from the body's
-// first section (inflating no further). False when corrupt.
+// The gauges alone of the snapshots DecodeServingChunk would append, from the chunk's
+// first section: `data` may be the chunk or its first ServingGaugesEnd bytes (what the
+// stores read for the advice). False when corrupt.
 bool DecodeServingGauges(std::string_view data, int64_t first_ms, int64_t from_ms, int64_t to_ms,
                          std::vector<ServingGauges>& out);
 
@@ -74,6 +80,14 @@ struct ServingChunkGroup {
 std::vector<ServingChunkGroup> GroupServing(std::span<const ServingSnapshot> snapshots,
                                             std::span<const int64_t> job_ids);
 
+// One job's snapshots (in any order) as the chunks a store keeps of them: one per engine,
+// model and hour, in the order GroupServing gives.
+struct EngineChunk {
+  std::string engine, model;
+  MergedChunk chunk;
+};
+std::vector<EngineChunk> ServingChunksOfJob(std::span<const ServingSnapshot> snapshots);
+
 // The first snapshot of the batch (its index) whose (job, engine, model, time) another
 // snapshot before it in the batch or a stored one already has: the batch is refused
 // naming it. `stored_times[g]` holds the stored snapshots' times of groups[g]'s job,
@@ -82,7 +96,12 @@ std::optional<size_t> FirstDuplicate(std::span<const ServingChunkGroup> groups,
                                      std::span<const std::vector<int64_t>> stored_times,
                                      std::span<const ServingSnapshot> snapshots);
 
-// The times of a chunk's snapshots, for duplicate checks. False when corrupt.
+// How many of a chunk's first bytes hold its first section: what DecodeServingGauges and
+// ServingChunkTimes read. The whole size when the chunk is corrupt.
+size_t ServingGaugesEnd(std::string_view data);
+
+// The times of a chunk's snapshots (or of its first ServingGaugesEnd bytes), for
+// duplicate checks. False when corrupt.
 bool ServingChunkTimes(std::string_view data, int64_t first_ms, std::vector<int64_t>& out);
 
 // A stored chunk of a job as the stores' reads find it (engine, model and data point into

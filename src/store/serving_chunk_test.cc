@@ -120,6 +120,18 @@ TEST(ServingChunkTest, GaugesAloneAreTheWholeDecodesGauges) {
   ASSERT_TRUE(ServingChunkTimes(data, in.front().t_ms, times));
   ASSERT_EQ(times.size(), in.size());
   for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ(times[i], in[i].t_ms);
+  // The chunk's first bytes alone, as the stores read them for the advice, give the same;
+  // they are a small part of it, and do not decode as a whole chunk.
+  const std::string prefix = data.substr(0, ServingGaugesEnd(data));
+  EXPECT_LT(prefix.size() * 3, data.size()) << prefix.size() << " of " << data.size();
+  std::vector<ServingGauges> from_prefix;
+  ASSERT_TRUE(DecodeServingGauges(prefix, in.front().t_ms, kAll0, kAll1, from_prefix));
+  EXPECT_EQ(from_prefix, gauges);
+  times.clear();
+  ASSERT_TRUE(ServingChunkTimes(prefix, in.front().t_ms, times));
+  EXPECT_EQ(times.size(), in.size());
+  std::vector<ServingSnapshot> whole;
+  EXPECT_FALSE(DecodeServingChunk(prefix, in.front().t_ms, kAll0, kAll1, whole));
 }
 
 TEST(ServingChunkTest, ReadsOnlyTheSnapshotsOfTheRange) {

@@ -84,6 +84,10 @@ Status Reads::Prepare() {
       // A job's chunks that may hold snapshots from ?2 to ?3: the first from the hour of ?2.
       {kServingChunksOf,
        "SELECT engine, model, first_ms, data FROM serving_chunks WHERE job_id=?1 AND first_ms >= ?2 AND first_ms <= ?3"},
+      // Their first sections alone (store/serving_chunk.h), for the gauges.
+      {kServingGaugeChunksOf,
+       "SELECT engine, model, first_ms, substr(data, 1, gauges_end) FROM serving_chunks WHERE job_id=?1"
+       " AND first_ms >= ?2 AND first_ms <= ?3"},
       {kProgressOf,
        "SELECT t_ms, interval_ms, tokens, model_flops FROM progress WHERE job_id=?1 AND t_ms > ?2"
        " AND t_ms - interval_ms < ?3 ORDER BY t_ms"},
@@ -264,18 +268,18 @@ Result<std::vector<AllocationRecord>> Reads::AllocationsOverlapping(const TimeRa
 
 Result<std::vector<ServingSnapshot>> Reads::ServingOf(int64_t job_id, const TimeRange& range) {
   ServingChunksRead read;
-  GPULEDGER_RETURN_IF_ERROR(ReadServingChunks(job_id, range, read));
+  GPULEDGER_RETURN_IF_ERROR(ReadServingChunks(kServingChunksOf, job_id, range, read));
   return ServingOfChunks(job_id, read.rows, range);
 }
 
 Result<std::vector<ServingGauges>> Reads::ServingGaugesOf(int64_t job_id, const TimeRange& range) {
   ServingChunksRead read;
-  GPULEDGER_RETURN_IF_ERROR(ReadServingChunks(job_id, range, read));
+  GPULEDGER_RETURN_IF_ERROR(ReadServingChunks(kServingGaugeChunksOf, job_id, range, read));
   return ServingGaugesOfChunks(job_id, read.rows, range);
 }
 
-Status Reads::ReadServingChunks(int64_t job_id, const TimeRange& range, ServingChunksRead& out) {
-  Stmt& q = S(kServingChunksOf);
+Status Reads::ReadServingChunks(Id statement, int64_t job_id, const TimeRange& range, ServingChunksRead& out) {
+  Stmt& q = S(statement);
   q.Bind(1, job_id).Bind(2, ServingChunkHour(range.begin_ms)).Bind(3, range.end_ms);
   std::vector<int64_t> first;
   GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "serving_chunks", [&] {

@@ -62,17 +62,17 @@ class Reads : public StoreSnapshot, private DayRowSource {
   enum Id {
     kListDevices, kListJobs, kJobsVersion, kAllocationsOfDevice, kAllocationsOverlapping, kSamplesOfDevice,
     kProcessesOfDevice, kDirtyHours, kDirtyHoursIn, kHourRowsAroundDays, kSettledHourRowsAroundDays, kDayVersions, kReadDay,
-    kScanMinuteRollups, kScanSettledMinuteRollups, kLoadPrices, kProgressOf, kJobChangesOf, kClosedPeriods, kFrozenLines, kServingChunksOf, kLatestSamples, kScanHourRollups, kScanDayHours, kCount
+    kScanMinuteRollups, kScanSettledMinuteRollups, kLoadPrices, kProgressOf, kJobChangesOf, kClosedPeriods, kFrozenLines, kServingChunksOf, kServingGaugeChunksOf, kLatestSamples, kScanHourRollups, kScanDayHours, kCount
   };
   Status Prepare();
   Stmt& S(Id id);
-  // The chunks of a job that may hold snapshots of a range, and the text and bytes they
-  // point into.
+  // The chunks of a job that may hold snapshots of a range (whole, or their first
+  // sections: `statement`), and the text and bytes they point into.
   struct ServingChunksRead {
     std::vector<std::string> held;
     std::vector<ServingChunkRow> rows;
   };
-  Status ReadServingChunks(int64_t job_id, const TimeRange& range, ServingChunksRead& out);
+  Status ReadServingChunks(Id statement, int64_t job_id, const TimeRange& range, ServingChunksRead& out);
   Result<std::vector<AllocationRecord>> ReadAllocations(Stmt& q);
   // ListJobs, and the version of the jobs read in the same statement (none when no job).
   Result<std::vector<JobRecord>> ReadJobs(std::optional<int64_t>& version);

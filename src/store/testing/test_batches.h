@@ -145,6 +145,19 @@ inline Batch ServingEverySixHours(const std::string& id, int64_t t0) {
   return b;
 }
 
+// `b` with two more vLLM snapshots of its first snapshot's model, one and two minutes
+// after it: three in that engine's first hour, where ServingEverySixHours has one.
+inline Batch WithinTheFirstHour(Batch b) {
+  for (int64_t minute : {2, 1}) {
+    ServingSnapshot v = b.serving.front();
+    v.t_ms += minute * 60'000;
+    v.requests_waiting = static_cast<double>(100 + minute);
+    v.requests_running = 0.25 * static_cast<double>(minute);
+    b.serving.push_back(v);
+  }
+  return b;
+}
+
 // A serving snapshot's (engine, model, t, requests_waiting), -1 when unreported.
 using ServingKey = std::tuple<std::string, std::string, int64_t, double>;
 
