@@ -1100,8 +1100,8 @@ class SqliteStore final : public Store, public ActionLog {
 
   // Schema version 17: moves the rows of the old `serving` table (one per snapshot) into
   // chunks, one per job, engine, model and hour, and drops the table. The rows are read
-  // in the table's key order (job, time, engine, model), which needs no sort, a job at a
-  // time (sorting them all took memory the size of the table: temp_store is MEMORY).
+  // in the table's key order (job, time, engine, model), which needs no sort (with
+  // temp_store=MEMORY a sort of them all would be held in memory), a job at a time.
   Status ConvertServingToChunks() {
     Stmt q;
     GPULEDGER_RETURN_IF_ERROR(q.Prepare(
@@ -1144,9 +1144,9 @@ class SqliteStore final : public Store, public ActionLog {
     }));
     GPULEDGER_RETURN_IF_ERROR(flush());
     q.Reset();  // no statement may be active while the table is dropped
-    // Emptied first: DROP TABLE of the 10,000-GPU month's 2.9 GB table took 3.3 GB of
-    // memory with temp_store=MEMORY (the sqlite3 shell, the same pragmas: 77 MB without
-    // it), DELETE of all its rows 76 MB, then DROP of the empty table next to none.
+    // Emptied first: DROP TABLE of the 10,000-GPU month's table (3.2 GB of pages) took
+    // 3.3 GB of memory with temp_store=MEMORY (the sqlite3 shell, the same pragmas; 77 MB
+    // without it), DELETE of all its rows 76 MB, then DROP of the empty table next to none.
     return Exec("DELETE FROM serving; DROP TABLE serving");
   }
 
