@@ -51,8 +51,9 @@ std::vector<store::IngestPlan> Plans(const std::vector<const Batch*>& batches) {
 // A backend under the store contract: its name, how to open the store of `dir` (fresh
 // the first time, the same one again after), why it cannot run here (empty when it can),
 // and the unit retention drops raw samples in.
-// `scalar` answers a query of one value on the store's database, behind the store's back
-// (for tests of what a backend keeps, beside what it reads back).
+// `scalar` answers a statement of one value on the store's database, behind the store's
+// back (for tests of what a backend keeps, beside what it reads back; an UPDATE with
+// RETURNING changes it).
 struct Backend {
   std::string name;
   std::function<Result<std::unique_ptr<Store>>(const std::filesystem::path& dir)> open;
@@ -66,7 +67,7 @@ Backend Sqlite() {
   b.scalar = [](const std::filesystem::path& dir, const std::string& sql) {
     sqlite3* db = nullptr;
     std::string out = "(no answer)";
-    if (sqlite3_open_v2((dir / "ledger.db").string().c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    if (sqlite3_open_v2((dir / "ledger.db").string().c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK) {
       sqlite3_stmt* q = nullptr;
       if (sqlite3_prepare_v2(db, sql.c_str(), -1, &q, nullptr) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW) {
         out = reinterpret_cast<const char*>(sqlite3_column_text(q, 0));
@@ -1074,6 +1075,42 @@ TEST_P(StoreContractTest, ServingSnapshotsOfManyBatchesAreMergedPerEngineHour) {
   expect_reads("after a later snapshot's refresh");
   Reopen();
   expect_reads("reopened");
+}
+
+// A serving chunk that does not decode is an error naming its job, engine, model and
+// first time: on the reads that reach it (a window clear of it still reads), and on a
+// batch that brings a snapshot to its hour, which is refused whole.
+TEST_P(StoreContractTest, ACorruptServingChunkIsAnErrorNamingItsJobEngineAndHour) {
+  const Batch b = testing_batches::ServingEverySixHours("serving", kT0);
+  ASSERT_TRUE(store_->ApplyBatch(Plan(b)).ok());
+  const int64_t job = store_->ListJobs()->at(0).id;
+  EXPECT_EQ(backend_.scalar(dir_, fmt::format("UPDATE serving_chunks SET data = substr(data, 1, 3)"
+                                              " WHERE first_ms = {} AND engine = 'vllm' RETURNING 1",
+                                              kT0)),
+            "1");
+  const std::string named =
+      fmt::format("serving_chunks row of job {} (vllm m0) at {} is corrupt: the chunk does not decode", job, FormatTime(kT0));
+  const TimeRange all{kT0, kT0 + 3 * kMsPerDay};
+  auto snapshots = store_->ServingOf(job, all);
+  ASSERT_FALSE(snapshots.ok());
+  EXPECT_THAT(snapshots.status().message(), HasSubstr(named));
+  auto gauges = store_->ServingGaugesOf(job, all);
+  ASSERT_FALSE(gauges.ok());
+  EXPECT_THAT(gauges.status().message(), HasSubstr(named));
+  const TimeRange later{kT0 + kMsPerHour, kT0 + 3 * kMsPerDay};
+  auto clear = store_->ServingOf(job, later);
+  ASSERT_TRUE(clear.ok()) << clear.status().ToString();
+  EXPECT_EQ(testing_batches::KeysOf(*clear), testing_batches::ServingIn(b, later.begin_ms, later.end_ms));
+  Batch more;
+  more.batch_id = "more";
+  more.devices.push_back(Device{.uuid = "GPU-m", .node = "node-m", .model = "NVIDIA H200", .memory_mib = 143771});
+  ServingSnapshot v = b.serving.front();
+  v.t_ms += kMsPerMinute;
+  more.serving = {v};
+  auto r = store_->ApplyBatch(Plan(more));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr(named));
+  EXPECT_EQ(store_->ListDevices()->size(), 0u) << "nothing of the batch is applied";
 }
 
 // ServingGaugesOf is the queue and KV-cache gauges of ServingOf's snapshots, by time:
