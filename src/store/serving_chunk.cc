@@ -48,7 +48,7 @@ constexpr std::array<size_t, 8> kSecondFigures = {1, 3, 4, 5, 6, 7, 8, 9};
 constexpr std::array<CumulativeHistogram ServingSnapshot::*, kHistogramCount> kHistograms = {
     &ServingSnapshot::prefill_seconds, &ServingSnapshot::decode_seconds, &ServingSnapshot::iteration_tokens};
 
-// The integer `v` is of at scale `k`, when it decodes to exactly `v` (to the bit).
+// `v` as a whole number of 10^-k, when that number decodes to exactly `v` (to the bit).
 std::optional<int64_t> Scaled(double v, int k) {
   const double x = v * kPowersOfTen[static_cast<size_t>(k)];
   if (!std::isfinite(x) || std::fabs(x) >= 9.0e15) return std::nullopt;  // below 2^53: exact as a double
@@ -184,30 +184,30 @@ bool ReadFirstSection(VarintReader& r, uint64_t n, int64_t first_ms, FirstSectio
   return ReadColumn(r, waiting, s.waiting) && ReadColumn(r, kv, s.kv);
 }
 
+// A chunk's tag and count, and its first section as stored; `r` is left after it.
+bool ReadHead(VarintReader& r, uint64_t& n, Section& first) {
+  uint64_t tag = 0;
+  return r.Varint(tag) && tag == kTag && r.Varint(n) && n <= kMaxSnapshots && ReadSection(r, first);
+}
+
 // A chunk opened: its count and its first section read; `second` is the second section as
-// stored (`whole`: read too, else only what a gauges prefix holds is read).
+// stored (`whole`: read too, and the chunk must end there; else only what a gauges prefix
+// holds is read).
 struct Opened {
   uint64_t n = 0;
   FirstSection s;
   Section second;
-  size_t end = 0;  // the bytes of `data` read
 };
 
 bool Open(std::string_view data, int64_t first_ms, bool whole, Opened& o) {
   thread_local std::string room;
   VarintReader r(data);
-  uint64_t tag = 0;
   Section first;
   std::string_view plain;
-  if (!r.Varint(tag) || tag != kTag || !r.Varint(o.n) || o.n > kMaxSnapshots || !ReadSection(r, first) ||
-      !Plain(first, room, plain)) {
-    return false;
-  }
+  if (!ReadHead(r, o.n, first) || !Plain(first, room, plain)) return false;
   VarintReader f(plain);
   if (!ReadFirstSection(f, o.n, first_ms, o.s) || !f.done()) return false;
-  if (whole && (!ReadSection(r, o.second) || !r.done())) return false;
-  o.end = data.size() - r.remaining();
-  return true;
+  return !whole || (ReadSection(r, o.second) && r.done());
 }
 
 }  // namespace
@@ -264,10 +264,9 @@ MergedChunk ServingChunkOf(std::span<const ServingSnapshot> snapshots) {
 
 size_t ServingGaugesEnd(std::string_view data) {
   VarintReader r(data);
-  uint64_t tag = 0, n = 0;
+  uint64_t n = 0;
   Section first;
-  if (!r.Varint(tag) || !r.Varint(n) || !ReadSection(r, first)) return data.size();
-  return data.size() - r.remaining();
+  return ReadHead(r, n, first) ? data.size() - r.remaining() : data.size();
 }
 
 bool DecodeServingChunk(std::string_view data, int64_t first_ms, int64_t from_ms, int64_t to_ms,
