@@ -385,6 +385,53 @@ TEST_F(CliTest, TheDemoWrittenIntoPostgresqlEqualsTheDemosSqliteStore) {
   EXPECT_EQ(testing::ReadAll(theirs), "[prices]\n");
 }
 
+// From one server to replicas: `store copy` puts the demo's SQLite store into an empty
+// PostgreSQL database, and every answer from it is the SQLite store's, to the byte (the
+// weekly report's page included); a database that holds a store is refused; the URL's
+// password, read from a file, is never printed.
+TEST_F(CliTest, TheDemosStoreCopiedIntoPostgresqlAnswersAsItDid) {
+  auto pg = store::pgtest::PgTestServer::Shared();
+  if (!pg.ok()) GPULEDGER_SKIP_OR_FAIL_IN_CI() << pg.status().ToString();
+  auto database = (*pg)->CreateDatabase("cli_copy");
+  ASSERT_TRUE(database.ok()) << database.status().ToString();
+  std::string url = (*pg)->Url(*database);
+  url.insert(url.find('@'), ":s3cret-pw");  // the test server trusts its socket: any password opens it
+  const std::string demo = Path("demo.db");
+  Outcome made = Gpuledger("demo --once --days 2 --interval 300s --start 2026-11-23T00:00:00Z --db " + demo);
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  Outcome nowhere = Gpuledger("store copy --db " + demo);
+  EXPECT_EQ(nowhere.exit_code, 1);
+  EXPECT_THAT(nowhere.output, HasSubstr("say where to, with --to or --to-file"));
+  const std::string to_file = " --to-file " + File("store-url", url + "\n");
+  Outcome copied = Gpuledger("store copy --db " + demo + to_file);
+  ASSERT_EQ(copied.exit_code, 0) << copied.output;
+  EXPECT_THAT(copied.output, HasSubstr("copied "));
+  EXPECT_THAT(copied.output, HasSubstr(" rows of 20 tables in "));
+  EXPECT_THAT(copied.output, HasSubstr("  sample_chunks "));
+  EXPECT_THAT(copied.output, Not(HasSubstr("s3cret-pw")));
+  const std::string config = " --config " + Path("demo.toml");
+  for (const std::string query :
+       {"usage --from 2026-11-23T00:00:00Z --to 2026-11-25T00:00:00Z --format csv --by team,pool",
+        "usage --from 2026-11-23T06:30:00Z --to 2026-11-24T18:10:00Z --format csv --by job",
+        "chargeback --period 2026-11 --format csv", "actions --from 2026-11-23T00:00:00Z --to 2026-11-25T00:00:00Z"}) {
+    Outcome mine = Gpuledger(query + config + " --db " + demo);
+    Outcome theirs = Gpuledger(query + config + " --db '" + url + "'");
+    ASSERT_EQ(mine.exit_code, 0) << query << ": " << mine.output;
+    ASSERT_EQ(theirs.exit_code, 0) << query << ": " << theirs.output;
+    EXPECT_EQ(theirs.output, mine.output) << query;
+  }
+  const std::string weekly = "report weekly --week 2026-W48" + config;
+  ASSERT_EQ(Gpuledger(weekly + " --db " + demo + " --out " + Path("mine.html")).exit_code, 0);
+  ASSERT_EQ(Gpuledger(weekly + " --db '" + url + "' --out " + Path("theirs.html")).exit_code, 0);
+  EXPECT_EQ(testing::ReadAll(Path("theirs.html")), testing::ReadAll(Path("mine.html")));
+  EXPECT_THAT(testing::ReadAll(Path("mine.html")), HasSubstr("2026-W48"));
+  Outcome again = Gpuledger("store copy --db " + demo + to_file);
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_THAT(again.output, HasSubstr("store copy: nothing was copied: the database postgresql://gpuledger:***@"));
+  EXPECT_THAT(again.output, HasSubstr("already holds a store"));
+  EXPECT_THAT(again.output, Not(HasSubstr("s3cret-pw")));
+}
+
 TEST_F(CliTest, TheDemoSentToAServerEqualsTheDemosOwnStore) {
   const std::string span = " --days 1 --interval 300s --start 2026-11-23T00:00:00Z";
   Outcome local = Gpuledger("demo --once --gpus 400" + span + " --db " + Path("demo.db"));

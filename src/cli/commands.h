@@ -68,6 +68,12 @@ void AddWindowOptions(CLI::App& sub, WindowOptions& w, const std::string& fallba
 // --to defaults to now. Every report then cuts its window where the data ends.
 Result<TimeRange> ResolveWindow(const WindowOptions& w, ledger::Ledger* ledger, const Clock& clock);
 
+// The text of a file that holds a secret (a token, a store URL with its password): its
+// trailing whitespace dropped, since `kubectl create secret --from-file` and editors leave a
+// newline. Fails naming `what` and the file when it cannot be read or holds nothing; the
+// secret itself never appears in the error.
+Result<std::string> ReadSecretFile(const std::string& path, const std::string& what);
+
 // Prints a failed status to stderr as "gpuledger: <message>" and returns exit code 1.
 int Fail(const Status& status);
 

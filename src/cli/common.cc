@@ -1,7 +1,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "cli/commands.h"
 
@@ -54,6 +57,17 @@ Result<TimeRange> ResolveWindow(const WindowOptions& w, ledger::Ledger* ledger, 
   }
   if (to <= *from) return InvalidArgument("--to must be after --from");
   return TimeRange{*from, to};
+}
+
+Result<std::string> ReadSecretFile(const std::string& path, const std::string& what) {
+  std::ifstream in(path);
+  if (!in) return InvalidArgument(fmt::format("{}: cannot read {}", what, path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::string secret = text.str();
+  while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back()))) secret.pop_back();
+  if (secret.empty()) return InvalidArgument(fmt::format("{}: {} is empty", what, path));
+  return secret;
 }
 
 int Fail(const Status& status) {

@@ -63,24 +63,6 @@ void UseOneMallocArena() {
   }
 }
 
-namespace {
-
-// The text of a file that holds a secret (a token, a store URL with its password): its
-// trailing whitespace dropped, since `kubectl create secret --from-file` and editors leave a
-// newline. Fails naming `what` and the file when it cannot be read or holds nothing; the
-// secret itself never appears in the error.
-Result<std::string> ReadSecretFile(const std::string& path, const std::string& what) {
-  std::ifstream in(path);
-  if (!in) return InvalidArgument(fmt::format("{}: cannot read {}", what, path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string secret = text.str();
-  while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back()))) secret.pop_back();
-  if (secret.empty()) return InvalidArgument(fmt::format("{}: {} is empty", what, path));
-  return secret;
-}
-
-}  // namespace
 
 // Who carries out serve's enforced decisions (docs/objectives.md): Slurm through the
 // tools the config's [agent] scontrol names (scancel beside it; both from PATH by default),

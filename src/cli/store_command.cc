@@ -3,6 +3,8 @@
 #include <chrono>
 
 #include "cli/commands.h"
+#include "store/copy.h"
+#include "store/pg_store.h"
 
 namespace gpuledger::cli {
 
@@ -35,6 +37,52 @@ void AddStoreCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    std::printf("%s (%s check, %.1f s)\n", StoreCheckText(*result).c_str(), *quick ? "quick" : "full",
                                seconds);
                    return result->ok() ? 0 : 1;
+                 }});
+
+  struct CopyOpts {
+    std::string to, to_file;
+  };
+  auto copy_opts = std::make_shared<CopyOpts>();
+  CLI::App* copy = store->add_subcommand(
+      "copy", "Copy this SQLite store into an empty PostgreSQL database, for several servers on it "
+              "(docs/deploy.md): every row in one transaction, or nothing; stop the server first");
+  AddCommonOptions(*copy, common);
+  copy->add_option("--to", copy_opts->to, "the database: a postgresql:// URL");
+  copy->add_option("--to-file", copy_opts->to_file,
+                   "read the database's URL from this file, so that a password is not on the command line")
+      ->excludes(copy->get_option("--to"));
+  out.push_back({copy, [copy_opts, &common]() -> int {
+                   std::string to = copy_opts->to;
+                   if (!copy_opts->to_file.empty()) {
+                     auto url = ReadSecretFile(copy_opts->to_file, "--to-file");
+                     if (!url.ok()) return Fail(url.status());
+                     to = std::move(*url);
+                   }
+                   if (to.empty()) return Fail(InvalidArgument("store copy: say where to, with --to or --to-file"));
+                   auto config = LoadCommonConfig(common);
+                   if (!config.ok()) return Fail(config.status());
+                   const std::string from =
+                       !common.db_path.empty() ? common.db_path : config->db_path.value_or(DefaultDbPath());
+                   const std::string shown = store::StoreDisplayName(to);
+                   std::printf("copying %s into %s\n", from.c_str(), shown.c_str());
+                   std::fflush(stdout);
+                   auto start = std::chrono::steady_clock::now();
+                   auto last = start;
+                   int64_t total = 0;
+                   auto copied = store::CopySqliteIntoPostgres(from, to, [&](const store::CopiedTable& t) {
+                     auto now = std::chrono::steady_clock::now();
+                     std::printf("  %-20s %12lld rows  %7.1f s\n", t.name.c_str(), static_cast<long long>(t.rows),
+                                 std::chrono::duration<double>(now - last).count());
+                     std::fflush(stdout);
+                     last = now;
+                     total += t.rows;
+                   });
+                   if (!copied.ok()) return Fail(copied.status().WithContext("store copy: nothing was copied"));
+                   std::printf("copied %lld rows of %zu tables in %.1f s; point the servers at %s ([store] url)\n",
+                               static_cast<long long>(total), copied->size(),
+                               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                               shown.c_str());
+                   return 0;
                  }});
 }
 
