@@ -403,11 +403,11 @@ Result<std::vector<CopiedTable>> CopySqliteIntoPostgres(const std::string& sqlit
   if (!IsPostgresUrl(pg_url)) {
     return InvalidArgument(fmt::format("the store to copy into must be a postgresql:// URL, not {}", pg_url));
   }
-  // Both at this build's schema: opened (and migrated) as stores, then closed.
-  {
-    auto s = OpenSqliteStore(sqlite_path);
-    if (!s.ok()) return s.status().WithContext("the SQLite store");
-  }
+  // Both at this build's schema: opened (and migrated) as stores. The SQLite one is held
+  // as a server holds it (exclusive_writer) until the copy ends: a server running on it
+  // fails the copy, saying so, and none starts on it meanwhile.
+  auto held = OpenSqliteStore(sqlite_path, SqliteOptions{.exclusive_writer = true, .day_cache_bytes = 0});
+  if (!held.ok()) return held.status().WithContext("the SQLite store");
   {
     auto d = OpenPgStore(pg_url, PgOptions{.idle_readers = 0, .day_cache_bytes = 0});
     if (!d.ok()) return d.status();

@@ -20,8 +20,8 @@ struct CopiedTable {
 // Copies every row of the SQLite store at `sqlite_path` into the PostgreSQL database at
 // `pg_url`, in one transaction: all of it, or on any error nothing.
 // - Both are opened as stores first, so each is at this build's schema (migrated when
-//   older, refused when newer). No server may write the SQLite file meanwhile: the copy
-//   reads one snapshot of it, and what comes after that snapshot is not copied.
+//   older, refused when newer). The SQLite file is held as a server holds it: one running
+//   on it fails the copy (kFailedPrecondition, saying so), and none starts meanwhile.
 // - The database must hold no store yet: kFailedPrecondition, naming the first table with
 //   rows, when it does. Its tables are locked against writers until the copy commits.
 // - Tables and columns are matched by name (SQLite's rowid gives PostgreSQL's id where

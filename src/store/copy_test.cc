@@ -294,6 +294,8 @@ TEST_F(StoreCopyTest, EveryTableArrivesRowForRowAndTheStoreGoesOnFromIt) {
   EXPECT_EQ(*(*pg)->ApplyBatch(plan(OnNode("c-2", "nc", kT0 + 11 * kDay))), ApplyOutcome::kApplied);
 }
 
+// A database that holds a store, a SQLite store a server holds, one that is not there, or
+// a destination that is no database: refused, and nothing changes.
 TEST_F(StoreCopyTest, ADatabaseThatHoldsAStoreIsRefusedAndKeptAsItWas) {
   ASSERT_NO_FATAL_FAILURE(FillSqlite());
   ASSERT_TRUE(Copy().ok());
@@ -303,6 +305,13 @@ TEST_F(StoreCopyTest, ADatabaseThatHoldsAStoreIsRefusedAndKeptAsItWas) {
   EXPECT_THAT(again.message(), HasSubstr("already holds a store (its table actions has rows); copy into an empty database"));
   EXPECT_EQ(PgCount("sample_chunks"), chunks);
   EXPECT_EQ(CopySqliteIntoPostgres((dir_ / "none.db").string(), url_).status().code(), StatusCode::kNotFound);
+  {
+    auto served = OpenSqliteStore(path_, SqliteOptions{.exclusive_writer = true});  // as `serve` holds it
+    ASSERT_TRUE(served.ok());
+    Status held = Copy();
+    EXPECT_EQ(held.code(), StatusCode::kFailedPrecondition);
+    EXPECT_THAT(held.message(), HasSubstr("is held by another gpuledger server or import"));
+  }
   EXPECT_FALSE(std::filesystem::exists(dir_ / "none.db")) << "a missing store is not made";
   EXPECT_EQ(CopySqliteIntoPostgres(path_, path_).status().code(), StatusCode::kInvalidArgument);
 }
