@@ -1127,6 +1127,9 @@ Result<PriceBook> Ledger::Prices() {
 }
 Status Ledger::SetPrices(const PriceBook& book) { return store_->SavePriceBook(book); }
 Result<int64_t> Ledger::PruneSamples(int64_t before_ms) { return store_->PruneSamples(before_ms); }
+Result<std::vector<int64_t>> Ledger::SettleDays(size_t limit) {
+  return store_->SettleDays(clock_.NowMs() - kSettleAfterMs, limit);
+}
 Result<store::StoreCheck> Ledger::CheckStore(bool full) { return store_->Check(full); }
 Result<store::StoreStats> Ledger::Stats() {
   GPULEDGER_ASSIGN_OR_RETURN(auto snap, store_->Snapshot());

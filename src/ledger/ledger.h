@@ -361,6 +361,10 @@ class Ledger {
   Status SetPrices(const PriceBook& book);
   // Deletes raw samples older than `before_ms` (rollups stay). Returns chunks deleted.
   Result<int64_t> PruneSamples(int64_t before_ms);
+  // Lays out again up to `limit` days of raw samples that are over (Store::SettleDays):
+  // those that ended kSettleAfterMs or more ago and hold no dirty hour. Returns the days.
+  static constexpr int64_t kSettleAfterMs = 2 * kMsPerHour;
+  Result<std::vector<int64_t>> SettleDays(size_t limit);
   // The store's integrity (store::Store::Check).
   Result<store::StoreCheck> CheckStore(bool full);
   Result<store::StoreStats> Stats();

@@ -509,6 +509,8 @@ struct Server::Impl {
   }
 
   void Maintenance() {
+    // The first look for a day to settle comes one interval after the start.
+    auto next_settle = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.settle_interval_ms);
     for (;;) {
       {
         MutexLock lock(stop_mu);
@@ -524,6 +526,14 @@ struct Server::Impl {
       ObserveWrite(kRefresh, refreshed.status());
       auto swept = ingestor->Sweep(clock.NowMs());
       if (!swept.ok()) spdlog::warn("event=hold_sweep_failed error={:?}", swept.status().message());
+      if (options.settle_interval_ms > 0 && std::chrono::steady_clock::now() >= next_settle) {
+        next_settle = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.settle_interval_ms);
+        auto settled = ledger.SettleDays(1);
+        if (!settled.ok()) spdlog::warn("event=settle_failed error={:?}", settled.status().message());
+        for (int64_t day : settled.ok() ? *settled : std::vector<int64_t>{}) {
+          spdlog::info("event=day_settled day={}", FormatTime(day));
+        }
+      }
     }
   }
 

@@ -67,6 +67,9 @@ struct ServerOptions {
   size_t max_concurrent_decompressions = 4;
   // How often rollups are refreshed and silent holds are closed in the background.
   int64_t maintenance_interval_ms = 2'000;
+  // How often a day of raw samples that is over is looked for and settled, one at a time
+  // (Ledger::SettleDays; PostgreSQL: docs/store-postgresql.md, "Settled days"); 0: never.
+  int64_t settle_interval_ms = 300'000;
   // The fleet figures of /metrics are recomputed at most this often.
   int64_t metrics_cache_ms = 15'000;
   // Log one structured line per request (spdlog, info level).

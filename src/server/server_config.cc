@@ -94,6 +94,7 @@ Status ApplyServerConfig(const config::ServerSection& s, ServerOptions& o) {
   config::Overlay(s.max_connections_per_address, o.max_connections_per_address);
   config::Overlay(s.keep_alive_max_requests, o.keep_alive_max_requests);
   config::Overlay(s.keep_alive_timeout_ms, o.keep_alive_timeout_ms);
+  config::Overlay(s.settle_interval_ms, o.settle_interval_ms);
   config::Overlay(s.max_concurrent_decompressions, o.max_concurrent_decompressions);
   config::Overlay(s.max_device_hours, o.query_limits.max_device_hours);
   config::Overlay(s.max_rows, o.query_limits.max_rows);

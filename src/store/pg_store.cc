@@ -41,8 +41,10 @@ using pg::DayOfPartitionName;
 using pg::kPartitionLock;
 
 constexpr int64_t kMsPerDay = 24 * kMsPerHour;
-// Advisory lock key (transaction-scoped) of migrations; partitions' is pg::kPartitionLock.
+// Advisory lock keys (transaction-scoped) of migrations and of settling days;
+// partitions' is pg::kPartitionLock.
 constexpr int64_t kMigrationLock = 0x67706c6d69677231;  // "gplmigr1"
+constexpr int64_t kSettleLock = 0x67706c736574746c;     // "gplsettl"
 
 // Schema migrations, applied in order in one transaction; meta.schema_version records how
 // many ran. Append only: a released step is never changed.
@@ -449,6 +451,7 @@ class PgStore final : public Store, public ActionLog {
   Status SavePriceBook(const PriceBook& book) override;
   Status ClosePeriod(const ClosedPeriodRecord& period, std::span<const FrozenLine> lines) override;
   Result<int64_t> PruneSamples(int64_t before_ms) override;
+  Result<std::vector<int64_t>> SettleDays(int64_t before_ms, size_t limit) override;
   Result<StoreCheck> Check(bool full) override;
   Result<size_t> RecordActions(std::span<const ActionRecord> actions) override;  // pg_actions.cc's rows
   Result<std::vector<ActionRecord>> ActionsIn(const TimeRange& range) override {
@@ -554,6 +557,8 @@ class PgStore final : public Store, public ActionLog {
   std::shared_ptr<DayRowCache> days_ = std::make_shared<DayRowCache>(options_.day_cache_bytes);
   // The job list, likewise (store/job_list_cache.h).
   std::shared_ptr<JobListCache> jobs_ = std::make_shared<JobListCache>();
+  std::mutex settle_mu_;  // settle_conn_
+  std::unique_ptr<Conn> settle_conn_;
   std::mutex part_mu_;  // part_conn_ and known_parts_
   std::unique_ptr<Conn> part_conn_;
   std::set<std::string> known_parts_;
@@ -1668,6 +1673,55 @@ Result<int64_t> PgStore::PruneSamples(int64_t before_ms) {
     }
   }
   return dropped;
+}
+
+// A day is settled by CLUSTER of its sample_chunks partition on the partition's key index
+// (device, first time), which marks that index clustered (pg_index.indisclustered): the
+// mark says the day is done, for every replica. On a connection of its own, so that
+// ingest and the refresh go on on the writer's; one replica at a time (an advisory lock
+// taken or given up on at once), and the day's dirty hours checked in the same
+// transaction, whose CLUSTER a batch for that day then waits for.
+Result<std::vector<int64_t>> PgStore::SettleDays(int64_t before_ms, size_t limit) {
+  std::vector<int64_t> settled;
+  if (limit == 0) return settled;
+  std::lock_guard lock(settle_mu_);
+  if (!settle_conn_) {
+    GPULEDGER_ASSIGN_OR_RETURN(settle_conn_, Conn::Open(url_));
+  } else if (settle_conn_->Broken()) {
+    GPULEDGER_RETURN_IF_ERROR(settle_conn_->Reset());
+  }
+  Conn& c = *settle_conn_;
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows parts, c.Query("SELECT p.relname::text, x.indexrelid::regclass::text FROM pg_inherits i"
+                          " JOIN pg_class p ON p.oid = i.inhrelid JOIN pg_index x ON x.indrelid = p.oid"
+                          " WHERE i.inhparent = 'sample_chunks'::regclass AND NOT x.indisclustered ORDER BY 1",
+                          "listing the days to settle"));
+  for (int i = 0; i < parts.rows() && settled.size() < limit; ++i) {
+    const std::string name = parts.Text(i, 0), index = parts.Text(i, 1);
+    auto day = DayOfPartitionName(name, "sample_chunks");
+    if (!day || *day + kMsPerDay > before_ms) continue;
+    GPULEDGER_RETURN_IF_ERROR(c.Exec("BEGIN", "settling a day"));
+    Result<bool> done = [&]() -> Result<bool> {
+      GPULEDGER_ASSIGN_OR_RETURN(
+          Rows mine, c.Query("SELECT 1 WHERE pg_try_advisory_xact_lock($1)", Params().Add(kSettleLock), "settling a day"));
+      if (mine.rows() == 0) return false;  // another replica is at it
+      GPULEDGER_ASSIGN_OR_RETURN(
+          Rows open, c.Query("SELECT 1 FROM dirty_hours WHERE hour_ms >= $1 AND hour_ms < $2"
+                             " UNION ALL SELECT 1 FROM pg_index WHERE indexrelid = $3::regclass AND indisclustered LIMIT 1",
+                             Params().Add(*day).Add(*day + kMsPerDay).Add(index), "settling a day"));
+      if (open.rows() > 0) return false;  // dirty still, or settled meanwhile
+      GPULEDGER_RETURN_IF_ERROR(c.Exec(fmt::format("CLUSTER {} USING {}", name, index), "settling day " + name));
+      GPULEDGER_RETURN_IF_ERROR(c.Exec(fmt::format("ANALYZE {}", name), "settling day " + name));
+      return true;
+    }();
+    if (!done.ok()) {
+      if (!c.Broken() && c.InTransaction()) (void)c.Exec("ROLLBACK", "settling a day");
+      return done.status();
+    }
+    GPULEDGER_RETURN_IF_ERROR(c.Exec("COMMIT", "settling a day"));
+    if (*done) settled.push_back(*day);
+  }
+  return settled;
 }
 
 Result<StoreCheck> PgStore::Check(bool full) {

@@ -563,6 +563,42 @@ TEST_F(PgStoreTest, PartitionsAreCreatedAheadAndRetentionDropsWholeDays) {
   PQfinish(c);
 }
 
+// A settled day's chunks lie in device and time order (they came hour by hour, every
+// device each hour), and the day is marked settled in the database for every replica (its
+// index clustered).
+TEST_F(PgStoreTest, ASettledDayLiesInDeviceOrder) {
+  const int64_t day = FloorTo(kT0, kMsPerDay);
+  for (int h = 0; h < 4; ++h) {
+    for (const char* node : {"na", "nb", "nc"}) {
+      for (int half = 0; half < 2; ++half) {  // two chunks an hour, merged by the refresh
+        ASSERT_TRUE(store_->ApplyBatch(Plan(OnNode(fmt::format("{}-{}-{}", node, h, half), node,
+                                                   kT0 + h * kMsPerHour + half * 30 * kMsPerMinute)))
+                        .ok());
+      }
+    }
+  }
+  std::vector<RollupUpdate> clean;
+  auto dirty = store_->DirtyHours(100);  // kept: a range-for over *temporary dangles
+  for (const DirtyHour& d : *dirty) clean.push_back({d, {}, {}});
+  ASSERT_TRUE(store_->WriteRollups(clean).ok());
+  PGconn* c = Connect();
+  const std::string part = "sample_chunks_d20261123";
+  auto order = [&](const char* by) {
+    return One(c, std::string("SELECT string_agg(device_id || ':' || first_ms, ' ' ORDER BY ") + by + ") FROM " + part);
+  };
+  const std::string sorted = order("device_id, first_ms");
+  ASSERT_NE(order("ctid"), sorted) << "as they came: hour by hour";
+  auto settled = store_->SettleDays(day + kMsPerDay, 5);
+  ASSERT_TRUE(settled.ok()) << settled.status().ToString();
+  EXPECT_EQ(*settled, std::vector<int64_t>{day});
+  EXPECT_EQ(order("ctid"), sorted);
+  EXPECT_EQ(One(c, "SELECT indisclustered FROM pg_index WHERE indrelid = '" + part + "'::regclass"), "t");
+  auto other = OpenPgStore(server_->Url(db_));  // another replica
+  ASSERT_TRUE(other.ok());
+  EXPECT_TRUE((*other)->SettleDays(day + kMsPerDay, 5)->empty()) << "settled for every replica";
+  PQfinish(c);
+}
+
 // The quick check (serve's start-up check) finds a missing table by name.
 TEST_F(PgStoreTest, TheQuickCheckNamesAMissingTable) {
   auto sound = store_->Check(false);

@@ -671,6 +671,7 @@ class SqliteStore final : public Store, public ActionLog {
     return sqlite::Error(db_, rc, "checking the store's integrity");
   }
 
+  Result<std::vector<int64_t>> SettleDays(int64_t, size_t) override { return std::vector<int64_t>{}; }
   Result<int64_t> PruneSamples(int64_t before_ms) override {
     std::lock_guard lock(mu_);
     Txn txn(*this);

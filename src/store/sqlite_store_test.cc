@@ -389,6 +389,52 @@ TEST_P(StoreContractTest, AGroupRefusesItsBadBatchAloneAndCommitsTheOthers) {
   EXPECT_EQ(dirty.size(), 3u * 4u);
 }
 
+// Settling days (Store::SettleDays) changes no read: the days over with no dirty hour are
+// settled once each (PostgreSQL; SQLite settles none), a day still dirty or not yet over
+// waits, and a late sample for a settled day is stored and read as any other.
+TEST_P(StoreContractTest, SettlingDaysChangesNoRead) {
+  const int64_t day = FloorTo(kT0, kMsPerDay);
+  for (int h = 0; h < 3; ++h) {
+    for (const char* node : {"na", "nb", "nc"}) {
+      ASSERT_TRUE(store_->ApplyBatch(Plan(OnNode(fmt::format("{}-{}", node, h), node, kT0 + h * kMsPerHour))).ok());
+    }
+  }
+  ASSERT_TRUE(store_->ApplyBatch(Plan(OnNode("na-late", "na", kT0 + kMsPerDay))).ok());  // the next day, left dirty
+  std::vector<RollupUpdate> clean;
+  auto dirty = store_->DirtyHours(100);  // kept: a range-for over *temporary dangles
+  for (const DirtyHour& d : *dirty) {
+    if (d.hour_ms < day + kMsPerDay) clean.push_back({d, {}, {}});
+  }
+  ASSERT_TRUE(store_->WriteRollups(clean).ok());
+  std::vector<DeviceRange> ranges;
+  auto devices = store_->ListDevices();
+  for (const DeviceRecord& d : *devices) ranges.push_back({d.id, {day, day + 3 * kMsPerDay}});
+  auto read = [&] {
+    std::vector<std::pair<int64_t, double>> out;
+    auto all = store_->SamplesOf(ranges);
+    for (const auto& samples : *all) {
+      for (const Sample& s : samples) out.emplace_back(s.t_ms, s.sm_active.value_or(-1));
+    }
+    return out;
+  };
+  const auto before = read();
+  ASSERT_EQ(before.size(), 3u * 3u * 3u + 3u);
+  const bool settles = GetParam().name != "sqlite";
+  auto settled = store_->SettleDays(day + 2 * kMsPerDay, 10);
+  ASSERT_TRUE(settled.ok()) << settled.status().ToString();
+  EXPECT_EQ(*settled, settles ? std::vector<int64_t>{day} : std::vector<int64_t>{}) << "the next day is dirty still";
+  EXPECT_EQ(read(), before);
+  EXPECT_TRUE(store_->SettleDays(day + 2 * kMsPerDay, 10)->empty()) << "once";
+  ASSERT_TRUE(store_->ApplyBatch(Plan(OnNode("nb-late", "nb", kT0 + 5 * kMsPerHour))).ok());  // late, for the settled day
+  clean.clear();
+  dirty = store_->DirtyHours(100);
+  for (const DirtyHour& d : *dirty) clean.push_back({d, {}, {}});
+  ASSERT_TRUE(store_->WriteRollups(clean).ok());
+  EXPECT_EQ(read().size(), before.size() + 3);
+  EXPECT_TRUE(store_->SettleDays(day + 2 * kMsPerDay - 1, 10)->empty()) << "the next day is not over yet";
+  EXPECT_EQ(*store_->SettleDays(day + 2 * kMsPerDay, 10), settles ? std::vector<int64_t>{day + kMsPerDay} : std::vector<int64_t>{});
+}
+
 // The same batch id twice in one group: the second is a duplicate of the first (not
 // applied again), and the id with other content is refused, as across groups.
 TEST_P(StoreContractTest, ABatchIdTwiceInOneGroupIsADuplicate) {

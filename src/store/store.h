@@ -410,6 +410,15 @@ class Store : public StoreReads {
   // Deletes raw samples older than `before_ms` (rollups stay). Returns rows deleted.
   virtual Result<int64_t> PruneSamples(int64_t before_ms) = 0;
 
+  // Lays the raw samples of up to `limit` days out again in device and time order, so
+  // that a long read of a device's days (a week's advice) reads them together: days that
+  // ended at or before `before_ms`, hold no dirty hour and were not laid out before. Each
+  // day once; a late sample coming after is stored and read as any other. Returns the
+  // days' first instants. PostgreSQL: CLUSTER of the day's partition, which holds it from
+  // reads and writes for as long as that takes (docs/store-postgresql.md, "Settled days").
+  // SQLite: none (its chunks stay in the order they came; docs/benchmarks.md).
+  virtual Result<std::vector<int64_t>> SettleDays(int64_t before_ms, size_t limit) = 0;
+
   // Checks the database's own integrity: `full` checks every table and index against each
   // other (slow on a large store), otherwise the cheaper structural check. Ok with
   // problems listed when the database is damaged; an error only when it cannot check.
