@@ -12,8 +12,9 @@
 //  1. into a SQLite store through the ledger, as `demo --once` does, rollups refreshed,
 //     then checkpointed and VACUUMed: the file's bytes, and each table's (dbstat);
 //  2. into PostgreSQL (the test harness's server, store/testing/pg_server.h), rollups
-//     refreshed, VACUUM FULL: pg_total_relation_size of every table with its partitions,
-//     indexes and TOAST;
+//     refreshed: pg_total_relation_size of every table with its partitions, indexes and
+//     TOAST, as a server leaves it (a plain VACUUM, as autovacuum runs), before and after
+//     its days are settled (Store::SettleDays, the clock a day on), and after VACUUM FULL;
 //  3. the same samples' seven figures as remote-write series, with dcgm-exporter's family
 //     and label names (gpu, UUID, device, modelName, Hostname), into VictoriaMetrics
 //     (Debian's victoria-metrics, on loopback), flushed (/internal/force_flush), merged
@@ -28,6 +29,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -117,13 +119,14 @@ std::string RemoteWriteOf(const Batch& b, const std::map<std::string, const Devi
 }
 
 // The bytes of every table in the public schema with its partitions, indexes and TOAST,
-// after VACUUM FULL; -1 on failure. `tables`: per table (its partitions summed), the
-// heap with TOAST and the indexes.
-int64_t PostgresBytes(const std::string& url, std::map<std::string, std::pair<int64_t, int64_t>>* tables) {
+// after `vacuum` (VACUUM FULL, or VACUUM as autovacuum runs it); -1 on failure. `tables`:
+// per table (its partitions summed), the heap with TOAST and the indexes.
+int64_t PostgresBytes(const std::string& url, const char* vacuum,
+                      std::map<std::string, std::pair<int64_t, int64_t>>* tables) {
   PGconn* c = PQconnectdb(url.c_str());
   int64_t out = -1;
   if (PQstatus(c) == CONNECTION_OK) {
-    PQclear(PQexec(c, "VACUUM FULL"));
+    PQclear(PQexec(c, vacuum));
     PGresult* t = PQexec(c,
                          "SELECT c.relname, CASE c.relkind WHEN 'p' THEN"
                          " (SELECT sum(pg_table_size(relid)) FROM pg_partition_tree(c.oid)) ELSE pg_table_size(c.oid) END,"
@@ -292,9 +295,23 @@ int Main(const Args& args) {
 
   int64_t pg_bytes = 0;
   if (pg_ledger) {
-    pg_ledger.reset();
     std::map<std::string, std::pair<int64_t, int64_t>> pg_tables;
-    pg_bytes = PostgresBytes(pg_url, &pg_tables);
+    const int64_t live = PostgresBytes(pg_url, "VACUUM", &pg_tables);
+    const int64_t live_chunks = pg_tables["sample_chunks"].first + pg_tables["sample_chunks"].second;
+    clock.Advance(kMsPerDay);  // a day on: every simulated day is over
+    auto settled = pg_ledger->SettleDays(std::numeric_limits<size_t>::max());
+    if (!settled.ok()) return std::fprintf(stderr, "PostgreSQL: %s\n", settled.status().ToString().c_str()), 1;
+    const int64_t live_settled = PostgresBytes(pg_url, "VACUUM", &pg_tables);
+    const int64_t settled_chunks = pg_tables["sample_chunks"].first + pg_tables["sample_chunks"].second;
+    if (live < 0 || live_settled < 0) return 1;
+    PrintRow("gpuledger on PostgreSQL as served, before settling (VACUUM)", live, device_days);
+    PrintRow("  of which sample_chunks with indexes", live_chunks, device_days);
+    PrintRow(fmt::format("gpuledger on PostgreSQL as served, {} days settled (VACUUM)", settled->size()).c_str(),
+             live_settled, device_days);
+    PrintRow("  of which sample_chunks with indexes", settled_chunks, device_days);
+    pg_ledger.reset();
+    pg_tables.clear();
+    pg_bytes = PostgresBytes(pg_url, "VACUUM FULL", &pg_tables);
     if (pg_bytes < 0) return 1;
     std::printf("gpuledger on PostgreSQL, by table with its partitions (pg_table_size with TOAST; indexes):\n");
     for (const auto& [name, bytes] : pg_tables) {

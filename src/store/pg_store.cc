@@ -1680,7 +1680,8 @@ Result<int64_t> PgStore::PruneSamples(int64_t before_ms) {
 // mark says the day is done, for every replica. On a connection of its own, so that
 // ingest and the refresh go on on the writer's; one replica at a time (an advisory lock
 // taken or given up on at once), and the day's dirty hours checked in the same
-// transaction, whose CLUSTER a batch for that day then waits for.
+// transaction, whose CLUSTER a batch for that day then waits for. A day a query holds
+// longer than 2 s is left for the next call.
 Result<std::vector<int64_t>> PgStore::SettleDays(int64_t before_ms, size_t limit) {
   std::vector<int64_t> settled;
   if (limit == 0) return settled;
@@ -1710,7 +1711,12 @@ Result<std::vector<int64_t>> PgStore::SettleDays(int64_t before_ms, size_t limit
                              " UNION ALL SELECT 1 FROM pg_index WHERE indexrelid = $3::regclass AND indisclustered LIMIT 1",
                              Params().Add(*day).Add(*day + kMsPerDay).Add(index), "settling a day"));
       if (open.rows() > 0) return false;  // dirty still, or settled meanwhile
-      GPULEDGER_RETURN_IF_ERROR(c.Exec(fmt::format("CLUSTER {} USING {}", name, index), "settling day " + name));
+      // A query reading the day (a week's report) holds it: rather than wait, with every
+      // read of the day after it queued behind this one, the day waits for the next turn.
+      GPULEDGER_RETURN_IF_ERROR(c.Exec("SET LOCAL lock_timeout = '2s'", "settling a day"));
+      Status clustered = c.Exec(fmt::format("CLUSTER {} USING {}", name, index), "settling day " + name);
+      if (clustered.code() == StatusCode::kUnavailable && !c.Broken()) return false;
+      GPULEDGER_RETURN_IF_ERROR(clustered);
       GPULEDGER_RETURN_IF_ERROR(c.Exec(fmt::format("ANALYZE {}", name), "settling day " + name));
       return true;
     }();
@@ -1718,6 +1724,7 @@ Result<std::vector<int64_t>> PgStore::SettleDays(int64_t before_ms, size_t limit
       if (!c.Broken() && c.InTransaction()) (void)c.Exec("ROLLBACK", "settling a day");
       return done.status();
     }
+    // (After a CLUSTER that waited too long, the transaction is aborted: COMMIT ends it.)
     GPULEDGER_RETURN_IF_ERROR(c.Exec("COMMIT", "settling a day"));
     if (*done) settled.push_back(*day);
   }

@@ -588,6 +588,13 @@ TEST_F(PgStoreTest, ASettledDayLiesInDeviceOrder) {
   };
   const std::string sorted = order("device_id, first_ms");
   ASSERT_NE(order("ctid"), sorted) << "as they came: hour by hour";
+  PGconn* reader = Connect();  // a long query holding the day: the day waits, no error
+  ASSERT_TRUE(Run(reader, "BEGIN; SELECT count(*) FROM " + part));
+  auto held = store_->SettleDays(day + kMsPerDay, 5);
+  ASSERT_TRUE(held.ok()) << held.status().ToString();
+  EXPECT_TRUE(held->empty());
+  ASSERT_TRUE(Run(reader, "COMMIT"));
+  PQfinish(reader);
   auto settled = store_->SettleDays(day + kMsPerDay, 5);
   ASSERT_TRUE(settled.ok()) << settled.status().ToString();
   EXPECT_EQ(*settled, std::vector<int64_t>{day});

@@ -151,6 +151,8 @@ Status ErrorOf(PGconn* conn, const PGresult* r, std::string_view what) {
   // A unique key or a partition another replica wrote or dropped meanwhile: a retry
   // finds what is stored.
   if (sqlstate == "23505" || sqlstate == "23514") return Unavailable(msg + " (a concurrent writer; retry)");
+  // lock_timeout ran out: another session holds what the statement needed.
+  if (sqlstate == "55P03") return Unavailable(msg + " (held by another session; retry)");
   if (sqlstate.empty() || sqlstate.starts_with("08") || sqlstate.starts_with("53") || sqlstate.starts_with("57") ||
       sqlstate == "40001" || sqlstate == "40P01" || PQstatus(conn) != CONNECTION_OK) {
     return Unavailable(msg);
