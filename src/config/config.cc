@@ -450,7 +450,7 @@ Status ReadServer(const std::string& file, const toml::table& t, int64_t line, S
                                      "max_sample_age", "read_timeout", "write_timeout", "threads",
                                      "header_timeout", "body_timeout", "max_threads", "max_connections_per_address",
                                      "keep_alive_max_requests", "keep_alive_timeout", "max_concurrent_decompressions",
-                                     "settle_interval", "query_limits", "remote_write", "label_rule", "token", "scrape"}));
+                                     "settle_interval", "settle_days", "query_limits", "remote_write", "label_rule", "token", "scrape"}));
   GPULEDGER_RETURN_IF_ERROR(r.String("listen", s.listen));
   GPULEDGER_RETURN_IF_ERROR(r.Bool("insecure", s.insecure));
   GPULEDGER_RETURN_IF_ERROR(r.PositiveInteger("max_body_bytes", s.max_body_bytes));
@@ -463,6 +463,7 @@ Status ReadServer(const std::string& file, const toml::table& t, int64_t line, S
   GPULEDGER_RETURN_IF_ERROR(r.Duration("body_timeout", s.body_timeout_ms));
   GPULEDGER_RETURN_IF_ERROR(r.Duration("keep_alive_timeout", s.keep_alive_timeout_ms));
   GPULEDGER_RETURN_IF_ERROR(r.Duration("settle_interval", s.settle_interval_ms));
+  GPULEDGER_RETURN_IF_ERROR(r.Bool("settle_days", s.settle_days));
   for (auto [key, field] : {std::pair{"max_threads", &s.max_threads},
                             {"max_connections_per_address", &s.max_connections_per_address},
                             {"keep_alive_max_requests", &s.keep_alive_max_requests},

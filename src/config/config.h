@@ -132,7 +132,8 @@ struct ServerSection {
   std::optional<int64_t> max_connections_per_address;
   std::optional<int64_t> keep_alive_max_requests;
   std::optional<int64_t> keep_alive_timeout_ms;
-  std::optional<int64_t> settle_interval_ms;  // how often a day over is settled; 0: never
+  std::optional<int64_t> settle_interval_ms;  // how often a day that is over is looked for
+  std::optional<bool> settle_days;            // false: days are never settled
   std::optional<int64_t> max_concurrent_decompressions;
   // [server.query_limits] (server/query_limits.h)
   std::optional<int64_t> max_device_hours;

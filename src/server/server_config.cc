@@ -95,6 +95,7 @@ Status ApplyServerConfig(const config::ServerSection& s, ServerOptions& o) {
   config::Overlay(s.keep_alive_max_requests, o.keep_alive_max_requests);
   config::Overlay(s.keep_alive_timeout_ms, o.keep_alive_timeout_ms);
   config::Overlay(s.settle_interval_ms, o.settle_interval_ms);
+  if (s.settle_days == false) o.settle_interval_ms = 0;
   config::Overlay(s.max_concurrent_decompressions, o.max_concurrent_decompressions);
   config::Overlay(s.max_device_hours, o.query_limits.max_device_hours);
   config::Overlay(s.max_rows, o.query_limits.max_rows);

@@ -40,7 +40,7 @@ max_connections_per_address = 8
 keep_alive_max_requests = 50
 keep_alive_timeout = "2s"
 max_concurrent_decompressions = 2
-settle_interval = "0s"
+settle_interval = "90s"
 [server.query_limits]
 max_device_hours = 1000
 max_rows = 500
@@ -93,7 +93,7 @@ timeout = "750ms"
   EXPECT_EQ(o.keep_alive_max_requests, 50u);
   EXPECT_EQ(o.keep_alive_timeout_ms, 2'000);
   EXPECT_EQ(o.max_concurrent_decompressions, 2u);
-  EXPECT_EQ(o.settle_interval_ms, 0) << "never";
+  EXPECT_EQ(o.settle_interval_ms, 90'000);
   EXPECT_EQ(o.query_limits.max_device_hours, 1000);
   EXPECT_EQ(o.query_limits.max_rows, 500);
   EXPECT_EQ(o.query_limits.max_series_cells, 600);
@@ -135,6 +135,10 @@ TEST(ServerConfigTest, AbsentKeysKeepTheServerDefaults) {
   EXPECT_EQ(o.threads, defaults.threads);
   EXPECT_EQ(o.prometheus.hold_timeout_ms, defaults.prometheus.hold_timeout_ms);
   EXPECT_TRUE(o.tokens.empty());
+  EXPECT_EQ(o.settle_interval_ms, 300'000);
+  ServerOptions off;
+  ASSERT_TRUE(Load("[server]\nsettle_days = false\n", off).ok());
+  EXPECT_EQ(off.settle_interval_ms, 0) << "never";
 }
 
 TEST(ServerConfigTest, ErrorsNameTheLineAndKey) {
