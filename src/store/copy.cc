@@ -395,11 +395,11 @@ class Copier {
 
 Result<std::vector<CopiedTable>> CopySqliteIntoPostgres(const std::string& sqlite_path, const std::string& pg_url,
                                                         const std::function<void(const CopiedTable&)>& on_table) {
+  if (IsPostgresUrl(sqlite_path)) return InvalidArgument("the store to copy from must be a SQLite file");
   std::error_code ec;
   if (!std::filesystem::is_regular_file(sqlite_path, ec)) {
     return NotFound(fmt::format("no SQLite store at {}", sqlite_path));
   }
-  if (IsPostgresUrl(sqlite_path)) return InvalidArgument("the store to copy from must be a SQLite file");
   if (!IsPostgresUrl(pg_url)) {
     return InvalidArgument(fmt::format("the store to copy into must be a postgresql:// URL, not {}", pg_url));
   }

@@ -314,6 +314,7 @@ TEST_F(StoreCopyTest, ADatabaseThatHoldsAStoreIsRefusedAndKeptAsItWas) {
   }
   EXPECT_FALSE(std::filesystem::exists(dir_ / "none.db")) << "a missing store is not made";
   EXPECT_EQ(CopySqliteIntoPostgres(path_, path_).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(CopySqliteIntoPostgres(url_, url_).status().message(), HasSubstr("must be a SQLite file"));
 }
 
 // A value PostgreSQL refuses, in a table copied late, or one of the wrong kind: the copy
