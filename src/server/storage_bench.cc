@@ -13,8 +13,8 @@
 //     then checkpointed and VACUUMed: the file's bytes, and each table's (dbstat);
 //  2. into PostgreSQL (the test harness's server, store/testing/pg_server.h), rollups
 //     refreshed: pg_total_relation_size of every table with its partitions, indexes and
-//     TOAST, as a server leaves it (a plain VACUUM, as autovacuum runs), before and after
-//     its days are settled (Store::SettleDays, the clock a day on), and after VACUUM FULL;
+//     TOAST, after a plain VACUUM (as autovacuum runs it) before and after its days are
+//     settled (Store::SettleDays, the clock a day on), and after VACUUM FULL;
 //  3. the same samples' seven figures as remote-write series, with dcgm-exporter's family
 //     and label names (gpu, UUID, device, modelName, Hostname), into VictoriaMetrics
 //     (Debian's victoria-metrics, on loopback), flushed (/internal/force_flush), merged
@@ -304,11 +304,16 @@ int Main(const Args& args) {
     const int64_t live_settled = PostgresBytes(pg_url, "VACUUM", &pg_tables);
     const int64_t settled_chunks = pg_tables["sample_chunks"].first + pg_tables["sample_chunks"].second;
     if (live < 0 || live_settled < 0) return 1;
-    PrintRow("gpuledger on PostgreSQL as served, before settling (VACUUM)", live, device_days);
+    PrintRow("gpuledger on PostgreSQL, VACUUM, days not settled", live, device_days);
     PrintRow("  of which sample_chunks with indexes", live_chunks, device_days);
-    PrintRow(fmt::format("gpuledger on PostgreSQL as served, {} days settled (VACUUM)", settled->size()).c_str(),
+    PrintRow(fmt::format("gpuledger on PostgreSQL, VACUUM, {} day(s) settled", settled->size()).c_str(),
              live_settled, device_days);
     PrintRow("  of which sample_chunks with indexes", settled_chunks, device_days);
+    for (const auto& [name, bytes] : pg_tables) {
+      if (name != "sample_chunks" && bytes.first + bytes.second >= 4096 * 16) {
+        PrintRow(("  " + name + " with indexes").c_str(), bytes.first + bytes.second, device_days);
+      }
+    }
     pg_ledger.reset();
     pg_tables.clear();
     pg_bytes = PostgresBytes(pg_url, "VACUUM FULL", &pg_tables);
@@ -318,7 +323,7 @@ int Main(const Args& args) {
       if (bytes.first >= 4096 * 16) PrintRow(("  " + name).c_str(), bytes.first, device_days);
       if (bytes.second >= 4096 * 16) PrintRow(("  " + name + ", indexes").c_str(), bytes.second, device_days);
     }
-    PrintRow("gpuledger on PostgreSQL (pg_total_relation_size)", pg_bytes, device_days);
+    PrintRow("gpuledger on PostgreSQL, VACUUM FULL (pg_total_relation_size)", pg_bytes, device_days);
   }
 
   int64_t vm_all = DirectoryBytes(dir.File("vm"));
