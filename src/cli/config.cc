@@ -18,6 +18,7 @@ ledger::LedgerOptions LedgerOptionsFrom(const config::LedgerSection& section) {
   config::Overlay(section.staleness_limit_ms, options.staleness_override_ms);
   config::Overlay(section.max_future_skew_ms, options.max_future_skew_ms);
   config::Overlay(section.retire_after_ms, options.retire_after_ms);
+  config::Overlay(section.raw_retention_ms, options.raw_retention_ms);
   return options;
 }
 

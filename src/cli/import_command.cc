@@ -59,8 +59,7 @@ void AddImportCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                 "skip a rejected batch and go on (each batch is still all or nothing)");
   out.push_back({sub, [opts, &common]() -> int {
                    SystemClock clock;
-                   Config config;
-                   auto ledger = OpenLedger(common, clock, &config);
+                   auto ledger = OpenLedger(common, clock);
                    if (!ledger.ok()) return Fail(ledger.status());
                    ImportStats st;
                    int exit_code = 0;
@@ -108,10 +107,7 @@ void AddImportCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    }
                    auto rebuilt = (*ledger)->RefreshRollups();
                    if (!rebuilt.ok()) return Fail(rebuilt.status());
-                   if (int64_t retention_ms = config.ledger.raw_retention_ms.value_or(0); retention_ms > 0) {
-                     auto pruned = (*ledger)->PruneSamples(clock.NowMs() - retention_ms);
-                     if (!pruned.ok()) return Fail(pruned.status());
-                   }
+                   if (auto pruned = (*ledger)->ApplyRetention(); !pruned.ok()) return Fail(pruned.status());
                    std::printf("imported %s (%s); %lld already present; %lld rejected\n",
                                Plural(st.applied, "batch", "batches").c_str(),
                                Plural(st.samples, "sample", "samples").c_str(), static_cast<long long>(st.duplicates),

@@ -1127,6 +1127,10 @@ Result<PriceBook> Ledger::Prices() {
 }
 Status Ledger::SetPrices(const PriceBook& book) { return store_->SavePriceBook(book); }
 Result<int64_t> Ledger::PruneSamples(int64_t before_ms) { return store_->PruneSamples(before_ms); }
+Result<int64_t> Ledger::ApplyRetention() {
+  if (options_.raw_retention_ms <= 0) return int64_t{0};
+  return store_->PruneSamples(clock_.NowMs() - options_.raw_retention_ms);
+}
 Result<std::vector<int64_t>> Ledger::SettleDays(size_t limit) {
   return store_->SettleDays(clock_.NowMs() - kSettleAfterMs, limit);
 }

@@ -29,6 +29,9 @@ struct LedgerOptions {
   // its time after the hour of its last sample is no capacity (neither unmonitored nor
   // anything else). A shorter silence is unmonitored time, an outage to see.
   int64_t retire_after_ms = 7 * kMsPerDay;
+  // Raw samples older than this are pruned by ApplyRetention ([ledger] raw_retention);
+  // 0: kept for good. Rollups stay either way.
+  int64_t raw_retention_ms = 0;
   // The price book's one currency ([prices] in the config; core/currency.h): carried by
   // Prices() and by every report priced with the book. The store keeps the entries only.
   Currency currency;
@@ -361,6 +364,9 @@ class Ledger {
   Status SetPrices(const PriceBook& book);
   // Deletes raw samples older than `before_ms` (rollups stay). Returns chunks deleted.
   Result<int64_t> PruneSamples(int64_t before_ms);
+  // Prunes the raw samples older than the options' raw_retention_ms (PruneSamples, up to
+  // the clock's now less it); nothing when that is 0. Returns what PruneSamples returns.
+  Result<int64_t> ApplyRetention();
   // Lays out again up to `limit` days of raw samples that are over (Store::SettleDays):
   // those that ended kSettleAfterMs or more ago and hold no dirty hour. Returns the days.
   static constexpr int64_t kSettleAfterMs = 2 * kMsPerHour;

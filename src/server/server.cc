@@ -511,6 +511,7 @@ struct Server::Impl {
   void Maintenance() {
     // The first look for a day to settle comes one interval after the start.
     auto next_settle = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.settle_interval_ms);
+    auto next_retention = std::chrono::steady_clock::now();
     for (;;) {
       {
         MutexLock lock(stop_mu);
@@ -526,6 +527,12 @@ struct Server::Impl {
       ObserveWrite(kRefresh, refreshed.status());
       auto swept = ingestor->Sweep(clock.NowMs());
       if (!swept.ok()) spdlog::warn("event=hold_sweep_failed error={:?}", swept.status().message());
+      if (std::chrono::steady_clock::now() >= next_retention) {
+        next_retention = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.retention_interval_ms);
+        auto pruned = ledger.ApplyRetention();
+        if (!pruned.ok()) spdlog::warn("event=retention_failed error={:?}", pruned.status().message());
+        if (pruned.ok() && *pruned > 0) spdlog::info("event=samples_pruned samples={}", *pruned);
+      }
       if (options.settle_interval_ms > 0 && std::chrono::steady_clock::now() >= next_settle) {
         next_settle = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.settle_interval_ms);
         auto settled = ledger.SettleDays(1);

@@ -70,6 +70,9 @@ struct ServerOptions {
   // How often a day of raw samples that is over is looked for and settled, one at a time
   // (Ledger::SettleDays; PostgreSQL: docs/store-postgresql.md, "Settled days"); 0: never.
   int64_t settle_interval_ms = 300'000;
+  // How often raw samples past the ledger's raw_retention are pruned ([ledger]
+  // raw_retention; Ledger::ApplyRetention): at the first maintenance pass, then this often.
+  int64_t retention_interval_ms = kMsPerHour;
   // The fleet figures of /metrics are recomputed at most this often.
   int64_t metrics_cache_ms = 15'000;
   // Log one structured line per request (spdlog, info level).

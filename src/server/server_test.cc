@@ -120,6 +120,34 @@ TEST(ServerTest, IngestsNativeBatchesIdempotentlyAndAnswersQueries) {
   EXPECT_NE(r.body.find("no such endpoint"), std::string::npos);
 }
 
+// [ledger] raw_retention holds for a running server: its maintenance prunes the raw
+// samples past it (whole hours on SQLite), and the rollups keep the hours they held.
+TEST(ServerTest, TheServerPrunesRawSamplesPastTheirRetention) {
+  TempDir dir;
+  ManualClock clock(kNow);
+  ServerOptions o;
+  o.maintenance_interval_ms = 20;
+  o.retention_interval_ms = 20;
+  ledger::LedgerOptions lo;
+  lo.raw_retention_ms = kMsPerDay;
+  Harness h(dir.File("ledger.db"), clock, o, /*durable=*/false, lo);
+  ASSERT_EQ(h.error, "");
+  const int64_t old_start = kNow - 3 * kMsPerDay;
+  ASSERT_EQ(Post(h.url(), "/api/v1/batches", wire::WriteBatch(MakeBatch("old", "n1", 1, old_start, 60, "nlp"))).status, 200);
+  ASSERT_EQ(Post(h.url(), "/api/v1/batches", wire::WriteBatch(MakeBatch("new", "n1", 1, kStart, 60, "nlp"))).status, 200);
+  int64_t samples = -1;
+  for (int i = 0; i < 500 && samples != 60; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    auto stats = h.ledger->Stats();
+    samples = stats.ok() ? stats->samples : -1;
+  }
+  EXPECT_EQ(samples, 60) << "the old batch's 60 samples pruned, the new one's kept";
+  auto old_hour = h.ledger->Usage({old_start, old_start + kMsPerHour}, {ledger::Dimension::kTeam});
+  ASSERT_TRUE(old_hour.ok());
+  ASSERT_FALSE(old_hour->rows.empty());
+  EXPECT_EQ(old_hour->rows[0].key[0], "nlp") << "its rollups stay";
+}
+
 TEST(ServerTest, AcceptsGzipBodiesWithOrWithoutContentEncoding) {
   TempDir dir;
   ManualClock clock(kNow);
