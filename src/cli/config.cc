@@ -22,6 +22,11 @@ ledger::LedgerOptions LedgerOptionsFrom(const config::LedgerSection& section) {
   return options;
 }
 
+std::string StorePath(const CommonOptions& common, const Config& config) {
+  if (!common.db_path.empty()) return common.db_path;
+  return config.db_path.value_or(DefaultDbPath());
+}
+
 std::string DefaultDbPath() {
   if (const char* env = std::getenv("GPULEDGER_DB"); env && *env) return env;
   if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg) {
@@ -36,7 +41,7 @@ Result<std::unique_ptr<ledger::Ledger>> OpenLedger(const CommonOptions& common, 
                                                    const store::SqliteOptions& store_options) {
   GPULEDGER_ASSIGN_OR_RETURN(Config config, LoadCommonConfig(common));
   if (!common.db_path.empty()) config.db_path = common.db_path;
-  std::string db_path = config.db_path.value_or(DefaultDbPath());
+  std::string db_path = StorePath(common, config);
   if (!store::IsPostgresUrl(db_path)) {
     std::error_code ec;
     auto parent = std::filesystem::path(db_path).parent_path();

@@ -33,6 +33,9 @@ ledger::LedgerOptions LedgerOptionsFrom(const config::LedgerSection& section);
 // ~/.local/share/gpuledger/ledger.db.
 std::string DefaultDbPath();
 
+// The store a command opens: --db, else the config's db, else DefaultDbPath().
+std::string StorePath(const CommonOptions& common, const Config& config);
+
 // Loads the config (if any), lets `--db` override it, opens the store (creating its
 // folder) and applies the config's price book and its currency ([prices]). The clock is the system's.
 // `store_options` chooses the store's durability (the server asks for FULL).

@@ -61,8 +61,7 @@ void AddStoreCommand(CLI::App& app, CommonOptions& common, Commands& out) {
                    if (to.empty()) return Fail(InvalidArgument("store copy: say where to, with --to or --to-file"));
                    auto config = LoadCommonConfig(common);
                    if (!config.ok()) return Fail(config.status());
-                   const std::string from =
-                       !common.db_path.empty() ? common.db_path : config->db_path.value_or(DefaultDbPath());
+                   const std::string from = StorePath(common, *config);
                    const std::string shown = store::StoreDisplayName(to);
                    std::printf("copying %s into %s\n", from.c_str(), shown.c_str());
                    std::fflush(stdout);

@@ -1126,7 +1126,6 @@ Result<PriceBook> Ledger::Prices() {
   return book;
 }
 Status Ledger::SetPrices(const PriceBook& book) { return store_->SavePriceBook(book); }
-Result<int64_t> Ledger::PruneSamples(int64_t before_ms) { return store_->PruneSamples(before_ms); }
 Result<int64_t> Ledger::ApplyRetention() {
   if (options_.raw_retention_ms <= 0) return int64_t{0};
   return store_->PruneSamples(clock_.NowMs() - options_.raw_retention_ms);

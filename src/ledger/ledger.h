@@ -238,7 +238,7 @@ struct JobAllocation {
 //    group commit or a rollup refresh, and see the state of one committed moment. Rollup
 //    hours still dirty in that snapshot are attributed from its samples, so an answer
 //    never depends on whether the refresh has run.
-//  - The writer path (Ingest, BeginIngestGroup, RefreshRollups, SetPrices, PruneSamples)
+//  - The writer path (Ingest, BeginIngestGroup, RefreshRollups, SetPrices, ApplyRetention)
 //    is serialized by the store's writer lock; RefreshRollups also holds refresh_mu_, so
 //    one refresh runs at a time, and a batch committed while it runs leaves its hours
 //    dirty for the next one (the store's generation check).
@@ -362,10 +362,8 @@ class Ledger {
   Result<PriceBook> Prices();
   // Replaces the price book. Prices are read at query time, so no rollup changes.
   Status SetPrices(const PriceBook& book);
-  // Deletes raw samples older than `before_ms` (rollups stay). Returns chunks deleted.
-  Result<int64_t> PruneSamples(int64_t before_ms);
-  // Prunes the raw samples older than the options' raw_retention_ms (PruneSamples, up to
-  // the clock's now less it); nothing when that is 0. Returns what PruneSamples returns.
+  // Deletes the raw samples older than the clock's now less the options' raw_retention_ms
+  // (Store::PruneSamples; rollups stay); nothing when that is 0. Returns samples deleted.
   Result<int64_t> ApplyRetention();
   // Lays out again up to `limit` days of raw samples that are over (Store::SettleDays):
   // those that ended kSettleAfterMs or more ago and hold no dirty hour. Returns the days.
