@@ -36,7 +36,6 @@ struct PartitionedTable {
 };
 constexpr PartitionedTable kPartitioned[] = {{"sample_chunks", "first_ms", true},
                                              {"process_samples", "t_ms", true},
-                                             {"rollup_hour", "hour_ms", false},
                                              {"rollup_minute", "hour_ms", false}};
 
 enum class Type { kInt8, kFloat8, kText, kBytea };

@@ -110,6 +110,54 @@ std::optional<CachedDayRow> Compact(const DayRow& d) {
   return c;
 }
 
+// Adds to `summer` the hour rows of split.head and split.tail (with `settled`, those of
+// device-hours not dirty), and with `settled` the hour rows of the dirty device-hours of
+// split.days with figures and hour_rows negated: what the day rows hold of them. All of
+// them are read from the device-days' day hours (store/rollup_days.h).
+Status AddHourRows(DayRowSource& source, const DaySplit& split, bool settled, RollupSummer& summer) {
+  std::array<int64_t, kIdleCauseCount - 1> named{};
+  auto add = [&](const RollupRow& r) {
+    for (size_t c = 0; c < named.size(); ++c) named[c] = r.idle_causes[c];
+    summer.Add(r.device_id, r.job_id, r.ms, r.coarse_ms, named, 1);
+  };
+  for (const TimeRange* part : {&split.head, &split.tail}) {
+    if (part->empty()) continue;
+    std::vector<std::pair<int64_t, int64_t>> dirty;  // (device, hour), sorted
+    if (settled) {
+      GPULEDGER_ASSIGN_OR_RETURN(std::vector<DirtyHour> marks, source.DirtyHoursIn(*part));
+      for (const DirtyHour& d : marks) dirty.emplace_back(d.device_id, d.hour_ms);
+      std::sort(dirty.begin(), dirty.end());
+    }
+    GPULEDGER_RETURN_IF_ERROR(source.ReadDayHours(
+        {FloorTo(part->begin_ms, kMsPerDay), part->end_ms},
+        [&](int64_t day, int64_t device, std::string_view hours) -> Status {
+          if (!DecodeDayHours(hours, day, device, [&](const RollupRow& r) {
+                if (part->Contains(r.period_ms) &&
+                    !std::binary_search(dirty.begin(), dirty.end(), std::pair(device, r.period_ms))) {
+                  add(r);
+                }
+              })) {
+            return CorruptDayHours(device, day);
+          }
+          return Status::Ok();
+        }));
+  }
+  if (!settled || split.days.empty()) return Status::Ok();
+  return source.ReadDirtyDayHours(split.days, [&](int64_t hour, int64_t device, std::string_view hours) -> Status {
+    const int64_t day = FloorTo(hour, kMsPerDay);
+    if (!DecodeDayHours(hours, day, device, [&](const RollupRow& r) {
+          if (r.period_ms != hour) return;
+          std::array<int64_t, kBucketCount> ms{};
+          for (size_t b = 0; b < kBucketCount; ++b) ms[b] = -r.ms[b];
+          for (size_t c = 0; c < named.size(); ++c) named[c] = -r.idle_causes[c];
+          summer.Add(device, r.job_id, ms, -r.coarse_ms, named, -1);
+        })) {
+      return CorruptDayHours(device, day);
+    }
+    return Status::Ok();
+  });
+}
+
 }  // namespace
 
 Result<std::vector<RollupSum>> SumHourRollupsThroughCache(DayRowSource& source, DayRowCache& cache,
@@ -152,7 +200,7 @@ Result<std::vector<RollupSum>> SumHourRollupsThroughCache(DayRowSource& source, 
       }
     }
   }
-  GPULEDGER_RETURN_IF_ERROR(source.AddHourRows(split, settled, summer));
+  GPULEDGER_RETURN_IF_ERROR(AddHourRows(source, split, settled, summer));
   return std::move(summer).Finish();
 }
 

@@ -144,10 +144,15 @@ class DayRowSource {
   // (none when it has no version row): each row to `fn`, in any order.
   virtual Status ReadDay(int64_t day_ms, std::optional<int64_t>& version,
                          const std::function<void(const DayRow&)>& fn) = 0;
-  // Adds to `summer` the hour rows of split.head and split.tail (with `settled`, those of
-  // device-hours not dirty), and with `settled` the hour rows of the dirty device-hours of
-  // split.days with figures and hour_rows negated: what the day rows hold of them.
-  virtual Status AddHourRows(const DaySplit& split, bool settled, RollupSummer& summer) = 0;
+  // Each rollup_day_hours row of the days from days.begin_ms (a UTC midnight) to
+  // days.end_ms: fn(day_ms, device_id, hours), in any order.
+  using DayHoursFn = std::function<Status(int64_t day_ms, int64_t device_id, std::string_view hours)>;
+  virtual Status ReadDayHours(const TimeRange& days, const DayHoursFn& fn) = 0;
+  // Each dirty device-hour of `hours` whose device-day has a rollup_day_hours row, with
+  // that row: fn(hour_ms, device_id, hours), in any order.
+  virtual Status ReadDirtyDayHours(const TimeRange& hours, const DayHoursFn& fn) = 0;
+  // The dirty device-hours of `hours` (StoreReads::DirtyHoursIn).
+  virtual Result<std::vector<DirtyHour>> DirtyHoursIn(const TimeRange& hours) = 0;
 };
 
 // SumHourRollups (settled: SumSettledHourRollups) of `hours`: whole days from `cache`

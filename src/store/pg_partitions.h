@@ -1,7 +1,7 @@
 // PostgreSQL's time partitions of the store (internal: not part of the store's public
-// face): raw samples (sample_chunks, process_samples) by UTC day, rollups (rollup_hour,
-// rollup_minute) by UTC month. Their names say what they hold (sample_chunks_d20261123,
-// rollup_hour_m202611); PgStore makes them ahead of time and as batches need them, and
+// face): raw samples (sample_chunks, process_samples) by UTC day, minute rollups
+// (rollup_minute) by UTC month. Their names say what they hold (sample_chunks_d20261123,
+// rollup_minute_m202611); PgStore makes them ahead of time and as batches need them, and
 // CopySqliteIntoPostgres (store/copy.h) for the span of the store it copies.
 #pragma once
 

@@ -394,42 +394,21 @@ Status Reads::ReadDay(int64_t day_ms, std::optional<int64_t>& version, const std
   return Status::Ok();
 }
 
-Status Reads::AddHourRows(const DaySplit& split, bool settled, RollupSummer& summer) {
-  // Summed by the server: one row per device and job crosses the wire, not one per hour;
-  // `n` counts the hour rows summed (negative for the dirty hours' rows taken back out of
-  // the day rows).
-  const char* not_dirty = settled ? kNotDirty : "";
-  constexpr const char* kCols =
-      "device_id, job_id, active_ms, idle_ms, unallocated_ms, unavailable_ms, unmonitored_ms, coarse_ms,"
-      " input_stall_ms, checkpoint_stall_ms, held_idle_ms";
-  std::string rows = fmt::format(
-      "SELECT {0}, 1 AS n FROM rollup_hour r WHERE r.hour_ms >= $1 AND r.hour_ms < $2{1}"
-      " UNION ALL SELECT {0}, 1 FROM rollup_hour r WHERE r.hour_ms >= $3 AND r.hour_ms < $4{1}",
-      kCols, not_dirty);
-  Params params;
-  params.Add(split.head.begin_ms).Add(split.head.end_ms).Add(split.tail.begin_ms).Add(split.tail.end_ms);
-  if (settled) {
-    rows += " UNION ALL SELECT h.device_id, h.job_id, -h.active_ms, -h.idle_ms, -h.unallocated_ms, -h.unavailable_ms,"
-            " -h.unmonitored_ms, -h.coarse_ms, -h.input_stall_ms, -h.checkpoint_stall_ms, -h.held_idle_ms, -1"
-            " FROM dirty_hours d JOIN rollup_hour h ON h.hour_ms = d.hour_ms AND h.device_id = d.device_id"
-            " WHERE d.hour_ms >= $5 AND d.hour_ms < $6";
-    params.Add(split.days.begin_ms).Add(split.days.end_ms);
-  }
+Status Reads::ReadDayHours(const TimeRange& days, const DayHoursFn& fn) {
+  GPULEDGER_ASSIGN_OR_RETURN(Rows q, c_.Query("SELECT day_ms, device_id, hours FROM rollup_day_hours"
+                                              " WHERE day_ms >= $1 AND day_ms < $2",
+                                              Params().Add(days.begin_ms).Add(days.end_ms), "reading day hours"));
+  for (int i = 0; i < q.rows(); ++i) GPULEDGER_RETURN_IF_ERROR(fn(q.Int(i, 0), q.Int(i, 1), q.Bytes(i, 2)));
+  return Status::Ok();
+}
+
+Status Reads::ReadDirtyDayHours(const TimeRange& hours, const DayHoursFn& fn) {
   GPULEDGER_ASSIGN_OR_RETURN(
-      Rows q, c_.Query(fmt::format("SELECT device_id, job_id, sum(active_ms)::bigint, sum(idle_ms)::bigint,"
-                                   " sum(unallocated_ms)::bigint, sum(unavailable_ms)::bigint,"
-                                   " sum(unmonitored_ms)::bigint, sum(coarse_ms)::bigint, sum(input_stall_ms)::bigint,"
-                                   " sum(checkpoint_stall_ms)::bigint, sum(held_idle_ms)::bigint, sum(n)::bigint"
-                                   " FROM ({}) r GROUP BY device_id, job_id ORDER BY device_id, job_id",
-                                   rows),
-                       params, "summing hour rollups"));
-  std::array<int64_t, kBucketCount> ms{};
-  std::array<int64_t, kIdleCauseCount - 1> named{};
-  for (int i = 0; i < q.rows(); ++i) {
-    for (size_t b = 0; b < kBucketCount; ++b) ms[b] = q.Int(i, 2 + static_cast<int>(b));
-    for (size_t c = 0; c < named.size(); ++c) named[c] = q.Int(i, 8 + static_cast<int>(c));
-    summer.Add(q.Int(i, 0), q.Int(i, 1), ms, q.Int(i, 7), named, q.Int(i, 11));
-  }
+      Rows q, c_.Query("SELECT d.hour_ms, d.device_id, r.hours FROM dirty_hours d JOIN rollup_day_hours r"
+                       " ON r.day_ms = d.hour_ms - ((d.hour_ms % 86400000) + 86400000) % 86400000"
+                       " AND r.device_id = d.device_id WHERE d.hour_ms >= $1 AND d.hour_ms < $2",
+                       Params().Add(hours.begin_ms).Add(hours.end_ms), "reading the day hours of dirty hours"));
+  for (int i = 0; i < q.rows(); ++i) GPULEDGER_RETURN_IF_ERROR(fn(q.Int(i, 0), q.Int(i, 1), q.Bytes(i, 2)));
   return Status::Ok();
 }
 
@@ -442,34 +421,15 @@ Result<std::vector<RollupSum>> Reads::SumSettledHourRollups(const TimeRange& hou
 
 Status Reads::ScanHourRollups(const TimeRange& hours, const std::function<Status(const RollupRow&)>& fn) {
   // A day per query: the rows of a day cross the wire together, and memory is one day's.
-  // A whole day comes from its day-hours rows, a row per device (store/rollup_days.h).
-  RollupRow r;
-  for (int64_t from = hours.begin_ms; from < hours.end_ms;) {
-    const int64_t day = FloorTo(from, kMsPerDay);
-    const int64_t to = std::min(hours.end_ms, day + kMsPerDay);
-    if (from == day && to == day + kMsPerDay) {
-      GPULEDGER_ASSIGN_OR_RETURN(Rows q, c_.Query("SELECT device_id, hours FROM rollup_day_hours WHERE day_ms = $1"
-                                                  " ORDER BY device_id",
-                                                  Params().Add(day), "reading day hours"));
-      DayHoursScan scan(fn);
-      for (int i = 0; i < q.rows(); ++i) GPULEDGER_RETURN_IF_ERROR(scan.Add(day, q.Int(i, 0), q.Bytes(i, 1)));
-      GPULEDGER_RETURN_IF_ERROR(scan.Finish());
-      from = to;
-      continue;
-    }
-    GPULEDGER_ASSIGN_OR_RETURN(
-        Rows q, c_.Query("SELECT hour_ms, device_id, job_id, active_ms, idle_ms, unallocated_ms, unavailable_ms,"
-                         " unmonitored_ms, coarse_ms, input_stall_ms, checkpoint_stall_ms, held_idle_ms FROM rollup_hour"
-                         " WHERE hour_ms >= $1 AND hour_ms < $2 ORDER BY hour_ms, device_id, job_id",
-                         Params().Add(from).Add(to), "reading hour rollups"));
-    for (int i = 0; i < q.rows(); ++i) {
-      r.period_ms = q.Int(i, 0);
-      r.device_id = q.Int(i, 1);
-      r.job_id = q.Int(i, 2);
-      ReadRollupFigures(q, i, 3, r);
-      GPULEDGER_RETURN_IF_ERROR(fn(r));
-    }
-    from = to;
+  // Each day from its day-hours rows, a row per device (store/rollup_days.h), and of
+  // their rows those in the range.
+  for (int64_t day = FloorTo(hours.begin_ms, kMsPerDay); day < hours.end_ms; day += kMsPerDay) {
+    GPULEDGER_ASSIGN_OR_RETURN(Rows q, c_.Query("SELECT device_id, hours FROM rollup_day_hours WHERE day_ms = $1"
+                                                " ORDER BY device_id",
+                                                Params().Add(day), "reading day hours"));
+    DayHoursScan scan([&](const RollupRow& r) { return hours.Contains(r.period_ms) ? fn(r) : Status::Ok(); });
+    for (int i = 0; i < q.rows(); ++i) GPULEDGER_RETURN_IF_ERROR(scan.Add(day, q.Int(i, 0), q.Bytes(i, 1)));
+    GPULEDGER_RETURN_IF_ERROR(scan.Finish());
   }
   return Status::Ok();
 }

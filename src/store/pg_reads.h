@@ -15,7 +15,7 @@
 namespace gpuledger::store::pg {
 
 // The figures of a rollup row from row `i` of `q`, its columns from `col` on: the five
-// buckets, coarse_ms and the named idle causes, in the order of rollup_hour's columns.
+// buckets, coarse_ms and the named idle causes, in the order of rollup_day's columns.
 // "Other" idle is the idle time no named cause holds.
 template <typename Row>
 void ReadRollupFigures(const Rows& q, int i, int col, Row& r) {
@@ -72,7 +72,8 @@ class Reads final : public StoreSnapshot, private DayRowSource {
   // DayRowSource, for SumHourRollups and SumSettledHourRollups.
   Result<std::vector<std::pair<int64_t, int64_t>>> DayVersions(const TimeRange& days) override;
   Status ReadDay(int64_t day_ms, std::optional<int64_t>& version, const std::function<void(const DayRow&)>& fn) override;
-  Status AddHourRows(const DaySplit& split, bool settled, RollupSummer& summer) override;
+  Status ReadDayHours(const TimeRange& days, const DayHoursFn& fn) override;
+  Status ReadDirtyDayHours(const TimeRange& hours, const DayHoursFn& fn) override;
   // ListJobs, and the version of the jobs read in the same statement (none when no job).
   Result<std::vector<JobRecord>> ReadJobs(std::optional<int64_t>& version);
   Conn& c_;

@@ -45,6 +45,7 @@ constexpr int64_t kMsPerDay = 24 * kMsPerHour;
 // partitions' is pg::kPartitionLock.
 constexpr int64_t kMigrationLock = 0x67706c6d69677231;  // "gplmigr1"
 constexpr int64_t kSettleLock = 0x67706c736574746c;     // "gplsettl"
+constexpr uint64_t kDeviceDayLocks = 0x67706c6400000000;  // "gpld" and a device-day's hash (LockDeviceDays)
 
 // Schema migrations, applied in order in one transaction; meta.schema_version records how
 // many ran. Append only: a released step is never changed.
@@ -204,11 +205,18 @@ std::vector<std::string> Migrations() {
       "  data BYTEA NOT NULL, PRIMARY KEY(job_id, engine, model, first_ms)) WITH (toast_tuple_target = 8160);"
       "CREATE TABLE serving_unmerged(job_id BIGINT NOT NULL, engine TEXT NOT NULL, model TEXT NOT NULL,"
       "  hour_ms BIGINT NOT NULL, PRIMARY KEY(job_id, engine, model, hour_ms));",
+      // 14: SqliteStore's version 18: hour rows are kept in rollup_day_hours alone
+      // (store/rollup_days.h). The day rows and day hours are derived once more from the
+      // hour rows (FillDayHours), which are then dropped: with their index they took
+      // 4.7 KB a device-day, the day hours 0.4 KB (docs/store-postgresql.md, "Size").
+      "DELETE FROM rollup_day;"
+      "DELETE FROM rollup_day_hours;",
   };
 }
 
-// The schema version whose migration also runs FillDayHours.
+// The schema versions whose migrations also run FillDayHours (14: then drops rollup_hour).
 constexpr size_t kDayHoursVersion = 7;
+constexpr size_t kHourRowsDroppedVersion = 14;
 // The schema version whose migration also runs ConvertServingToChunks.
 constexpr size_t kChunkedServingVersion = 13;
 
@@ -261,24 +269,47 @@ Status ConvertServingToChunks(Conn& c) {
   return c.Exec("DROP TABLE serving", "moving serving snapshots into chunks");
 }
 
-// Replaces the rollup_day_hours rows of the device-days (devs[i], days[i]) with each
-// day's hour rows as they are now, and with `day_rows` their rollup_day rows with those
-// rows' sums per job, from one read of the hour rows; a device-day with none has no row.
-// REQUIRES: in a transaction.
-Status RewriteDays(Conn& c, const std::vector<int64_t>& devs, const std::vector<int64_t>& days, bool day_rows) {
-  if (devs.empty()) return Status::Ok();
+// Locks each device-day of `days` for the transaction of `c`: a device-day's day hours
+// are read, changed and written back by one replica at a time, where two replicas refresh
+// different hours of it at once. A transaction-level advisory lock (which pgbouncer's
+// transaction mode keeps) per device-day, its key "gpld" and a hash of device and day
+// (two device-days that share a key are refreshed one after the other), taken in key
+// order so that two refreshes never wait on each other in a circle.
+Status LockDeviceDays(Conn& c, const std::vector<DeviceDayUpdates>& days) {
+  std::vector<int64_t> keys;
+  keys.reserve(days.size());
+  for (const DeviceDayUpdates& d : days) {
+    uint64_t h = static_cast<uint64_t>(d.device_id) * 0x9e3779b97f4a7c15u ^
+                 static_cast<uint64_t>(d.day_ms / kMsPerDay) * 0xc2b2ae3d27d4eb4fu;
+    h ^= h >> 29;
+    keys.push_back(static_cast<int64_t>(kDeviceDayLocks | (h & 0xffffffffu)));
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return c.Query("SELECT count(pg_advisory_xact_lock(k)) FROM unnest($1::bigint[]) AS u(k)", Params().AddArray(keys),
+                 "locking device-days")
+      .status();
+}
+
+// One device-day's hour rows (store/rollup_days.h), in (hour, job) order.
+struct DeviceDayRows {
+  int64_t device_id = 0;
+  int64_t day_ms = 0;
+  std::vector<RollupRow> rows;
+};
+
+// Replaces the rollup_day_hours rows of the device-days of `days` with each one's `rows`,
+// and with `day_rows` their rollup_day rows with those rows' sums per job; a device-day
+// with no rows has no row. REQUIRES: in a transaction.
+Status WriteDays(Conn& c, const std::vector<DeviceDayRows>& days, bool day_rows) {
+  if (days.empty()) return Status::Ok();
+  std::vector<int64_t> devs, day_keys;
+  for (const DeviceDayRows& d : days) {
+    devs.push_back(d.device_id);
+    day_keys.push_back(d.day_ms);
+  }
   Params keys;
-  keys.AddArray(devs).AddArray(days);
-  // The day's 24 hours by key (hour_ms, device_id), as a range over hour_ms would read
-  // every device's rows of the day.
-  GPULEDGER_ASSIGN_OR_RETURN(
-      Rows q, c.Query("SELECT u.dev, u.day, h.hour_ms, h.job_id, h.active_ms, h.idle_ms, h.unallocated_ms,"
-                      " h.unavailable_ms, h.unmonitored_ms, h.coarse_ms, h.input_stall_ms, h.checkpoint_stall_ms,"
-                      " h.held_idle_ms FROM unnest($1::bigint[], $2::bigint[]) AS u(dev, day)"
-                      " CROSS JOIN generate_series(0, 23) AS k(hour)"
-                      " JOIN rollup_hour h ON h.hour_ms = u.day + k.hour * 3600000::bigint AND h.device_id = u.dev"
-                      " ORDER BY u.dev, u.day, h.hour_ms, h.job_id",
-                      keys, "reading the hour rollups of a day"));
+  keys.AddArray(devs).AddArray(day_keys);
   GPULEDGER_RETURN_IF_ERROR(c.Query("DELETE FROM rollup_day_hours r USING unnest($1::bigint[], $2::bigint[]) AS u(dev, day)"
                                     " WHERE r.device_id = u.dev AND r.day_ms = u.day",
                                     keys, "replacing day hours")
@@ -295,24 +326,16 @@ Status RewriteDays(Conn& c, const std::vector<int64_t>& devs, const std::vector<
   std::vector<int64_t> d_day, d_dev, d_job, d_coarse, d_count;
   std::array<std::vector<int64_t>, kBucketCount> d_ms;
   std::array<std::vector<int64_t>, kIdleCauseCount - 1> d_causes;
-  std::vector<RollupRow> rows;
-  for (int i = 0; i < q.rows();) {
-    const int64_t dev = q.Int(i, 0), day = q.Int(i, 1);
-    rows.clear();
-    for (; i < q.rows() && q.Int(i, 0) == dev && q.Int(i, 1) == day; ++i) {
-      RollupRow& r = rows.emplace_back();
-      r.device_id = dev;
-      r.period_ms = q.Int(i, 2);
-      r.job_id = q.Int(i, 3);
-      pg::ReadRollupFigures(q, i, 4, r);
-    }
-    GPULEDGER_ASSIGN_OR_RETURN(std::string blob, EncodeDayHours(day, rows));
+  for (const DeviceDayRows& dd : days) {
+    if (dd.rows.empty()) continue;
+    const int64_t dev = dd.device_id, day = dd.day_ms;
+    GPULEDGER_ASSIGN_OR_RETURN(std::string blob, EncodeDayHours(day, dd.rows));
     out_dev.push_back(dev);
     out_day.push_back(day);
     if (blobs.size() > 1) blobs += ',';
     pg::AppendHex(blobs, blob);
     if (!day_rows) continue;
-    for (const DayRow& d : SumDayRows(std::move(rows))) {
+    for (const DayRow& d : SumDayRows(dd.rows)) {
       d_day.push_back(day);
       d_dev.push_back(dev);
       d_job.push_back(d.sum.job_id);
@@ -346,9 +369,43 @@ Status RewriteDays(Conn& c, const std::vector<int64_t>& devs, const std::vector<
       .status();
 }
 
-// Schema version 7: the rollup_day_hours row of every device-day that has hour rows,
-// some thousands of device-days per statement.
-Status FillDayHours(Conn& c) {
+// Schema versions 7 and 14: the day hours (and with `day_rows` the day rows) of the
+// device-days (devs[i], days[i]) from their rows in rollup_hour, which schema version 14
+// drops. REQUIRES: in a transaction.
+Status RewriteDaysFromHourRows(Conn& c, const std::vector<int64_t>& devs, const std::vector<int64_t>& days,
+                               bool day_rows) {
+  // The day's 24 hours by key (hour_ms, device_id), as a range over hour_ms would read
+  // every device's rows of the day.
+  GPULEDGER_ASSIGN_OR_RETURN(
+      Rows q, c.Query("SELECT u.dev, u.day, h.hour_ms, h.job_id, h.active_ms, h.idle_ms, h.unallocated_ms,"
+                      " h.unavailable_ms, h.unmonitored_ms, h.coarse_ms, h.input_stall_ms, h.checkpoint_stall_ms,"
+                      " h.held_idle_ms FROM unnest($1::bigint[], $2::bigint[]) AS u(dev, day)"
+                      " CROSS JOIN generate_series(0, 23) AS k(hour)"
+                      " JOIN rollup_hour h ON h.hour_ms = u.day + k.hour * 3600000::bigint AND h.device_id = u.dev"
+                      " ORDER BY u.dev, u.day, h.hour_ms, h.job_id",
+                      Params().AddArray(devs).AddArray(days), "reading the hour rollups of a day"));
+  std::vector<DeviceDayRows> out;
+  for (size_t k = 0; k < devs.size(); ++k) out.push_back({devs[k], days[k], {}});
+  std::sort(out.begin(), out.end(), [](const DeviceDayRows& a, const DeviceDayRows& b) {
+    return std::pair(a.device_id, a.day_ms) < std::pair(b.device_id, b.day_ms);
+  });
+  size_t k = 0;
+  for (int i = 0; i < q.rows(); ++i) {
+    const int64_t dev = q.Int(i, 0), day = q.Int(i, 1);
+    while (k < out.size() && std::pair(out[k].device_id, out[k].day_ms) < std::pair(dev, day)) ++k;
+    if (k == out.size()) return Internal("store: hour rollups read out of order");
+    RollupRow& r = out[k].rows.emplace_back();
+    r.device_id = dev;
+    r.period_ms = q.Int(i, 2);
+    r.job_id = q.Int(i, 3);
+    pg::ReadRollupFigures(q, i, 4, r);
+  }
+  return WriteDays(c, out, day_rows);
+}
+
+// Schema versions 7 and 14: the rollup_day_hours row (14: and the rollup_day rows) of
+// every device-day that has hour rows, some thousands of device-days per statement.
+Status FillDayHours(Conn& c, bool day_rows) {
   GPULEDGER_ASSIGN_OR_RETURN(
       Rows keys, c.Query("SELECT DISTINCT device_id, hour_ms - ((hour_ms % 86400000) + 86400000) % 86400000"
                          " FROM rollup_hour ORDER BY 1, 2",
@@ -360,7 +417,7 @@ Status FillDayHours(Conn& c) {
       devs.push_back(keys.Int(i, 0));
       days.push_back(keys.Int(i, 1));
     }
-    GPULEDGER_RETURN_IF_ERROR(RewriteDays(c, devs, days, /*day_rows=*/false));  // version 6 filled them
+    GPULEDGER_RETURN_IF_ERROR(RewriteDaysFromHourRows(c, devs, days, day_rows));
   }
   return Status::Ok();
 }
@@ -604,8 +661,13 @@ Status PgStore::Migrate() {
     if (Status st = c.Exec(migrations[v], fmt::format("migrating to schema version {}", v + 1)); !st.ok()) {
       return fail(st);
     }
-    if (v + 1 == kDayHoursVersion) {
-      if (Status st = FillDayHours(c); !st.ok()) return fail(st.WithContext("migrating to schema version 7"));
+    if (v + 1 == kDayHoursVersion) {  // version 6 filled the day rows
+      if (Status st = FillDayHours(c, /*day_rows=*/false); !st.ok()) return fail(st.WithContext("migrating to schema version 7"));
+    }
+    if (v + 1 == kHourRowsDroppedVersion) {
+      Status st = FillDayHours(c, /*day_rows=*/true);
+      if (st.ok()) st = c.Exec("DROP TABLE rollup_hour", "dropping the hour rows");
+      if (!st.ok()) return fail(st.WithContext("migrating to schema version 14"));
     }
     if (v + 1 == kChunkedServingVersion) {
       if (Status st = ConvertServingToChunks(c); !st.ok()) return fail(st.WithContext("migrating to schema version 13"));
@@ -631,11 +693,9 @@ Status PgStore::CreateAhead() {
   for (int64_t day = 0; day <= 2; ++day) {
     for (const char* table : {"sample_chunks", "process_samples"}) parts.push_back(DayPartition(table, t + day * kMsPerDay));
   }
-  for (const char* table : {"rollup_hour", "rollup_minute"}) {
-    Partition month = MonthPartition(table, t);
-    parts.push_back(month);
-    parts.push_back(MonthPartition(table, month.end_ms));
-  }
+  Partition month = MonthPartition("rollup_minute", t);
+  parts.push_back(month);
+  parts.push_back(MonthPartition("rollup_minute", month.end_ms));
   return EnsurePartitions(parts);
 }
 
@@ -1320,10 +1380,8 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
   std::vector<Partition> parts;
   std::set<std::string> seen;
   for (const RollupUpdate& u : updates) {
-    for (const char* table : {"rollup_hour", "rollup_minute"}) {
-      Partition p = MonthPartition(table, u.dirty.hour_ms);
-      if (seen.insert(p.name).second) parts.push_back(std::move(p));
-    }
+    Partition p = MonthPartition("rollup_minute", u.dirty.hour_ms);
+    if (seen.insert(p.name).second) parts.push_back(std::move(p));
   }
   GPULEDGER_RETURN_IF_ERROR(EnsurePartitions(parts));
   std::lock_guard lock(mu_);
@@ -1346,72 +1404,65 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
                               Params().AddArray(dev).AddArray(hour), "claiming dirty hours"));
     std::set<std::pair<int64_t, int64_t>> claimed;
     for (int i = 0; i < marked.rows(); ++i) claimed.insert({marked.Int(i, 0), marked.Int(i, 1)});
+    // Then the device-days, and their day hours as stored, read after their locks.
+    const std::vector<DeviceDayUpdates> days = UpdatesByDeviceDay(updates);
+    GPULEDGER_RETURN_IF_ERROR(LockDeviceDays(*c, days));
+    std::vector<DeviceDayRows> day_rows(days.size());
+    {
+      std::vector<int64_t> dd_dev, dd_day;
+      for (size_t k = 0; k < days.size(); ++k) {
+        day_rows[k].device_id = days[k].device_id;
+        day_rows[k].day_ms = days[k].day_ms;
+        dd_dev.push_back(days[k].device_id);
+        dd_day.push_back(days[k].day_ms);
+      }
+      GPULEDGER_ASSIGN_OR_RETURN(
+          Rows stored, c->Query("SELECT u.k, r.hours FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS u(dev, day, k)"
+                                " JOIN rollup_day_hours r ON r.day_ms = u.day AND r.device_id = u.dev",
+                                Params().AddArray(dd_dev).AddArray(dd_day), "reading day hours"));
+      for (int i = 0; i < stored.rows(); ++i) {
+        DeviceDayRows& d = day_rows[static_cast<size_t>(stored.Int(i, 0) - 1)];
+        GPULEDGER_ASSIGN_OR_RETURN(d.rows, DayHourRows(stored.Bytes(i, 1), d.day_ms, d.device_id));
+      }
+    }
     // A device-hour never marked at all (a caller's own write) is written as asked.
     std::vector<int64_t> wdev, whour, gens;
-    std::vector<RollupUpdate> written_keys;  // their dirty keys only: the day rows to recompute
-    std::vector<int64_t> h_hour, h_dev, h_job, h_coarse;
-    std::array<std::vector<int64_t>, kBucketCount> h_ms;
-    std::array<std::vector<int64_t>, kIdleCauseCount - 1> h_causes;
+    std::vector<DeviceDayRows> written_days;
     std::vector<int64_t> m_hour, m_dev;
     std::string m_blobs = "{";
-    for (const RollupUpdate& u : updates) {
-      const DirtyHour& d = u.dirty;
-      if (!claimed.count({d.device_id, d.hour_ms})) {
+    for (size_t k = 0; k < days.size(); ++k) {
+      std::vector<const RollupUpdate*> written;
+      for (const RollupUpdate* u : days[k].updates) {
+        const DirtyHour& d = u->dirty;
+        const bool stored_hour = std::any_of(day_rows[k].rows.begin(), day_rows[k].rows.end(),
+                                             [&](const RollupRow& r) { return r.period_ms == d.hour_ms; });
         // Not dirty: refreshed by someone else, unless it was never dirty (then written).
-        GPULEDGER_ASSIGN_OR_RETURN(
-            Rows written, c->Query("SELECT 1 FROM rollup_hour WHERE hour_ms = $1 AND device_id = $2 LIMIT 1",
-                                   Params().Add(d.hour_ms).Add(d.device_id), "reading hour rollups"));
-        if (written.rows() > 0) continue;
+        if (!claimed.count({d.device_id, d.hour_ms}) && stored_hour) continue;
+        written.push_back(u);
+        wdev.push_back(d.device_id);
+        whour.push_back(d.hour_ms);
+        gens.push_back(d.generation);
+        if (!u->minute_rows.empty()) {
+          GPULEDGER_ASSIGN_OR_RETURN(auto blob, EncodeMinuteBlob(d.hour_ms, u->minute_rows));
+          m_hour.push_back(d.hour_ms);
+          m_dev.push_back(d.device_id);
+          if (m_blobs.size() > 1) m_blobs += ',';
+          pg::AppendHex(m_blobs, blob);
+        }
       }
-      wdev.push_back(d.device_id);
-      whour.push_back(d.hour_ms);
-      gens.push_back(d.generation);
-      written_keys.push_back(RollupUpdate{d, {}, {}});
-      for (const RollupRow& r : u.hour_rows) {
-        h_hour.push_back(r.period_ms);
-        h_dev.push_back(r.device_id);
-        h_job.push_back(r.job_id);
-        h_coarse.push_back(r.coarse_ms);
-        for (size_t b = 0; b < kBucketCount; ++b) h_ms[b].push_back(r.ms[b]);
-        for (size_t k = 0; k + 1 < kIdleCauseCount; ++k) h_causes[k].push_back(r.idle_causes[k]);
-      }
-      if (!u.minute_rows.empty()) {
-        GPULEDGER_ASSIGN_OR_RETURN(auto blob, EncodeMinuteBlob(d.hour_ms, u.minute_rows));
-        m_hour.push_back(d.hour_ms);
-        m_dev.push_back(d.device_id);
-        if (m_blobs.size() > 1) m_blobs += ',';
-        pg::AppendHex(m_blobs, blob);
-      }
+      if (written.empty()) continue;
+      written_days.push_back(
+          {days[k].device_id, days[k].day_ms, ReplaceHours(std::move(day_rows[k].rows), written)});
     }
     m_blobs += '}';
     // The serving hours to merge are not device-hours: merged whether or not another
     // replica refreshed these.
     GPULEDGER_RETURN_IF_ERROR(MergeServingHours(*c));
     if (wdev.empty()) return c->Exec("COMMIT", "writing rollups");
-    Params keys;
-    keys.AddArray(wdev).AddArray(whour);
-    GPULEDGER_RETURN_IF_ERROR(c->Query("DELETE FROM rollup_hour r USING unnest($1::bigint[], $2::bigint[]) AS u(dev, hour)"
-                                       " WHERE r.device_id = u.dev AND r.hour_ms = u.hour",
-                                       keys, "replacing hour rollups")
-                                  .status());
     GPULEDGER_RETURN_IF_ERROR(c->Query("DELETE FROM rollup_minute r USING unnest($1::bigint[], $2::bigint[]) AS u(dev, hour)"
                                        " WHERE r.device_id = u.dev AND r.hour_ms = u.hour",
-                                       keys, "replacing minute rollups")
+                                       Params().AddArray(wdev).AddArray(whour), "replacing minute rollups")
                                   .status());
-    if (!h_hour.empty()) {
-      Params rows;
-      rows.AddArray(h_hour).AddArray(h_dev).AddArray(h_job);
-      for (const auto& v : h_ms) rows.AddArray(v);
-      rows.AddArray(h_coarse);
-      for (const auto& v : h_causes) rows.AddArray(v);
-      GPULEDGER_RETURN_IF_ERROR(
-          c->Query("INSERT INTO rollup_hour(hour_ms, device_id, job_id, active_ms, idle_ms, unallocated_ms,"
-                   " unavailable_ms, unmonitored_ms, coarse_ms, input_stall_ms, checkpoint_stall_ms, held_idle_ms)"
-                   " SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[],"
-                   " $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[])",
-                   rows, "writing hour rollups")
-              .status());
-    }
     if (!m_hour.empty()) {
       GPULEDGER_RETURN_IF_ERROR(
           c->Query("INSERT INTO rollup_minute(hour_ms, device_id, buckets)"
@@ -1419,15 +1470,9 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
                    Params().AddArray(m_hour).AddArray(m_dev).Add(m_blobs), "writing minute rollups")
               .status());
     }
-    // The day rows and the day hours of each device-day written, once, from its hour rows
-    // as they are now.
-    std::vector<int64_t> day_dev, day_ms;
-    for (const auto& dd : TouchedDeviceDays(written_keys)) {
-      day_dev.push_back(dd.first);
-      day_ms.push_back(dd.second);
-    }
-    // The days' versions are drawn anew by rollup_day's triggers (schema version 9).
-    GPULEDGER_RETURN_IF_ERROR(RewriteDays(*c, day_dev, day_ms, /*day_rows=*/true));
+    // The day rows and the day hours of each device-day written. The days' versions are
+    // drawn anew by rollup_day's triggers (schema version 9).
+    GPULEDGER_RETURN_IF_ERROR(WriteDays(*c, written_days, /*day_rows=*/true));
     GPULEDGER_RETURN_IF_ERROR(
         c->Query("DELETE FROM dirty_hours d USING unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(dev, hour, gen)"
                  " WHERE d.device_id = u.dev AND d.hour_ms = u.hour AND d.generation = u.gen",
@@ -1738,7 +1783,7 @@ Result<StoreCheck> PgStore::Check(bool full) {
   // The quick check (what `serve` runs at start-up): every table of the schema is there.
   // PostgreSQL keeps its own pages sound (WAL; data checksums where the cluster has them).
   for (const char* table : {"meta", "batch_ids", "batch_ranges", "devices", "jobs", "allocations", "sample_chunks", "process_samples",
-                            "rollup_hour", "rollup_minute", "rollup_day", "rollup_day_hours", "rollup_day_versions",
+                            "rollup_minute", "rollup_day", "rollup_day_hours", "rollup_day_versions",
                             "catalog_versions", "dirty_hours", "prices", "progress", "serving_chunks",
                             "serving_unmerged"}) {
     GPULEDGER_ASSIGN_OR_RETURN(Rows there, c->Query("SELECT to_regclass($1) IS NOT NULL", Params().Add(table), "checking"));

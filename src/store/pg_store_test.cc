@@ -134,17 +134,14 @@ TEST_F(PgStoreTest, ASchemaFromANewerBuildIsRefusedNamingBothVersions) {
 TEST_F(PgStoreTest, MigratesHourRollupsIntoDayRollups) {
   const int64_t day0 = kT0 - 8 * kMsPerHour;  // 2026-11-23T00:00:00Z
   auto row = [](int64_t hour, int64_t job, int64_t active) { return RollupRow{hour, 1, job, {active, 10, 0, 0, 0}, 0}; };
-  ASSERT_TRUE(store_
-                  ->WriteRollups({{{1, day0 - kMsPerHour, 0}, {row(day0 - kMsPerHour, 1, 1)}, {}},
-                                  {{1, day0, 0}, {row(day0, 1, 100), row(day0, 2, 20)}, {}},
-                                  {{1, day0 + 23 * kMsPerHour, 0}, {row(day0 + 23 * kMsPerHour, 1, 200)}, {}},
-                                  {{1, day0 + 24 * kMsPerHour, 0}, {row(day0 + 24 * kMsPerHour, 1, 400)}, {}}})
-                  .ok());
+  const std::vector<RollupRow> rows = {row(day0 - kMsPerHour, 1, 1), row(day0, 1, 100), row(day0, 2, 20),
+                                       row(day0 + 23 * kMsPerHour, 1, 200), row(day0 + 24 * kMsPerHour, 1, 400)};
   store_.reset();
   ASSERT_TRUE(
       server_
           ->Exec(db_, std::string(testing_batches::kBatchesTableOfOldStores) +
                           testing_batches::ServingTableOfOldStores(/*postgresql=*/true) +
+                          testing_batches::HourRowsTableOfOldStores(/*postgresql=*/true, rows) +
                           "DROP TABLE rollup_day; DROP TABLE rollup_day_hours; DROP TABLE rollup_day_versions; DROP FUNCTION rollup_day_new_version() CASCADE;"
                       " DROP TABLE catalog_versions; DROP FUNCTION jobs_new_version() CASCADE;"
                       " UPDATE meta SET value = '5' WHERE key = 'schema_version'")
@@ -180,7 +177,96 @@ TEST_F(PgStoreTest, MigratesHourRollupsIntoDayRollups) {
   EXPECT_EQ(One(c, "SELECT count(*) FROM rollup_day_versions v"
                    " WHERE v.day_ms IN (SELECT day_ms FROM rollup_day) AND v.version IS NOT NULL"),
             "3");
+  EXPECT_EQ(One(c, "SELECT to_regclass('rollup_hour') IS NULL"), "t") << "dropped by schema version 14";
   PQfinish(c);
+}
+
+// Schema version 14 keeps hour rows in rollup_day_hours alone. The day rows and day hours
+// are derived once more from the hour rows of a database of version 13 (here left wrong
+// behind its back: a day row off by one, a device-day's hours gone), which then go. A
+// replica that cached the day reads it anew.
+TEST_F(PgStoreTest, DroppingTheHourRowsDerivesTheDaysFromThemFirst) {
+  const int64_t day0 = kT0 - 8 * kMsPerHour;  // 2026-11-23T00:00:00Z
+  auto row = [](int64_t hour, int64_t job, int64_t active) { return RollupRow{hour, 1, job, {active, 10, 0, 0, 0}, 0}; };
+  const std::vector<RollupRow> rows = {row(day0, 1, 100), row(day0, 2, 20), row(day0 + 23 * kMsPerHour, 1, 200),
+                                       row(day0 + 24 * kMsPerHour, 1, 400)};
+  std::vector<RollupUpdate> updates;
+  for (const RollupRow& r : rows) {
+    if (updates.empty() || updates.back().dirty.hour_ms != r.period_ms) updates.push_back({{1, r.period_ms, 0}, {}, {}});
+    updates.back().hour_rows.push_back(r);
+  }
+  ASSERT_TRUE(store_->WriteRollups(updates).ok());
+  ASSERT_TRUE(server_
+                  ->Exec(db_, testing_batches::HourRowsTableOfOldStores(/*postgresql=*/true, rows) +
+                                  "UPDATE rollup_day SET active_ms = active_ms + 1 WHERE job_id = 1;"
+                                  " DELETE FROM rollup_day_hours WHERE day_ms = " + std::to_string(day0 + kMsPerDay) +
+                                  "; UPDATE meta SET value = '13' WHERE key = 'schema_version'")
+                  .ok());
+  auto s = OpenPgStore(server_->Url(db_));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  auto active = [&](Store& store, int64_t from, int64_t to) {
+    std::map<int64_t, int64_t> out;  // job -> active ms
+    auto snap = store.Snapshot();
+    EXPECT_TRUE(snap.ok()) << snap.status().ToString();
+    auto sums = (*snap)->SumSettledHourRollups({from, to});
+    EXPECT_TRUE(sums.ok()) << sums.status().ToString();
+    for (const RollupSum& r : *sums) out[r.job_id] = r.ms[0];
+    return out;
+  };
+  const std::map<int64_t, int64_t> day = {{1, 300}, {2, 20}};
+  EXPECT_EQ(active(**s, day0, day0 + kMsPerDay), day);
+  EXPECT_EQ(active(*store_, day0, day0 + kMsPerDay), day) << "the replica that had cached the day";
+  EXPECT_EQ(active(**s, day0 + kMsPerHour, day0 + 2 * kMsPerDay), (std::map<int64_t, int64_t>{{1, 600}}));
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> scanned;  // hour, job, active
+  ASSERT_TRUE((*s)->ScanHourRollups({day0 + kMsPerDay, day0 + 2 * kMsPerDay}, [&](const RollupRow& r) {
+                    scanned.emplace_back(r.period_ms, r.job_id, r.ms[0]);
+                    return Status::Ok();
+                  }).ok());
+  EXPECT_EQ(scanned, (std::vector<std::tuple<int64_t, int64_t, int64_t>>{{day0 + 24 * kMsPerHour, 1, 400}}));
+  PGconn* c = Connect();
+  EXPECT_EQ(One(c, "SELECT to_regclass('rollup_hour') IS NULL"), "t");
+  PQfinish(c);
+}
+
+// Two replicas refreshing different hours of one device-day at the same moment both land:
+// each reads, changes and writes back the device-day's hours under its lock.
+TEST_F(PgStoreTest, ReplicasRefreshingHoursOfOneDeviceDayAtOnceKeepBoth) {
+  auto other = OpenPgStore(server_->Url(db_));
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  const int64_t day0 = kT0 - 8 * kMsPerHour;  // 2026-11-23T00:00:00Z
+  constexpr int kRounds = 40;
+  for (int round = 0; round < kRounds; ++round) {
+    const int64_t day = day0 + round * kMsPerDay;
+    std::atomic<int> ready{0};
+    auto refresh = [&](Store& store, int64_t hour, Status& out) {
+      RollupUpdate u{{1, hour, 0}, {RollupRow{hour, 1, 1, {1000 + round, 0, 0, 0, 0}, 0}}, {}};
+      ready.fetch_add(1);
+      while (ready.load() < 2) {
+      }
+      out = store.WriteRollups({u});
+    };
+    Status a, b;
+    std::thread ta([&] { refresh(*store_, day + 3 * kMsPerHour, a); });
+    std::thread tb([&] { refresh(**other, day + 4 * kMsPerHour, b); });
+    ta.join();
+    tb.join();
+    ASSERT_TRUE(a.ok()) << a.ToString();
+    ASSERT_TRUE(b.ok()) << b.ToString();
+  }
+  std::map<int64_t, int64_t> hours;  // hour -> active ms
+  ASSERT_TRUE(store_->ScanHourRollups({day0, day0 + kRounds * kMsPerDay}, [&](const RollupRow& r) {
+                    hours[r.period_ms] += r.ms[0];
+                    return Status::Ok();
+                  }).ok());
+  for (int round = 0; round < kRounds; ++round) {
+    const int64_t day = day0 + round * kMsPerDay;
+    EXPECT_EQ(hours[day + 3 * kMsPerHour], 1000 + round) << "day " << round;
+    EXPECT_EQ(hours[day + 4 * kMsPerHour], 1000 + round) << "day " << round;
+    auto sums = store_->SumHourRollups({day, day + kMsPerDay});
+    ASSERT_TRUE(sums.ok());
+    ASSERT_EQ(sums->size(), 1u);
+    EXPECT_EQ(sums->at(0).ms[0], 2 * (1000 + round)) << "the day row of day " << round;
+  }
 }
 
 // A database of schema version 10 kept a row per batch: migrating keys each id by stream
@@ -200,6 +286,7 @@ TEST_F(PgStoreTest, MigratesBatchIdsIntoStreamsAndRuns) {
   ASSERT_TRUE(server_
                   ->Exec(db_, std::string(testing_batches::kBatchesTableOfOldStores) +
                                   testing_batches::ServingTableOfOldStores(/*postgresql=*/true) +
+                                  testing_batches::HourRowsTableOfOldStores(/*postgresql=*/true, {}) +
                                   "UPDATE meta SET value = '10' WHERE key = 'schema_version'")
                   .ok());
   PGconn* c = Connect();
@@ -295,6 +382,7 @@ TEST_F(PgStoreTest, MigratesServingSnapshotsIntoChunks) {
   ASSERT_TRUE(server_
                   ->Exec(db_, std::string(testing_batches::kBatchesTableOfOldStores) +
                                   testing_batches::ServingTableOfOldStores(/*postgresql=*/true, b, job) +
+                                  testing_batches::HourRowsTableOfOldStores(/*postgresql=*/true, {}) +
                                   "ALTER TABLE serving DROP CONSTRAINT serving_pkey,"
                               " ADD PRIMARY KEY(job_id, engine, model, t_ms); DROP TABLE rollup_day_versions; DROP FUNCTION rollup_day_new_version() CASCADE;"
                               " DROP TABLE catalog_versions; DROP FUNCTION jobs_new_version() CASCADE;"
@@ -541,7 +629,7 @@ TEST_F(PgStoreTest, PartitionsAreCreatedAheadAndRetentionDropsWholeDays) {
     return std::stoi(One(c, "SELECT count(*) FROM pg_inherits WHERE inhparent = '" + parent + "'::regclass"));
   };
   EXPECT_EQ(partitions("sample_chunks"), 3) << "today and the two days after";
-  EXPECT_EQ(partitions("rollup_hour"), 2) << "this month and the next";
+  EXPECT_EQ(partitions("rollup_minute"), 2) << "this month and the next";
   const std::string today = One(c, "SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYYMMDD')");
   EXPECT_EQ(One(c, "SELECT to_regclass('sample_chunks_d" + today + "') IS NOT NULL"), "t");
 
@@ -550,8 +638,9 @@ TEST_F(PgStoreTest, PartitionsAreCreatedAheadAndRetentionDropsWholeDays) {
   EXPECT_EQ(One(c, "SELECT count(*) FROM sample_chunks_d20261123"), "1");
   EXPECT_EQ(One(c, "SELECT count(*) FROM sample_chunks_d20261124"), "1");
   RollupRow row{kT0, 1, 1, {1000, 0, 0, 0, 0}, 0};
-  ASSERT_TRUE(store_->WriteRollups({{{1, kT0, 0}, {row}, {}}}).ok());
-  EXPECT_EQ(One(c, "SELECT count(*) FROM rollup_hour_m202611"), "1");
+  RollupRow minute{kT0, 1, 1, {1000, 0, 0, 0, 0}, 0};
+  ASSERT_TRUE(store_->WriteRollups({{{1, kT0, 0}, {row}, {minute}}}).ok());
+  EXPECT_EQ(One(c, "SELECT count(*) FROM rollup_minute_m202611"), "1");
 
   EXPECT_EQ(*store_->PruneSamples(kT0 + 24 * kMsPerHour + 1), 3);
   EXPECT_EQ(One(c, "SELECT to_regclass('sample_chunks_d20261123') IS NULL"), "t") << "dropped, not emptied";

@@ -37,15 +37,6 @@ Status CheckRollupUpdates(const std::vector<RollupUpdate>& updates) {
   return Status::Ok();
 }
 
-std::vector<std::pair<int64_t, int64_t>> TouchedDeviceDays(const std::vector<RollupUpdate>& updates) {
-  std::vector<std::pair<int64_t, int64_t>> out;
-  out.reserve(updates.size());
-  for (const RollupUpdate& u : updates) out.emplace_back(u.dirty.device_id, FloorTo(u.dirty.hour_ms, kMsPerDay));
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
 std::vector<std::pair<int64_t, int64_t>> HoursToMerge(const std::vector<RollupUpdate>& updates) {
   std::vector<std::pair<int64_t, int64_t>> out;
   out.reserve(2 * updates.size());
@@ -65,6 +56,49 @@ std::vector<int64_t> TouchedDays(const std::vector<RollupUpdate>& updates) {
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
+}
+
+std::vector<DeviceDayUpdates> UpdatesByDeviceDay(const std::vector<RollupUpdate>& updates) {
+  std::vector<const RollupUpdate*> sorted;
+  sorted.reserve(updates.size());
+  for (const RollupUpdate& u : updates) sorted.push_back(&u);
+  // Stable: a device-day's updates keep the order given.
+  std::stable_sort(sorted.begin(), sorted.end(), [](const RollupUpdate* a, const RollupUpdate* b) {
+    return std::pair(a->dirty.device_id, FloorTo(a->dirty.hour_ms, kMsPerDay)) <
+           std::pair(b->dirty.device_id, FloorTo(b->dirty.hour_ms, kMsPerDay));
+  });
+  std::vector<DeviceDayUpdates> out;
+  for (const RollupUpdate* u : sorted) {
+    const int64_t day = FloorTo(u->dirty.hour_ms, kMsPerDay);
+    if (out.empty() || out.back().device_id != u->dirty.device_id || out.back().day_ms != day) {
+      out.push_back({u->dirty.device_id, day, {}});
+    }
+    out.back().updates.push_back(u);
+  }
+  return out;
+}
+
+std::vector<RollupRow> ReplaceHours(std::vector<RollupRow> stored, std::span<const RollupUpdate* const> updates) {
+  // The last update of each hour wins.
+  std::vector<const RollupUpdate*> last;
+  for (const RollupUpdate* u : updates) {
+    auto same = std::find_if(last.begin(), last.end(),
+                             [&](const RollupUpdate* l) { return l->dirty.hour_ms == u->dirty.hour_ms; });
+    if (same != last.end()) {
+      *same = u;
+    } else {
+      last.push_back(u);
+    }
+  }
+  auto replaced = [&](int64_t hour) {
+    return std::any_of(last.begin(), last.end(), [&](const RollupUpdate* u) { return u->dirty.hour_ms == hour; });
+  };
+  std::erase_if(stored, [&](const RollupRow& r) { return replaced(r.period_ms); });
+  for (const RollupUpdate* u : last) stored.insert(stored.end(), u->hour_rows.begin(), u->hour_rows.end());
+  std::stable_sort(stored.begin(), stored.end(), [](const RollupRow& a, const RollupRow& b) {
+    return std::pair(a.period_ms, a.job_id) < std::pair(b.period_ms, b.job_id);
+  });
+  return stored;
 }
 
 std::vector<DayRow> SumDayRows(std::vector<RollupRow> hour_rows) {
@@ -230,6 +264,18 @@ bool DecodeDayHours(std::string_view blob, int64_t day_ms, int64_t device_id,
   return true;
 }
 
+Status CorruptDayHours(int64_t device_id, int64_t day_ms) {
+  return Internal(fmt::format("store: rollup_day_hours row of device {} on {} is corrupt", device_id, FormatTime(day_ms)));
+}
+
+Result<std::vector<RollupRow>> DayHourRows(std::string_view blob, int64_t day_ms, int64_t device_id) {
+  std::vector<RollupRow> rows;
+  if (!DecodeDayHours(blob, day_ms, device_id, [&](const RollupRow& r) { rows.push_back(r); })) {
+    return CorruptDayHours(device_id, day_ms);
+  }
+  return rows;
+}
+
 Status DayHoursScan::Add(int64_t day_ms, int64_t device_id, std::string_view hours) {
   if (any_ && (day_ms < day_ms_ || (day_ms == day_ms_ && device_id <= last_device_))) {
     return InvalidArgument(fmt::format("day hours of device {} on {} read out of order", device_id,
@@ -244,8 +290,7 @@ Status DayHoursScan::Add(int64_t day_ms, int64_t device_id, std::string_view hou
   int64_t last_hour = -1, last_job = -1;
   while (good && !in->done()) good = ReadRow(*in, day_ms, r, last_hour, last_job);
   if (!good) {
-    return Internal(fmt::format("store: rollup_day_hours row of device {} on {} is corrupt", device_id,
-                                FormatTime(day_ms)));
+    return CorruptDayHours(device_id, day_ms);
   }
   any_ = true;
   last_device_ = device_id;

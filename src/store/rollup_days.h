@@ -1,19 +1,21 @@
 // Day rollups (internal to the store library): `rollup_day` holds, per UTC day, device
 // and job, the sums of that device-day's hour rows, so that a long window reads one row
-// per device, job and day instead of 24. Both backends keep the invariant
-//   day row (day, device, job) = sum of the hour rows (h, device, job), h in the day
-// in the transaction that writes hour rows (WriteRollups), and answer SumHourRollups
-// from day rows for the whole days of a window and from hour rows for the rest.
+// per device, job and day instead of 24.
 //
 // `rollup_day_hours` holds, per UTC day and device, that device-day's hour rows
-// themselves as one value (EncodeDayHours), kept equal to them in the same transaction:
-//   DecodeDayHours(day_hours (day, device)) = the hour rows (h, device, *), h in the day
-// so that ScanHourRollups reads one row per device and day for the whole days of a range
-// instead of one per device, job and hour.
+// themselves as one value (EncodeDayHours): the only place hour rows are stored (until
+// SQLite's schema 18 and PostgreSQL's 14 they were also a row each in `rollup_hour`).
+// Both backends keep the invariant
+//   day row (day, device, job) = sum of DecodeDayHours(day_hours (day, device)) of job
+// in the transaction that writes hour rows (WriteRollups: it reads a device-day's hours,
+// replaces those of the hours it refreshes, ReplaceHours, and writes both back), and
+// answer SumHourRollups from day rows for the whole days of a window and from the day
+// hours for the rest, and ScanHourRollups from the day hours, a row per device and day.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -41,9 +43,6 @@ DaySplit SplitIntoDays(const TimeRange& hours);
 // device and the hour) before anything is written.
 Status CheckRollupUpdates(const std::vector<RollupUpdate>& updates);
 
-// The distinct (device_id, day_ms) of the updates, sorted: the day rows to recompute.
-std::vector<std::pair<int64_t, int64_t>> TouchedDeviceDays(const std::vector<RollupUpdate>& updates);
-
 // The distinct UTC days of the updates, sorted: the days whose version is drawn anew
 // (store/day_cache.h).
 std::vector<int64_t> TouchedDays(const std::vector<RollupUpdate>& updates);
@@ -54,6 +53,20 @@ std::vector<int64_t> TouchedDays(const std::vector<RollupUpdate>& updates);
 // these, a store merges only the hours that the device's latest sample is past (a
 // device's current hour still grows).
 std::vector<std::pair<int64_t, int64_t>> HoursToMerge(const std::vector<RollupUpdate>& updates);
+
+// The updates of one device-day, in the order given.
+struct DeviceDayUpdates {
+  int64_t device_id = 0;
+  int64_t day_ms = 0;
+  std::vector<const RollupUpdate*> updates;
+};
+// The updates by device-day, sorted by (device, day): each device-day's hours to replace.
+std::vector<DeviceDayUpdates> UpdatesByDeviceDay(const std::vector<RollupUpdate>& updates);
+
+// The hour rows of a device-day after `updates` of it: the rows of `stored` (its day hours
+// as stored, decoded) of the hours no update names, and the rows of each update (of an
+// hour two updates name, the later one's), in (hour, job) order.
+std::vector<RollupRow> ReplaceHours(std::vector<RollupRow> stored, std::span<const RollupUpdate* const> updates);
 
 // A day row: the sums of one device-day's hour rows of one job, and how many they are.
 struct DayRow {
@@ -71,7 +84,7 @@ std::vector<DayRow> SumDayRows(std::vector<RollupRow> hour_rows);
 // (a byte, 0 to 23), the job id (varint), a pattern byte and the figures it names as
 // varints. The pattern's low five bits say which buckets hold time, bit 5 that coarse_ms
 // is not 0, bit 6 that the three named idle causes follow (the fourth is the rest of
-// allocated_idle, as in rollup_hour), bit 7 that the buckets add up to the whole hour, and
+// allocated_idle, as in rollup_day), bit 7 that the buckets add up to the whole hour, and
 // then the last bucket that holds time is left out, being the rest of the hour. A row
 // busy (or idle) for one job the whole hour is 4 bytes while the job's id is below 16,384.
 // kInternal when a row lies outside the day, two rows share an (hour, job), or a figure
@@ -83,6 +96,13 @@ Result<std::string> EncodeDayHours(int64_t day_ms, std::vector<RollupRow> hour_r
 // have been called for the rows before the fault).
 bool DecodeDayHours(std::string_view blob, int64_t day_ms, int64_t device_id,
                     const std::function<void(const RollupRow&)>& fn);
+
+// The error of a rollup_day_hours row that does not decode (kInternal, naming it).
+Status CorruptDayHours(int64_t device_id, int64_t day_ms);
+
+// DecodeDayHours' rows as a list; kInternal naming the device and the day when `blob` is
+// corrupt.
+Result<std::vector<RollupRow>> DayHourRows(std::string_view blob, int64_t day_ms, int64_t device_id);
 
 // Takes the rollup_day_hours rows of whole days, read by day and then device, and hands
 // their hour rows to `fn` in (hour, device, job) order: ScanHourRollups' order. Holds

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <random>
 #include <tuple>
 
@@ -13,7 +15,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr int64_t kDay = 1'795'392'000'000;  // 2026-11-22T00:00:00Z
+constexpr int64_t kDay = 1'795'392'000'000;  // 2026-11-23T00:00:00Z
 
 // A row as the readers give it: the last idle cause is the rest of allocated_idle.
 RollupRow Row(int hour, int64_t job, std::array<int64_t, kBucketCount> ms, int64_t coarse = 0,
@@ -237,6 +239,78 @@ TEST(DayRowsTest, EachJobSumsItsHourRowsAndCountsThem) {
   EXPECT_EQ(j9.sum.coarse_ms, 10);
   EXPECT_EQ(j9.sum.idle_causes, (std::array<int64_t, kIdleCauseCount>{105, 200, 307, 2603000 - 612}));
   EXPECT_TRUE(SumDayRows({}).empty());
+}
+
+// A refresh's updates by device-day: each device-day once, in (device, day) order, its
+// updates in the order given.
+TEST(ReplaceHoursTest, UpdatesAreGroupedByDeviceDayInTheirOrder) {
+  auto update = [](int64_t device, int64_t hour) { return RollupUpdate{{device, kDay + hour * kMsPerHour, 0}, {}, {}}; };
+  const std::vector<RollupUpdate> updates = {update(2, 30), update(1, 5), update(2, 3), update(1, 2), update(2, 26)};
+  const std::vector<DeviceDayUpdates> days = UpdatesByDeviceDay(updates);
+  ASSERT_EQ(days.size(), 3u);
+  EXPECT_EQ(std::tie(days[0].device_id, days[0].day_ms), std::make_tuple(int64_t{1}, kDay));
+  EXPECT_EQ(days[0].updates, (std::vector<const RollupUpdate*>{&updates[1], &updates[3]}));
+  EXPECT_EQ(std::tie(days[1].device_id, days[1].day_ms), std::make_tuple(int64_t{2}, kDay));
+  EXPECT_EQ(days[1].updates, (std::vector<const RollupUpdate*>{&updates[2]}));
+  EXPECT_EQ(std::tie(days[2].device_id, days[2].day_ms), std::make_tuple(int64_t{2}, kDay + kMsPerDay));
+  EXPECT_EQ(days[2].updates, (std::vector<const RollupUpdate*>{&updates[0], &updates[4]}));
+  EXPECT_TRUE(UpdatesByDeviceDay({}).empty());
+}
+
+// What WriteRollups stores for a device-day, against an oracle that keeps a map of hour to
+// rows: random stored days, random updates of random hours (some named twice, some
+// emptying an hour), and the result encoded and decoded as the stores do.
+TEST(ReplaceHoursTest, RefreshedHoursReplaceTheirRowsAndTheRestStay) {
+  std::mt19937 rng(20261207);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  auto random_rows = [&](int hour) {
+    std::vector<RollupRow> rows;
+    for (int64_t job = 0; job < 4; ++job) {
+      if (pick(0, 2) != 0) continue;
+      rows.push_back(Row(hour, job, {pick(0, 900000), pick(0, 900000), 0, 0, pick(0, 900000)}, 0, {pick(0, 100), 0, 0}));
+    }
+    return rows;
+  };
+  for (int trial = 0; trial < 300; ++trial) {
+    std::map<int, std::vector<RollupRow>> oracle;  // hour -> rows
+    std::vector<RollupRow> stored;
+    for (int hour = 0; hour < 24; ++hour) {
+      if (pick(0, 1) == 0) continue;
+      oracle[hour] = random_rows(hour);
+      stored.insert(stored.end(), oracle[hour].begin(), oracle[hour].end());
+    }
+    std::shuffle(stored.begin(), stored.end(), rng);  // stored rows in any order
+    std::vector<RollupUpdate> updates;
+    for (int n = pick(1, 6); n > 0; --n) {
+      const int hour = pick(0, 23);
+      updates.push_back({{7, kDay + hour * kMsPerHour, 0}, random_rows(hour), {}});
+      oracle[hour] = updates.back().hour_rows;
+    }
+    std::vector<const RollupUpdate*> of_day;
+    for (const RollupUpdate& u : updates) of_day.push_back(&u);
+    std::vector<RollupRow> want;
+    for (const auto& [hour, rows] : oracle) want.insert(want.end(), rows.begin(), rows.end());
+    const std::vector<RollupRow> have = ReplaceHours(stored, of_day);
+    ASSERT_EQ(have.size(), want.size()) << "trial " << trial;
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(Same(have[i], want[i])) << "trial " << trial << ", row " << i;
+    auto blob = EncodeDayHours(kDay, have);
+    ASSERT_TRUE(blob.ok()) << blob.status().ToString();
+    const std::vector<RollupRow> back = Decoded(*blob);
+    ASSERT_EQ(back.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(Same(back[i], want[i]));
+  }
+}
+
+// A day hours row that does not decode is an error naming its device and day.
+TEST(ReplaceHoursTest, ACorruptStoredDayIsAnErrorNamingIt) {
+  auto rows = DayHourRows("\x01\x30", kDay, 7);
+  ASSERT_FALSE(rows.ok());
+  EXPECT_EQ(rows.status().code(), StatusCode::kInternal);
+  EXPECT_THAT(rows.status().message(), HasSubstr("rollup_day_hours row of device 7 on 2026-11-23T00:00:00Z is corrupt"));
+  auto good = DayHourRows(*EncodeDayHours(kDay, {Row(3, 1, {3600000, 0, 0, 0, 0})}), kDay, 7);
+  ASSERT_TRUE(good.ok());
+  ASSERT_EQ(good->size(), 1u);
+  EXPECT_TRUE(Same(good->at(0), Row(3, 1, {3600000, 0, 0, 0, 0})));
 }
 
 }  // namespace

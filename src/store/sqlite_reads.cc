@@ -23,35 +23,8 @@ Status Corrupt(std::string_view table, std::string_view key, std::string_view wh
   return Internal(fmt::format("store: {} row {} is corrupt: {}", table, key, why));
 }
 
-// The hour rollup columns after device_id and job_id.
-constexpr const char* kRollupColumns =
-    "device_id, job_id, active_ms, idle_ms, unallocated_ms, unavailable_ms, unmonitored_ms,"
-    " coarse_ms, input_stall_ms, checkpoint_stall_ms, held_idle_ms";
 constexpr const char* kNotDirty =
     " AND NOT EXISTS (SELECT 1 FROM dirty_hours d WHERE d.device_id = r.device_id AND d.hour_ms = r.hour_ms)";
-
-// The statement of the hour rows around the whole days of SumHourRollups (settled:
-// SumSettledHourRollups; store/day_cache.h): ?1..?2 the head hours, ?3..?4 the tail
-// hours, ?5..?6 the whole days. Each row is kRollupColumns and the number of hour rows it
-// sums. A settled read subtracts from the days' day rows the dirty hours' rows (a row with
-// negated figures and -1 hour rows): the day row is the sum of its hour rows, so this is
-// the sum of the day's settled hours, read by the few dirty keys rather than by the 24
-// hours of each day that has one.
-std::string HourRowsAroundDaysSql(bool settled) {
-  const char* not_dirty = settled ? kNotDirty : "";
-  std::string sql = fmt::format(
-      "SELECT {0}, 1 FROM rollup_hour r WHERE r.hour_ms >= ?1 AND r.hour_ms < ?2{1}"
-      " UNION ALL SELECT {0}, 1 FROM rollup_hour r WHERE r.hour_ms >= ?3 AND r.hour_ms < ?4{1}",
-      kRollupColumns, not_dirty);
-  if (settled) {
-    // CROSS JOIN: SQLite keeps this order, from each dirty mark to its hour rows by key.
-    sql += " UNION ALL SELECT h.device_id, h.job_id, -h.active_ms, -h.idle_ms, -h.unallocated_ms,"
-           " -h.unavailable_ms, -h.unmonitored_ms, -h.coarse_ms, -h.input_stall_ms, -h.checkpoint_stall_ms,"
-           " -h.held_idle_ms, -1 FROM dirty_hours d CROSS JOIN rollup_hour h"
-           " ON h.hour_ms = d.hour_ms AND h.device_id = d.device_id WHERE d.hour_ms >= ?5 AND d.hour_ms < ?6";
-  }
-  return sql;
-}
 
 }  // namespace
 
@@ -124,17 +97,18 @@ Status Reads::Prepare() {
        " ON c.device_id = d.id AND c.first_ms >= d.last_sample_ms - d.last_sample_ms % 3600000"
        " AND c.first_ms <= d.last_sample_ms AND c.last_ms >= d.last_sample_ms"
        " WHERE d.last_sample_ms > 0"},
-      // In the primary key's order: one pass over the range, no sort.
-      {kScanHourRollups, std::string("SELECT ") + kHourRowColumns +
-                             " FROM rollup_hour WHERE hour_ms >= ?1 AND hour_ms < ?2 ORDER BY hour_ms, device_id, job_id"},
       {kScanDayHours,
        "SELECT day_ms, device_id, hours FROM rollup_day_hours WHERE day_ms >= ?1 AND day_ms < ?2"
        " ORDER BY day_ms, device_id"},
       {kDirtyHoursIn,
        "SELECT device_id, hour_ms, generation FROM dirty_hours WHERE hour_ms >= ?1 AND hour_ms < ?2"
        " ORDER BY device_id, hour_ms"},
-      {kHourRowsAroundDays, HourRowsAroundDaysSql(/*settled=*/false)},
-      {kSettledHourRowsAroundDays, HourRowsAroundDaysSql(/*settled=*/true)},
+      // Each dirty mark's device-day hours, by key. CROSS JOIN keeps this order: from each
+      // mark of the range to the one row of its device-day.
+      {kDirtyDayHours,
+       "SELECT d.hour_ms, d.device_id, r.hours FROM dirty_hours d CROSS JOIN rollup_day_hours r"
+       " ON r.day_ms = d.hour_ms - ((d.hour_ms % 86400000) + 86400000) % 86400000 AND r.device_id = d.device_id"
+       " WHERE d.hour_ms >= ?1 AND d.hour_ms < ?2"},
       {kDayVersions, "SELECT day_ms, version FROM rollup_day_versions WHERE day_ms >= ?1 AND day_ms < ?2 ORDER BY day_ms"},
       {kReadDay,
        "SELECT v.version, r.device_id, r.job_id, r.active_ms, r.idle_ms, r.unallocated_ms, r.unavailable_ms,"
@@ -463,20 +437,16 @@ Status Reads::ReadDay(int64_t day_ms, std::optional<int64_t>& version, const std
   });
 }
 
-Status Reads::AddHourRows(const DaySplit& split, bool settled, RollupSummer& summer) {
-  Stmt& q = S(settled ? kSettledHourRowsAroundDays : kHourRowsAroundDays);
-  q.Bind(1, split.head.begin_ms).Bind(2, split.head.end_ms).Bind(3, split.tail.begin_ms).Bind(4, split.tail.end_ms);
-  if (settled) q.Bind(5, split.days.begin_ms).Bind(6, split.days.end_ms);
-  std::array<int64_t, kBucketCount> ms{};
-  std::array<int64_t, kIdleCauseCount - 1> named{};
-  return ForEach(db_, q, "rollup_hour", [&] {
-    sqlite3_stmt* st = q.get();
-    for (size_t b = 0; b < kBucketCount; ++b) ms[b] = sqlite3_column_int64(st, static_cast<int>(2 + b));
-    for (size_t c = 0; c < named.size(); ++c) named[c] = sqlite3_column_int64(st, static_cast<int>(8 + c));
-    summer.Add(sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), ms, sqlite3_column_int64(st, 7), named,
-               sqlite3_column_int64(st, 11));
-    return Status::Ok();
-  });
+Status Reads::ReadDayHours(const TimeRange& days, const DayHoursFn& fn) {
+  Stmt& q = S(kScanDayHours);
+  q.Bind(1, days.begin_ms).Bind(2, days.end_ms);
+  return ForEach(db_, q, "rollup_day_hours", [&] { return fn(q.Int(0), q.Int(1), q.Blob(2)); });
+}
+
+Status Reads::ReadDirtyDayHours(const TimeRange& hours, const DayHoursFn& fn) {
+  Stmt& q = S(kDirtyDayHours);
+  q.Bind(1, hours.begin_ms).Bind(2, hours.end_ms);
+  return ForEach(db_, q, "rollup_day_hours", [&] { return fn(q.Int(0), q.Int(1), q.Blob(2)); });
 }
 
 Result<std::vector<RollupSum>> Reads::SumHourRollups(const TimeRange& hours) {
@@ -488,29 +458,15 @@ Result<std::vector<RollupSum>> Reads::SumSettledHourRollups(const TimeRange& hou
 }
 
 Status Reads::ScanHourRollups(const TimeRange& hours, const std::function<Status(const RollupRow&)>& fn) {
-  // The whole days from their day-hours rows, a row per device and day; the hours
-  // around them from the hour rows.
-  const DaySplit split = SplitIntoDays(hours);
-  RollupRow r;
-  auto scan_hours = [&](const TimeRange& part) -> Status {
-    if (part.empty()) return Status::Ok();
-    Stmt& q = S(kScanHourRollups);
-    q.Bind(1, part.begin_ms).Bind(2, part.end_ms);
-    return ForEach(db_, q, "rollup_hour", [&]() -> Status {
-      HourRowAt(q, r);
-      return fn(r);
-    });
-  };
-  GPULEDGER_RETURN_IF_ERROR(scan_hours(split.head));
-  if (!split.days.empty()) {
-    DayHoursScan days(fn);
-    Stmt& q = S(kScanDayHours);
-    q.Bind(1, split.days.begin_ms).Bind(2, split.days.end_ms);
-    GPULEDGER_RETURN_IF_ERROR(ForEach(db_, q, "rollup_day_hours",
-                                      [&]() -> Status { return days.Add(q.Int(0), q.Int(1), q.Blob(2)); }));
-    GPULEDGER_RETURN_IF_ERROR(days.Finish());
-  }
-  return scan_hours(split.tail);
+  // The day hours of the days the range touches, a row per device and day, and of their
+  // rows those in the range.
+  if (hours.empty()) return Status::Ok();
+  DayHoursScan days([&](const RollupRow& r) { return hours.Contains(r.period_ms) ? fn(r) : Status::Ok(); });
+  Stmt& q = S(kScanDayHours);
+  q.Bind(1, FloorTo(hours.begin_ms, kMsPerDay)).Bind(2, hours.end_ms);
+  GPULEDGER_RETURN_IF_ERROR(
+      ForEach(db_, q, "rollup_day_hours", [&]() -> Status { return days.Add(q.Int(0), q.Int(1), q.Blob(2)); }));
+  return days.Finish();
 }
 
 Status Reads::ScanMinuteRollups(const TimeRange& range, const std::function<void(const RollupRow&)>& fn,

@@ -61,8 +61,8 @@ class Reads : public StoreSnapshot, private DayRowSource {
  private:
   enum Id {
     kListDevices, kListJobs, kJobsVersion, kAllocationsOfDevice, kAllocationsOverlapping, kSamplesOfDevice,
-    kProcessesOfDevice, kDirtyHours, kDirtyHoursIn, kHourRowsAroundDays, kSettledHourRowsAroundDays, kDayVersions, kReadDay,
-    kScanMinuteRollups, kScanSettledMinuteRollups, kLoadPrices, kProgressOf, kJobChangesOf, kClosedPeriods, kFrozenLines, kServingChunksOf, kServingGaugeChunksOf, kLatestSamples, kScanHourRollups, kScanDayHours, kCount
+    kProcessesOfDevice, kDirtyHours, kDirtyHoursIn, kDirtyDayHours, kDayVersions, kReadDay,
+    kScanMinuteRollups, kScanSettledMinuteRollups, kLoadPrices, kProgressOf, kJobChangesOf, kClosedPeriods, kFrozenLines, kServingChunksOf, kServingGaugeChunksOf, kLatestSamples, kScanDayHours, kCount
   };
   Status Prepare();
   Stmt& S(Id id);
@@ -79,7 +79,8 @@ class Reads : public StoreSnapshot, private DayRowSource {
   // DayRowSource, for SumHourRollups and SumSettledHourRollups.
   Result<std::vector<std::pair<int64_t, int64_t>>> DayVersions(const TimeRange& days) override;
   Status ReadDay(int64_t day_ms, std::optional<int64_t>& version, const std::function<void(const DayRow&)>& fn) override;
-  Status AddHourRows(const DaySplit& split, bool settled, RollupSummer& summer) override;
+  Status ReadDayHours(const TimeRange& days, const DayHoursFn& fn) override;
+  Status ReadDirtyDayHours(const TimeRange& hours, const DayHoursFn& fn) override;
   // The per-process figures of one device's samples `out` over `range`, into them.
   Status AddProcesses(int64_t device_id, const TimeRange& range, std::vector<Sample>& out);
 

@@ -1251,6 +1251,7 @@ TEST_F(SqliteStoreTest, MigratesOneRowPerSampleIntoChunks) {
   // And without what the versions after 5 add, which migrating again creates.
   sql += testing_batches::kBatchesTableOfOldStores;
   sql += testing_batches::ServingTableOfOldStores(/*postgresql=*/false);
+  sql += testing_batches::HourRowsTableOfOldStores(/*postgresql=*/false, {});
   sql += "DROP TRIGGER jobs_inserted; DROP TRIGGER jobs_deleted; DROP TRIGGER jobs_updated; DROP TABLE catalog_versions;"
          " DROP TABLE sample_chunks; DROP TABLE job_changes; DROP TABLE closed_periods; DROP TABLE frozen_lines;"
          " DROP TABLE actions; ALTER TABLE jobs DROP COLUMN labels; ALTER TABLE jobs DROP COLUMN annotations;"
@@ -1286,6 +1287,7 @@ TEST_F(SqliteStoreTest, MigratesBatchIdsIntoStreamsAndRuns) {
   }
   ExecBehindTheStore(std::string(testing_batches::kBatchesTableOfOldStores) +
                      testing_batches::ServingTableOfOldStores(/*postgresql=*/false) +
+                     testing_batches::HourRowsTableOfOldStores(/*postgresql=*/false, {}) +
                      "UPDATE meta SET value='15' WHERE key='schema_version';");
   const int64_t all = 400 + static_cast<int64_t>(odd.size());
   EXPECT_EQ(store_->Stats()->batches, all);
@@ -1326,6 +1328,7 @@ TEST_F(SqliteStoreTest, MigratesAStoreWithoutLabels) {
   ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
   ExecBehindTheStore(
       std::string(testing_batches::kBatchesTableOfOldStores) + testing_batches::ServingTableOfOldStores(/*postgresql=*/false) +
+      testing_batches::HourRowsTableOfOldStores(/*postgresql=*/false, {}) +
       "DROP TRIGGER jobs_inserted; DROP TRIGGER jobs_deleted; DROP TRIGGER jobs_updated; DROP TABLE catalog_versions;"
       " ALTER TABLE jobs DROP COLUMN labels; ALTER TABLE jobs DROP COLUMN annotations; DROP TABLE leases;"
       " DROP TABLE rollup_day; DROP TABLE rollup_day_hours; DROP TABLE rollup_day_versions;"
@@ -1353,6 +1356,7 @@ TEST_F(SqliteStoreTest, MigratesServingSnapshotsIntoChunks) {
   ExecBehindTheStore(
       std::string(testing_batches::kBatchesTableOfOldStores) +
       testing_batches::ServingTableOfOldStores(/*postgresql=*/false, b, job) +
+      testing_batches::HourRowsTableOfOldStores(/*postgresql=*/false, {}) +
       "CREATE TABLE serving_old(job_id INTEGER NOT NULL, engine TEXT NOT NULL, model TEXT NOT NULL,"
       " t_ms INTEGER NOT NULL, requests_waiting REAL, requests_running REAL, kv_cache_usage REAL,"
       " prompt_tokens REAL, generation_tokens REAL, preemptions REAL, requests REAL, executions REAL,"
@@ -1795,48 +1799,69 @@ TEST_P(StoreContractTest, AnHourRollupScanStopsAtItsReadersError) {
 // A store of schema version 10 had hour rollups and no day rollups: migrating fills them
 // (and the day hours of version 12) from the hour rows, and every window sums and scans
 // as before (a whole day reads day rows only).
-TEST_F(SqliteStoreTest, MigratesHourRollupsIntoDayRollups) {
-  const int64_t day0 = FloorTo(kT0, kMsPerDay);
-  std::map<std::pair<int64_t, int64_t>, std::vector<RollupRow>> written;
+// Hour rows of two devices over four days, written through `store`, and each
+// device-hour's rows (`written`) and all of them (`all`).
+struct WrittenHours {
+  std::map<std::pair<int64_t, int64_t>, std::vector<RollupRow>> by_hour;
+  std::vector<RollupRow> all;
+};
+WrittenHours WriteHoursOfTwoDevices(Store& store, int64_t day0) {
+  WrittenHours out;
   std::vector<RollupUpdate> updates;
   for (int64_t device : {1, 2}) {
     for (int64_t k = -3; k < 50; k += 2) {
       int64_t hour = day0 + k * kMsPerHour;
       std::vector<RollupRow> rows = {{hour, device, 0, {k + 100, 7, 0, 0, 0}, 1},
                                      {hour, device, 1 + (k + 3) % 3, {device * 1000 + k, 50, 3, 2, 1}, 4, {5, 6, 7, 0}}};
-      written[{device, hour}] = rows;
+      out.by_hour[{device, hour}] = rows;
+      out.all.insert(out.all.end(), rows.begin(), rows.end());
       updates.push_back({{device, hour, 0}, rows, {}});
     }
   }
-  ASSERT_TRUE(store_->WriteRollups(updates).ok());
-  ExecBehindTheStore(
-      std::string(testing_batches::kBatchesTableOfOldStores) + testing_batches::ServingTableOfOldStores(/*postgresql=*/false) +
-      "DROP TABLE rollup_day; DROP TABLE rollup_day_hours; DROP TABLE rollup_day_versions;"
-      " DROP TRIGGER jobs_inserted; DROP TRIGGER jobs_deleted; DROP TRIGGER jobs_updated; DROP TABLE catalog_versions;"
-      " UPDATE meta SET value='10' WHERE key='schema_version';");
+  EXPECT_TRUE(store.WriteRollups(updates).ok());
+  return out;
+}
+
+// Over windows whole and cut at every kind of edge, the store's sums and scan of hour
+// rollups are those of `written`.
+void ExpectHoursAsWritten(Store& store, const WrittenHours& written, int64_t day0) {
   for (const TimeRange& w : {TimeRange{day0, day0 + kMsPerDay}, TimeRange{day0, day0 + 2 * kMsPerDay},
                              TimeRange{day0 - 5 * kMsPerHour, day0 + 2 * kMsPerDay + 5 * kMsPerHour},
                              TimeRange{day0 + 3 * kMsPerHour, day0 + 30 * kMsPerHour}}) {
-    Sums want = OracleSums(written, {}, w, false);
-    Sums have = ByPair(*store_->SumHourRollups(w));
+    Sums want = OracleSums(written.by_hour, {}, w, false);
+    Sums have = ByPair(*store.SumHourRollups(w));
     EXPECT_TRUE(SameSums(have, want)) << "over [" << FormatTime(w.begin_ms) << ", " << FormatTime(w.end_ms)
                                       << ")\nstore:\n" << Describe(have) << "written rows:\n" << Describe(want);
     // The scan: each written row once, in (hour, device, job) order.
     std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>> want_rows, scanned;  // hour, device, job, active
-    for (const auto& [key, rows] : written) {
+    for (const auto& [key, rows] : written.by_hour) {
       if (!w.Contains(key.second)) continue;
       for (const RollupRow& r : rows) want_rows.emplace_back(r.period_ms, r.device_id, r.job_id, r.ms[0]);
     }
     std::sort(want_rows.begin(), want_rows.end());
-    ASSERT_TRUE(store_
-                    ->ScanHourRollups(w,
-                                      [&](const RollupRow& r) {
-                                        scanned.emplace_back(r.period_ms, r.device_id, r.job_id, r.ms[0]);
-                                        return Status::Ok();
-                                      })
+    ASSERT_TRUE(store
+                    .ScanHourRollups(w,
+                                     [&](const RollupRow& r) {
+                                       scanned.emplace_back(r.period_ms, r.device_id, r.job_id, r.ms[0]);
+                                       return Status::Ok();
+                                     })
                     .ok());
     EXPECT_EQ(scanned, want_rows) << "scanned over [" << FormatTime(w.begin_ms) << ", " << FormatTime(w.end_ms) << ")";
   }
+}
+
+// A store of schema version 10 kept hour rows alone: migrating sums them into day rows
+// and packs them into day hours (versions 11 and 12), and drops them (version 18).
+TEST_F(SqliteStoreTest, MigratesHourRollupsIntoDayRollups) {
+  const int64_t day0 = FloorTo(kT0, kMsPerDay);
+  const WrittenHours written = WriteHoursOfTwoDevices(*store_, day0);
+  ExecBehindTheStore(
+      std::string(testing_batches::kBatchesTableOfOldStores) + testing_batches::ServingTableOfOldStores(/*postgresql=*/false) +
+      testing_batches::HourRowsTableOfOldStores(/*postgresql=*/false, written.all) +
+      "DROP TABLE rollup_day; DROP TABLE rollup_day_hours; DROP TABLE rollup_day_versions;"
+      " DROP TRIGGER jobs_inserted; DROP TRIGGER jobs_deleted; DROP TRIGGER jobs_updated; DROP TABLE catalog_versions;"
+      " UPDATE meta SET value='10' WHERE key='schema_version';");
+  ExpectHoursAsWritten(*store_, written, day0);
   // And a version for each day with day rows (schema version 14), which the cache of
   // whole days is keyed by.
   store_.reset();
@@ -1853,6 +1878,28 @@ TEST_F(SqliteStoreTest, MigratesHourRollupsIntoDayRollups) {
   EXPECT_EQ(sqlite3_column_int64(q, 0), 4);  // the hours written span four days
   EXPECT_EQ(sqlite3_column_int64(q, 1), 4);
   EXPECT_EQ(sqlite3_column_int64(q, 2), 4);
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+}
+
+// Schema version 18 keeps hour rows in rollup_day_hours alone. The day rows and day hours
+// are derived once more from the hour rows of a store of version 17 (here left wrong
+// behind its back: every day row one off, a device's day hours gone), which then go.
+TEST_F(SqliteStoreTest, DroppingTheHourRowsDerivesTheDaysFromThemFirst) {
+  const int64_t day0 = FloorTo(kT0, kMsPerDay);
+  const WrittenHours written = WriteHoursOfTwoDevices(*store_, day0);
+  ExecBehindTheStore(testing_batches::HourRowsTableOfOldStores(/*postgresql=*/false, written.all) +
+                     "UPDATE rollup_day SET active_ms = active_ms + 1; DELETE FROM rollup_day_hours WHERE device_id = 2;"
+                     " UPDATE meta SET value='17' WHERE key='schema_version';");
+  ExpectHoursAsWritten(*store_, written, day0);
+  store_.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ / "ledger.db").string().c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* q = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE name = 'rollup_hour'", -1, &q, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int64(q, 0), 0) << "the hour rows are dropped";
   sqlite3_finalize(q);
   sqlite3_close(db);
 }

@@ -30,6 +30,29 @@ inline constexpr const char* kBatchesTableOfOldStores =
     "  INSERT INTO batches SELECT stream || '-' || seq, '', '0000000000000000', 0 FROM folded;"
     "DROP TABLE batch_ids; DROP TABLE batch_ranges;";
 
+// SQL that puts hour rows back as stores before schema version 18 (SQLite) or 14
+// (PostgreSQL) kept them, a row each in `rollup_hour`, holding `rows`: what a test that
+// takes a store back to an older version runs too. (PostgreSQL's was partitioned by month;
+// one table serves the migrations as well.)
+inline std::string HourRowsTableOfOldStores(bool postgresql, const std::vector<RollupRow>& rows) {
+  const char* integer = postgresql ? "BIGINT" : "INTEGER";
+  std::string sql = fmt::format(
+      "CREATE TABLE rollup_hour(hour_ms {0} NOT NULL, device_id {0} NOT NULL, job_id {0} NOT NULL,"
+      " active_ms {0} NOT NULL, idle_ms {0} NOT NULL, unallocated_ms {0} NOT NULL, unavailable_ms {0} NOT NULL,"
+      " unmonitored_ms {0} NOT NULL, coarse_ms {0} NOT NULL, input_stall_ms {0} NOT NULL DEFAULT 0,"
+      " checkpoint_stall_ms {0} NOT NULL DEFAULT 0, held_idle_ms {0} NOT NULL DEFAULT 0,"
+      " PRIMARY KEY(hour_ms, device_id, job_id)){1};",
+      integer, postgresql ? "" : " WITHOUT ROWID");
+  for (const RollupRow& r : rows) {
+    sql += fmt::format("INSERT INTO rollup_hour VALUES({}, {}, {}", r.period_ms, r.device_id, r.job_id);
+    for (int64_t ms : r.ms) sql += fmt::format(", {}", ms);
+    sql += fmt::format(", {}", r.coarse_ms);
+    for (size_t c = 0; c + 1 < kIdleCauseCount; ++c) sql += fmt::format(", {}", r.idle_causes[c]);
+    sql += ");";
+  }
+  return sql;
+}
+
 // SQL that puts a store's serving snapshots back as stores before schema version 17
 // (SQLite) or 13 (PostgreSQL) kept them, a row per snapshot in `serving` keyed by (job,
 // time, engine, model), holding those of `b` (its jobs' store id `job_id`), and drops the
