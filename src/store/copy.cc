@@ -28,15 +28,12 @@ using sqlite::Stmt;
 // What PostgreSQL keeps by itself (copy.h).
 const std::set<std::string> kNotCopied = {"meta", "catalog_versions", "rollup_day_versions", "leases"};
 
-// The time-partitioned tables, the column that places a row, and by what.
+// The time-partitioned tables (by day) and the column that places a row.
 struct PartitionedTable {
   const char* table;
   const char* time_column;
-  bool by_day;  // else by month
 };
-constexpr PartitionedTable kPartitioned[] = {{"sample_chunks", "first_ms", true},
-                                             {"process_samples", "t_ms", true},
-                                             {"rollup_minute", "hour_ms", false}};
+constexpr PartitionedTable kPartitioned[] = {{"sample_chunks", "first_ms"}, {"process_samples", "t_ms"}};
 
 enum class Type { kInt8, kFloat8, kText, kBytea };
 
@@ -210,7 +207,7 @@ class Copier {
     return tables;
   }
 
-  // The day and month partitions of every time the SQLite store holds.
+  // The day partitions of every time the SQLite store holds.
   Status CreatePartitions() {
     std::map<std::string, pg::Partition> parts;
     for (const PartitionedTable& p : kPartitioned) {
@@ -222,7 +219,7 @@ class Copier {
                                 p.time_column, p.table),
                     fmt::format("the days of {}", p.table)));
       for (int64_t day : days) {
-        pg::Partition part = p.by_day ? pg::DayPartition(p.table, day) : pg::MonthPartition(p.table, day);
+        pg::Partition part = pg::DayPartition(p.table, day);
         parts.emplace(part.name, part);
       }
     }

@@ -122,18 +122,16 @@ Status AddHourRows(DayRowSource& source, const DaySplit& split, bool settled, Ro
   };
   for (const TimeRange* part : {&split.head, &split.tail}) {
     if (part->empty()) continue;
-    std::vector<std::pair<int64_t, int64_t>> dirty;  // (device, hour), sorted
+    DirtySet dirty;
     if (settled) {
       GPULEDGER_ASSIGN_OR_RETURN(std::vector<DirtyHour> marks, source.DirtyHoursIn(*part));
-      for (const DirtyHour& d : marks) dirty.emplace_back(d.device_id, d.hour_ms);
-      std::sort(dirty.begin(), dirty.end());
+      dirty = DirtySet(marks);
     }
     GPULEDGER_RETURN_IF_ERROR(source.ReadDayHours(
         {FloorTo(part->begin_ms, kMsPerDay), part->end_ms},
         [&](int64_t day, int64_t device, std::string_view hours) -> Status {
           if (!DecodeDayHours(hours, day, device, [&](const RollupRow& r) {
-                if (part->Contains(r.period_ms) &&
-                    !std::binary_search(dirty.begin(), dirty.end(), std::pair(device, r.period_ms))) {
+                if (part->Contains(r.period_ms) && !dirty.Holds(device, r.period_ms)) {
                   add(r);
                 }
               })) {

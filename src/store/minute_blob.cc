@@ -1,6 +1,8 @@
 #include "store/minute_blob.h"
 
+#include <algorithm>
 #include <array>
+#include <map>
 
 #include "store/varint.h"
 
@@ -122,6 +124,76 @@ bool DecodeMinuteBlob(std::string_view blob, int64_t hour_ms, int64_t device_id,
     Minute m;
     if (!r.Varint(run) || run == 0 || run > static_cast<uint64_t>(60 - minute) || !ReadMinute(r, m)) return false;
     for (uint64_t k = 0; k < run; ++k, ++minute) Emit(m, hour_ms + minute * kMinuteMs, device_id, range, fn);
+  }
+  return true;
+}
+
+constexpr uint8_t kDayTag = 0x02;
+
+std::optional<std::vector<HourMinutes>> SplitDayMinutes(std::string_view day) {
+  if (day.empty() || static_cast<uint8_t>(day[0]) != kDayTag) return std::nullopt;
+  std::vector<HourMinutes> out;
+  VarintReader r(day.substr(1));
+  while (!r.done()) {
+    uint8_t hour;
+    uint64_t size;
+    std::string_view blob;
+    if (!r.Byte(hour) || hour > 23 || (!out.empty() && hour <= out.back().hour) || !r.Varint(size) ||
+        size > r.remaining() || !r.Take(static_cast<size_t>(size), blob)) {
+      return std::nullopt;
+    }
+    out.push_back({hour, blob});
+  }
+  return out;
+}
+
+Result<std::string> ReplaceDayMinutes(std::string_view stored, const std::vector<std::pair<int, std::string>>& replaced) {
+  std::map<int, std::string> hours;
+  if (!stored.empty()) {
+    std::optional<std::vector<HourMinutes>> old = SplitDayMinutes(stored);
+    if (!old) return Internal("the stored day of minute rollups is corrupt");
+    for (const HourMinutes& h : *old) hours[h.hour] = std::string(h.blob);
+  }
+  for (const auto& [hour, blob] : replaced) {
+    if (hour < 0 || hour > 23) return Internal("minute rollups outside their day");
+    if (blob.empty()) {
+      hours.erase(hour);
+    } else {
+      hours[hour] = blob;
+    }
+  }
+  if (hours.empty()) return std::string();
+  std::string out(1, static_cast<char>(kDayTag));
+  for (const auto& [hour, blob] : hours) {
+    out.push_back(static_cast<char>(hour));
+    PutVarint(out, blob.size());
+    out += blob;
+  }
+  return out;
+}
+
+Result<std::vector<std::pair<int, std::string>>> EncodeMinuteHours(std::span<const RollupUpdate* const> updates) {
+  std::vector<std::pair<int, std::string>> out;
+  for (const RollupUpdate* u : updates) {
+    const int hour = static_cast<int>((u->dirty.hour_ms - FloorTo(u->dirty.hour_ms, kMsPerDay)) / kMsPerHour);
+    std::string blob;
+    if (!u->minute_rows.empty()) {
+      GPULEDGER_ASSIGN_OR_RETURN(blob, EncodeMinuteBlob(u->dirty.hour_ms, u->minute_rows));
+    }
+    out.emplace_back(hour, std::move(blob));
+  }
+  return out;
+}
+
+bool DecodeDayMinutes(std::string_view day, int64_t day_ms, int64_t device_id, const TimeRange& range,
+                      const std::function<bool(int64_t hour_ms)>& skip_hour,
+                      const std::function<void(const RollupRow&)>& fn) {
+  std::optional<std::vector<HourMinutes>> hours = SplitDayMinutes(day);
+  if (!hours) return false;
+  for (const HourMinutes& h : *hours) {
+    const int64_t hour_ms = day_ms + h.hour * kMsPerHour;
+    if (!range.Overlaps({hour_ms, hour_ms + kMsPerHour}) || skip_hour(hour_ms)) continue;
+    if (!DecodeMinuteBlob(h.blob, hour_ms, device_id, range, fn)) return false;
   }
   return true;
 }

@@ -13,8 +13,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -33,6 +36,36 @@ Result<std::string> EncodeMinuteBlob(int64_t hour_ms, const std::vector<RollupRo
 // any time and lies in `range`. False when the blob is corrupt (then `fn` may have been
 // called for the minutes before the fault).
 bool DecodeMinuteBlob(std::string_view blob, int64_t hour_ms, int64_t device_id, const TimeRange& range,
+                      const std::function<void(const RollupRow&)>& fn);
+
+// A device-day's minute rollups as one value (rollup_day_minutes.minutes in both stores,
+// since SQLite's schema 19 and PostgreSQL's 15; before, a row per device-hour): a tag byte
+// 0x02, then for each hour of the day that has minute rollups, in hour order, the hour of
+// the day (a byte, 0 to 23), the size of its blob (varint) and the blob (EncodeMinuteBlob's,
+// or the fixed layout of older stores as it was stored).
+struct HourMinutes {
+  int hour = 0;  // of the day, 0 to 23
+  std::string_view blob;
+};
+// The hours of a day's value, in hour order (views into `day`); nullopt when it is corrupt.
+std::optional<std::vector<HourMinutes>> SplitDayMinutes(std::string_view day);
+
+// A device-day's value `stored` (empty: the device-day has none) with the blobs of the
+// hours in `replaced` put in place of theirs (an empty blob: the hour has none); empty when
+// no hour is left. `replaced`: (hour of the day, blob), a later one of an hour winning.
+// kInternal when `stored` is corrupt or an hour lies outside 0 to 23.
+Result<std::string> ReplaceDayMinutes(std::string_view stored, const std::vector<std::pair<int, std::string>>& replaced);
+
+// The minute blobs of a device-day's updates (their hours of the day, and each one's
+// EncodeMinuteBlob, or empty for an update with no minute rows), for ReplaceDayMinutes.
+Result<std::vector<std::pair<int, std::string>>> EncodeMinuteHours(std::span<const RollupUpdate* const> updates);
+
+// Calls `fn` with each minute of the device-day's value `day` (of device `device_id`, day
+// `day_ms`) that has any time and lies in `range`, but those of the hours `skip_hour`
+// answers true for (given the hour's start), in time order. False when the value is
+// corrupt (then `fn` may have been called for the minutes before the fault).
+bool DecodeDayMinutes(std::string_view day, int64_t day_ms, int64_t device_id, const TimeRange& range,
+                      const std::function<bool(int64_t hour_ms)>& skip_hour,
                       const std::function<void(const RollupRow&)>& fn);
 
 }  // namespace gpuledger::store

@@ -174,5 +174,66 @@ TEST(MinuteBlobTest, CorruptBlobsAreRefused) {
   EXPECT_TRUE(refused(std::string(kLegacyMinuteBlobSize - 1, '\0')));
 }
 
+// A device-day's minutes: each hour's blob as it was, found again by its hour; a replaced
+// hour takes its new blob, an emptied one goes, the others stay; the day decodes as its
+// hours do, in time order, without the hours the reader leaves out.
+TEST(DayMinutesTest, HoursAreReplacedOneByOneAndTheDayDecodesAsTheirBlobs) {
+  const int64_t day = kHour;  // a midnight
+  auto hour_blob = [&](int hour, int64_t active) {
+    std::vector<RollupRow> rows;
+    for (int m = 0; m < 60; m += 7) {
+      RollupRow r = Row(m, {active, 60'000 - active, 0, 0, 0});
+      r.period_ms += hour * kMsPerHour;
+      rows.push_back(r);
+    }
+    return *EncodeMinuteBlob(day + hour * kMsPerHour, rows);
+  };
+  auto v = ReplaceDayMinutes("", {{5, hour_blob(5, 100)}, {0, hour_blob(0, 200)}, {23, LegacyBlob({})}});
+  ASSERT_TRUE(v.ok()) << v.status().message();
+  auto hours = SplitDayMinutes(*v);
+  ASSERT_TRUE(hours.has_value());
+  ASSERT_EQ(hours->size(), 3u);
+  EXPECT_EQ(hours->at(0).hour, 0);
+  EXPECT_EQ(hours->at(0).blob, hour_blob(0, 200));
+  EXPECT_EQ(hours->at(1).hour, 5);
+  EXPECT_EQ(hours->at(2).blob.size(), kLegacyMinuteBlobSize) << "an older store's layout, kept as it was";
+  // Hour 5 replaced, hour 0 emptied, hour 9 added; the last of two replacements wins.
+  auto w = ReplaceDayMinutes(*v, {{5, hour_blob(5, 1)}, {0, ""}, {9, hour_blob(9, 2)}, {5, hour_blob(5, 300)}});
+  ASSERT_TRUE(w.ok());
+  std::map<int64_t, int64_t> active;  // minute -> active ms
+  int64_t last = -1;
+  ASSERT_TRUE(DecodeDayMinutes(*w, day, 7, {day, day + kMsPerDay}, [](int64_t) { return false; },
+                               [&](const RollupRow& r) {
+                                 EXPECT_GT(r.period_ms, last) << "in time order";
+                                 last = r.period_ms;
+                                 active[r.period_ms] = r.ms[0];
+                               }));
+  EXPECT_EQ(active.size(), 18u);  // 9 minutes of hours 5 and 9; the legacy hour holds no time
+  EXPECT_EQ(active.at(day + 5 * kMsPerHour), 300);
+  EXPECT_EQ(active.at(day + 9 * kMsPerHour + 7 * kMsPerMinute), 2);
+  // A range and a skipped hour.
+  active.clear();
+  ASSERT_TRUE(DecodeDayMinutes(*w, day, 7, {day + 5 * kMsPerHour + 30 * kMsPerMinute, day + kMsPerDay},
+                               [&](int64_t hour) { return hour == day + 9 * kMsPerHour; },
+                               [&](const RollupRow& r) { active[r.period_ms] = r.ms[0]; }));
+  EXPECT_EQ(active.size(), 4u);  // minutes 35, 42, 49 and 56 of hour 5
+  // Every hour emptied: no value at all.
+  auto none = ReplaceDayMinutes(*w, {{5, ""}, {9, ""}, {23, ""}});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
+TEST(DayMinutesTest, BrokenDaysAreCorrupt) {
+  const std::string good = *ReplaceDayMinutes("", {{3, *EncodeMinuteBlob(kHour + 3 * kMsPerHour, {})}});
+  for (const std::string& bad : {std::string(), std::string("\x01"), std::string("\x02\x18\x01\x01"),
+                                 std::string("\x02\x03\x05\x01"), good + good.substr(1),
+                                 std::string("\x02\x04\x01\x01\x03\x01\x01")}) {
+    EXPECT_FALSE(SplitDayMinutes(bad).has_value()) << "size " << bad.size();
+    if (!bad.empty()) EXPECT_FALSE(ReplaceDayMinutes(bad, {}).ok());
+  }
+  EXPECT_TRUE(SplitDayMinutes(good).has_value());
+  EXPECT_FALSE(ReplaceDayMinutes("", {{24, "x"}}).ok()) << "an hour outside the day";
+}
+
 }  // namespace
 }  // namespace gpuledger::store

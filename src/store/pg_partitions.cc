@@ -29,14 +29,6 @@ Partition DayPartition(const std::string& parent, int64_t ms) {
           begin, begin + kMsPerDay};
 }
 
-Partition MonthPartition(const std::string& parent, int64_t ms) {
-  auto d = Civil(ms);
-  std::chrono::year_month first = d.year() / d.month();
-  std::chrono::year_month next = first + std::chrono::months(1);
-  return {parent, fmt::format("{}_m{:04}{:02}", parent, static_cast<int>(d.year()), static_cast<unsigned>(d.month())),
-          MsOf(first / std::chrono::day(1)), MsOf(next / std::chrono::day(1))};
-}
-
 std::optional<int64_t> DayOfPartitionName(std::string_view name, std::string_view parent) {
   if (!name.starts_with(parent) || name.size() != parent.size() + 10 || name.substr(parent.size(), 2) != "_d") {
     return std::nullopt;

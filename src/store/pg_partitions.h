@@ -1,7 +1,6 @@
 // PostgreSQL's time partitions of the store (internal: not part of the store's public
-// face): raw samples (sample_chunks, process_samples) by UTC day, minute rollups
-// (rollup_minute) by UTC month. Their names say what they hold (sample_chunks_d20261123,
-// rollup_minute_m202611); PgStore makes them ahead of time and as batches need them, and
+// face): raw samples (sample_chunks, process_samples) by UTC day. Their names say what
+// they hold (sample_chunks_d20261123); PgStore makes them ahead of time and as batches need them, and
 // CopySqliteIntoPostgres (store/copy.h) for the span of the store it copies.
 #pragma once
 
@@ -26,8 +25,6 @@ struct Partition {
 
 // The day partition of `parent` holding `ms` (raw samples).
 Partition DayPartition(const std::string& parent, int64_t ms);
-// The month partition of `parent` holding `ms` (rollups).
-Partition MonthPartition(const std::string& parent, int64_t ms);
 // The day a raw-sample partition's name says it holds, or nullopt when it is not one.
 std::optional<int64_t> DayOfPartitionName(std::string_view name, std::string_view parent);
 

@@ -45,8 +45,6 @@ constexpr const char* kEachRange = "OFFSET 0";
 // prunes the partitions by before it plans (a 35-day store planned every partition's
 // index for each read, 1.3 ms of a read of one device's hour).
 constexpr const char* kBounded = "AND {0} >= $4 AND {0} <= $5";
-constexpr const char* kNotDirty =
-    " AND NOT EXISTS (SELECT 1 FROM dirty_hours d WHERE d.device_id = r.device_id AND d.hour_ms = r.hour_ms)";
 
 }  // namespace
 
@@ -436,16 +434,24 @@ Status Reads::ScanHourRollups(const TimeRange& hours, const std::function<Status
 
 Status Reads::ScanMinuteRollups(const TimeRange& range, const std::function<void(const RollupRow&)>& fn,
                                 bool settled_only) {
-  GPULEDGER_ASSIGN_OR_RETURN(
-      Rows q, c_.Query(fmt::format("SELECT r.hour_ms, r.device_id, r.buckets FROM rollup_minute r"
-                                   " WHERE r.hour_ms >= $1 AND r.hour_ms < $2{} ORDER BY r.hour_ms, r.device_id",
-                                   settled_only ? kNotDirty : ""),
-                       Params().Add(FloorTo(range.begin_ms, kMsPerHour)).Add(range.end_ms), "reading minute rollups"));
-  for (int i = 0; i < q.rows(); ++i) {
-    int64_t hour = q.Int(i, 0), device = q.Int(i, 1);
-    if (!DecodeMinuteBlob(q.Bytes(i, 2), hour, device, range, fn)) {
-      return Corrupt("rollup_minute", fmt::format("of device {} at {}", device, FormatTime(hour)),
-                     "the minute blob is corrupt");
+  if (range.empty()) return Status::Ok();
+  DirtySet dirty;
+  if (settled_only) {
+    GPULEDGER_ASSIGN_OR_RETURN(auto marks, DirtyHoursIn({FloorTo(range.begin_ms, kMsPerHour), range.end_ms}));
+    dirty = DirtySet(marks);
+  }
+  // A day per query: memory is one day's rows.
+  for (int64_t day = FloorTo(range.begin_ms, kMsPerDay); day < range.end_ms; day += kMsPerDay) {
+    GPULEDGER_ASSIGN_OR_RETURN(Rows q, c_.Query("SELECT device_id, minutes FROM rollup_day_minutes WHERE day_ms = $1"
+                                                " ORDER BY device_id",
+                                                Params().Add(day), "reading minute rollups"));
+    for (int i = 0; i < q.rows(); ++i) {
+      const int64_t device = q.Int(i, 0);
+      if (!DecodeDayMinutes(q.Bytes(i, 1), day, device, range,
+                            [&](int64_t hour) { return dirty.Holds(device, hour); }, fn)) {
+        return Corrupt("rollup_day_minutes", fmt::format("of device {} on {}", device, FormatTime(day)),
+                       "the minutes are corrupt");
+      }
     }
   }
   return Status::Ok();

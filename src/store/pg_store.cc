@@ -36,7 +36,6 @@ using pg::Params;
 using pg::Rows;
 using pg::Partition;
 using pg::DayPartition;
-using pg::MonthPartition;
 using pg::DayOfPartitionName;
 using pg::kPartitionLock;
 
@@ -211,12 +210,21 @@ std::vector<std::string> Migrations() {
       // 4.7 KB a device-day, the day hours 0.4 KB (docs/store-postgresql.md, "Size").
       "DELETE FROM rollup_day;"
       "DELETE FROM rollup_day_hours;",
+      // 15: SqliteStore's version 19: minute rollups a row per device and UTC day
+      // (store/minute_blob.h, ReplaceDayMinutes), not per device-hour: 6.6 KB a device-day
+      // with the index, of which a row header, two bigint keys and an index entry per hour.
+      // Not partitioned, as rollup_day_hours. ConvertMinutesToDays moves the rows of
+      // rollup_minute and drops it.
+      "CREATE TABLE rollup_day_minutes(day_ms BIGINT NOT NULL, device_id BIGINT NOT NULL, minutes BYTEA NOT NULL,"
+      "  PRIMARY KEY(day_ms, device_id));",
   };
 }
 
 // The schema versions whose migrations also run FillDayHours (14: then drops rollup_hour).
 constexpr size_t kDayHoursVersion = 7;
 constexpr size_t kHourRowsDroppedVersion = 14;
+// The schema version whose migration also runs ConvertMinutesToDays.
+constexpr size_t kMinutesByDayVersion = 15;
 // The schema version whose migration also runs ConvertServingToChunks.
 constexpr size_t kChunkedServingVersion = 13;
 
@@ -420,6 +428,43 @@ Status FillDayHours(Conn& c, bool day_rows) {
     GPULEDGER_RETURN_IF_ERROR(RewriteDaysFromHourRows(c, devs, days, day_rows));
   }
   return Status::Ok();
+}
+
+// Schema version 15: moves the rows of rollup_minute (one per device-hour) into
+// rollup_day_minutes (one per device-day) a day at a time, and drops it.
+Status ConvertMinutesToDays(Conn& c) {
+  GPULEDGER_ASSIGN_OR_RETURN(Rows span, c.Query("SELECT min(hour_ms), max(hour_ms) FROM rollup_minute",
+                                                "reading the span of minute rollups"));
+  if (!span.IsNull(0, 0)) {
+    for (int64_t day = FloorTo(span.Int(0, 0), kMsPerDay); day <= span.Int(0, 1); day += kMsPerDay) {
+      GPULEDGER_ASSIGN_OR_RETURN(
+          Rows q, c.Query("SELECT device_id, hour_ms, buckets FROM rollup_minute WHERE hour_ms >= $1 AND hour_ms < $2"
+                          " ORDER BY device_id, hour_ms",
+                          Params().Add(day).Add(day + kMsPerDay), "reading minute rollups"));
+      std::vector<int64_t> days, devs;
+      std::string blobs = "{";
+      for (int i = 0; i < q.rows();) {
+        const int64_t device = q.Int(i, 0);
+        std::vector<std::pair<int, std::string>> hours;
+        for (; i < q.rows() && q.Int(i, 0) == device; ++i) {
+          hours.emplace_back(static_cast<int>((q.Int(i, 1) - day) / kMsPerHour), std::string(q.Bytes(i, 2)));
+        }
+        GPULEDGER_ASSIGN_OR_RETURN(std::string minutes, ReplaceDayMinutes("", hours));
+        days.push_back(day);
+        devs.push_back(device);
+        if (blobs.size() > 1) blobs += ',';
+        pg::AppendHex(blobs, minutes);
+      }
+      blobs += '}';
+      if (days.empty()) continue;
+      GPULEDGER_RETURN_IF_ERROR(
+          c.Query("INSERT INTO rollup_day_minutes(day_ms, device_id, minutes)"
+                  " SELECT d, dev, decode(x, 'hex') FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS u(d, dev, x)",
+                  Params().AddArray(days).AddArray(devs).Add(blobs), "moving minute rollups")
+              .status());
+    }
+  }
+  return c.Exec("DROP TABLE rollup_minute", "moving minute rollups");
 }
 
 std::string DigestText(uint64_t d) { return fmt::format("{:016x}", d); }
@@ -669,6 +714,9 @@ Status PgStore::Migrate() {
       if (st.ok()) st = c.Exec("DROP TABLE rollup_hour", "dropping the hour rows");
       if (!st.ok()) return fail(st.WithContext("migrating to schema version 14"));
     }
+    if (v + 1 == kMinutesByDayVersion) {
+      if (Status st = ConvertMinutesToDays(c); !st.ok()) return fail(st.WithContext("migrating to schema version 15"));
+    }
     if (v + 1 == kChunkedServingVersion) {
       if (Status st = ConvertServingToChunks(c); !st.ok()) return fail(st.WithContext("migrating to schema version 13"));
     }
@@ -693,9 +741,6 @@ Status PgStore::CreateAhead() {
   for (int64_t day = 0; day <= 2; ++day) {
     for (const char* table : {"sample_chunks", "process_samples"}) parts.push_back(DayPartition(table, t + day * kMsPerDay));
   }
-  Partition month = MonthPartition("rollup_minute", t);
-  parts.push_back(month);
-  parts.push_back(MonthPartition("rollup_minute", month.end_ms));
   return EnsurePartitions(parts);
 }
 
@@ -1377,13 +1422,6 @@ Result<std::unique_ptr<BatchGroup>> PgStore::BeginBatchGroup() {
 Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
   if (updates.empty()) return Status::Ok();
   GPULEDGER_RETURN_IF_ERROR(CheckRollupUpdates(updates));
-  std::vector<Partition> parts;
-  std::set<std::string> seen;
-  for (const RollupUpdate& u : updates) {
-    Partition p = MonthPartition("rollup_minute", u.dirty.hour_ms);
-    if (seen.insert(p.name).second) parts.push_back(std::move(p));
-  }
-  GPULEDGER_RETURN_IF_ERROR(EnsurePartitions(parts));
   std::lock_guard lock(mu_);
   GPULEDGER_ASSIGN_OR_RETURN(Conn * c, Writer());
   GPULEDGER_RETURN_IF_ERROR(c->Exec("BEGIN", "writing rollups"));
@@ -1408,6 +1446,7 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
     const std::vector<DeviceDayUpdates> days = UpdatesByDeviceDay(updates);
     GPULEDGER_RETURN_IF_ERROR(LockDeviceDays(*c, days));
     std::vector<DeviceDayRows> day_rows(days.size());
+    std::vector<std::string> day_minutes(days.size());  // as stored, empty when none
     {
       std::vector<int64_t> dd_dev, dd_day;
       for (size_t k = 0; k < days.size(); ++k) {
@@ -1417,19 +1456,26 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
         dd_day.push_back(days[k].day_ms);
       }
       GPULEDGER_ASSIGN_OR_RETURN(
-          Rows stored, c->Query("SELECT u.k, r.hours FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS u(dev, day, k)"
-                                " JOIN rollup_day_hours r ON r.day_ms = u.day AND r.device_id = u.dev",
+          Rows stored, c->Query("SELECT u.k, r.hours, m.minutes FROM unnest($1::bigint[], $2::bigint[])"
+                                " WITH ORDINALITY AS u(dev, day, k)"
+                                " LEFT JOIN rollup_day_hours r ON r.day_ms = u.day AND r.device_id = u.dev"
+                                " LEFT JOIN rollup_day_minutes m ON m.day_ms = u.day AND m.device_id = u.dev",
                                 Params().AddArray(dd_dev).AddArray(dd_day), "reading day hours"));
       for (int i = 0; i < stored.rows(); ++i) {
-        DeviceDayRows& d = day_rows[static_cast<size_t>(stored.Int(i, 0) - 1)];
-        GPULEDGER_ASSIGN_OR_RETURN(d.rows, DayHourRows(stored.Bytes(i, 1), d.day_ms, d.device_id));
+        const size_t k = static_cast<size_t>(stored.Int(i, 0) - 1);
+        DeviceDayRows& d = day_rows[k];
+        if (!stored.IsNull(i, 1)) {
+          GPULEDGER_ASSIGN_OR_RETURN(d.rows, DayHourRows(stored.Bytes(i, 1), d.day_ms, d.device_id));
+        }
+        if (!stored.IsNull(i, 2)) day_minutes[k] = std::string(stored.Bytes(i, 2));
       }
     }
     // A device-hour never marked at all (a caller's own write) is written as asked.
     std::vector<int64_t> wdev, whour, gens;
     std::vector<DeviceDayRows> written_days;
-    std::vector<int64_t> m_hour, m_dev;
-    std::string m_blobs = "{";
+    std::vector<int64_t> m_day, m_dev;  // the device-days whose minutes are rewritten
+    std::string m_blobs = "{";         // their values, hex, none for a day left with none
+    std::vector<int64_t> m_put_day, m_put_dev;
     for (size_t k = 0; k < days.size(); ++k) {
       std::vector<const RollupUpdate*> written;
       for (const RollupUpdate* u : days[k].updates) {
@@ -1442,15 +1488,22 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
         wdev.push_back(d.device_id);
         whour.push_back(d.hour_ms);
         gens.push_back(d.generation);
-        if (!u->minute_rows.empty()) {
-          GPULEDGER_ASSIGN_OR_RETURN(auto blob, EncodeMinuteBlob(d.hour_ms, u->minute_rows));
-          m_hour.push_back(d.hour_ms);
-          m_dev.push_back(d.device_id);
-          if (m_blobs.size() > 1) m_blobs += ',';
-          pg::AppendHex(m_blobs, blob);
-        }
       }
       if (written.empty()) continue;
+      GPULEDGER_ASSIGN_OR_RETURN(auto hours, EncodeMinuteHours(written));
+      Result<std::string> minutes = ReplaceDayMinutes(day_minutes[k], hours);
+      if (!minutes.ok()) {
+        return minutes.status().WithContext(
+            fmt::format("rollup_day_minutes row of device {} on {}", days[k].device_id, FormatTime(days[k].day_ms)));
+      }
+      m_day.push_back(days[k].day_ms);
+      m_dev.push_back(days[k].device_id);
+      if (!minutes->empty()) {
+        m_put_day.push_back(days[k].day_ms);
+        m_put_dev.push_back(days[k].device_id);
+        if (m_blobs.size() > 1) m_blobs += ',';
+        pg::AppendHex(m_blobs, *minutes);
+      }
       written_days.push_back(
           {days[k].device_id, days[k].day_ms, ReplaceHours(std::move(day_rows[k].rows), written)});
     }
@@ -1459,15 +1512,16 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
     // replica refreshed these.
     GPULEDGER_RETURN_IF_ERROR(MergeServingHours(*c));
     if (wdev.empty()) return c->Exec("COMMIT", "writing rollups");
-    GPULEDGER_RETURN_IF_ERROR(c->Query("DELETE FROM rollup_minute r USING unnest($1::bigint[], $2::bigint[]) AS u(dev, hour)"
-                                       " WHERE r.device_id = u.dev AND r.hour_ms = u.hour",
-                                       Params().AddArray(wdev).AddArray(whour), "replacing minute rollups")
-                                  .status());
-    if (!m_hour.empty()) {
+    GPULEDGER_RETURN_IF_ERROR(
+        c->Query("DELETE FROM rollup_day_minutes r USING unnest($1::bigint[], $2::bigint[]) AS u(day, dev)"
+                 " WHERE r.device_id = u.dev AND r.day_ms = u.day",
+                 Params().AddArray(m_day).AddArray(m_dev), "replacing minute rollups")
+            .status());
+    if (!m_put_day.empty()) {
       GPULEDGER_RETURN_IF_ERROR(
-          c->Query("INSERT INTO rollup_minute(hour_ms, device_id, buckets)"
-                   " SELECT h, d, decode(x, 'hex') FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS u(h, d, x)",
-                   Params().AddArray(m_hour).AddArray(m_dev).Add(m_blobs), "writing minute rollups")
+          c->Query("INSERT INTO rollup_day_minutes(day_ms, device_id, minutes)"
+                   " SELECT d, dev, decode(x, 'hex') FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS u(d, dev, x)",
+                   Params().AddArray(m_put_day).AddArray(m_put_dev).Add(m_blobs), "writing minute rollups")
               .status());
     }
     // The day rows and the day hours of each device-day written. The days' versions are
@@ -1783,7 +1837,7 @@ Result<StoreCheck> PgStore::Check(bool full) {
   // The quick check (what `serve` runs at start-up): every table of the schema is there.
   // PostgreSQL keeps its own pages sound (WAL; data checksums where the cluster has them).
   for (const char* table : {"meta", "batch_ids", "batch_ranges", "devices", "jobs", "allocations", "sample_chunks", "process_samples",
-                            "rollup_minute", "rollup_day", "rollup_day_hours", "rollup_day_versions",
+                            "rollup_day_minutes", "rollup_day", "rollup_day_hours", "rollup_day_versions",
                             "catalog_versions", "dirty_hours", "prices", "progress", "serving_chunks",
                             "serving_unmerged"}) {
     GPULEDGER_ASSIGN_OR_RETURN(Rows there, c->Query("SELECT to_regclass($1) IS NOT NULL", Params().Add(table), "checking"));

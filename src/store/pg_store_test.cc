@@ -126,7 +126,7 @@ TEST_F(PgStoreTest, ASchemaFromANewerBuildIsRefusedNamingBothVersions) {
   auto s = OpenPgStore(server_->Url(db_));
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_THAT(s.status().message(), HasSubstr("has schema version 999, newer than this build (14); upgrade gpuledger"));
+  EXPECT_THAT(s.status().message(), HasSubstr("has schema version 999, newer than this build (15); upgrade gpuledger"));
 }
 
 // A store of schema version 5 had hour rollups and no day rollups: migrating fills them
@@ -141,7 +141,7 @@ TEST_F(PgStoreTest, MigratesHourRollupsIntoDayRollups) {
       server_
           ->Exec(db_, std::string(testing_batches::kBatchesTableOfOldStores) +
                           testing_batches::ServingTableOfOldStores(/*postgresql=*/true) +
-                          testing_batches::HourRowsTableOfOldStores(/*postgresql=*/true, rows) +
+                          testing_batches::RollupTablesOfOldStores(/*postgresql=*/true, rows) +
                           "DROP TABLE rollup_day; DROP TABLE rollup_day_hours; DROP TABLE rollup_day_versions; DROP FUNCTION rollup_day_new_version() CASCADE;"
                       " DROP TABLE catalog_versions; DROP FUNCTION jobs_new_version() CASCADE;"
                       " UPDATE meta SET value = '5' WHERE key = 'schema_version'")
@@ -197,7 +197,7 @@ TEST_F(PgStoreTest, DroppingTheHourRowsDerivesTheDaysFromThemFirst) {
   }
   ASSERT_TRUE(store_->WriteRollups(updates).ok());
   ASSERT_TRUE(server_
-                  ->Exec(db_, testing_batches::HourRowsTableOfOldStores(/*postgresql=*/true, rows) +
+                  ->Exec(db_, testing_batches::RollupTablesOfOldStores(/*postgresql=*/true, rows) +
                                   "UPDATE rollup_day SET active_ms = active_ms + 1 WHERE job_id = 1;"
                                   " DELETE FROM rollup_day_hours WHERE day_ms = " + std::to_string(day0 + kMsPerDay) +
                                   "; UPDATE meta SET value = '13' WHERE key = 'schema_version'")
@@ -225,6 +225,31 @@ TEST_F(PgStoreTest, DroppingTheHourRowsDerivesTheDaysFromThemFirst) {
   EXPECT_EQ(scanned, (std::vector<std::tuple<int64_t, int64_t, int64_t>>{{day0 + 24 * kMsPerHour, 1, 400}}));
   PGconn* c = Connect();
   EXPECT_EQ(One(c, "SELECT to_regclass('rollup_hour') IS NULL"), "t");
+  PQfinish(c);
+}
+
+// Schema version 15 keeps minute rollups a row per device-day: the rows of rollup_minute
+// (one per device-hour) are moved a day at a time, and the table goes.
+TEST_F(PgStoreTest, MigratesMinuteRollupsIntoDays) {
+  const int64_t day0 = kT0 - 8 * kMsPerHour;  // 2026-11-23T00:00:00Z
+  std::map<std::pair<int64_t, int64_t>, int64_t> want;  // (device, minute) -> active ms
+  const auto old = testing_batches::OldMinuteRowsAround(day0, want);
+  store_.reset();
+  ASSERT_TRUE(server_
+                  ->Exec(db_, testing_batches::MinuteRowsTableOfOldStores(/*postgresql=*/true, old) +
+                                  "UPDATE meta SET value = '14' WHERE key = 'schema_version'")
+                  .ok());
+  auto s = OpenPgStore(server_->Url(db_));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  store_ = std::move(*s);
+  std::map<std::pair<int64_t, int64_t>, int64_t> have;
+  ASSERT_TRUE(store_->ScanMinuteRollups({day0 - 3 * kMsPerHour, day0 + 2 * kMsPerDay}, [&](const RollupRow& r) {
+                    have[{r.device_id, r.period_ms}] = r.ms[0];
+                  }).ok());
+  EXPECT_EQ(have, want);
+  PGconn* c = Connect();
+  EXPECT_EQ(One(c, "SELECT to_regclass('rollup_minute') IS NULL"), "t");
+  EXPECT_EQ(One(c, "SELECT count(*) FROM rollup_day_minutes"), "6") << "two devices on three days";
   PQfinish(c);
 }
 
@@ -286,7 +311,7 @@ TEST_F(PgStoreTest, MigratesBatchIdsIntoStreamsAndRuns) {
   ASSERT_TRUE(server_
                   ->Exec(db_, std::string(testing_batches::kBatchesTableOfOldStores) +
                                   testing_batches::ServingTableOfOldStores(/*postgresql=*/true) +
-                                  testing_batches::HourRowsTableOfOldStores(/*postgresql=*/true, {}) +
+                                  testing_batches::RollupTablesOfOldStores(/*postgresql=*/true, {}) +
                                   "UPDATE meta SET value = '10' WHERE key = 'schema_version'")
                   .ok());
   PGconn* c = Connect();
@@ -382,7 +407,7 @@ TEST_F(PgStoreTest, MigratesServingSnapshotsIntoChunks) {
   ASSERT_TRUE(server_
                   ->Exec(db_, std::string(testing_batches::kBatchesTableOfOldStores) +
                                   testing_batches::ServingTableOfOldStores(/*postgresql=*/true, b, job) +
-                                  testing_batches::HourRowsTableOfOldStores(/*postgresql=*/true, {}) +
+                                  testing_batches::RollupTablesOfOldStores(/*postgresql=*/true, {}) +
                                   "ALTER TABLE serving DROP CONSTRAINT serving_pkey,"
                               " ADD PRIMARY KEY(job_id, engine, model, t_ms); DROP TABLE rollup_day_versions; DROP FUNCTION rollup_day_new_version() CASCADE;"
                               " DROP TABLE catalog_versions; DROP FUNCTION jobs_new_version() CASCADE;"
@@ -620,16 +645,15 @@ TEST_F(PgStoreTest, WhatOneReplicaAcknowledgedAnotherReadsAtOnce) {
   }
 }
 
-// Raw samples live in day partitions and rollups in month partitions, created by the
-// store: ahead of the database's today when it opens, and for any other day a batch
-// brings. Retention drops whole day partitions; the rollups stay.
+// Raw samples live in day partitions, created by the store: ahead of the database's today
+// when it opens, and for any other day a batch brings. Retention drops whole day
+// partitions; the rollups (not partitioned) stay.
 TEST_F(PgStoreTest, PartitionsAreCreatedAheadAndRetentionDropsWholeDays) {
   PGconn* c = Connect();
   auto partitions = [&](const std::string& parent) {
     return std::stoi(One(c, "SELECT count(*) FROM pg_inherits WHERE inhparent = '" + parent + "'::regclass"));
   };
   EXPECT_EQ(partitions("sample_chunks"), 3) << "today and the two days after";
-  EXPECT_EQ(partitions("rollup_minute"), 2) << "this month and the next";
   const std::string today = One(c, "SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYYMMDD')");
   EXPECT_EQ(One(c, "SELECT to_regclass('sample_chunks_d" + today + "') IS NOT NULL"), "t");
 
@@ -640,7 +664,7 @@ TEST_F(PgStoreTest, PartitionsAreCreatedAheadAndRetentionDropsWholeDays) {
   RollupRow row{kT0, 1, 1, {1000, 0, 0, 0, 0}, 0};
   RollupRow minute{kT0, 1, 1, {1000, 0, 0, 0, 0}, 0};
   ASSERT_TRUE(store_->WriteRollups({{{1, kT0, 0}, {row}, {minute}}}).ok());
-  EXPECT_EQ(One(c, "SELECT count(*) FROM rollup_minute_m202611"), "1");
+  EXPECT_EQ(One(c, "SELECT count(*) FROM rollup_day_minutes"), "1") << "not partitioned";
 
   EXPECT_EQ(*store_->PruneSamples(kT0 + 24 * kMsPerHour + 1), 3);
   EXPECT_EQ(One(c, "SELECT to_regclass('sample_chunks_d20261123') IS NULL"), "t") << "dropped, not emptied";

@@ -101,6 +101,16 @@ std::vector<RollupRow> ReplaceHours(std::vector<RollupRow> stored, std::span<con
   return stored;
 }
 
+DirtySet::DirtySet(const std::vector<DirtyHour>& marks) {
+  keys_.reserve(marks.size());
+  for (const DirtyHour& d : marks) keys_.emplace_back(d.device_id, d.hour_ms);
+  std::sort(keys_.begin(), keys_.end());
+}
+
+bool DirtySet::Holds(int64_t device_id, int64_t hour_ms) const {
+  return std::binary_search(keys_.begin(), keys_.end(), std::pair(device_id, hour_ms));
+}
+
 std::vector<DayRow> SumDayRows(std::vector<RollupRow> hour_rows) {
   std::sort(hour_rows.begin(), hour_rows.end(), [](const RollupRow& a, const RollupRow& b) { return a.job_id < b.job_id; });
   std::vector<DayRow> out;

@@ -68,6 +68,17 @@ std::vector<DeviceDayUpdates> UpdatesByDeviceDay(const std::vector<RollupUpdate>
 // hour two updates name, the later one's), in (hour, job) order.
 std::vector<RollupRow> ReplaceHours(std::vector<RollupRow> stored, std::span<const RollupUpdate* const> updates);
 
+// Dirty device-hours, for a settled read to leave out.
+class DirtySet {
+ public:
+  DirtySet() = default;
+  explicit DirtySet(const std::vector<DirtyHour>& marks);
+  bool Holds(int64_t device_id, int64_t hour_ms) const;
+
+ private:
+  std::vector<std::pair<int64_t, int64_t>> keys_;  // (device, hour), sorted
+};
+
 // A day row: the sums of one device-day's hour rows of one job, and how many they are.
 struct DayRow {
   RollupSum sum;

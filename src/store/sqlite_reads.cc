@@ -23,9 +23,6 @@ Status Corrupt(std::string_view table, std::string_view key, std::string_view wh
   return Internal(fmt::format("store: {} row {} is corrupt: {}", table, key, why));
 }
 
-constexpr const char* kNotDirty =
-    " AND NOT EXISTS (SELECT 1 FROM dirty_hours d WHERE d.device_id = r.device_id AND d.hour_ms = r.hour_ms)";
-
 }  // namespace
 
 Reads::~Reads() = default;
@@ -40,8 +37,6 @@ Result<std::unique_ptr<Reads>> Reads::Create(sqlite3* db, std::shared_ptr<DayRow
 Stmt& Reads::S(Id id) { return stmts_[id]->Reset(); }
 
 Status Reads::Prepare() {
-  const std::string scan =
-      "SELECT r.hour_ms, r.device_id, r.buckets FROM rollup_minute r WHERE r.hour_ms >= ?1 AND r.hour_ms < ?2";
   const std::pair<Id, std::string> sql[] = {
       {kListDevices,
        "SELECT id, uuid, node, model, memory_mib, pool, capacity_type, parent_id, share_num,"
@@ -114,8 +109,9 @@ Status Reads::Prepare() {
        "SELECT v.version, r.device_id, r.job_id, r.active_ms, r.idle_ms, r.unallocated_ms, r.unavailable_ms,"
        " r.unmonitored_ms, r.coarse_ms, r.input_stall_ms, r.checkpoint_stall_ms, r.held_idle_ms, r.hour_rows"
        " FROM rollup_day r LEFT JOIN rollup_day_versions v ON v.day_ms = r.day_ms WHERE r.day_ms = ?1"},
-      {kScanMinuteRollups, scan + " ORDER BY r.hour_ms, r.device_id"},
-      {kScanSettledMinuteRollups, scan + kNotDirty + " ORDER BY r.hour_ms, r.device_id"},
+      {kScanDayMinutes,
+       "SELECT day_ms, device_id, minutes FROM rollup_day_minutes WHERE day_ms >= ?1 AND day_ms < ?2"
+       " ORDER BY day_ms, device_id"},
       {kLoadPrices,
        "SELECT model, pool, capacity_type, micros_per_hour, begin_ms, end_ms FROM prices ORDER BY id"},
   };
@@ -471,15 +467,20 @@ Status Reads::ScanHourRollups(const TimeRange& hours, const std::function<Status
 
 Status Reads::ScanMinuteRollups(const TimeRange& range, const std::function<void(const RollupRow&)>& fn,
                                 bool settled_only) {
-  Stmt& q = S(settled_only ? kScanSettledMinuteRollups : kScanMinuteRollups);
-  q.Bind(1, FloorTo(range.begin_ms, kMsPerHour)).Bind(2, range.end_ms);
-  return ForEach(db_, q, "rollup_minute", [&]() -> Status {
-    int64_t hour = q.Int(0);
-    const auto* blob = static_cast<const char*>(sqlite3_column_blob(q.get(), 2));
-    std::string_view bytes(blob == nullptr ? "" : blob, static_cast<size_t>(sqlite3_column_bytes(q.get(), 2)));
-    if (!DecodeMinuteBlob(bytes, hour, q.Int(1), range, fn)) {
-      return Corrupt("rollup_minute", fmt::format("of device {} at {}", q.Int(1), FormatTime(hour)),
-                     "the minute blob is corrupt");
+  if (range.empty()) return Status::Ok();
+  DirtySet dirty;
+  if (settled_only) {
+    GPULEDGER_ASSIGN_OR_RETURN(auto marks, DirtyHoursIn({FloorTo(range.begin_ms, kMsPerHour), range.end_ms}));
+    dirty = DirtySet(marks);
+  }
+  Stmt& q = S(kScanDayMinutes);
+  q.Bind(1, FloorTo(range.begin_ms, kMsPerDay)).Bind(2, range.end_ms);
+  return ForEach(db_, q, "rollup_day_minutes", [&]() -> Status {
+    const int64_t day = q.Int(0), device = q.Int(1);
+    if (!DecodeDayMinutes(q.Blob(2), day, device, range,
+                          [&](int64_t hour) { return dirty.Holds(device, hour); }, fn)) {
+      return Corrupt("rollup_day_minutes", fmt::format("of device {} on {}", device, FormatTime(day)),
+                     "the minutes are corrupt");
     }
     return Status::Ok();
   });

@@ -62,7 +62,7 @@ class Reads : public StoreSnapshot, private DayRowSource {
   enum Id {
     kListDevices, kListJobs, kJobsVersion, kAllocationsOfDevice, kAllocationsOverlapping, kSamplesOfDevice,
     kProcessesOfDevice, kDirtyHours, kDirtyHoursIn, kDirtyDayHours, kDayVersions, kReadDay,
-    kScanMinuteRollups, kScanSettledMinuteRollups, kLoadPrices, kProgressOf, kJobChangesOf, kClosedPeriods, kFrozenLines, kServingChunksOf, kServingGaugeChunksOf, kLatestSamples, kScanDayHours, kCount
+    kScanDayMinutes, kLoadPrices, kProgressOf, kJobChangesOf, kClosedPeriods, kFrozenLines, kServingChunksOf, kServingGaugeChunksOf, kLatestSamples, kScanDayHours, kCount
   };
   Status Prepare();
   Stmt& S(Id id);

@@ -230,15 +230,25 @@ std::vector<std::string> Migrations() {
           ";"
           "INSERT OR REPLACE INTO rollup_day_versions SELECT DISTINCT day_ms, random() FROM rollup_day;"
           "DELETE FROM rollup_day_hours;",
+      // 19: minute rollups a row per device and UTC day (store/minute_blob.h,
+      // ReplaceDayMinutes), not per device-hour: 4.8 KB a device-day, of which a fifth was
+      // each hour's key and row. The rows of rollup_minute are moved by ConvertMinutesToDays,
+      // which also drops it.
+      std::string("CREATE TABLE rollup_day_minutes(day_ms INTEGER NOT NULL, device_id INTEGER NOT NULL,"
+                  "  minutes BLOB NOT NULL, PRIMARY KEY(day_ms, device_id))") + wr + ";",
   };
 }
 
 // The schema versions whose migrations also run FillDayHours (18: then drops rollup_hour).
 constexpr size_t kDayHoursVersion = 12;
 constexpr size_t kHourRowsDroppedVersion = 18;
+// The schema version whose migration also runs ConvertMinutesToDays.
+constexpr size_t kMinutesByDayVersion = 19;
 constexpr const char* kInsertServingChunkSql =
     "INSERT INTO serving_chunks(job_id, engine, model, first_ms, last_ms, n, gauges_end, data)"
     " VALUES(?1,?2,?3,?4,?5,?6,?7,?8)";
+constexpr const char* kInsertDayMinutesSql =
+    "INSERT INTO rollup_day_minutes(day_ms, device_id, minutes) VALUES(?1,?2,?3)";
 constexpr const char* kInsertDayHoursSql = "INSERT INTO rollup_day_hours(day_ms, device_id, hours) VALUES(?1,?2,?3)";
 
 // The schema version whose migration also runs ConvertSamplesToChunks.
@@ -446,10 +456,14 @@ class SqliteStore final : public Store, public ActionLog {
     std::lock_guard lock(mu_);
     Txn txn(*this);
     GPULEDGER_RETURN_IF_ERROR(txn.Begin());
-    for (const RollupUpdate& u : updates) GPULEDGER_RETURN_IF_ERROR(WriteOneRollup(u.dirty, u.minute_rows));
-    // Each device-day touched, once: its day hours as stored with the refreshed hours
-    // replaced, and its day rows summed from them.
+    for (const RollupUpdate& u : updates) {
+      const DirtyHour& d = u.dirty;
+      GPULEDGER_RETURN_IF_ERROR(Done(S(kClearDirty).Reset().Bind(1, d.device_id).Bind(2, d.hour_ms).Bind(3, d.generation)));
+    }
+    // Each device-day touched, once: its day hours and minutes as stored with the
+    // refreshed hours replaced, and its day rows summed from the hours.
     for (const DeviceDayUpdates& dd : UpdatesByDeviceDay(updates)) {
+      GPULEDGER_RETURN_IF_ERROR(PutDayMinutes(dd));
       std::vector<RollupRow> stored;
       Stmt& q = S(kDayHoursOf).Reset().Bind(1, dd.day_ms).Bind(2, dd.device_id);
       GPULEDGER_RETURN_IF_ERROR(sqlite::ForEach(db_, q, "rollup_day_hours", [&]() -> Status {
@@ -558,18 +572,26 @@ class SqliteStore final : public Store, public ActionLog {
     return Done(ins);
   }
 
-  // The minute rows of one refreshed device-hour, and its dirty mark cleared (its hour
-  // rows are written with its day's, by WriteRollups).
-  Status WriteOneRollup(const DirtyHour& d, const std::vector<RollupRow>& minute_rows) {
-    GPULEDGER_RETURN_IF_ERROR(Done(S(kDeleteMinuteRollup).Reset().Bind(1, d.hour_ms).Bind(2, d.device_id)));
-    if (!minute_rows.empty()) {
-      GPULEDGER_ASSIGN_OR_RETURN(std::string blob, EncodeMinuteBlob(d.hour_ms, minute_rows));
-      Stmt& ins = S(kInsertMinuteRollup).Reset();
-      ins.Bind(1, d.hour_ms).Bind(2, d.device_id);
-      sqlite3_bind_blob(ins.get(), 3, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
-      GPULEDGER_RETURN_IF_ERROR(Done(ins));
+  // The device-day's minute rollups (rollup_day_minutes) with the hours of `updates`
+  // replaced.
+  Status PutDayMinutes(const DeviceDayUpdates& dd) {
+    std::string stored;
+    Stmt& q = S(kDayMinutesOf).Reset().Bind(1, dd.day_ms).Bind(2, dd.device_id);
+    GPULEDGER_RETURN_IF_ERROR(sqlite::ForEach(db_, q, "rollup_day_minutes", [&]() -> Status {
+      stored = std::string(q.Blob(0));
+      return Status::Ok();
+    }));
+    GPULEDGER_ASSIGN_OR_RETURN(auto hours, EncodeMinuteHours(dd.updates));
+    Result<std::string> minutes = ReplaceDayMinutes(stored, hours);
+    if (!minutes.ok()) {
+      return minutes.status().WithContext(
+          fmt::format("rollup_day_minutes row of device {} on {}", dd.device_id, FormatTime(dd.day_ms)));
     }
-    return Done(S(kClearDirty).Reset().Bind(1, d.device_id).Bind(2, d.hour_ms).Bind(3, d.generation));
+    GPULEDGER_RETURN_IF_ERROR(Done(S(kDeleteDayMinutes).Reset().Bind(1, dd.day_ms).Bind(2, dd.device_id)));
+    if (minutes->empty()) return Status::Ok();
+    Stmt& ins = S(kInsertDayMinutes).Reset().Bind(1, dd.day_ms).Bind(2, dd.device_id);
+    sqlite3_bind_blob(ins.get(), 3, minutes->data(), static_cast<int>(minutes->size()), SQLITE_TRANSIENT);
+    return Done(ins);
   }
 
  public:
@@ -848,7 +870,7 @@ class SqliteStore final : public Store, public ActionLog {
     kRangeAfter, kPutRange, kEraseRange, kInsertDevice, kUpdateDevice, kUpdateDeviceTimes, kFindJob, kInsertJobChange, kUpsertJob,
     kFindAllocation, kInsertAllocation, kCloseAllocation, kInsertChunk, kChunksOverlapping, kCountChunksOfHour,
     kChunksOfHour, kDeleteChunksOfHour, kLastSampleOf, kInsertProcess,
-    kMarkDirty, kDeleteMinuteRollup, kInsertMinuteRollup,
+    kMarkDirty, kDayMinutesOf, kDeleteDayMinutes, kInsertDayMinutes,
     kDeleteDayRollup, kInsertDayRollup, kPutDayVersion, kDayHoursOf, kDeleteDayHours, kInsertDayHours,
     kClearDirty, kInsertPrice, kPruneSamples, kPruneProcesses, kInsertProgress, kInsertServingChunk, kServingChunksOfHour, kServingTimesOfHour, kMarkServingUnmerged,
     kServingUnmerged, kDeleteServingChunksOfHour, kDeleteServingUnmerged,
@@ -961,7 +983,8 @@ class SqliteStore final : public Store, public ActionLog {
         {kDeleteServingUnmerged, "DELETE FROM serving_unmerged"},
         {kInsertProgress,
          "INSERT INTO progress(job_id, t_ms, interval_ms, tokens, model_flops) VALUES(?1,?2,?3,?4,?5)"},
-        {kDeleteMinuteRollup, "DELETE FROM rollup_minute WHERE hour_ms=?1 AND device_id=?2"},
+        {kDayMinutesOf, "SELECT minutes FROM rollup_day_minutes WHERE day_ms=?1 AND device_id=?2"},
+        {kDeleteDayMinutes, "DELETE FROM rollup_day_minutes WHERE day_ms=?1 AND device_id=?2"},
         {kDeleteDayRollup, "DELETE FROM rollup_day WHERE day_ms=?1 AND device_id=?2"},
         {kPutDayVersion,
          "INSERT INTO rollup_day_versions(day_ms, version) VALUES(?1, ?2)"
@@ -973,8 +996,7 @@ class SqliteStore final : public Store, public ActionLog {
         {kDayHoursOf, "SELECT hours FROM rollup_day_hours WHERE day_ms=?1 AND device_id=?2"},
         {kDeleteDayHours, "DELETE FROM rollup_day_hours WHERE day_ms=?1 AND device_id=?2"},
         {kInsertDayHours, kInsertDayHoursSql},
-        {kInsertMinuteRollup,
-         "INSERT INTO rollup_minute(hour_ms, device_id, buckets) VALUES(?1,?2,?3)"},
+        {kInsertDayMinutes, kInsertDayMinutesSql},
         {kClearDirty, "DELETE FROM dirty_hours WHERE device_id=?1 AND hour_ms=?2 AND generation=?3"},
         {kInsertPrice,
          "INSERT INTO prices(model, pool, capacity_type, micros_per_hour, begin_ms, end_ms)"
@@ -1036,6 +1058,7 @@ class SqliteStore final : public Store, public ActionLog {
       if (st.ok() && v + 1 == kChunkedSamplesVersion) st = ConvertSamplesToChunks();
       if (st.ok() && (v + 1 == kDayHoursVersion || v + 1 == kHourRowsDroppedVersion)) st = FillDayHours();
       if (st.ok() && v + 1 == kHourRowsDroppedVersion) st = Exec("DROP TABLE rollup_hour");
+      if (st.ok() && v + 1 == kMinutesByDayVersion) st = ConvertMinutesToDays();
       if (st.ok() && v + 1 == kChunkedServingVersion) st = ConvertServingToChunks();
       if (st.ok()) {
         st = Exec(fmt::format(
@@ -1080,6 +1103,40 @@ class SqliteStore final : public Store, public ActionLog {
       return Status::Ok();
     }));
     return flush();
+  }
+
+  // Schema version 19: moves the rows of rollup_minute (one per device-hour) into
+  // rollup_day_minutes (one per device-day), and drops it. Read in the key's order (hour,
+  // device), a day at a time: memory is one day's rows.
+  Status ConvertMinutesToDays() {
+    Stmt q;
+    GPULEDGER_RETURN_IF_ERROR(q.Prepare(db_, "SELECT hour_ms, device_id, buckets FROM rollup_minute ORDER BY hour_ms, device_id"));
+    Stmt ins;
+    GPULEDGER_RETURN_IF_ERROR(ins.Prepare(db_, kInsertDayMinutesSql));
+    int64_t day = 0;
+    std::map<int64_t, std::vector<std::pair<int, std::string>>> of_day;  // device -> its hours
+    auto flush = [&]() -> Status {
+      for (const auto& [device, hours] : of_day) {
+        GPULEDGER_ASSIGN_OR_RETURN(std::string minutes, ReplaceDayMinutes("", hours));
+        ins.Reset().Bind(1, day).Bind(2, device);
+        sqlite3_bind_blob(ins.get(), 3, minutes.data(), static_cast<int>(minutes.size()), SQLITE_TRANSIENT);
+        GPULEDGER_RETURN_IF_ERROR(Done(ins));
+      }
+      of_day.clear();
+      return Status::Ok();
+    };
+    GPULEDGER_RETURN_IF_ERROR(sqlite::ForEach(db_, q, "rollup_minute", [&]() -> Status {
+      const int64_t hour = q.Int(0);
+      if (FloorTo(hour, kMsPerDay) != day) {
+        GPULEDGER_RETURN_IF_ERROR(flush());
+        day = FloorTo(hour, kMsPerDay);
+      }
+      of_day[q.Int(1)].emplace_back(static_cast<int>((hour - day) / kMsPerHour), std::string(q.Blob(2)));
+      return Status::Ok();
+    }));
+    GPULEDGER_RETURN_IF_ERROR(flush());
+    q.Reset();
+    return Exec("DROP TABLE rollup_minute");
   }
 
   // Schema version 17: moves the rows of the old `serving` table (one per snapshot) into

@@ -191,6 +191,21 @@ class SqliteStoreTest : public StoreFixture {
     sqlite3_close(db);
     Reopen();
   }
+  // The integers of the one row `sql` selects from the store's file, the store closed.
+  std::vector<int64_t> FileRow(const std::string& sql) {
+    store_.reset();
+    std::vector<int64_t> out;
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open((dir_ / "ledger.db").string().c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* q = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &q, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    if (q != nullptr && sqlite3_step(q) == SQLITE_ROW) {
+      for (int i = 0; i < sqlite3_column_count(q); ++i) out.push_back(sqlite3_column_int64(q, i));
+    }
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return out;
+  }
 };
 
 TEST_P(StoreContractTest, AppliesABatchAndReadsItBack) {
@@ -1251,7 +1266,7 @@ TEST_F(SqliteStoreTest, MigratesOneRowPerSampleIntoChunks) {
   // And without what the versions after 5 add, which migrating again creates.
   sql += testing_batches::kBatchesTableOfOldStores;
   sql += testing_batches::ServingTableOfOldStores(/*postgresql=*/false);
-  sql += testing_batches::HourRowsTableOfOldStores(/*postgresql=*/false, {});
+  sql += testing_batches::RollupTablesOfOldStores(/*postgresql=*/false, {});
   sql += "DROP TRIGGER jobs_inserted; DROP TRIGGER jobs_deleted; DROP TRIGGER jobs_updated; DROP TABLE catalog_versions;"
          " DROP TABLE sample_chunks; DROP TABLE job_changes; DROP TABLE closed_periods; DROP TABLE frozen_lines;"
          " DROP TABLE actions; ALTER TABLE jobs DROP COLUMN labels; ALTER TABLE jobs DROP COLUMN annotations;"
@@ -1287,7 +1302,7 @@ TEST_F(SqliteStoreTest, MigratesBatchIdsIntoStreamsAndRuns) {
   }
   ExecBehindTheStore(std::string(testing_batches::kBatchesTableOfOldStores) +
                      testing_batches::ServingTableOfOldStores(/*postgresql=*/false) +
-                     testing_batches::HourRowsTableOfOldStores(/*postgresql=*/false, {}) +
+                     testing_batches::RollupTablesOfOldStores(/*postgresql=*/false, {}) +
                      "UPDATE meta SET value='15' WHERE key='schema_version';");
   const int64_t all = 400 + static_cast<int64_t>(odd.size());
   EXPECT_EQ(store_->Stats()->batches, all);
@@ -1328,7 +1343,7 @@ TEST_F(SqliteStoreTest, MigratesAStoreWithoutLabels) {
   ASSERT_TRUE(store_->ApplyBatch(Plan(Basic("b1"))).ok());
   ExecBehindTheStore(
       std::string(testing_batches::kBatchesTableOfOldStores) + testing_batches::ServingTableOfOldStores(/*postgresql=*/false) +
-      testing_batches::HourRowsTableOfOldStores(/*postgresql=*/false, {}) +
+      testing_batches::RollupTablesOfOldStores(/*postgresql=*/false, {}) +
       "DROP TRIGGER jobs_inserted; DROP TRIGGER jobs_deleted; DROP TRIGGER jobs_updated; DROP TABLE catalog_versions;"
       " ALTER TABLE jobs DROP COLUMN labels; ALTER TABLE jobs DROP COLUMN annotations; DROP TABLE leases;"
       " DROP TABLE rollup_day; DROP TABLE rollup_day_hours; DROP TABLE rollup_day_versions;"
@@ -1356,7 +1371,7 @@ TEST_F(SqliteStoreTest, MigratesServingSnapshotsIntoChunks) {
   ExecBehindTheStore(
       std::string(testing_batches::kBatchesTableOfOldStores) +
       testing_batches::ServingTableOfOldStores(/*postgresql=*/false, b, job) +
-      testing_batches::HourRowsTableOfOldStores(/*postgresql=*/false, {}) +
+      testing_batches::RollupTablesOfOldStores(/*postgresql=*/false, {}) +
       "CREATE TABLE serving_old(job_id INTEGER NOT NULL, engine TEXT NOT NULL, model TEXT NOT NULL,"
       " t_ms INTEGER NOT NULL, requests_waiting REAL, requests_running REAL, kv_cache_usage REAL,"
       " prompt_tokens REAL, generation_tokens REAL, preemptions REAL, requests REAL, executions REAL,"
@@ -1857,7 +1872,7 @@ TEST_F(SqliteStoreTest, MigratesHourRollupsIntoDayRollups) {
   const WrittenHours written = WriteHoursOfTwoDevices(*store_, day0);
   ExecBehindTheStore(
       std::string(testing_batches::kBatchesTableOfOldStores) + testing_batches::ServingTableOfOldStores(/*postgresql=*/false) +
-      testing_batches::HourRowsTableOfOldStores(/*postgresql=*/false, written.all) +
+      testing_batches::RollupTablesOfOldStores(/*postgresql=*/false, written.all) +
       "DROP TABLE rollup_day; DROP TABLE rollup_day_hours; DROP TABLE rollup_day_versions;"
       " DROP TRIGGER jobs_inserted; DROP TRIGGER jobs_deleted; DROP TRIGGER jobs_updated; DROP TABLE catalog_versions;"
       " UPDATE meta SET value='10' WHERE key='schema_version';");
@@ -1882,26 +1897,37 @@ TEST_F(SqliteStoreTest, MigratesHourRollupsIntoDayRollups) {
   sqlite3_close(db);
 }
 
+// Schema version 19 keeps minute rollups a row per device-day: the rows of rollup_minute
+// (one per device-hour) are moved, and the table goes.
+TEST_F(SqliteStoreTest, MigratesMinuteRollupsIntoDays) {
+  const int64_t day0 = FloorTo(kT0, kMsPerDay);
+  std::map<std::pair<int64_t, int64_t>, int64_t> want;  // (device, minute) -> active ms
+  const auto old = testing_batches::OldMinuteRowsAround(day0, want);
+  ExecBehindTheStore(testing_batches::MinuteRowsTableOfOldStores(/*postgresql=*/false, old) +
+                     "UPDATE meta SET value='18' WHERE key='schema_version';");
+  std::map<std::pair<int64_t, int64_t>, int64_t> have;
+  ASSERT_TRUE(store_->ScanMinuteRollups({day0 - 3 * kMsPerHour, day0 + 2 * kMsPerDay}, [&](const RollupRow& r) {
+                    have[{r.device_id, r.period_ms}] = r.ms[0];
+                  }).ok());
+  EXPECT_EQ(have, want);
+  EXPECT_EQ(FileRow("SELECT (SELECT count(*) FROM sqlite_master WHERE name = 'rollup_minute'),"
+                    " (SELECT count(*) FROM rollup_day_minutes)"),
+            (std::vector<int64_t>{0, 6}))
+      << "the hourly rows are dropped; two devices on three days";
+}
+
 // Schema version 18 keeps hour rows in rollup_day_hours alone. The day rows and day hours
 // are derived once more from the hour rows of a store of version 17 (here left wrong
 // behind its back: every day row one off, a device's day hours gone), which then go.
 TEST_F(SqliteStoreTest, DroppingTheHourRowsDerivesTheDaysFromThemFirst) {
   const int64_t day0 = FloorTo(kT0, kMsPerDay);
   const WrittenHours written = WriteHoursOfTwoDevices(*store_, day0);
-  ExecBehindTheStore(testing_batches::HourRowsTableOfOldStores(/*postgresql=*/false, written.all) +
+  ExecBehindTheStore(testing_batches::RollupTablesOfOldStores(/*postgresql=*/false, written.all) +
                      "UPDATE rollup_day SET active_ms = active_ms + 1; DELETE FROM rollup_day_hours WHERE device_id = 2;"
                      " UPDATE meta SET value='17' WHERE key='schema_version';");
   ExpectHoursAsWritten(*store_, written, day0);
-  store_.reset();
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open((dir_ / "ledger.db").string().c_str(), &db), SQLITE_OK);
-  sqlite3_stmt* q = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE name = 'rollup_hour'", -1, &q, nullptr),
-            SQLITE_OK);
-  ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int64(q, 0), 0) << "the hour rows are dropped";
-  sqlite3_finalize(q);
-  sqlite3_close(db);
+  EXPECT_EQ(FileRow("SELECT count(*) FROM sqlite_master WHERE name = 'rollup_hour'"), (std::vector<int64_t>{0}))
+      << "the hour rows are dropped";
 }
 
 // The day rows follow their hours: a replaced hour, a job gone from an hour, and a

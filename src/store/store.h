@@ -336,8 +336,9 @@ class StoreReads {
   // stops the scan and is returned. Memory is at most a day's rows, however long the
   // range: what an hourly report over a month reads in one pass instead of an hour at a time.
   virtual Status ScanHourRollups(const TimeRange& hours, const std::function<Status(const RollupRow&)>& fn) = 0;
-  // Minute rollups (job_id 0, all jobs together) in `range`, per device and minute;
-  // with `settled_only` none of a dirty device-hour.
+  // Minute rollups (job_id 0, all jobs together) in `range`, per device and minute, by
+  // day, then device, then minute; with `settled_only` none of a dirty device-hour.
+  // Memory is at most a day's rows.
   virtual Status ScanMinuteRollups(const TimeRange& range,
                                    const std::function<void(const RollupRow&)>& fn,
                                    bool settled_only = false) = 0;

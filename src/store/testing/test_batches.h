@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -12,6 +13,7 @@
 
 #include "core/batch.h"
 #include "core/serving.h"
+#include "store/minute_blob.h"
 #include "store/store.h"
 
 namespace gpuledger::store::testing_batches {
@@ -51,6 +53,61 @@ inline std::string HourRowsTableOfOldStores(bool postgresql, const std::vector<R
     sql += ");";
   }
   return sql;
+}
+
+// A device-hour's minute rollups as stores before schema version 19 (SQLite) or 15
+// (PostgreSQL) kept them: its blob (store/minute_blob.h).
+struct OldMinuteRow {
+  int64_t hour_ms = 0;
+  int64_t device_id = 0;
+  std::string blob;
+};
+
+// SQL that puts minute rollups back as those stores kept them, a row per device-hour in
+// `rollup_minute`, holding `rows`, and drops their days' table. (PostgreSQL's was
+// partitioned by month; one table serves the migrations as well.)
+inline std::string MinuteRowsTableOfOldStores(bool postgresql, const std::vector<OldMinuteRow>& rows = {}) {
+  const char* integer = postgresql ? "BIGINT" : "INTEGER";
+  std::string sql = fmt::format(
+      "DROP TABLE rollup_day_minutes; CREATE TABLE rollup_minute(hour_ms {0} NOT NULL, device_id {0} NOT NULL,"
+      " buckets {1} NOT NULL, PRIMARY KEY(hour_ms, device_id)){2};",
+      integer, postgresql ? "BYTEA" : "BLOB", postgresql ? "" : " WITHOUT ROWID");
+  for (const OldMinuteRow& r : rows) {
+    std::string hex;
+    for (unsigned char c : r.blob) hex += fmt::format("{:02x}", c);
+    sql += fmt::format("INSERT INTO rollup_minute VALUES({}, {}, {});", r.hour_ms, r.device_id,
+                       postgresql ? "'\\x" + hex + "'" : "x'" + hex + "'");
+  }
+  return sql;
+}
+
+// Minute rollups of devices 1 and 2 in hours around the UTC day `day0`, as stores before
+// SQLite's schema 19 and PostgreSQL's 15 kept them (a row per device-hour), and the active
+// milliseconds each (device, minute) holds: what a migration to a row per device-day must
+// read back.
+inline std::vector<OldMinuteRow> OldMinuteRowsAround(int64_t day0,
+                                                     std::map<std::pair<int64_t, int64_t>, int64_t>& active) {
+  std::vector<OldMinuteRow> out;
+  for (int64_t device : {1, 2}) {
+    for (int64_t k : {-2, 0, 5, 23, 24, 30}) {
+      const int64_t hour = day0 + k * kMsPerHour;
+      std::vector<RollupRow> rows;
+      for (int64_t m : {(k + device + 59) % 59, (k + device + 59) % 59 + 1}) {
+        RollupRow r{hour + m * kMsPerMinute, device, 0, {1000 * device + k + 2 + m, 7, 0, 0, 0}, 0};
+        active[{device, r.period_ms}] = r.ms[0];
+        rows.push_back(r);
+      }
+      out.push_back({hour, device, *EncodeMinuteBlob(hour, rows)});
+    }
+  }
+  return out;
+}
+
+// SQL that puts both rollup tables back as stores before schema version 18 (SQLite) or 14
+// (PostgreSQL) kept them: HourRowsTableOfOldStores and MinuteRowsTableOfOldStores.
+inline std::string RollupTablesOfOldStores(bool postgresql, const std::vector<RollupRow>& hour_rows = {},
+                                           const std::vector<OldMinuteRow>& minute_rows = {}) {
+  return HourRowsTableOfOldStores(postgresql, hour_rows) + MinuteRowsTableOfOldStores(postgresql, minute_rows);
 }
 
 // SQL that puts a store's serving snapshots back as stores before schema version 17
