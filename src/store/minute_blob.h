@@ -1,4 +1,5 @@
-// A device-hour's minute rollups as one value (rollup_minute.buckets in both stores).
+// A device-hour's minute rollups as one value, and a device-day's hours of them as one
+// value (rollup_day_minutes.minutes in both stores; below).
 //
 // The format (docs/ARCHITECTURE.md, "Storage"): a tag byte 0x01, then runs of equal
 // minutes from minute 0 on: a varint count of minutes, a pattern byte and the pattern's
