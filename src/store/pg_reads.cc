@@ -440,14 +440,22 @@ Status Reads::ScanMinuteRollups(const TimeRange& range, const std::function<void
     GPULEDGER_ASSIGN_OR_RETURN(auto marks, DirtyHoursIn({FloorTo(range.begin_ms, kMsPerHour), range.end_ms}));
     dirty = DirtySet(marks);
   }
-  // A day per query: memory is one day's rows.
-  for (int64_t day = FloorTo(range.begin_ms, kMsPerDay); day < range.end_ms; day += kMsPerDay) {
-    GPULEDGER_ASSIGN_OR_RETURN(Rows q, c_.Query("SELECT device_id, minutes FROM rollup_day_minutes WHERE day_ms = $1"
-                                                " ORDER BY device_id",
-                                                Params().Add(day), "reading minute rollups"));
+  // Some days per query, as many as hold about kRowsPerQuery rows by the days read so
+  // far (a day first): memory stays some thousands of rows (each up to some 5 KB), and a
+  // month of a small fleet is a few statements rather than 31.
+  constexpr int64_t kRowsPerQuery = 10'000;
+  int64_t days_per_query = 1;
+  for (int64_t from = FloorTo(range.begin_ms, kMsPerDay); from < range.end_ms;) {
+    const int64_t to = std::min(from + days_per_query * kMsPerDay, FloorTo(range.end_ms - 1, kMsPerDay) + kMsPerDay);
+    GPULEDGER_ASSIGN_OR_RETURN(Rows q, c_.Query("SELECT day_ms, device_id, minutes FROM rollup_day_minutes"
+                                                " WHERE day_ms >= $1 AND day_ms < $2 ORDER BY day_ms, device_id",
+                                                Params().Add(from).Add(to), "reading minute rollups"));
+    const int64_t per_day = q.rows() / std::max<int64_t>(1, (to - from) / kMsPerDay);
+    days_per_query = std::max<int64_t>(1, kRowsPerQuery / std::max<int64_t>(1, per_day));
+    from = to;
     for (int i = 0; i < q.rows(); ++i) {
-      const int64_t device = q.Int(i, 0);
-      if (!DecodeDayMinutes(q.Bytes(i, 1), day, device, range,
+      const int64_t day = q.Int(i, 0), device = q.Int(i, 1);
+      if (!DecodeDayMinutes(q.Bytes(i, 2), day, device, range,
                             [&](int64_t hour) { return dirty.Holds(device, hour); }, fn)) {
         return Corrupt("rollup_day_minutes", fmt::format("of device {} on {}", device, FormatTime(day)),
                        "the minutes are corrupt");
