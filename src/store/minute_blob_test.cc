@@ -229,7 +229,9 @@ TEST(DayMinutesTest, BrokenDaysAreCorrupt) {
                                  std::string("\x02\x03\x05\x01"), good + good.substr(1),
                                  std::string("\x02\x04\x01\x01\x03\x01\x01")}) {
     EXPECT_FALSE(SplitDayMinutes(bad).has_value()) << "size " << bad.size();
-    if (!bad.empty()) EXPECT_FALSE(ReplaceDayMinutes(bad, {}).ok());
+    if (!bad.empty()) {
+      EXPECT_FALSE(ReplaceDayMinutes(bad, {}).ok());
+    }
   }
   EXPECT_TRUE(SplitDayMinutes(good).has_value());
   EXPECT_FALSE(ReplaceDayMinutes("", {{24, "x"}}).ok()) << "an hour outside the day";
