@@ -294,9 +294,16 @@ Result<std::string> PgTestServer::BouncerUrl(std::string_view db, std::string_vi
       if (!ini) return Unavailable("cannot write pgbouncer.ini");
     }
     GPULEDGER_RETURN_IF_ERROR(RunAs(exe.string(), {"-d", (b / "pgbouncer.ini").string()}));
-    // -d returns once it has daemonized; wait for its socket.
-    for (int i = 0; i < 100 && !fs::exists(b / ".s.PGSQL.6432"); ++i) ::usleep(50'000);
-    if (!fs::exists(b / ".s.PGSQL.6432")) return Unavailable("pgbouncer did not start: " + Tail(b / "pgbouncer.log"));
+    // -d returns once it has daemonized; wait until it answers, not only for its socket
+    // file: the file is there from its bind, and a connection before its listen is refused
+    // (seen once in a loaded CI run).
+    const std::string ping = fmt::format("host={} port=6432 dbname=pgbouncer user={}", b.string(), kSuperuser);
+    bool up = false;
+    for (int i = 0; i < 200 && !up; ++i) {
+      up = PQping(ping.c_str()) != PQPING_NO_RESPONSE;
+      if (!up) ::usleep(50'000);
+    }
+    if (!up) return Unavailable("pgbouncer did not start: " + Tail(b / "pgbouncer.log"));
     bouncer_started_ = true;
   }
   return fmt::format("postgresql://{}@/{}?host={}&port=6432", user.empty() ? kSuperuser : user, db,
