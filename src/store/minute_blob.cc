@@ -1,5 +1,7 @@
 #include "store/minute_blob.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <map>
@@ -172,15 +174,19 @@ Result<std::string> ReplaceDayMinutes(std::string_view stored, const std::vector
   return out;
 }
 
-Result<std::vector<std::pair<int, std::string>>> EncodeMinuteHours(std::span<const RollupUpdate* const> updates) {
-  std::vector<std::pair<int, std::string>> out;
+Result<std::string> DayMinutesAfter(std::string_view stored, int64_t device_id, int64_t day_ms,
+                                    std::span<const RollupUpdate* const> updates) {
+  std::vector<std::pair<int, std::string>> hours;
   for (const RollupUpdate* u : updates) {
-    const int hour = static_cast<int>((u->dirty.hour_ms - FloorTo(u->dirty.hour_ms, kMsPerDay)) / kMsPerHour);
     std::string blob;
     if (!u->minute_rows.empty()) {
       GPULEDGER_ASSIGN_OR_RETURN(blob, EncodeMinuteBlob(u->dirty.hour_ms, u->minute_rows));
     }
-    out.emplace_back(hour, std::move(blob));
+    hours.emplace_back(static_cast<int>((u->dirty.hour_ms - day_ms) / kMsPerHour), std::move(blob));
+  }
+  Result<std::string> out = ReplaceDayMinutes(stored, hours);
+  if (!out.ok()) {
+    return out.status().WithContext(fmt::format("rollup_day_minutes row of device {} on {}", device_id, FormatTime(day_ms)));
   }
   return out;
 }

@@ -57,9 +57,12 @@ std::optional<std::vector<HourMinutes>> SplitDayMinutes(std::string_view day);
 // kInternal when `stored` is corrupt or an hour lies outside 0 to 23.
 Result<std::string> ReplaceDayMinutes(std::string_view stored, const std::vector<std::pair<int, std::string>>& replaced);
 
-// The minute blobs of a device-day's updates (their hours of the day, and each one's
-// EncodeMinuteBlob, or empty for an update with no minute rows), for ReplaceDayMinutes.
-Result<std::vector<std::pair<int, std::string>>> EncodeMinuteHours(std::span<const RollupUpdate* const> updates);
+// The value of device `device_id`'s day `day_ms` after `updates` of its hours: `stored`
+// (empty: none) with each update's hour replaced by its minute rows (EncodeMinuteBlob;
+// none when it has no minute rows) by ReplaceDayMinutes. kInternal naming the device and
+// the day when `stored` is corrupt.
+Result<std::string> DayMinutesAfter(std::string_view stored, int64_t device_id, int64_t day_ms,
+                                    std::span<const RollupUpdate* const> updates);
 
 // Calls `fn` with each minute of the device-day's value `day` (of device `device_id`, day
 // `day_ms`) that has any time and lies in `range`, but those of the hours `skip_hour`

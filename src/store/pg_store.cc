@@ -306,18 +306,25 @@ struct DeviceDayRows {
   std::vector<RollupRow> rows;
 };
 
+// The keys of `days` as two arrays, devices then days: $1 and $2 of a statement that
+// unnests them.
+Params DeviceDayKeys(const std::vector<DeviceDayRows>& days) {
+  std::vector<int64_t> devs, day_ms;
+  for (const DeviceDayRows& d : days) {
+    devs.push_back(d.device_id);
+    day_ms.push_back(d.day_ms);
+  }
+  Params p;
+  p.AddArray(devs).AddArray(day_ms);
+  return p;
+}
+
 // Replaces the rollup_day_hours rows of the device-days of `days` with each one's `rows`,
 // and with `day_rows` their rollup_day rows with those rows' sums per job; a device-day
 // with no rows has no row. REQUIRES: in a transaction.
 Status WriteDays(Conn& c, const std::vector<DeviceDayRows>& days, bool day_rows) {
   if (days.empty()) return Status::Ok();
-  std::vector<int64_t> devs, day_keys;
-  for (const DeviceDayRows& d : days) {
-    devs.push_back(d.device_id);
-    day_keys.push_back(d.day_ms);
-  }
-  Params keys;
-  keys.AddArray(devs).AddArray(day_keys);
+  const Params keys = DeviceDayKeys(days);
   GPULEDGER_RETURN_IF_ERROR(c.Query("DELETE FROM rollup_day_hours r USING unnest($1::bigint[], $2::bigint[]) AS u(dev, day)"
                                     " WHERE r.device_id = u.dev AND r.day_ms = u.day",
                                     keys, "replacing day hours")
@@ -1445,22 +1452,16 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
     // Then the device-days, and their day hours as stored, read after their locks.
     const std::vector<DeviceDayUpdates> days = UpdatesByDeviceDay(updates);
     GPULEDGER_RETURN_IF_ERROR(LockDeviceDays(*c, days));
-    std::vector<DeviceDayRows> day_rows(days.size());
+    std::vector<DeviceDayRows> day_rows;
+    for (const DeviceDayUpdates& d : days) day_rows.push_back({d.device_id, d.day_ms, {}});
     std::vector<std::string> day_minutes(days.size());  // as stored, empty when none
     {
-      std::vector<int64_t> dd_dev, dd_day;
-      for (size_t k = 0; k < days.size(); ++k) {
-        day_rows[k].device_id = days[k].device_id;
-        day_rows[k].day_ms = days[k].day_ms;
-        dd_dev.push_back(days[k].device_id);
-        dd_day.push_back(days[k].day_ms);
-      }
       GPULEDGER_ASSIGN_OR_RETURN(
           Rows stored, c->Query("SELECT u.k, r.hours, m.minutes FROM unnest($1::bigint[], $2::bigint[])"
                                 " WITH ORDINALITY AS u(dev, day, k)"
                                 " LEFT JOIN rollup_day_hours r ON r.day_ms = u.day AND r.device_id = u.dev"
                                 " LEFT JOIN rollup_day_minutes m ON m.day_ms = u.day AND m.device_id = u.dev",
-                                Params().AddArray(dd_dev).AddArray(dd_day), "reading day hours"));
+                                DeviceDayKeys(day_rows), "reading day hours"));
       for (int i = 0; i < stored.rows(); ++i) {
         const size_t k = static_cast<size_t>(stored.Int(i, 0) - 1);
         DeviceDayRows& d = day_rows[k];
@@ -1490,19 +1491,15 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
         gens.push_back(d.generation);
       }
       if (written.empty()) continue;
-      GPULEDGER_ASSIGN_OR_RETURN(auto hours, EncodeMinuteHours(written));
-      Result<std::string> minutes = ReplaceDayMinutes(day_minutes[k], hours);
-      if (!minutes.ok()) {
-        return minutes.status().WithContext(
-            fmt::format("rollup_day_minutes row of device {} on {}", days[k].device_id, FormatTime(days[k].day_ms)));
-      }
+      GPULEDGER_ASSIGN_OR_RETURN(std::string minutes,
+                                 DayMinutesAfter(day_minutes[k], days[k].device_id, days[k].day_ms, written));
       m_day.push_back(days[k].day_ms);
       m_dev.push_back(days[k].device_id);
-      if (!minutes->empty()) {
+      if (!minutes.empty()) {
         m_put_day.push_back(days[k].day_ms);
         m_put_dev.push_back(days[k].device_id);
         if (m_blobs.size() > 1) m_blobs += ',';
-        pg::AppendHex(m_blobs, *minutes);
+        pg::AppendHex(m_blobs, minutes);
       }
       written_days.push_back(
           {days[k].device_id, days[k].day_ms, ReplaceHours(std::move(day_rows[k].rows), written)});

@@ -584,16 +584,11 @@ class SqliteStore final : public Store, public ActionLog {
       stored = std::string(q.Blob(0));
       return Status::Ok();
     }));
-    GPULEDGER_ASSIGN_OR_RETURN(auto hours, EncodeMinuteHours(dd.updates));
-    Result<std::string> minutes = ReplaceDayMinutes(stored, hours);
-    if (!minutes.ok()) {
-      return minutes.status().WithContext(
-          fmt::format("rollup_day_minutes row of device {} on {}", dd.device_id, FormatTime(dd.day_ms)));
-    }
+    GPULEDGER_ASSIGN_OR_RETURN(std::string minutes, DayMinutesAfter(stored, dd.device_id, dd.day_ms, dd.updates));
     GPULEDGER_RETURN_IF_ERROR(Done(S(kDeleteDayMinutes).Reset().Bind(1, dd.day_ms).Bind(2, dd.device_id)));
-    if (minutes->empty()) return Status::Ok();
+    if (minutes.empty()) return Status::Ok();
     Stmt& ins = S(kInsertDayMinutes).Reset().Bind(1, dd.day_ms).Bind(2, dd.device_id);
-    sqlite3_bind_blob(ins.get(), 3, minutes->data(), static_cast<int>(minutes->size()), SQLITE_TRANSIENT);
+    sqlite3_bind_blob(ins.get(), 3, minutes.data(), static_cast<int>(minutes.size()), SQLITE_TRANSIENT);
     return Done(ins);
   }
 
