@@ -228,8 +228,8 @@ class Copier {
   }
 
   Result<std::vector<Column>> Columns(const std::string& table) {
-    GPULEDGER_ASSIGN_OR_RETURN(Rows cols, dst_.Query("SELECT attname::text, format_type(atttypid, atttypmod) FROM pg_attribute"
-                                                     " WHERE attrelid = $1::regclass AND attnum > 0"
+    GPULEDGER_ASSIGN_OR_RETURN(Rows cols, dst_.Query("SELECT attname::text, format_type(atttypid, atttypmod), atthasdef::int"
+                                                     " FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0"
                                                      " AND NOT attisdropped ORDER BY attnum",
                                                      Params().Add(table), "reading the columns of " + table));
     GPULEDGER_ASSIGN_OR_RETURN(std::vector<std::string> theirs,
@@ -239,6 +239,10 @@ class Copier {
     for (int i = 0; i < cols.rows(); ++i) {
       Column c{cols.Text(i, 0), cols.Text(i, 0), Type::kInt8};
       const std::string type = cols.Text(i, 1);
+      const bool in_sqlite = std::find(theirs.begin(), theirs.end(), c.name) != theirs.end();
+      // A column of PostgreSQL's own layout with a default that says what SQLite's rows are
+      // (rollup_day_minutes.hour: -1, a day's value) is left to its default.
+      if (!in_sqlite && c.name != "id" && cols.Int(i, 2) == 1) continue;
       if (type == "bigint") {
         c.type = Type::kInt8;
       } else if (type == "double precision") {
@@ -251,7 +255,7 @@ class Copier {
         return FailedPrecondition(fmt::format("column {}.{} is of type {}, which the copy does not know", table,
                                               c.name, type));
       }
-      if (std::find(theirs.begin(), theirs.end(), c.name) == theirs.end()) {
+      if (!in_sqlite) {
         // PostgreSQL's identity key where SQLite numbers the rows itself.
         if (c.name != "id") {
           return FailedPrecondition(fmt::format("the SQLite store's table {} has no column {}", table, c.name));

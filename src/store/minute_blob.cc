@@ -174,8 +174,7 @@ Result<std::string> ReplaceDayMinutes(std::string_view stored, const std::vector
   return out;
 }
 
-Result<std::string> DayMinutesAfter(std::string_view stored, int64_t device_id, int64_t day_ms,
-                                    std::span<const RollupUpdate* const> updates) {
+Result<std::vector<std::pair<int, std::string>>> HourBlobsOf(int64_t day_ms, std::span<const RollupUpdate* const> updates) {
   std::vector<std::pair<int, std::string>> hours;
   for (const RollupUpdate* u : updates) {
     std::string blob;
@@ -184,6 +183,29 @@ Result<std::string> DayMinutesAfter(std::string_view stored, int64_t device_id, 
     }
     hours.emplace_back(static_cast<int>((u->dirty.hour_ms - day_ms) / kMsPerHour), std::move(blob));
   }
+  return hours;
+}
+
+Result<std::string> FoldDayMinutes(std::span<const DayMinutesRow> rows) {
+  std::string_view folded;
+  std::vector<std::pair<int, std::string>> hours;
+  for (const DayMinutesRow& r : rows) {
+    if (r.hour == -1) {
+      folded = r.minutes;
+    } else {
+      hours.emplace_back(r.hour, std::string(r.minutes));
+    }
+  }
+  if (hours.empty()) {
+    if (!folded.empty() && !SplitDayMinutes(folded)) return Internal("the stored day of minute rollups is corrupt");
+    return std::string(folded);
+  }
+  return ReplaceDayMinutes(folded, hours);
+}
+
+Result<std::string> DayMinutesAfter(std::string_view stored, int64_t device_id, int64_t day_ms,
+                                    std::span<const RollupUpdate* const> updates) {
+  GPULEDGER_ASSIGN_OR_RETURN(auto hours, HourBlobsOf(day_ms, updates));
   Result<std::string> out = ReplaceDayMinutes(stored, hours);
   if (!out.ok()) {
     return out.status().WithContext(fmt::format("rollup_day_minutes row of device {} on {}", device_id, FormatTime(day_ms)));

@@ -57,6 +57,24 @@ std::optional<std::vector<HourMinutes>> SplitDayMinutes(std::string_view day);
 // kInternal when `stored` is corrupt or an hour lies outside 0 to 23.
 Result<std::string> ReplaceDayMinutes(std::string_view stored, const std::vector<std::pair<int, std::string>>& replaced);
 
+// The blobs of `updates` of device-day `day_ms`'s hours: (hour of the day, EncodeMinuteBlob
+// of its minute rows; empty when it has none), in the updates' order.
+Result<std::vector<std::pair<int, std::string>>> HourBlobsOf(int64_t day_ms, std::span<const RollupUpdate* const> updates);
+
+// PostgreSQL (schema 16) keeps a device-day's minute rollups as rows keyed by an hour: -1
+// for the day's value (the format above), folded; 0 to 23 for one hour's blob written by a
+// refresh since (EncodeMinuteBlob's; empty: the hour has none), which takes that hour's
+// place in the day's value. A refresh writes its hour's row alone, so that it rewrites some
+// hundred bytes rather than the whole day; the day is folded into one row once it is over.
+struct DayMinutesRow {
+  int hour = -1;
+  std::string_view minutes;
+};
+// The day's value of a device-day's rows (any order; at most one of an hour): the folded
+// value with each hour row in its hour's place (ReplaceDayMinutes); empty when no hour is
+// left. kInternal when the folded value is corrupt or an hour lies outside -1 to 23.
+Result<std::string> FoldDayMinutes(std::span<const DayMinutesRow> rows);
+
 // The value of device `device_id`'s day `day_ms` after `updates` of its hours: `stored`
 // (empty: none) with each update's hour replaced by its minute rows (EncodeMinuteBlob;
 // none when it has no minute rows) by ReplaceDayMinutes. kInternal naming the device and

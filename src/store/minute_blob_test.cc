@@ -237,5 +237,35 @@ TEST(DayMinutesTest, BrokenDaysAreCorrupt) {
   EXPECT_FALSE(ReplaceDayMinutes("", {{24, "x"}}).ok()) << "an hour outside the day";
 }
 
+// PostgreSQL's rows of a device-day (schema 16): the folded value, and hour rows written
+// since that take their hours' places, an empty one hiding its hour.
+TEST(DayMinutesTest, HourRowsFoldIntoTheDaysValueInTheirPlaces) {
+  const int64_t day = kHour;  // a midnight
+  auto blob = [&](int hour, int64_t active) {
+    RollupRow r = Row(0, {active, 60'000 - active, 0, 0, 0});
+    r.period_ms += hour * kMsPerHour;
+    return *EncodeMinuteBlob(day + hour * kMsPerHour, {r});
+  };
+  const std::string folded = *ReplaceDayMinutes("", {{1, blob(1, 10)}, {2, blob(2, 20)}, {3, blob(3, 30)}});
+  const std::string b2 = blob(2, 99), b7 = blob(7, 70);
+  const std::vector<DayMinutesRow> rows = {{-1, folded}, {2, b2}, {3, ""}, {7, b7}};
+  auto v = FoldDayMinutes(rows);
+  ASSERT_TRUE(v.ok()) << v.status().message();
+  // The same, by ReplaceDayMinutes' road from the hours one by one.
+  EXPECT_EQ(*v, *ReplaceDayMinutes("", {{1, blob(1, 10)}, {2, b2}, {7, b7}}));
+  // In any order; a folded day alone is itself; hour rows alone are a day of them.
+  EXPECT_EQ(*FoldDayMinutes(std::vector<DayMinutesRow>{{7, b7}, {3, ""}, {-1, folded}, {2, b2}}), *v);
+  EXPECT_EQ(*FoldDayMinutes(std::vector<DayMinutesRow>{{-1, folded}}), folded);
+  EXPECT_EQ(*FoldDayMinutes(std::vector<DayMinutesRow>{{7, b7}}), *ReplaceDayMinutes("", {{7, b7}}));
+  // Nothing left: no value.
+  EXPECT_TRUE(FoldDayMinutes(std::vector<DayMinutesRow>{{1, ""}})->empty());
+  EXPECT_TRUE(FoldDayMinutes(std::vector<DayMinutesRow>{})->empty());
+  // A corrupt folded value (alone or not) and an hour outside the day are errors.
+  EXPECT_FALSE(FoldDayMinutes(std::vector<DayMinutesRow>{{-1, "\x02\x18\x01\x01"}}).ok());
+  EXPECT_FALSE(FoldDayMinutes(std::vector<DayMinutesRow>{{-1, "\x02\x18\x01\x01"}, {2, b2}}).ok());
+  EXPECT_FALSE(FoldDayMinutes(std::vector<DayMinutesRow>{{24, b2}}).ok());
+  EXPECT_FALSE(FoldDayMinutes(std::vector<DayMinutesRow>{{-2, b2}}).ok());
+}
+
 }  // namespace
 }  // namespace gpuledger::store

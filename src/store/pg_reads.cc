@@ -48,6 +48,29 @@ constexpr const char* kBounded = "AND {0} >= $4 AND {0} <= $5";
 
 }  // namespace
 
+Status ForEachDayMinutes(const Rows& q,
+                         const std::function<Status(int64_t day_ms, int64_t device_id, std::string_view value)>& fn) {
+  std::vector<DayMinutesRow> parts;
+  for (int i = 0; i < q.rows();) {
+    const int64_t day = q.Int(i, 0), device = q.Int(i, 1);
+    parts.clear();
+    for (; i < q.rows() && q.Int(i, 0) == day && q.Int(i, 1) == device; ++i) {
+      parts.push_back({static_cast<int>(q.Int(i, 2)), q.Bytes(i, 3)});
+    }
+    if (parts.size() == 1 && parts[0].hour == -1) {  // a folded day: the value as stored
+      GPULEDGER_RETURN_IF_ERROR(fn(day, device, parts[0].minutes));
+      continue;
+    }
+    Result<std::string> value = FoldDayMinutes(parts);
+    if (!value.ok()) {
+      return Corrupt("rollup_day_minutes", fmt::format("of device {} on {}", device, FormatTime(day)),
+                     value.status().message());
+    }
+    GPULEDGER_RETURN_IF_ERROR(fn(day, device, *value));
+  }
+  return Status::Ok();
+}
+
 Result<std::vector<DeviceRecord>> Reads::ListDevices() {
   GPULEDGER_ASSIGN_OR_RETURN(
       Rows q, c_.Query("SELECT id, uuid, node, model, memory_mib, pool, capacity_type, parent_id, share_num,"
@@ -447,20 +470,20 @@ Status Reads::ScanMinuteRollups(const TimeRange& range, const std::function<void
   int64_t days_per_query = 1;
   for (int64_t from = FloorTo(range.begin_ms, kMsPerDay); from < range.end_ms;) {
     const int64_t to = std::min(from + days_per_query * kMsPerDay, FloorTo(range.end_ms - 1, kMsPerDay) + kMsPerDay);
-    GPULEDGER_ASSIGN_OR_RETURN(Rows q, c_.Query("SELECT day_ms, device_id, minutes FROM rollup_day_minutes"
-                                                " WHERE day_ms >= $1 AND day_ms < $2 ORDER BY day_ms, device_id",
+    GPULEDGER_ASSIGN_OR_RETURN(Rows q, c_.Query("SELECT day_ms, device_id, hour, minutes FROM rollup_day_minutes"
+                                                " WHERE day_ms >= $1 AND day_ms < $2 ORDER BY day_ms, device_id, hour",
                                                 Params().Add(from).Add(to), "reading minute rollups"));
     const int64_t per_day = q.rows() / std::max<int64_t>(1, (to - from) / kMsPerDay);
     days_per_query = std::max<int64_t>(1, kRowsPerQuery / std::max<int64_t>(1, per_day));
     from = to;
-    for (int i = 0; i < q.rows(); ++i) {
-      const int64_t day = q.Int(i, 0), device = q.Int(i, 1);
-      if (!DecodeDayMinutes(q.Bytes(i, 2), day, device, range,
-                            [&](int64_t hour) { return dirty.Holds(device, hour); }, fn)) {
+    GPULEDGER_RETURN_IF_ERROR(ForEachDayMinutes(q, [&](int64_t day, int64_t device, std::string_view value) {
+      if (!value.empty() && !DecodeDayMinutes(value, day, device, range,
+                                              [&](int64_t hour) { return dirty.Holds(device, hour); }, fn)) {
         return Corrupt("rollup_day_minutes", fmt::format("of device {} on {}", device, FormatTime(day)),
                        "the minutes are corrupt");
       }
-    }
+      return Status::Ok();
+    }));
   }
   return Status::Ok();
 }

@@ -29,6 +29,14 @@ void ReadRollupFigures(const Rows& q, int i, int col, Row& r) {
   r.idle_causes[kIdleCauseCount - 1] = r.ms[static_cast<size_t>(Bucket::kAllocatedIdle)] - named;
 }
 
+// Each device-day of `q`'s rows (columns day_ms, device_id, hour, minutes of
+// rollup_day_minutes, ordered by the first three) to `fn` with the day's value: its folded
+// row with the hour rows since in their places (store/minute_blob.h, FoldDayMinutes;
+// empty when no hour is left). An error of `fn` stops it and is returned; a row that does
+// not fold is an error naming the device and day.
+Status ForEachDayMinutes(const Rows& q,
+                         const std::function<Status(int64_t day_ms, int64_t device_id, std::string_view value)>& fn);
+
 // Implements StoreReads with SQL on `conn` (not owned; it outlives this). Not
 // thread-safe: the owner of the connection serializes its use. A row that cannot be read
 // (a bad enum text, a corrupt chunk or minute blob) is an error naming its table and key.

@@ -217,6 +217,16 @@ std::vector<std::string> Migrations() {
       // rollup_minute and drops it.
       "CREATE TABLE rollup_day_minutes(day_ms BIGINT NOT NULL, device_id BIGINT NOT NULL, minutes BYTEA NOT NULL,"
       "  PRIMARY KEY(day_ms, device_id));",
+      // 16: a refresh writes the minute rollups of its device-hour as a row of its own
+      // (`hour` 0 to 23; store/minute_blob.h, DayMinutesRow), not the whole day's value
+      // again: rewritten on every refresh (each few seconds while agents push), a day's
+      // value of up to some 5 KB left that much dead space and WAL each time. SettleDays
+      // folds a day's hour rows into its value (`hour` -1, what the rows stored so far
+      // are) once the day is over. The partial index finds the hour rows to fold.
+      "ALTER TABLE rollup_day_minutes ADD COLUMN hour SMALLINT NOT NULL DEFAULT -1;"
+      "ALTER TABLE rollup_day_minutes DROP CONSTRAINT rollup_day_minutes_pkey;"
+      "ALTER TABLE rollup_day_minutes ADD PRIMARY KEY(day_ms, device_id, hour);"
+      "CREATE INDEX rollup_day_minutes_unfolded ON rollup_day_minutes(day_ms, device_id) WHERE hour >= 0;",
   };
 }
 
@@ -1454,29 +1464,24 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
     GPULEDGER_RETURN_IF_ERROR(LockDeviceDays(*c, days));
     std::vector<DeviceDayRows> day_rows;
     for (const DeviceDayUpdates& d : days) day_rows.push_back({d.device_id, d.day_ms, {}});
-    std::vector<std::string> day_minutes(days.size());  // as stored, empty when none
     {
       GPULEDGER_ASSIGN_OR_RETURN(
-          Rows stored, c->Query("SELECT u.k, r.hours, m.minutes FROM unnest($1::bigint[], $2::bigint[])"
+          Rows stored, c->Query("SELECT u.k, r.hours FROM unnest($1::bigint[], $2::bigint[])"
                                 " WITH ORDINALITY AS u(dev, day, k)"
-                                " LEFT JOIN rollup_day_hours r ON r.day_ms = u.day AND r.device_id = u.dev"
-                                " LEFT JOIN rollup_day_minutes m ON m.day_ms = u.day AND m.device_id = u.dev",
+                                " JOIN rollup_day_hours r ON r.day_ms = u.day AND r.device_id = u.dev",
                                 DeviceDayKeys(day_rows), "reading day hours"));
       for (int i = 0; i < stored.rows(); ++i) {
-        const size_t k = static_cast<size_t>(stored.Int(i, 0) - 1);
-        DeviceDayRows& d = day_rows[k];
-        if (!stored.IsNull(i, 1)) {
-          GPULEDGER_ASSIGN_OR_RETURN(d.rows, DayHourRows(stored.Bytes(i, 1), d.day_ms, d.device_id));
-        }
-        if (!stored.IsNull(i, 2)) day_minutes[k] = std::string(stored.Bytes(i, 2));
+        DeviceDayRows& d = day_rows[static_cast<size_t>(stored.Int(i, 0) - 1)];
+        GPULEDGER_ASSIGN_OR_RETURN(d.rows, DayHourRows(stored.Bytes(i, 1), d.day_ms, d.device_id));
       }
     }
     // A device-hour never marked at all (a caller's own write) is written as asked.
     std::vector<int64_t> wdev, whour, gens;
     std::vector<DeviceDayRows> written_days;
-    std::vector<int64_t> m_day, m_dev;  // the device-days whose minutes are rewritten
-    std::string m_blobs = "{";         // their values, hex, none for a day left with none
-    std::vector<int64_t> m_put_day, m_put_dev;
+    // The device-hours' minute rows (schema 16): day, device, hour of the day and blob (hex;
+    // empty: the hour has none, which hides that hour of a folded day's value).
+    std::vector<int64_t> m_day, m_dev, m_hour;
+    std::string m_blobs = "{";
     for (size_t k = 0; k < days.size(); ++k) {
       std::vector<const RollupUpdate*> written;
       for (const RollupUpdate* u : days[k].updates) {
@@ -1491,15 +1496,14 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
         gens.push_back(d.generation);
       }
       if (written.empty()) continue;
-      GPULEDGER_ASSIGN_OR_RETURN(std::string minutes,
-                                 DayMinutesAfter(day_minutes[k], days[k].device_id, days[k].day_ms, written));
-      m_day.push_back(days[k].day_ms);
-      m_dev.push_back(days[k].device_id);
-      if (!minutes.empty()) {
-        m_put_day.push_back(days[k].day_ms);
-        m_put_dev.push_back(days[k].device_id);
+      GPULEDGER_ASSIGN_OR_RETURN(auto blobs, HourBlobsOf(days[k].day_ms, written));
+      for (const auto& [of_day, blob] : blobs) {
+        m_day.push_back(days[k].day_ms);
+        m_dev.push_back(days[k].device_id);
+        m_hour.push_back(of_day);
         if (m_blobs.size() > 1) m_blobs += ',';
-        pg::AppendHex(m_blobs, minutes);
+        if (blob.empty()) m_blobs += "\"\"";  // an empty element of the text array
+        pg::AppendHex(m_blobs, blob);
       }
       written_days.push_back(
           {days[k].device_id, days[k].day_ms, ReplaceHours(std::move(day_rows[k].rows), written)});
@@ -1510,17 +1514,12 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
     GPULEDGER_RETURN_IF_ERROR(MergeServingHours(*c));
     if (wdev.empty()) return c->Exec("COMMIT", "writing rollups");
     GPULEDGER_RETURN_IF_ERROR(
-        c->Query("DELETE FROM rollup_day_minutes r USING unnest($1::bigint[], $2::bigint[]) AS u(day, dev)"
-                 " WHERE r.device_id = u.dev AND r.day_ms = u.day",
-                 Params().AddArray(m_day).AddArray(m_dev), "replacing minute rollups")
+        c->Query("INSERT INTO rollup_day_minutes(day_ms, device_id, hour, minutes)"
+                 " SELECT d, dev, h, decode(x, 'hex')"
+                 " FROM unnest($1::bigint[], $2::bigint[], $3::smallint[], $4::text[]) AS u(d, dev, h, x)"
+                 " ON CONFLICT(day_ms, device_id, hour) DO UPDATE SET minutes = excluded.minutes",
+                 Params().AddArray(m_day).AddArray(m_dev).AddArray(m_hour).Add(m_blobs), "writing minute rollups")
             .status());
-    if (!m_put_day.empty()) {
-      GPULEDGER_RETURN_IF_ERROR(
-          c->Query("INSERT INTO rollup_day_minutes(day_ms, device_id, minutes)"
-                   " SELECT d, dev, decode(x, 'hex') FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS u(d, dev, x)",
-                   Params().AddArray(m_put_day).AddArray(m_put_dev).Add(m_blobs), "writing minute rollups")
-              .status());
-    }
     // The day rows and the day hours of each device-day written. The days' versions are
     // drawn anew by rollup_day's triggers (schema version 9).
     GPULEDGER_RETURN_IF_ERROR(WriteDays(*c, written_days, /*day_rows=*/true));
@@ -1771,6 +1770,70 @@ Result<int64_t> PgStore::PruneSamples(int64_t before_ms) {
   return dropped;
 }
 
+// The minute rows of the device-days that ended at or before `before_ms` folded into one
+// row each (schema 16; store/minute_blob.h, DayMinutesRow), a few thousand device-days a
+// transaction, each under the lock a refresh of its hours takes (LockDeviceDays), so that
+// an hour refreshed meanwhile is neither lost nor folded half. One replica at a time: one
+// that finds another at it leaves the rows to it. A day refreshed after it was folded (a
+// late batch) has hour rows again, folded by a later call.
+Status FoldMinuteHours(Conn& c, int64_t before_ms) {
+  constexpr int kDeviceDaysPerTransaction = 2'000;
+  for (;;) {
+    GPULEDGER_RETURN_IF_ERROR(c.Exec("BEGIN", "folding minute rollups"));
+    Result<int> folded = [&]() -> Result<int> {
+      GPULEDGER_ASSIGN_OR_RETURN(Rows mine, c.Query("SELECT 1 WHERE pg_try_advisory_xact_lock($1)",
+                                                    Params().Add(kSettleLock), "folding minute rollups"));
+      if (mine.rows() == 0) return 0;  // another replica is at it
+      GPULEDGER_ASSIGN_OR_RETURN(
+          Rows open, c.Query("SELECT DISTINCT day_ms, device_id FROM rollup_day_minutes"
+                             " WHERE hour >= 0 AND day_ms <= $1 ORDER BY 1, 2 LIMIT $2",
+                             Params().Add(before_ms - kMsPerDay).Add(int64_t{kDeviceDaysPerTransaction}),
+                             "finding minute rollups to fold"));
+      if (open.rows() == 0) return 0;
+      std::vector<DeviceDayUpdates> days;
+      std::vector<DeviceDayRows> keys;
+      for (int i = 0; i < open.rows(); ++i) {
+        days.push_back({open.Int(i, 1), open.Int(i, 0), {}});
+        keys.push_back({open.Int(i, 1), open.Int(i, 0), {}});
+      }
+      GPULEDGER_RETURN_IF_ERROR(LockDeviceDays(c, days));
+      GPULEDGER_ASSIGN_OR_RETURN(
+          Rows rows, c.Query("SELECT m.day_ms, m.device_id, m.hour, m.minutes FROM rollup_day_minutes m"
+                             " JOIN unnest($1::bigint[], $2::bigint[]) AS u(dev, day)"
+                             " ON m.day_ms = u.day AND m.device_id = u.dev ORDER BY 1, 2, 3",
+                             DeviceDayKeys(keys), "reading minute rollups to fold"));
+      std::vector<int64_t> put_day, put_dev;
+      std::string blobs = "{";
+      GPULEDGER_RETURN_IF_ERROR(pg::ForEachDayMinutes(rows, [&](int64_t day, int64_t dev, std::string_view value) {
+        if (value.empty()) return Status::Ok();
+        put_day.push_back(day);
+        put_dev.push_back(dev);
+        if (blobs.size() > 1) blobs += ',';
+        pg::AppendHex(blobs, value);
+        return Status::Ok();
+      }));
+      blobs += '}';
+      GPULEDGER_RETURN_IF_ERROR(
+          c.Query("DELETE FROM rollup_day_minutes m USING unnest($1::bigint[], $2::bigint[]) AS u(dev, day)"
+                  " WHERE m.day_ms = u.day AND m.device_id = u.dev",
+                  DeviceDayKeys(keys), "folding minute rollups")
+              .status());
+      GPULEDGER_RETURN_IF_ERROR(
+          c.Query("INSERT INTO rollup_day_minutes(day_ms, device_id, hour, minutes)"
+                  " SELECT d, dev, -1, decode(x, 'hex') FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS u(d, dev, x)",
+                  Params().AddArray(put_day).AddArray(put_dev).Add(blobs), "folding minute rollups")
+              .status());
+      return open.rows();
+    }();
+    if (!folded.ok()) {
+      if (!c.Broken() && c.InTransaction()) (void)c.Exec("ROLLBACK", "folding minute rollups");
+      return folded.status();
+    }
+    GPULEDGER_RETURN_IF_ERROR(c.Exec("COMMIT", "folding minute rollups"));
+    if (*folded < kDeviceDaysPerTransaction) return Status::Ok();
+  }
+}
+
 // A day is settled by CLUSTER of its sample_chunks partition on the partition's key index
 // (device, first time), which marks that index clustered (pg_index.indisclustered): the
 // mark says the day is done, for every replica. On a connection of its own, so that
@@ -1788,6 +1851,7 @@ Result<std::vector<int64_t>> PgStore::SettleDays(int64_t before_ms, size_t limit
     GPULEDGER_RETURN_IF_ERROR(settle_conn_->Reset());
   }
   Conn& c = *settle_conn_;
+  GPULEDGER_RETURN_IF_ERROR(FoldMinuteHours(c, before_ms));
   GPULEDGER_ASSIGN_OR_RETURN(
       Rows parts, c.Query("SELECT p.relname::text, x.indexrelid::regclass::text FROM pg_inherits i"
                           " JOIN pg_class p ON p.oid = i.inhrelid JOIN pg_index x ON x.indrelid = p.oid"

@@ -126,7 +126,7 @@ TEST_F(PgStoreTest, ASchemaFromANewerBuildIsRefusedNamingBothVersions) {
   auto s = OpenPgStore(server_->Url(db_));
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_THAT(s.status().message(), HasSubstr("has schema version 999, newer than this build (15); upgrade gpuledger"));
+  EXPECT_THAT(s.status().message(), HasSubstr("has schema version 999, newer than this build (16); upgrade gpuledger"));
 }
 
 // A store of schema version 5 had hour rollups and no day rollups: migrating fills them
@@ -250,7 +250,136 @@ TEST_F(PgStoreTest, MigratesMinuteRollupsIntoDays) {
   PGconn* c = Connect();
   EXPECT_EQ(One(c, "SELECT to_regclass('rollup_minute') IS NULL"), "t");
   EXPECT_EQ(One(c, "SELECT count(*) FROM rollup_day_minutes"), "6") << "two devices on three days";
+  EXPECT_EQ(One(c, "SELECT count(*) FROM rollup_day_minutes WHERE hour = -1"), "6") << "each a folded day (schema 16)";
   PQfinish(c);
+}
+
+// A refresh of a device-hour's minute rollups for the minutes it refreshes, as a test
+// writes it: `active` ms in each minute of `minutes` (none: the hour has no minute rows).
+RollupUpdate MinuteUpdate(int64_t device, int64_t hour, const std::vector<int64_t>& minutes, int64_t active) {
+  RollupUpdate u{{device, hour, 0}, {}, {}};
+  int64_t total = 0;
+  for (int64_t m : minutes) {
+    u.minute_rows.push_back(RollupRow{hour + m * kMsPerMinute, device, 0, {active, 0, 0, 0, 0}, 0});
+    total += active;
+  }
+  if (total > 0) u.hour_rows.push_back(RollupRow{hour, device, 7, {total, 0, 0, 0, 0}, 0});
+  return u;
+}
+
+// Schema version 16: a refresh writes its device-hour's minutes as a row of their own (not
+// the whole day's value again), and settling folds a day that is over into one row. What
+// a read sees is the same before and after the fold, and after a late refresh of a folded
+// day, which a later fold folds in turn: checked against what was written, kept apart.
+TEST_F(PgStoreTest, AnHoursMinuteRowsAreFoldedIntoTheirDayOnceItIsOver) {
+  const int64_t day0 = kT0 - 8 * kMsPerHour;  // 2026-11-23T00:00:00Z
+  std::map<std::pair<int64_t, int64_t>, int64_t> want;  // (device, minute) -> active ms
+  PGconn* c = Connect();
+  auto write = [&](int64_t device, int64_t hour, const std::vector<int64_t>& minutes, int64_t active) {
+    // Marked dirty, as a batch marks its hours: a refresh rewrites a stored hour only then.
+    One(c, fmt::format("INSERT INTO dirty_hours VALUES({}, {}, 0) RETURNING 1", device, hour));
+    for (auto it = want.begin(); it != want.end();) {
+      it = it->first.first == device && it->first.second >= hour && it->first.second < hour + kMsPerHour ? want.erase(it)
+                                                                                                          : std::next(it);
+    }
+    for (int64_t m : minutes) want[{device, hour + m * kMsPerMinute}] = active;
+    ASSERT_TRUE(store_->WriteRollups({MinuteUpdate(device, hour, minutes, active)}).ok());
+  };
+  auto read = [&] {
+    std::map<std::pair<int64_t, int64_t>, int64_t> have;
+    EXPECT_TRUE(store_->ScanMinuteRollups({day0, day0 + 2 * kMsPerDay}, [&](const RollupRow& r) {
+                      have[{r.device_id, r.period_ms}] = r.ms[0];
+                    }).ok());
+    return have;
+  };
+  auto rows = [&](const std::string& where) {
+    return One(c, "SELECT count(*) FROM rollup_day_minutes WHERE " + where);
+  };
+  for (int h = 0; h < 4; ++h) ASSERT_NO_FATAL_FAILURE(write(1, day0 + h * kMsPerHour, {0, 7, 59}, 1000 + h));
+  ASSERT_NO_FATAL_FAILURE(write(2, day0 + kMsPerHour, {30}, 60'000));
+  ASSERT_NO_FATAL_FAILURE(write(1, day0 + kMsPerDay, {1}, 500));  // the next day, not over
+  ASSERT_NO_FATAL_FAILURE(write(1, day0 + 2 * kMsPerHour, {3, 4}, 2000));  // refreshed again
+  EXPECT_EQ(read(), want);
+  EXPECT_EQ(rows("hour >= 0"), "6") << "a row per device-hour, the one refreshed twice once";
+  EXPECT_EQ(rows("hour = -1"), "0");
+
+  // The first day is over two hours after its end; the next is not.
+  ASSERT_TRUE(store_->SettleDays(day0 + kMsPerDay + 2 * kMsPerHour, 1).ok());
+  EXPECT_EQ(read(), want);
+  EXPECT_EQ(rows(fmt::format("day_ms = {} AND hour = -1", day0)), "2") << "a row per device-day";
+  EXPECT_EQ(rows(fmt::format("day_ms = {} AND hour >= 0", day0)), "0");
+  EXPECT_EQ(rows(fmt::format("day_ms = {} AND hour = 0", day0 + kMsPerDay)), "1") << "not over: not folded";
+
+  // A late batch: hour 1 refreshed with no minutes left, hour 5 with some. Its rows hide
+  // and add to the folded value until the next fold takes them in.
+  ASSERT_NO_FATAL_FAILURE(write(1, day0 + kMsPerHour, {}, 0));
+  ASSERT_NO_FATAL_FAILURE(write(1, day0 + 5 * kMsPerHour, {10}, 42));
+  EXPECT_EQ(read(), want);
+  EXPECT_EQ(rows(fmt::format("day_ms = {} AND device_id = 1", day0)), "3");
+  ASSERT_TRUE(store_->SettleDays(day0 + 2 * kMsPerDay + 2 * kMsPerHour, 1).ok());
+  EXPECT_EQ(read(), want);
+  EXPECT_EQ(rows("hour >= 0"), "0") << "both days folded";
+  EXPECT_EQ(rows("true"), "3");
+
+  // A device-day whose every hour was emptied after the fold has no row left at all.
+  for (int h : {0, 2, 3, 5}) ASSERT_NO_FATAL_FAILURE(write(1, day0 + h * kMsPerHour, {}, 0));
+  ASSERT_TRUE(store_->SettleDays(day0 + 2 * kMsPerDay + 2 * kMsPerHour, 1).ok());
+  EXPECT_EQ(read(), want);
+  EXPECT_EQ(rows(fmt::format("day_ms = {} AND device_id = 1", day0)), "0");
+  PQfinish(c);
+}
+
+// A replica folding a device-day while another refreshes one of its hours loses neither:
+// both take the device-day's lock.
+TEST_F(PgStoreTest, AnHourRefreshedWhileItsDayIsFoldedIsKept) {
+  auto other = OpenPgStore(server_->Url(db_));
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  const int64_t day0 = kT0 - 8 * kMsPerHour - 60 * kMsPerDay;
+  constexpr int kRounds = 20, kDevices = 200;
+  auto updates = [](int64_t hour, int64_t minute, int64_t active) {
+    std::vector<RollupUpdate> out;
+    for (int64_t d = 1; d <= kDevices; ++d) out.push_back(MinuteUpdate(d, hour, {minute}, active + d));
+    return out;
+  };
+  for (int round = 0; round < kRounds; ++round) {
+    const int64_t day = day0 + round * kMsPerDay;
+    ASSERT_TRUE(store_->WriteRollups(updates(day + 3 * kMsPerHour, 5, 1000 * round)).ok());
+    std::atomic<int> ready{0};
+    Status a, b;
+    auto go = [&] {
+      ready.fetch_add(1);
+      while (ready.load() < 2) {
+      }
+    };
+    std::thread ta([&] {
+      go();
+      a = store_->WriteRollups(updates(day + 4 * kMsPerHour, 6, 1000 * round + 500));
+    });
+    std::thread tb([&] {
+      go();
+      // Started a little later each round, so that some round's fold reads the day's rows
+      // just before the refresh commits (which the lock then holds back).
+      std::this_thread::sleep_for(std::chrono::microseconds(500 * (round % 20)));
+      b = (*other)->SettleDays(day + kMsPerDay + 2 * kMsPerHour, 1).status();
+    });
+    ta.join();
+    tb.join();
+    ASSERT_TRUE(a.ok()) << a.ToString();
+    ASSERT_TRUE(b.ok()) << b.ToString();
+  }
+  std::map<std::pair<int64_t, int64_t>, int64_t> have, want;  // (device, minute) -> active ms
+  ASSERT_TRUE(store_->ScanMinuteRollups({day0, day0 + kRounds * kMsPerDay}, [&](const RollupRow& r) {
+                    have[{r.device_id, r.period_ms}] = r.ms[0];
+                  }).ok());
+  for (int round = 0; round < kRounds; ++round) {
+    const int64_t day = day0 + round * kMsPerDay;
+    for (int64_t d = 1; d <= kDevices; ++d) {
+      want[{d, day + 3 * kMsPerHour + 5 * kMsPerMinute}] = 1000 * round + d;
+      want[{d, day + 4 * kMsPerHour + 6 * kMsPerMinute}] = 1000 * round + 500 + d;
+    }
+  }
+  EXPECT_EQ(have.size(), want.size());
+  EXPECT_TRUE(have == want) << "an hour refreshed while its day was folded was lost";
 }
 
 // Two replicas refreshing different hours of one device-day at the same moment both land:
