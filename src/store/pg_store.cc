@@ -1497,7 +1497,10 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
       }
       if (written.empty()) continue;
       GPULEDGER_ASSIGN_OR_RETURN(auto blobs, HourBlobsOf(days[k].day_ms, written));
-      for (const auto& [of_day, blob] : blobs) {
+      // One row an hour, the last update of it winning: one upsert cannot touch a row twice.
+      std::map<int, std::string> by_hour;
+      for (auto& [of_day, blob] : blobs) by_hour[of_day] = std::move(blob);
+      for (const auto& [of_day, blob] : by_hour) {
         m_day.push_back(days[k].day_ms);
         m_dev.push_back(days[k].device_id);
         m_hour.push_back(of_day);

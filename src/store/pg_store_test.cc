@@ -303,6 +303,13 @@ TEST_F(PgStoreTest, AnHoursMinuteRowsAreFoldedIntoTheirDayOnceItIsOver) {
   EXPECT_EQ(rows("hour >= 0"), "6") << "a row per device-hour, the one refreshed twice once";
   EXPECT_EQ(rows("hour = -1"), "0");
 
+  // Two updates of one hour in one write: the last wins, as on SQLite.
+  want[{2, day0 + kMsPerHour + 30 * kMsPerMinute}] = 5;
+  One(c, fmt::format("INSERT INTO dirty_hours VALUES(2, {}, 0) RETURNING 1", day0 + kMsPerHour));
+  ASSERT_TRUE(store_->WriteRollups({MinuteUpdate(2, day0 + kMsPerHour, {30}, 4), MinuteUpdate(2, day0 + kMsPerHour, {30}, 5)})
+                  .ok());
+  EXPECT_EQ(read(), want);
+
   // The first day is over two hours after its end; the next is not.
   ASSERT_TRUE(store_->SettleDays(day0 + kMsPerDay + 2 * kMsPerHour, 1).ok());
   EXPECT_EQ(read(), want);
