@@ -293,10 +293,12 @@ Status ConvertServingToChunks(Conn& c) {
 // transaction mode keeps) per device-day, its key "gpld" and a hash of device and day
 // (two device-days that share a key are refreshed one after the other), taken in key
 // order so that two refreshes never wait on each other in a circle.
-Status LockDeviceDays(Conn& c, const std::vector<DeviceDayUpdates>& days) {
+// `days`: any device-days (DeviceDayUpdates, DeviceDayRows).
+template <typename DeviceDays>
+Status LockDeviceDays(Conn& c, const DeviceDays& days) {
   std::vector<int64_t> keys;
   keys.reserve(days.size());
-  for (const DeviceDayUpdates& d : days) {
+  for (const auto& d : days) {
     uint64_t h = static_cast<uint64_t>(d.device_id) * 0x9e3779b97f4a7c15u ^
                  static_cast<uint64_t>(d.day_ms / kMsPerDay) * 0xc2b2ae3d27d4eb4fu;
     h ^= h >> 29;
@@ -346,7 +348,7 @@ Status WriteDays(Conn& c, const std::vector<DeviceDayRows>& days, bool day_rows)
                                   .status());
   }
   std::vector<int64_t> out_dev, out_day;
-  std::string blobs = "{";
+  std::vector<std::string> blobs;
   // The day rows: (day, device, job), the sums of the columns after them, the hour rows.
   std::vector<int64_t> d_day, d_dev, d_job, d_coarse, d_count;
   std::array<std::vector<int64_t>, kBucketCount> d_ms;
@@ -357,8 +359,7 @@ Status WriteDays(Conn& c, const std::vector<DeviceDayRows>& days, bool day_rows)
     GPULEDGER_ASSIGN_OR_RETURN(std::string blob, EncodeDayHours(day, dd.rows));
     out_dev.push_back(dev);
     out_day.push_back(day);
-    if (blobs.size() > 1) blobs += ',';
-    pg::AppendHex(blobs, blob);
+    blobs.push_back(std::move(blob));
     if (!day_rows) continue;
     for (const DayRow& d : SumDayRows(dd.rows)) {
       d_day.push_back(day);
@@ -370,7 +371,6 @@ Status WriteDays(Conn& c, const std::vector<DeviceDayRows>& days, bool day_rows)
       d_count.push_back(d.hour_rows);
     }
   }
-  blobs += '}';
   if (out_dev.empty()) return Status::Ok();
   if (day_rows) {
     Params p;
@@ -390,7 +390,7 @@ Status WriteDays(Conn& c, const std::vector<DeviceDayRows>& days, bool day_rows)
   }
   return c.Query("INSERT INTO rollup_day_hours(day_ms, device_id, hours)"
                  " SELECT d, dev, decode(x, 'hex') FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS u(d, dev, x)",
-                 Params().AddArray(out_day).AddArray(out_dev).Add(blobs), "writing day hours")
+                 Params().AddArray(out_day).AddArray(out_dev).AddHexArray(blobs), "writing day hours")
       .status();
 }
 
@@ -459,7 +459,7 @@ Status ConvertMinutesToDays(Conn& c) {
                           " ORDER BY device_id, hour_ms",
                           Params().Add(day).Add(day + kMsPerDay), "reading minute rollups"));
       std::vector<int64_t> days, devs;
-      std::string blobs = "{";
+      std::vector<std::string> blobs;
       for (int i = 0; i < q.rows();) {
         const int64_t device = q.Int(i, 0);
         std::vector<std::pair<int, std::string>> hours;
@@ -469,15 +469,13 @@ Status ConvertMinutesToDays(Conn& c) {
         GPULEDGER_ASSIGN_OR_RETURN(std::string minutes, ReplaceDayMinutes("", hours));
         days.push_back(day);
         devs.push_back(device);
-        if (blobs.size() > 1) blobs += ',';
-        pg::AppendHex(blobs, minutes);
+        blobs.push_back(std::move(minutes));
       }
-      blobs += '}';
       if (days.empty()) continue;
       GPULEDGER_RETURN_IF_ERROR(
           c.Query("INSERT INTO rollup_day_minutes(day_ms, device_id, minutes)"
                   " SELECT d, dev, decode(x, 'hex') FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS u(d, dev, x)",
-                  Params().AddArray(days).AddArray(devs).Add(blobs), "moving minute rollups")
+                  Params().AddArray(days).AddArray(devs).AddHexArray(blobs), "moving minute rollups")
               .status());
     }
   }
@@ -1481,7 +1479,7 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
     // The device-hours' minute rows (schema 16): day, device, hour of the day and blob (hex;
     // empty: the hour has none, which hides that hour of a folded day's value).
     std::vector<int64_t> m_day, m_dev, m_hour;
-    std::string m_blobs = "{";
+    std::vector<std::string> m_blobs;
     for (size_t k = 0; k < days.size(); ++k) {
       std::vector<const RollupUpdate*> written;
       for (const RollupUpdate* u : days[k].updates) {
@@ -1500,18 +1498,15 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
       // One row an hour, the last update of it winning: one upsert cannot touch a row twice.
       std::map<int, std::string> by_hour;
       for (auto& [of_day, blob] : blobs) by_hour[of_day] = std::move(blob);
-      for (const auto& [of_day, blob] : by_hour) {
+      for (auto& [of_day, blob] : by_hour) {
         m_day.push_back(days[k].day_ms);
         m_dev.push_back(days[k].device_id);
         m_hour.push_back(of_day);
-        if (m_blobs.size() > 1) m_blobs += ',';
-        if (blob.empty()) m_blobs += "\"\"";  // an empty element of the text array
-        pg::AppendHex(m_blobs, blob);
+        m_blobs.push_back(std::move(blob));
       }
       written_days.push_back(
           {days[k].device_id, days[k].day_ms, ReplaceHours(std::move(day_rows[k].rows), written)});
     }
-    m_blobs += '}';
     // The serving hours to merge are not device-hours: merged whether or not another
     // replica refreshed these.
     GPULEDGER_RETURN_IF_ERROR(MergeServingHours(*c));
@@ -1521,7 +1516,7 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
                  " SELECT d, dev, h, decode(x, 'hex')"
                  " FROM unnest($1::bigint[], $2::bigint[], $3::smallint[], $4::text[]) AS u(d, dev, h, x)"
                  " ON CONFLICT(day_ms, device_id, hour) DO UPDATE SET minutes = excluded.minutes",
-                 Params().AddArray(m_day).AddArray(m_dev).AddArray(m_hour).Add(m_blobs), "writing minute rollups")
+                 Params().AddArray(m_day).AddArray(m_dev).AddArray(m_hour).AddHexArray(m_blobs), "writing minute rollups")
             .status());
     // The day rows and the day hours of each device-day written. The days' versions are
     // drawn anew by rollup_day's triggers (schema version 9).
@@ -1793,29 +1788,23 @@ Status FoldMinuteHours(Conn& c, int64_t before_ms) {
                              Params().Add(before_ms - kMsPerDay).Add(int64_t{kDeviceDaysPerTransaction}),
                              "finding minute rollups to fold"));
       if (open.rows() == 0) return 0;
-      std::vector<DeviceDayUpdates> days;
       std::vector<DeviceDayRows> keys;
-      for (int i = 0; i < open.rows(); ++i) {
-        days.push_back({open.Int(i, 1), open.Int(i, 0), {}});
-        keys.push_back({open.Int(i, 1), open.Int(i, 0), {}});
-      }
-      GPULEDGER_RETURN_IF_ERROR(LockDeviceDays(c, days));
+      for (int i = 0; i < open.rows(); ++i) keys.push_back({open.Int(i, 1), open.Int(i, 0), {}});
+      GPULEDGER_RETURN_IF_ERROR(LockDeviceDays(c, keys));
       GPULEDGER_ASSIGN_OR_RETURN(
           Rows rows, c.Query("SELECT m.day_ms, m.device_id, m.hour, m.minutes FROM rollup_day_minutes m"
                              " JOIN unnest($1::bigint[], $2::bigint[]) AS u(dev, day)"
                              " ON m.day_ms = u.day AND m.device_id = u.dev ORDER BY 1, 2, 3",
                              DeviceDayKeys(keys), "reading minute rollups to fold"));
       std::vector<int64_t> put_day, put_dev;
-      std::string blobs = "{";
+      std::vector<std::string> blobs;
       GPULEDGER_RETURN_IF_ERROR(pg::ForEachDayMinutes(rows, [&](int64_t day, int64_t dev, std::string_view value) {
         if (value.empty()) return Status::Ok();
         put_day.push_back(day);
         put_dev.push_back(dev);
-        if (blobs.size() > 1) blobs += ',';
-        pg::AppendHex(blobs, value);
+        blobs.emplace_back(value);
         return Status::Ok();
       }));
-      blobs += '}';
       GPULEDGER_RETURN_IF_ERROR(
           c.Query("DELETE FROM rollup_day_minutes m USING unnest($1::bigint[], $2::bigint[]) AS u(dev, day)"
                   " WHERE m.day_ms = u.day AND m.device_id = u.dev",
@@ -1824,7 +1813,7 @@ Status FoldMinuteHours(Conn& c, int64_t before_ms) {
       GPULEDGER_RETURN_IF_ERROR(
           c.Query("INSERT INTO rollup_day_minutes(day_ms, device_id, hour, minutes)"
                   " SELECT d, dev, -1, decode(x, 'hex') FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS u(d, dev, x)",
-                  Params().AddArray(put_day).AddArray(put_dev).Add(blobs), "folding minute rollups")
+                  Params().AddArray(put_day).AddArray(put_dev).AddHexArray(blobs), "folding minute rollups")
               .status());
       return open.rows();
     }();

@@ -84,6 +84,16 @@ Params& Params::AddArray(const std::vector<std::optional<double>>& v) {
   text += '}';
   return Add(std::string_view(text));
 }
+Params& Params::AddHexArray(const std::vector<std::string>& v) {
+  std::string text = "{";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) text += ',';
+    if (v[i].empty()) text += "\"\"";
+    AppendHex(text, v[i]);
+  }
+  text += '}';
+  return Add(std::string_view(text));
+}
 Params& Params::AddArray(const std::vector<std::string>& v) {
   std::string text = "{";
   for (size_t i = 0; i < v.size(); ++i) {

@@ -37,6 +37,9 @@ class Params {
   Params& AddArray(const std::vector<std::optional<int64_t>>& v);
   Params& AddArray(const std::vector<std::optional<double>>& v);
   Params& AddArray(const std::vector<std::string>& v);
+  // An array literal of byte strings in hex, each read back by decode(x, 'hex') of the
+  // unnested text (an empty one quoted, so that it is an element and not no array).
+  Params& AddHexArray(const std::vector<std::string>& v);
   Params& AddNull();
   size_t size() const { return values_.size(); }
 
