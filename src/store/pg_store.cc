@@ -1773,10 +1773,13 @@ Result<int64_t> PgStore::PruneSamples(int64_t before_ms) {
 // transaction, each under the lock a refresh of its hours takes (LockDeviceDays), so that
 // an hour refreshed meanwhile is neither lost nor folded half. One replica at a time: one
 // that finds another at it leaves the rows to it. A day refreshed after it was folded (a
-// late batch) has hour rows again, folded by a later call.
+// late batch) has hour rows again, folded by a later call. At most kTransactionsPerCall
+// transactions a call (some five days of a 10,000-GPU fleet), so that a backlog (settling
+// turned back on after months) is folded over several looks, not in one.
 Status FoldMinuteHours(Conn& c, int64_t before_ms) {
   constexpr int kDeviceDaysPerTransaction = 2'000;
-  for (;;) {
+  constexpr int kTransactionsPerCall = 32;
+  for (int transaction = 0; transaction < kTransactionsPerCall; ++transaction) {
     GPULEDGER_RETURN_IF_ERROR(c.Exec("BEGIN", "folding minute rollups"));
     Result<int> folded = [&]() -> Result<int> {
       GPULEDGER_ASSIGN_OR_RETURN(Rows mine, c.Query("SELECT 1 WHERE pg_try_advisory_xact_lock($1)",
@@ -1824,6 +1827,7 @@ Status FoldMinuteHours(Conn& c, int64_t before_ms) {
     GPULEDGER_RETURN_IF_ERROR(c.Exec("COMMIT", "folding minute rollups"));
     if (*folded < kDeviceDaysPerTransaction) return Status::Ok();
   }
+  return Status::Ok();
 }
 
 // A day is settled by CLUSTER of its sample_chunks partition on the partition's key index
