@@ -3,7 +3,8 @@
 // sizes are measured, never asserted.
 //
 //   build/release/src/server/storage_bench [--days D] [--interval 10s] [--batch-span 1h]
-//       [--no-postgresql] [--keep-sqlite FILE]   (a copy of the measured SQLite store, for a closer look)
+//       [--refresh-every 1m] [--vacuum-every 1h] [--no-sqlite] [--no-postgresql] [--no-victoriametrics]
+//       [--keep-sqlite FILE]   (a copy of the measured SQLite store, for a closer look)
 //
 // One pass over the demo fleet (demo::DemoFleet: its GPUs and MIG slices and their
 // work, as `gpuledger demo --once` makes them) for D days (default 1) at the interval,
@@ -23,10 +24,22 @@
 // the MiB, power to 0.1 W), so that neither side is charged for digits the other drops.
 // VictoriaMetrics holds only those series; the store also holds the jobs, allocations,
 // processes, hour and minute rollups that attribution needs.
+//
+// By default the rollups are refreshed once, at the end. With --refresh-every the run is
+// live instead: the clock follows the simulated time, and every that much of it the
+// stores' rollups are refreshed (a server refreshes every 2 s), and PostgreSQL looks for a
+// day to settle every 5 minutes (the server's default settle interval) and is VACUUMed
+// every --vacuum-every (default an hour; standing in for autovacuum, whose timing depends
+// on the tables' sizes and the wall clock). The WAL PostgreSQL writes over the whole run
+// is given, as is each store's size after it: what a store that has been running for D
+// days holds, with the dead space its later days could reuse. The tests' server runs with
+// full_page_writes off, so that WAL holds no full-page images: a server with it on (the
+// default) also writes each page whole the first time it changes after a checkpoint.
 #include <fmt/format.h>
 #include <libpq-fe.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -187,9 +200,64 @@ struct Args {
   int days = 1;
   int64_t interval_ms = 10'000;
   int64_t batch_span_ms = kMsPerHour;
+  int64_t refresh_every_ms = 0;  // 0: once, at the end
+  int64_t vacuum_every_ms = kMsPerHour;
+  bool sqlite = true;
   bool postgresql = true;
+  bool victoriametrics = true;
   std::string keep_sqlite;
 };
+
+// The server's default settle interval (server.h, settle_interval_ms).
+constexpr int64_t kSettleEveryMs = 5 * kMsPerMinute;
+
+// What PostgreSQL's server has written to its WAL: its position, and of pg_stat_wal the
+// records and full-page images (none of them -1 unless it failed, the error printed).
+struct Wal {
+  int64_t bytes = -1, records = -1, full_pages = -1;
+};
+Wal WalSoFar(const std::string& url) {
+  PGconn* c = PQconnectdb(url.c_str());
+  Wal out;
+  PGresult* r = PQexec(c, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint, wal_records, wal_fpi"
+                          " FROM pg_stat_wal");
+  if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
+    out = {std::atoll(PQgetvalue(r, 0, 0)), std::atoll(PQgetvalue(r, 0, 1)), std::atoll(PQgetvalue(r, 0, 2))};
+  }
+  if (out.bytes < 0) std::fprintf(stderr, "PostgreSQL WAL position: %s\n", PQerrorMessage(c));
+  PQclear(r);
+  PQfinish(c);
+  return out;
+}
+
+// The tables that rows were updated in, with how many of those updates were HOT (no
+// index entry written; the old version pruned from its page without a vacuum).
+void PrintUpdates(const std::string& url) {
+  PGconn* c = PQconnectdb(url.c_str());
+  PGresult* r = PQexec(c, "SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del FROM pg_stat_user_tables"
+                          " WHERE n_tup_upd > 0 ORDER BY n_tup_upd DESC");
+  if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+    std::printf("PostgreSQL rows updated (pg_stat_user_tables):\n");
+    for (int i = 0; i < PQntuples(r); ++i) {
+      std::printf("  %-28s %12s inserted %12s updated, %5.1f%% of them HOT %12s deleted\n", PQgetvalue(r, i, 0),
+                  PQgetvalue(r, i, 1), PQgetvalue(r, i, 2),
+                  100.0 * std::atof(PQgetvalue(r, i, 3)) / std::max(1.0, std::atof(PQgetvalue(r, i, 2))),
+                  PQgetvalue(r, i, 4));
+    }
+  }
+  PQclear(r);
+  PQfinish(c);
+}
+
+bool Vacuum(const std::string& url) {
+  PGconn* c = PQconnectdb(url.c_str());
+  PGresult* r = PQexec(c, "VACUUM");
+  const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+  if (!ok) std::fprintf(stderr, "PostgreSQL VACUUM: %s\n", PQerrorMessage(c));
+  PQclear(r);
+  PQfinish(c);
+  return ok;
+}
 
 int Main(const Args& args) {
   if (!FamiliesAgreeWithTheMapping()) return 1;
@@ -204,16 +272,22 @@ int Main(const Args& args) {
     gpu_index[d.uuid] = on_node[d.node]++;
   }
   const double device_days = static_cast<double>(devices.size()) * args.days;
+  const bool live = args.refresh_every_ms > 0;
 
   testing::TempDir dir;
-  ManualClock clock(start + options.duration_ms);
-  auto sqlite_store = store::OpenSqliteStore(dir.File("ledger.db"));
-  if (!sqlite_store.ok()) return std::fprintf(stderr, "%s\n", sqlite_store.status().ToString().c_str()), 1;
-  auto sqlite_ledger = std::make_unique<ledger::Ledger>(std::move(*sqlite_store), clock);
-  if (!sqlite_ledger->SetPrices(fleet.Prices()).ok()) return 1;
+  // Live, the clock follows the simulated time; otherwise it stands at the end throughout.
+  ManualClock clock(live ? start : start + options.duration_ms);
+  std::unique_ptr<ledger::Ledger> sqlite_ledger;
+  if (args.sqlite) {
+    auto sqlite_store = store::OpenSqliteStore(dir.File("ledger.db"));
+    if (!sqlite_store.ok()) return std::fprintf(stderr, "%s\n", sqlite_store.status().ToString().c_str()), 1;
+    sqlite_ledger = std::make_unique<ledger::Ledger>(std::move(*sqlite_store), clock);
+    if (!sqlite_ledger->SetPrices(fleet.Prices()).ok()) return 1;
+  }
 
   std::unique_ptr<ledger::Ledger> pg_ledger;
   std::string pg_url;
+  Wal wal_start;
   if (args.postgresql) {
     auto server = store::pgtest::PgTestServer::Shared();
     if (!server.ok()) return std::fprintf(stderr, "PostgreSQL: %s\n", server.status().ToString().c_str()), 1;
@@ -224,23 +298,50 @@ int Main(const Args& args) {
     if (!pg.ok()) return std::fprintf(stderr, "%s\n", pg.status().ToString().c_str()), 1;
     pg_ledger = std::make_unique<ledger::Ledger>(std::move(*pg), clock);
     if (!pg_ledger->SetPrices(fleet.Prices()).ok()) return 1;
+    if ((wal_start = WalSoFar(pg_url)).bytes < 0) return 1;
   }
 
-  testing::VictoriaMetricsProcess vm(dir.File("vm"));
-  if (vm.url().empty()) return std::fprintf(stderr, "VictoriaMetrics: %s\n", vm.error().c_str()), 1;
+  std::unique_ptr<testing::VictoriaMetricsProcess> vm;
+  if (args.victoriametrics) {
+    vm = std::make_unique<testing::VictoriaMetricsProcess>(dir.File("vm"));
+    if (vm->url().empty()) return std::fprintf(stderr, "VictoriaMetrics: %s\n", vm->error().c_str()), 1;
+  }
   HttpRequestOptions rw;
   rw.headers = {{"Content-Encoding", "snappy"}, {"X-Prometheus-Remote-Write-Version", "0.1.0"}};
 
-  size_t samples = 0, points = 0;
-  double t_sqlite = 0, t_pg = 0, t_vm = 0;
-  for (int64_t day = start; day < fleet.end_ms(); day += kMsPerDay) {
-    for (const Batch& b : fleet.Advance(day + kMsPerDay, args.batch_span_ms)) {
-      samples += b.samples.size();
-      auto t0 = Steady::now();
-      if (auto r = sqlite_ledger->Ingest(b); !r.ok()) {
-        return std::fprintf(stderr, "SQLite: %s\n", r.status().ToString().c_str()), 1;
+  size_t samples = 0, points = 0, refreshes = 0, vacuums = 0, settled_live = 0;
+  double t_sqlite = 0, t_pg = 0, t_vm = 0, t_settle = 0, t_settle_max = 0;
+  auto refresh = [&]() -> bool {
+    ++refreshes;
+    auto t0 = Steady::now();
+    if (sqlite_ledger) {
+      if (auto n = sqlite_ledger->RefreshRollups(); !n.ok()) {
+        return std::fprintf(stderr, "SQLite: %s\n", n.status().ToString().c_str()), false;
       }
       t_sqlite += Seconds(t0);
+    }
+    if (pg_ledger) {
+      t0 = Steady::now();
+      if (auto n = pg_ledger->RefreshRollups(); !n.ok()) {
+        return std::fprintf(stderr, "PostgreSQL: %s\n", n.status().ToString().c_str()), false;
+      }
+      t_pg += Seconds(t0);
+    }
+    return true;
+  };
+  const int64_t step = live ? args.refresh_every_ms : kMsPerDay;
+  for (int64_t t = start; t < fleet.end_ms(); t += step) {
+    const int64_t until = std::min(t + step, fleet.end_ms());
+    if (live) clock.Set(until);
+    for (const Batch& b : fleet.Advance(until, args.batch_span_ms)) {
+      samples += b.samples.size();
+      auto t0 = Steady::now();
+      if (sqlite_ledger) {
+        if (auto r = sqlite_ledger->Ingest(b); !r.ok()) {
+          return std::fprintf(stderr, "SQLite: %s\n", r.status().ToString().c_str()), 1;
+        }
+        t_sqlite += Seconds(t0);
+      }
       if (pg_ledger) {
         t0 = Steady::now();
         if (auto r = pg_ledger->Ingest(b); !r.ok()) {
@@ -248,65 +349,106 @@ int Main(const Args& args) {
         }
         t_pg += Seconds(t0);
       }
-      std::string body = RemoteWriteOf(b, devices, gpu_index, &points);
-      t0 = Steady::now();
-      auto r = HttpPost(vm.url(), "/api/v1/write", body, "application/x-protobuf", rw);
-      if (!r.ok() || r->status != 204) {
-        return std::fprintf(stderr, "VictoriaMetrics refused a write: %s\n",
-                            r.ok() ? r->body.c_str() : r.status().ToString().c_str()),
-               1;
+      if (vm) {
+        std::string body = RemoteWriteOf(b, devices, gpu_index, &points);
+        t0 = Steady::now();
+        auto r = HttpPost(vm->url(), "/api/v1/write", body, "application/x-protobuf", rw);
+        if (!r.ok() || r->status != 204) {
+          return std::fprintf(stderr, "VictoriaMetrics refused a write: %s\n",
+                              r.ok() ? r->body.c_str() : r.status().ToString().c_str()),
+                 1;
+        }
+        t_vm += Seconds(t0);
       }
-      t_vm += Seconds(t0);
     }
-    std::fprintf(stderr, "\rstorage_bench: simulated %s ... ", FormatTime(std::min(day + kMsPerDay, fleet.end_ms())).c_str());
+    if (!live) {
+      std::fprintf(stderr, "\rstorage_bench: simulated %s ... ", FormatTime(until).c_str());
+      continue;
+    }
+    if (!refresh()) return 1;
+    if (pg_ledger && until % kSettleEveryMs < step) {
+      auto t0 = Steady::now();
+      auto settled = pg_ledger->SettleDays(1);
+      if (!settled.ok()) return std::fprintf(stderr, "PostgreSQL: %s\n", settled.status().ToString().c_str()), 1;
+      const double took = Seconds(t0);
+      t_pg += took;
+      t_settle += took;
+      t_settle_max = std::max(t_settle_max, took);
+      settled_live += settled->size();
+    }
+    if (pg_ledger && until % args.vacuum_every_ms < step) {
+      if (!Vacuum(pg_url)) return 1;
+      ++vacuums;
+    }
+    if (until % kMsPerHour < step) {
+      std::fprintf(stderr, "\rstorage_bench: simulated %s ... ", FormatTime(until).c_str());
+    }
   }
-  auto t0 = Steady::now();
-  if (auto n = sqlite_ledger->RefreshRollups(); !n.ok()) return 1;
-  t_sqlite += Seconds(t0);
-  if (pg_ledger) {
-    t0 = Steady::now();
-    if (auto n = pg_ledger->RefreshRollups(); !n.ok()) return 1;
-    t_pg += Seconds(t0);
-  }
+  if (!live && !refresh()) return 1;
   std::fprintf(stderr, "\n");
-  // VictoriaMetrics: what it buffers written out, its parts merged, then stopped (which
-  // writes out the rest); its caches are left out of its size, as they are rebuilt.
-  (void)HttpGet(vm.url(), "/internal/force_flush", {.timeout_ms = 600'000});
-  (void)HttpGet(vm.url(), "/internal/force_merge", {.timeout_ms = 600'000});
-  std::this_thread::sleep_for(std::chrono::seconds(5));
-  vm.Stop();
+  if (vm) {
+    // VictoriaMetrics: what it buffers written out, its parts merged, then stopped (which
+    // writes out the rest); its caches are left out of its size, as they are rebuilt.
+    (void)HttpGet(vm->url(), "/internal/force_flush", {.timeout_ms = 600'000});
+    (void)HttpGet(vm->url(), "/internal/force_merge", {.timeout_ms = 600'000});
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+    vm->Stop();
+  }
 
-  std::printf("demo fleet: %zu GPUs and slices, %d day(s) at %s, a batch per node every %s: %s samples, %s figures\n",
+  std::printf("demo fleet: %zu GPUs and slices, %d day(s) at %s, a batch per node every %s: %s samples\n",
               devices.size(), args.days, fmt::format("{} s", args.interval_ms / 1000).c_str(),
-              fmt::format("{} s", args.batch_span_ms / 1000).c_str(), fmt::format("{}", samples).c_str(),
-              fmt::format("{}", points).c_str());
-  std::printf("ingest + rollups: SQLite %.1f s, PostgreSQL %.1f s; VictoriaMetrics writes %.1f s\n\n", t_sqlite,
-              t_pg, t_vm);
+              fmt::format("{} s", args.batch_span_ms / 1000).c_str(), fmt::format("{}", samples).c_str());
+  if (live) {
+    std::printf("live: the clock following the simulated time, rollups refreshed every %s s (%zu times), PostgreSQL"
+                " settling every %s s and VACUUMed every %s s (%zu times)\n",
+                fmt::format("{}", args.refresh_every_ms / 1000).c_str(), refreshes,
+                fmt::format("{}", kSettleEveryMs / 1000).c_str(),
+                fmt::format("{}", args.vacuum_every_ms / 1000).c_str(), vacuums);
+    if (pg_ledger) {
+      std::printf("PostgreSQL settling (folding minutes, clustering chunks): %zu day(s) settled, %.1f s in all,"
+                  " the longest look %.2f s\n",
+                  settled_live, t_settle, t_settle_max);
+    }
+  }
+  std::printf("ingest + rollups: SQLite %.1f s, PostgreSQL %.1f s; VictoriaMetrics writes %.1f s (%s figures)\n\n",
+              t_sqlite, t_pg, t_vm, fmt::format("{}", points).c_str());
 
   int64_t sqlite_file = 0;
-  sqlite_ledger.reset();  // closes the store before the file is measured
-  std::map<std::string, int64_t> tables = SqliteBytes(dir.File("ledger.db"), &sqlite_file);
-  std::printf("gpuledger on SQLite, by table (dbstat):\n");
-  for (const auto& [name, bytes] : tables) {
-    if (bytes >= 4096 * 16) PrintRow(("  " + name).c_str(), bytes, device_days);
+  if (sqlite_ledger) {
+    sqlite_ledger.reset();  // closes the store before the file is measured
+    std::map<std::string, int64_t> tables = SqliteBytes(dir.File("ledger.db"), &sqlite_file);
+    std::printf("gpuledger on SQLite, by table (dbstat):\n");
+    for (const auto& [name, bytes] : tables) {
+      if (bytes >= 4096 * 16) PrintRow(("  " + name).c_str(), bytes, device_days);
+    }
+    PrintRow("gpuledger on SQLite, the file", sqlite_file, device_days);
+    if (!args.keep_sqlite.empty()) std::filesystem::copy_file(dir.File("ledger.db"), args.keep_sqlite);
   }
-  PrintRow("gpuledger on SQLite, the file", sqlite_file, device_days);
-  if (!args.keep_sqlite.empty()) std::filesystem::copy_file(dir.File("ledger.db"), args.keep_sqlite);
 
   int64_t pg_bytes = 0;
   if (pg_ledger) {
+    const Wal wal_end = WalSoFar(pg_url);
+    if (wal_end.bytes < 0) return 1;
+    PrintRow("PostgreSQL WAL written over the run", wal_end.bytes - wal_start.bytes, device_days);
+    std::printf("  %s records, %s of them full-page images\n",
+                fmt::format("{}", wal_end.records - wal_start.records).c_str(),
+                fmt::format("{}", wal_end.full_pages - wal_start.full_pages).c_str());
     std::map<std::string, std::pair<int64_t, int64_t>> pg_tables;
-    const int64_t live = PostgresBytes(pg_url, "VACUUM", &pg_tables);
-    const int64_t live_chunks = pg_tables["sample_chunks"].first + pg_tables["sample_chunks"].second;
-    clock.Advance(kMsPerDay);  // a day on: every simulated day is over
+    const int64_t at_end = PostgresBytes(pg_url, "VACUUM", &pg_tables);
+    const int64_t end_chunks = pg_tables["sample_chunks"].first + pg_tables["sample_chunks"].second;
+    clock.Set(fleet.end_ms() + kMsPerDay);  // a day on: every simulated day is over
     auto settled = pg_ledger->SettleDays(std::numeric_limits<size_t>::max());
     if (!settled.ok()) return std::fprintf(stderr, "PostgreSQL: %s\n", settled.status().ToString().c_str()), 1;
     const int64_t live_settled = PostgresBytes(pg_url, "VACUUM", &pg_tables);
     const int64_t settled_chunks = pg_tables["sample_chunks"].first + pg_tables["sample_chunks"].second;
-    if (live < 0 || live_settled < 0) return 1;
-    PrintRow("gpuledger on PostgreSQL, VACUUM, days not settled", live, device_days);
-    PrintRow("  of which sample_chunks with indexes", live_chunks, device_days);
-    PrintRow(fmt::format("gpuledger on PostgreSQL, VACUUM, {} day(s) settled", settled->size()).c_str(),
+    if (at_end < 0 || live_settled < 0) return 1;
+    PrintRow(live ? "gpuledger on PostgreSQL, VACUUM, at the end of the run" 
+                  : "gpuledger on PostgreSQL, VACUUM, days not settled",
+             at_end, device_days);
+    PrintRow("  of which sample_chunks with indexes", end_chunks, device_days);
+    PrintRow(fmt::format("gpuledger on PostgreSQL, VACUUM, a day on, {} settled",
+                         settled->size())
+                 .c_str(),
              live_settled, device_days);
     PrintRow("  of which sample_chunks with indexes", settled_chunks, device_days);
     for (const auto& [name, bytes] : pg_tables) {
@@ -314,7 +456,11 @@ int Main(const Args& args) {
         PrintRow(("  " + name + " with indexes").c_str(), bytes.first + bytes.second, device_days);
       }
     }
-    pg_ledger.reset();
+    pg_ledger.reset();  // its connections closed, so their backends send their statistics
+    if (live) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      PrintUpdates(pg_url);
+    }
     pg_tables.clear();
     pg_bytes = PostgresBytes(pg_url, "VACUUM FULL", &pg_tables);
     if (pg_bytes < 0) return 1;
@@ -326,15 +472,19 @@ int Main(const Args& args) {
     PrintRow("gpuledger on PostgreSQL, VACUUM FULL (pg_total_relation_size)", pg_bytes, device_days);
   }
 
-  int64_t vm_all = DirectoryBytes(dir.File("vm"));
-  int64_t vm_cache = DirectoryBytes(dir.File("vm") + "/cache");
-  PrintRow("VictoriaMetrics, the data directory", vm_all, device_days);
-  PrintRow("VictoriaMetrics, less its caches", vm_all - vm_cache, device_days);
-  std::printf("\nratio gpuledger SQLite / VictoriaMetrics (less caches): %.2f\n",
-              static_cast<double>(sqlite_file) / static_cast<double>(vm_all - vm_cache));
-  if (pg_bytes > 0) {
-    std::printf("ratio gpuledger PostgreSQL / VictoriaMetrics (less caches): %.2f\n",
-                static_cast<double>(pg_bytes) / static_cast<double>(vm_all - vm_cache));
+  if (vm) {
+    const int64_t vm_all = DirectoryBytes(dir.File("vm"));
+    const int64_t vm_cache = DirectoryBytes(dir.File("vm") + "/cache");
+    PrintRow("VictoriaMetrics, the data directory", vm_all, device_days);
+    PrintRow("VictoriaMetrics, less its caches", vm_all - vm_cache, device_days);
+    if (sqlite_file > 0) {
+      std::printf("\nratio gpuledger SQLite / VictoriaMetrics (less caches): %.2f\n",
+                  static_cast<double>(sqlite_file) / static_cast<double>(vm_all - vm_cache));
+    }
+    if (pg_bytes > 0) {
+      std::printf("ratio gpuledger PostgreSQL / VictoriaMetrics (less caches): %.2f\n",
+                  static_cast<double>(pg_bytes) / static_cast<double>(vm_all - vm_cache));
+    }
   }
   return 0;
 }
@@ -356,12 +506,21 @@ int main(int argc, char** argv) {
       auto d = gpuledger::ParseDuration(argv[++i]);
       if (!d.ok()) return std::fprintf(stderr, "--batch-span: %s\n", d.status().ToString().c_str()), 2;
       args.batch_span_ms = *d;
+    } else if ((a == "--refresh-every" || a == "--vacuum-every") && i + 1 < argc) {
+      auto d = gpuledger::ParseDuration(argv[++i]);
+      if (!d.ok()) return std::fprintf(stderr, "%s: %s\n", a.data(), d.status().ToString().c_str()), 2;
+      (a == "--refresh-every" ? args.refresh_every_ms : args.vacuum_every_ms) = *d;
+    } else if (a == "--no-sqlite") {
+      args.sqlite = false;
     } else if (a == "--no-postgresql") {
       args.postgresql = false;
+    } else if (a == "--no-victoriametrics") {
+      args.victoriametrics = false;
     } else if (a == "--keep-sqlite" && i + 1 < argc) {
       args.keep_sqlite = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: storage_bench [--days D] [--interval 10s] [--batch-span 1h] [--no-postgresql]"
+      std::fprintf(stderr, "usage: storage_bench [--days D] [--interval 10s] [--batch-span 1h] [--refresh-every 1m]"
+                           " [--vacuum-every 1h] [--no-sqlite] [--no-postgresql] [--no-victoriametrics]"
                            " [--keep-sqlite FILE]\n");
       return 2;
     }
@@ -372,5 +531,15 @@ int main(int argc, char** argv) {
       args.batch_span_ms % args.interval_ms != 0) {
     return std::fprintf(stderr, "--batch-span: must divide an hour and be a multiple of --interval\n"), 2;
   }
+  // Each refresh follows whole batches, and settling and VACUUM fall on refreshes.
+  if (args.refresh_every_ms < 0 || (args.refresh_every_ms > 0 && (args.refresh_every_ms % args.batch_span_ms != 0 ||
+                                                                   gpuledger::kMsPerDay % args.refresh_every_ms != 0))) {
+    return std::fprintf(stderr, "--refresh-every: must divide a day and be a multiple of --batch-span\n"), 2;
+  }
+  if (args.vacuum_every_ms <= 0 || (args.refresh_every_ms > 0 && args.vacuum_every_ms % args.refresh_every_ms != 0)) {
+    return std::fprintf(stderr, "--vacuum-every: must be a multiple of --refresh-every\n"), 2;
+  }
+  if (!args.sqlite && !args.postgresql) return std::fprintf(stderr, "nothing to measure: no store\n"), 2;
+  if (!args.keep_sqlite.empty() && !args.sqlite) return std::fprintf(stderr, "--keep-sqlite: not with --no-sqlite\n"), 2;
   return gpuledger::server::Main(args);
 }
