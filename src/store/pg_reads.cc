@@ -367,7 +367,8 @@ std::vector<DirtyHour> DirtyRows(const Rows& q) {
 
 Result<std::vector<DirtyHour>> Reads::DirtyHours(size_t limit) {
   GPULEDGER_ASSIGN_OR_RETURN(
-      Rows q, c_.Query("SELECT device_id, hour_ms, generation FROM dirty_hours ORDER BY hour_ms, device_id LIMIT $1",
+      Rows q, c_.Query("SELECT device_id, hour_ms, generation FROM dirty_hours WHERE generation >= 0"
+                       " ORDER BY hour_ms, device_id LIMIT $1",
                        Params().Add(static_cast<int64_t>(limit)), "reading dirty hours"));
   return DirtyRows(q);
 }
@@ -375,6 +376,7 @@ Result<std::vector<DirtyHour>> Reads::DirtyHours(size_t limit) {
 Result<std::vector<DirtyHour>> Reads::DirtyHoursIn(const TimeRange& hours) {
   GPULEDGER_ASSIGN_OR_RETURN(
       Rows q, c_.Query("SELECT device_id, hour_ms, generation FROM dirty_hours WHERE hour_ms >= $1 AND hour_ms < $2"
+                       " AND generation >= 0"
                        " ORDER BY device_id, hour_ms",
                        Params().Add(hours.begin_ms).Add(hours.end_ms), "reading dirty hours"));
   return DirtyRows(q);
@@ -427,7 +429,7 @@ Status Reads::ReadDirtyDayHours(const TimeRange& hours, const DayHoursFn& fn) {
   GPULEDGER_ASSIGN_OR_RETURN(
       Rows q, c_.Query("SELECT d.hour_ms, d.device_id, r.hours FROM dirty_hours d JOIN rollup_day_hours r"
                        " ON r.day_ms = d.hour_ms - ((d.hour_ms % 86400000) + 86400000) % 86400000"
-                       " AND r.device_id = d.device_id WHERE d.hour_ms >= $1 AND d.hour_ms < $2",
+                       " AND r.device_id = d.device_id WHERE d.hour_ms >= $1 AND d.hour_ms < $2 AND d.generation >= 0",
                        Params().Add(hours.begin_ms).Add(hours.end_ms), "reading the day hours of dirty hours"));
   for (int i = 0; i < q.rows(); ++i) GPULEDGER_RETURN_IF_ERROR(fn(q.Int(i, 0), q.Int(i, 1), q.Bytes(i, 2)));
   return Status::Ok();
@@ -512,7 +514,7 @@ Result<StoreStats> Reads::Stats() {
       Rows q, c_.Query("SELECT (SELECT count(*) FROM batch_ids) +"
                        " (SELECT coalesce(sum(last_seq - first_seq + 1), 0) FROM batch_ranges)::bigint,"
                        " (SELECT count(*) FROM devices),"
-                       " (SELECT count(*) FROM jobs), s.n, s.rows, (SELECT count(*) FROM dirty_hours),"
+                       " (SELECT count(*) FROM jobs), s.n, s.rows, (SELECT count(*) FROM dirty_hours WHERE generation >= 0),"
                        " pg_database_size(current_database())"
                        " FROM (SELECT coalesce(sum(n), 0)::bigint, count(*) FROM sample_chunks) AS s(n, rows)",
                        "reading the store's figures"));

@@ -227,6 +227,20 @@ std::vector<std::string> Migrations() {
       "ALTER TABLE rollup_day_minutes DROP CONSTRAINT rollup_day_minutes_pkey;"
       "ALTER TABLE rollup_day_minutes ADD PRIMARY KEY(day_ms, device_id, hour);"
       "CREATE INDEX rollup_day_minutes_unfolded ON rollup_day_minutes(day_ms, device_id) WHERE hour >= 0;",
+      // 17: what a refresh writes again each time (every few seconds while agents push) is
+      // updated in place: the day rows and day hours of a device-day (WriteDays), its hours'
+      // minutes, and the dirty marks, which the refresh no longer deletes but marks clean
+      // (generation -1; a mark is dirty while its generation is 0 or more) for the next
+      // batch to mark again, until the device's newest hour written is further past them
+      // than a batch reaches (WriteRollups, kCleanMarksKeptMs). An update that leaves the
+      // key alone is a HOT update where its page has room, which these fillfactors leave:
+      // no index entry written, and the page's old versions pruned when it fills, with no
+      // vacuum. Pages written from now on; the rows of days that are over take a quarter
+      // more room in the heap (not in TOAST).
+      "ALTER TABLE rollup_day SET (fillfactor = 75);"
+      "ALTER TABLE rollup_day_hours SET (fillfactor = 75);"
+      "ALTER TABLE rollup_day_minutes SET (fillfactor = 75);"
+      "ALTER TABLE dirty_hours SET (fillfactor = 50);",
   };
 }
 
@@ -237,6 +251,11 @@ constexpr size_t kHourRowsDroppedVersion = 14;
 constexpr size_t kMinutesByDayVersion = 15;
 // The schema version whose migration also runs ConvertServingToChunks.
 constexpr size_t kChunkedServingVersion = 13;
+
+// How far before the newest hour a refresh writes of a device its clean dirty-hour marks
+// are kept (schema 17): the span a batch's samples mark (from t less to t plus the
+// staleness limit and the idle-cause context) and the hour it starts in.
+constexpr int64_t kCleanMarksKeptMs = 2 * (kMaxStalenessMs + kIdleContextMs) + kMsPerHour;
 
 constexpr std::string_view kInsertServingChunk =
     "INSERT INTO serving_chunks(job_id, engine, model, first_ms, last_ms, n, gauges_end, data)"
@@ -334,28 +353,30 @@ Params DeviceDayKeys(const std::vector<DeviceDayRows>& days) {
 // Replaces the rollup_day_hours rows of the device-days of `days` with each one's `rows`,
 // and with `day_rows` their rollup_day rows with those rows' sums per job; a device-day
 // with no rows has no row. REQUIRES: in a transaction.
+//
+// Rows that stay are updated in place (upserts), not deleted and inserted again: a live
+// device-day is written on every refresh, and an update that leaves the key alone is a HOT
+// update where its page has room (schema 17's fillfactor), with no index entry written and
+// its old version pruned from the page without a vacuum. A day row whose figures did not
+// change (a job that no longer runs on the device) is not written at all, nor is its
+// day's version drawn anew for it (docs/store-postgresql.md, "What a refresh writes").
 Status WriteDays(Conn& c, const std::vector<DeviceDayRows>& days, bool day_rows) {
   if (days.empty()) return Status::Ok();
-  const Params keys = DeviceDayKeys(days);
-  GPULEDGER_RETURN_IF_ERROR(c.Query("DELETE FROM rollup_day_hours r USING unnest($1::bigint[], $2::bigint[]) AS u(dev, day)"
-                                    " WHERE r.device_id = u.dev AND r.day_ms = u.day",
-                                    keys, "replacing day hours")
-                                .status());
-  if (day_rows) {
-    GPULEDGER_RETURN_IF_ERROR(c.Query("DELETE FROM rollup_day r USING unnest($1::bigint[], $2::bigint[]) AS u(dev, day)"
-                                      " WHERE r.device_id = u.dev AND r.day_ms = u.day",
-                                      keys, "replacing day rollups")
-                                  .status());
-  }
+  // The device-days with no rows left, and the day rows: (day, device, job), the sums of
+  // the columns after them, the hour rows.
+  std::vector<int64_t> empty_dev, empty_day;
   std::vector<int64_t> out_dev, out_day;
   std::vector<std::string> blobs;
-  // The day rows: (day, device, job), the sums of the columns after them, the hour rows.
   std::vector<int64_t> d_day, d_dev, d_job, d_coarse, d_count;
   std::array<std::vector<int64_t>, kBucketCount> d_ms;
   std::array<std::vector<int64_t>, kIdleCauseCount - 1> d_causes;
   for (const DeviceDayRows& dd : days) {
-    if (dd.rows.empty()) continue;
     const int64_t dev = dd.device_id, day = dd.day_ms;
+    if (dd.rows.empty()) {
+      empty_dev.push_back(dev);
+      empty_day.push_back(day);
+      continue;
+    }
     GPULEDGER_ASSIGN_OR_RETURN(std::string blob, EncodeDayHours(day, dd.rows));
     out_dev.push_back(dev);
     out_day.push_back(day);
@@ -371,6 +392,27 @@ Status WriteDays(Conn& c, const std::vector<DeviceDayRows>& days, bool day_rows)
       d_count.push_back(d.hour_rows);
     }
   }
+  if (!empty_dev.empty()) {
+    const Params keys = Params().AddArray(empty_dev).AddArray(empty_day);
+    GPULEDGER_RETURN_IF_ERROR(c.Query("DELETE FROM rollup_day_hours r USING unnest($1::bigint[], $2::bigint[])"
+                                      " AS u(dev, day) WHERE r.device_id = u.dev AND r.day_ms = u.day",
+                                      keys, "replacing day hours")
+                                  .status());
+  }
+  if (day_rows) {
+    // A job's row goes where the device-day no longer has the job (or any row).
+    std::vector<int64_t> all_dev = empty_dev, all_day = empty_day;
+    all_dev.insert(all_dev.end(), out_dev.begin(), out_dev.end());
+    all_day.insert(all_day.end(), out_day.begin(), out_day.end());
+    GPULEDGER_RETURN_IF_ERROR(
+        c.Query("DELETE FROM rollup_day r USING unnest($1::bigint[], $2::bigint[]) AS u(dev, day)"
+                " WHERE r.device_id = u.dev AND r.day_ms = u.day AND NOT EXISTS (SELECT 1 FROM"
+                " unnest($3::bigint[], $4::bigint[], $5::bigint[]) AS k(day, dev, job)"
+                " WHERE k.day = r.day_ms AND k.dev = r.device_id AND k.job = r.job_id)",
+                Params().AddArray(all_dev).AddArray(all_day).AddArray(d_day).AddArray(d_dev).AddArray(d_job),
+                "replacing day rollups")
+            .status());
+  }
   if (out_dev.empty()) return Status::Ok();
   if (day_rows) {
     Params p;
@@ -384,12 +426,23 @@ Status WriteDays(Conn& c, const std::vector<DeviceDayRows>& days, bool day_rows)
                 " unmonitored_ms, coarse_ms, input_stall_ms, checkpoint_stall_ms, held_idle_ms, hour_rows)"
                 " SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[],"
                 " $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[],"
-                " $13::bigint[])",
+                " $13::bigint[]) ON CONFLICT(day_ms, device_id, job_id) DO UPDATE SET active_ms = excluded.active_ms,"
+                " idle_ms = excluded.idle_ms, unallocated_ms = excluded.unallocated_ms,"
+                " unavailable_ms = excluded.unavailable_ms, unmonitored_ms = excluded.unmonitored_ms,"
+                " coarse_ms = excluded.coarse_ms, input_stall_ms = excluded.input_stall_ms,"
+                " checkpoint_stall_ms = excluded.checkpoint_stall_ms, held_idle_ms = excluded.held_idle_ms,"
+                " hour_rows = excluded.hour_rows WHERE (rollup_day.active_ms, rollup_day.idle_ms,"
+                " rollup_day.unallocated_ms, rollup_day.unavailable_ms, rollup_day.unmonitored_ms, rollup_day.coarse_ms,"
+                " rollup_day.input_stall_ms, rollup_day.checkpoint_stall_ms, rollup_day.held_idle_ms, rollup_day.hour_rows)"
+                " IS DISTINCT FROM (excluded.active_ms, excluded.idle_ms, excluded.unallocated_ms, excluded.unavailable_ms,"
+                " excluded.unmonitored_ms, excluded.coarse_ms, excluded.input_stall_ms, excluded.checkpoint_stall_ms,"
+                " excluded.held_idle_ms, excluded.hour_rows)",
                 p, "writing day rollups")
             .status());
   }
   return c.Query("INSERT INTO rollup_day_hours(day_ms, device_id, hours)"
-                 " SELECT d, dev, decode(x, 'hex') FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS u(d, dev, x)",
+                 " SELECT d, dev, decode(x, 'hex') FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS u(d, dev, x)"
+                 " ON CONFLICT(day_ms, device_id) DO UPDATE SET hours = excluded.hours",
                  Params().AddArray(out_day).AddArray(out_dev).AddHexArray(blobs), "writing day hours")
       .status();
 }
@@ -1449,11 +1502,12 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
       dev.push_back(u.dirty.device_id);
       hour.push_back(u.dirty.hour_ms);
     }
+    // A clean mark (schema 17) is no mark; it is checked again once its lock is held.
     GPULEDGER_ASSIGN_OR_RETURN(
         Rows marked, c->Query("SELECT d.device_id, d.hour_ms FROM dirty_hours d"
                               " JOIN unnest($1::bigint[], $2::bigint[]) AS u(dev, hour)"
-                              " ON d.device_id = u.dev AND d.hour_ms = u.hour ORDER BY d.device_id, d.hour_ms"
-                              " FOR UPDATE OF d",
+                              " ON d.device_id = u.dev AND d.hour_ms = u.hour WHERE d.generation >= 0"
+                              " ORDER BY d.device_id, d.hour_ms FOR UPDATE OF d",
                               Params().AddArray(dev).AddArray(hour), "claiming dirty hours"));
     std::set<std::pair<int64_t, int64_t>> claimed;
     for (int i = 0; i < marked.rows(); ++i) claimed.insert({marked.Int(i, 0), marked.Int(i, 1)});
@@ -1511,20 +1565,36 @@ Status PgStore::WriteRollups(const std::vector<RollupUpdate>& updates) {
     // replica refreshed these.
     GPULEDGER_RETURN_IF_ERROR(MergeServingHours(*c));
     if (wdev.empty()) return c->Exec("COMMIT", "writing rollups");
+    // A batch marks the hours its samples reach either side, some four of its device's, and
+    // most of them come out as they were: an hour's minutes that did not change are not
+    // written again (schema 17).
     GPULEDGER_RETURN_IF_ERROR(
         c->Query("INSERT INTO rollup_day_minutes(day_ms, device_id, hour, minutes)"
                  " SELECT d, dev, h, decode(x, 'hex')"
                  " FROM unnest($1::bigint[], $2::bigint[], $3::smallint[], $4::text[]) AS u(d, dev, h, x)"
-                 " ON CONFLICT(day_ms, device_id, hour) DO UPDATE SET minutes = excluded.minutes",
+                 " ON CONFLICT(day_ms, device_id, hour) DO UPDATE SET minutes = excluded.minutes"
+                 " WHERE rollup_day_minutes.minutes <> excluded.minutes",
                  Params().AddArray(m_day).AddArray(m_dev).AddArray(m_hour).AddHexArray(m_blobs), "writing minute rollups")
             .status());
     // The day rows and the day hours of each device-day written. The days' versions are
     // drawn anew by rollup_day's triggers (schema version 9).
     GPULEDGER_RETURN_IF_ERROR(WriteDays(*c, written_days, /*day_rows=*/true));
+    // The marks written are made clean in place, unless marked again since (schema 17): the
+    // next batch of the hour marks it dirty again, an update of the row rather than a row
+    // inserted and two index entries. A batch marks the hours its samples reach either side
+    // (the staleness limit and the idle-cause context: four or five hours), so a device's
+    // clean marks go only once they are further than that before the newest hour written
+    // of it. Those of a device that no longer reports stay, a few rows.
     GPULEDGER_RETURN_IF_ERROR(
-        c->Query("DELETE FROM dirty_hours d USING unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(dev, hour, gen)"
-                 " WHERE d.device_id = u.dev AND d.hour_ms = u.hour AND d.generation = u.gen",
+        c->Query("UPDATE dirty_hours d SET generation = -1 FROM unnest($1::bigint[], $2::bigint[], $3::bigint[])"
+                 " AS u(dev, hour, gen) WHERE d.device_id = u.dev AND d.hour_ms = u.hour AND d.generation = u.gen",
                  Params().AddArray(wdev).AddArray(whour).AddArray(gens), "clearing dirty hours")
+            .status());
+    GPULEDGER_RETURN_IF_ERROR(
+        c->Query("DELETE FROM dirty_hours d USING (SELECT dev, max(hour) - $3 FROM unnest($1::bigint[],"
+                 " $2::bigint[]) AS u(dev, hour) GROUP BY dev) AS u(dev, cut)"
+                 " WHERE d.device_id = u.dev AND d.hour_ms < u.cut AND d.generation < 0",
+                 Params().AddArray(wdev).AddArray(whour).Add(kCleanMarksKeptMs), "dropping clean dirty-hour marks")
             .status());
     GPULEDGER_RETURN_IF_ERROR(MergeHourChunks(*c, HoursToMerge(updates)));
     return c->Exec("COMMIT", "writing rollups");
@@ -1863,7 +1933,7 @@ Result<std::vector<int64_t>> PgStore::SettleDays(int64_t before_ms, size_t limit
           Rows mine, c.Query("SELECT 1 WHERE pg_try_advisory_xact_lock($1)", Params().Add(kSettleLock), "settling a day"));
       if (mine.rows() == 0) return false;  // another replica is at it
       GPULEDGER_ASSIGN_OR_RETURN(
-          Rows open, c.Query("SELECT 1 FROM dirty_hours WHERE hour_ms >= $1 AND hour_ms < $2"
+          Rows open, c.Query("SELECT 1 FROM dirty_hours WHERE hour_ms >= $1 AND hour_ms < $2 AND generation >= 0"
                              " UNION ALL SELECT 1 FROM pg_index WHERE indexrelid = $3::regclass AND indisclustered LIMIT 1",
                              Params().Add(*day).Add(*day + kMsPerDay).Add(index), "settling a day"));
       if (open.rows() > 0) return false;  // dirty still, or settled meanwhile

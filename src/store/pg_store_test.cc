@@ -12,6 +12,7 @@
 #include <future>
 #include <mutex>
 #include <map>
+#include <set>
 #include <thread>
 #include <tuple>
 
@@ -26,6 +27,7 @@ namespace gpuledger::store {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr int64_t kT0 = 1'795'420'800'000;  // 2026-11-23T08:00:00Z
 
@@ -126,7 +128,7 @@ TEST_F(PgStoreTest, ASchemaFromANewerBuildIsRefusedNamingBothVersions) {
   auto s = OpenPgStore(server_->Url(db_));
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_THAT(s.status().message(), HasSubstr("has schema version 999, newer than this build (16); upgrade gpuledger"));
+  EXPECT_THAT(s.status().message(), HasSubstr("has schema version 999, newer than this build (17); upgrade gpuledger"));
 }
 
 // A store of schema version 5 had hour rollups and no day rollups: migrating fills them
@@ -251,6 +253,12 @@ TEST_F(PgStoreTest, MigratesMinuteRollupsIntoDays) {
   EXPECT_EQ(One(c, "SELECT to_regclass('rollup_minute') IS NULL"), "t");
   EXPECT_EQ(One(c, "SELECT count(*) FROM rollup_day_minutes"), "6") << "two devices on three days";
   EXPECT_EQ(One(c, "SELECT count(*) FROM rollup_day_minutes WHERE hour = -1"), "6") << "each a folded day (schema 16)";
+  // Schema 17: room left on the pages of the tables a refresh updates in place.
+  EXPECT_EQ(One(c, "SELECT string_agg(relname || ' ' || array_to_string(reloptions, ','), '; ' ORDER BY relname)"
+                   " FROM pg_class WHERE relname IN ('dirty_hours', 'rollup_day', 'rollup_day_hours',"
+                   " 'rollup_day_minutes')"),
+            "dirty_hours fillfactor=50; rollup_day fillfactor=75; rollup_day_hours fillfactor=75;"
+            " rollup_day_minutes fillfactor=75");
   PQfinish(c);
 }
 
@@ -267,6 +275,81 @@ RollupUpdate MinuteUpdate(int64_t device, int64_t hour, const std::vector<int64_
   return u;
 }
 
+// Schema version 17: a refresh makes the marks of the hours it wrote clean in place rather
+// than deleting them, so that the hour's next batch marks the same row again (an update,
+// no index entry). A clean mark is no mark to any reader, nor to settling; a device's
+// clean marks go once a refresh writes an hour of it further on than a batch reaches.
+TEST_F(PgStoreTest, ARefreshedHoursMarkIsMadeCleanInPlaceAndMarkedAgain) {
+  PGconn* c = Connect();
+  // The marks, by hour from kT0, as "<hour> dirty|clean".
+  auto marks = [&] {
+    return One(c, "SELECT coalesce(string_agg((hour_ms - " + std::to_string(kT0) +
+                      ") / 3600000 || CASE WHEN generation < 0 THEN ' clean' ELSE ' dirty' END, ', '"
+                      " ORDER BY hour_ms), '') FROM dirty_hours");
+  };
+  // A refresh of every dirty hour, as the ledger's: each written with the generation read.
+  auto refresh = [&] {
+    auto dirty = store_->DirtyHours(100);
+    ASSERT_TRUE(dirty.ok()) << dirty.status().ToString();
+    ASSERT_FALSE(dirty->empty());
+    std::vector<RollupUpdate> updates;
+    for (const DirtyHour& d : *dirty) {
+      updates.push_back(MinuteUpdate(d.device_id, d.hour_ms, {0}, 1000));
+      updates.back().dirty = d;
+    }
+    ASSERT_TRUE(store_->WriteRollups(updates).ok());
+  };
+  ASSERT_TRUE(store_->ApplyBatch(Plan(OnNode("a-1", "na", kT0))).ok());
+  const std::string first = marks();
+  ASSERT_NE(first, "");
+  EXPECT_THAT(first, Not(HasSubstr("clean")));
+  ASSERT_NO_FATAL_FAILURE(refresh());
+  EXPECT_EQ(store_->DirtyHours(100)->size(), 0u) << "a clean mark is none";
+  EXPECT_TRUE(store_->DirtyHoursIn({kT0 - kMsPerDay, kT0 + kMsPerDay})->empty());
+  EXPECT_EQ(store_->Stats()->dirty_hours, 0);
+  // Kept, clean: a batch marks the hours its samples reach either side (ingest_plan.h), and
+  // the next batch marks them again.
+  std::string kept = first;
+  for (size_t at; (at = kept.find("dirty")) != std::string::npos;) kept.replace(at, 5, "clean");
+  EXPECT_EQ(marks(), kept);
+
+  // The hours' next batch: their rows again, dirty, with a newer generation.
+  ASSERT_TRUE(store_->ApplyBatch(Plan(OnNode("a-2", "na", kT0 + 10 * kMsPerMinute))).ok());
+  EXPECT_EQ(marks(), first);
+  // Another replica's refresh that read the marks as dirty before this one made them clean
+  // comes second: the hours are no longer marked, so its older figures are not written.
+  auto read_before = store_->DirtyHours(100);
+  ASSERT_TRUE(read_before.ok());
+  ASSERT_NO_FATAL_FAILURE(refresh());
+  EXPECT_EQ(marks(), kept);
+  std::vector<RollupUpdate> late;
+  for (const DirtyHour& d : *read_before) {
+    late.push_back(MinuteUpdate(d.device_id, d.hour_ms, {0}, 999));
+    late.back().dirty = d;
+  }
+  ASSERT_TRUE(store_->WriteRollups(late).ok());
+  std::set<int64_t> figures;
+  ASSERT_TRUE(store_->ScanMinuteRollups({kT0 - kMsPerDay, kT0 + kMsPerDay}, [&](const RollupRow& r) {
+                    figures.insert(r.ms[0]);
+                  }).ok());
+  EXPECT_EQ(figures, std::set<int64_t>{1000}) << "the first refresh's figures kept";
+
+  // Three hours on, a sample at kT0 + 3 h marks hours 1 to 4. The device's clean marks go
+  // once they are more than that reach before the newest hour written, 4 h 10 min: here
+  // those of hours -2 and -1.
+  ASSERT_EQ(first, "-2 dirty, -1 dirty, 0 dirty, 1 dirty");
+  ASSERT_TRUE(store_->ApplyBatch(Plan(OnNode("a-3", "na", kT0 + 3 * kMsPerHour, 1))).ok());
+  EXPECT_EQ(marks(), "-2 clean, -1 clean, 0 clean, 1 dirty, 2 dirty, 3 dirty, 4 dirty");
+  ASSERT_NO_FATAL_FAILURE(refresh());
+  EXPECT_EQ(marks(), "0 clean, 1 clean, 2 clean, 3 clean, 4 clean");
+
+  // A clean mark holds no day back from settling (kT0's day is over at its end + 2 h).
+  auto settled = store_->SettleDays(kT0 - 8 * kMsPerHour + kMsPerDay + 2 * kMsPerHour, 1);
+  ASSERT_TRUE(settled.ok()) << settled.status().ToString();
+  EXPECT_EQ(settled->size(), 1u);
+  PQfinish(c);
+}
+
 // Schema version 16: a refresh writes its device-hour's minutes as a row of their own (not
 // the whole day's value again), and settling folds a day that is over into one row. What
 // a read sees is the same before and after the fold, and after a late refresh of a folded
@@ -277,7 +360,9 @@ TEST_F(PgStoreTest, AnHoursMinuteRowsAreFoldedIntoTheirDayOnceItIsOver) {
   PGconn* c = Connect();
   auto write = [&](int64_t device, int64_t hour, const std::vector<int64_t>& minutes, int64_t active) {
     // Marked dirty, as a batch marks its hours: a refresh rewrites a stored hour only then.
-    One(c, fmt::format("INSERT INTO dirty_hours VALUES({}, {}, 0) RETURNING 1", device, hour));
+    One(c, fmt::format("INSERT INTO dirty_hours VALUES({}, {}, 0) ON CONFLICT (device_id, hour_ms) DO UPDATE"
+                       " SET generation = 0 RETURNING 1",
+                       device, hour));
     for (auto it = want.begin(); it != want.end();) {
       it = it->first.first == device && it->first.second >= hour && it->first.second < hour + kMsPerHour ? want.erase(it)
                                                                                                           : std::next(it);
@@ -305,7 +390,8 @@ TEST_F(PgStoreTest, AnHoursMinuteRowsAreFoldedIntoTheirDayOnceItIsOver) {
 
   // Two updates of one hour in one write: the last wins, as on SQLite.
   want[{2, day0 + kMsPerHour + 30 * kMsPerMinute}] = 5;
-  One(c, fmt::format("INSERT INTO dirty_hours VALUES(2, {}, 0) RETURNING 1", day0 + kMsPerHour));
+  One(c, fmt::format("UPDATE dirty_hours SET generation = 0 WHERE device_id = 2 AND hour_ms = {} RETURNING 1",
+                     day0 + kMsPerHour));
   ASSERT_TRUE(store_->WriteRollups({MinuteUpdate(2, day0 + kMsPerHour, {30}, 4), MinuteUpdate(2, day0 + kMsPerHour, {30}, 5)})
                   .ok());
   EXPECT_EQ(read(), want);
