@@ -431,12 +431,7 @@ Status WriteDays(Conn& c, const std::vector<DeviceDayRows>& days, bool day_rows)
                 " unavailable_ms = excluded.unavailable_ms, unmonitored_ms = excluded.unmonitored_ms,"
                 " coarse_ms = excluded.coarse_ms, input_stall_ms = excluded.input_stall_ms,"
                 " checkpoint_stall_ms = excluded.checkpoint_stall_ms, held_idle_ms = excluded.held_idle_ms,"
-                " hour_rows = excluded.hour_rows WHERE (rollup_day.active_ms, rollup_day.idle_ms,"
-                " rollup_day.unallocated_ms, rollup_day.unavailable_ms, rollup_day.unmonitored_ms, rollup_day.coarse_ms,"
-                " rollup_day.input_stall_ms, rollup_day.checkpoint_stall_ms, rollup_day.held_idle_ms, rollup_day.hour_rows)"
-                " IS DISTINCT FROM (excluded.active_ms, excluded.idle_ms, excluded.unallocated_ms, excluded.unavailable_ms,"
-                " excluded.unmonitored_ms, excluded.coarse_ms, excluded.input_stall_ms, excluded.checkpoint_stall_ms,"
-                " excluded.held_idle_ms, excluded.hour_rows)",
+                " hour_rows = excluded.hour_rows WHERE rollup_day IS DISTINCT FROM excluded",
                 p, "writing day rollups")
             .status());
   }

@@ -363,10 +363,10 @@ TEST_F(PgStoreTest, AnHoursMinuteRowsAreFoldedIntoTheirDayOnceItIsOver) {
     One(c, fmt::format("INSERT INTO dirty_hours VALUES({}, {}, 0) ON CONFLICT (device_id, hour_ms) DO UPDATE"
                        " SET generation = 0 RETURNING 1",
                        device, hour));
-    for (auto it = want.begin(); it != want.end();) {
-      it = it->first.first == device && it->first.second >= hour && it->first.second < hour + kMsPerHour ? want.erase(it)
-                                                                                                          : std::next(it);
-    }
+    std::erase_if(want, [&](const auto& e) {
+      const auto [dev, minute] = e.first;
+      return dev == device && minute >= hour && minute < hour + kMsPerHour;
+    });
     for (int64_t m : minutes) want[{device, hour + m * kMsPerMinute}] = active;
     ASSERT_TRUE(store_->WriteRollups({MinuteUpdate(device, hour, minutes, active)}).ok());
   };
